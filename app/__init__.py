@@ -1,0 +1,1 @@
+"""Ternit Lab core: plain Python, no Qt widgets, no torch."""

@@ -1,0 +1,1 @@
+"""Texts, icons and the kernel script template."""

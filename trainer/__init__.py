@@ -1,0 +1,1 @@
+"""The training program: torch, numpy and the standard library only."""

@@ -1,0 +1,1 @@
+"""Thin PySide6 views over app/."""
