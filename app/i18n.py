@@ -1,0 +1,49 @@
+"""Interface language: Russian by default, English as a setting.
+
+The language comes from TERNIT_LANG if set, else from settings.json in the config folder
+(key "language"), else Russian. Texts are written next to their use as `t(ru, en)` pairs or
+kept in tables of {"ru": ..., "en": ...}; there is no scattered translation catalogue.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from . import paths
+
+LANGUAGES = ("ru", "en")
+_override: str | None = None
+
+
+def set_language(lang: str | None) -> None:
+    """Force a language for this process (None: back to env/settings)."""
+    global _override
+    if lang is not None and lang not in LANGUAGES:
+        raise ValueError(f"language must be one of {LANGUAGES}, not {lang!r}")
+    _override = lang
+
+
+def current_language() -> str:
+    if _override:
+        return _override
+    env = os.environ.get("TERNIT_LANG")
+    if env in LANGUAGES:
+        return env
+    try:
+        settings = json.loads((paths.config_dir() / "settings.json").read_text(encoding="utf-8"))
+        if settings.get("language") in LANGUAGES:
+            return settings["language"]
+    except (OSError, ValueError):
+        pass
+    return "ru"
+
+
+def t(ru: str, en: str, lang: str | None = None) -> str:
+    """The text in the interface language."""
+    return en if (lang or current_language()) == "en" else ru
+
+
+def pick(texts: dict[str, str], lang: str | None = None) -> str:
+    """The text of a {"ru": ..., "en": ...} table entry in the interface language."""
+    return texts[lang or current_language()]

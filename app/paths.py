@@ -1,0 +1,46 @@
+"""Where the lab keeps its files: platformdirs folders (XDG_DATA_HOME/XDG_CONFIG_HOME honoured).
+
+TERNIT_HOME, when set, puts data and config under one folder (handy for portable installs
+and for tests).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP_NAME = "ternit-lab"
+
+
+def data_dir() -> Path:
+    """The lab's data folder (state.sqlite, runs/, prepared/), created on first use."""
+    home = os.environ.get("TERNIT_HOME")
+    path = Path(home) / "data" if home else Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def config_dir() -> Path:
+    """The lab's config folder (settings, Kaggle credentials), created on first use."""
+    home = os.environ.get("TERNIT_HOME")
+    path = Path(home) / "config" if home else Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def runs_dir() -> Path:
+    path = data_dir() / "runs"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def prepared_dir() -> Path:
+    path = data_dir() / "prepared"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def state_db_path() -> Path:
+    return data_dir() / "state.sqlite"

@@ -1,0 +1,207 @@
+"""The run configuration (run.json): defaults, loading and validation.
+
+The window writes run.json; the trainer reads it here. Missing keys take the defaults
+below, an unknown key or a bad value is a ConfigError that names it. Only the standard
+library is used, so this module can be read without torch.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A run.json that cannot be trained: the message says what to change."""
+
+
+@dataclass
+class ModelConfig:
+    context: int = 1024
+    width: int = 512
+    heads: int = 8
+    layers: int = 8
+    vocab: int = 4000
+
+
+@dataclass
+class TrainingConfig:
+    batch_per_card: int = 6
+    steps_to: int = 20000
+    limit_min: float = 630
+    lr: float = 0.001
+    warmup_steps: int = 200
+    seed: int = 1337
+    eval_every: int = 200
+    eval_segments: int = 96
+    checkpoint_every_min: float = 30
+    keep_checkpoints: int = 3
+    economical: bool | str = False
+    precision: str = "auto"
+    deterministic: bool = False
+    min_lr_ratio: float = 0.1
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+
+
+@dataclass
+class DataConfig:
+    dir: str = ""
+    constellations: list[str] = field(default_factory=list)
+
+
+@dataclass
+class TargetConfig:
+    kind: str = "local"
+    gpu: str = "auto"
+    account: str = "auto"
+
+
+@dataclass
+class RunConfig:
+    name: str = "run"
+    model: ModelConfig = field(default_factory=ModelConfig)
+    training: TrainingConfig = field(default_factory=TrainingConfig)
+    data: DataConfig = field(default_factory=DataConfig)
+    target: TargetConfig = field(default_factory=TargetConfig)
+    resume_from: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+ECONOMICAL_LEVELS = ("off", "selective", "full")
+TARGET_KINDS = ("local", "kaggle")
+
+_SECTIONS = {
+    "model": ModelConfig,
+    "training": TrainingConfig,
+    "data": DataConfig,
+    "target": TargetConfig,
+}
+
+
+def _coerce(where: str, value: Any, default: Any) -> Any:
+    """Check one value against the type of its default; ints are accepted for floats."""
+    if isinstance(default, bool):
+        if isinstance(value, bool):
+            return value
+        if where == "training.economical" and isinstance(value, str):
+            return value
+        raise ConfigError(f"{where} must be true or false, not {value!r}")
+    if isinstance(default, int):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{where} must be a whole number, not {value!r}")
+        return value
+    if isinstance(default, float):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{where} must be a number, not {value!r}")
+        return float(value)
+    if isinstance(default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be text, not {value!r}")
+        return value
+    if isinstance(default, list):
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{where} must be a list of names, not {value!r}")
+        return list(value)
+    return value
+
+
+def _section(name: str, cls: type, raw: Any) -> Any:
+    if raw is None:
+        return cls()
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{name} must be an object, not {raw!r}")
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(raw) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown key {name}.{unknown[0]} (known: {', '.join(known)})")
+    defaults = cls()
+    values = {k: _coerce(f"{name}.{k}", v, getattr(defaults, k)) for k, v in raw.items()}
+    return cls(**values)
+
+
+def from_dict(raw: dict[str, Any]) -> RunConfig:
+    """Build and validate a RunConfig from the parsed run.json."""
+    if not isinstance(raw, dict):
+        raise ConfigError("run.json must hold one JSON object")
+    top = {"name", "resume_from", *_SECTIONS}
+    unknown = sorted(set(raw) - top)
+    if unknown:
+        raise ConfigError(f"unknown key {unknown[0]} (known: {', '.join(sorted(top))})")
+    cfg = RunConfig(
+        name=_coerce("name", raw.get("name", "run"), "run"),
+        resume_from=raw.get("resume_from"),
+        **{k: _section(k, cls, raw.get(k)) for k, cls in _SECTIONS.items()},
+    )
+    if cfg.resume_from is not None and not isinstance(cfg.resume_from, str):
+        raise ConfigError(f"resume_from must be a checkpoint path or null, not {cfg.resume_from!r}")
+    validate(cfg)
+    return cfg
+
+
+def validate(cfg: RunConfig) -> None:
+    """Rules that need no data: sizes, ranges and choices."""
+    m, t = cfg.model, cfg.training
+    for key in ("context", "width", "heads", "layers", "vocab"):
+        if getattr(m, key) < 1:
+            raise ConfigError(f"model.{key} must be at least 1, not {getattr(m, key)}")
+    if m.width % m.heads:
+        ok = [h for h in range(1, min(m.width, 64) + 1) if m.width % h == 0]
+        raise ConfigError(
+            f"model.width {m.width} does not divide by model.heads {m.heads}: "
+            f"choose heads from {', '.join(map(str, ok))}"
+        )
+    if m.vocab > 65536:
+        raise ConfigError(f"model.vocab {m.vocab} is over 65,536: token ids are stored as uint16")
+    if t.batch_per_card < 1:
+        raise ConfigError(f"training.batch_per_card must be at least 1, not {t.batch_per_card}")
+    if t.steps_to < 1:
+        raise ConfigError(f"training.steps_to must be at least 1, not {t.steps_to}")
+    if t.limit_min <= 0:
+        raise ConfigError(f"training.limit_min must be above 0, not {t.limit_min}")
+    if not t.lr > 0:
+        raise ConfigError(f"training.lr must be above 0, not {t.lr}")
+    if t.warmup_steps < 0 or t.eval_every < 1 or t.eval_segments < 1 or t.keep_checkpoints < 1:
+        raise ConfigError(
+            "training.warmup_steps must be ≥ 0 and eval_every, eval_segments, keep_checkpoints ≥ 1"
+        )
+    if t.precision not in PRECISIONS:
+        raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
+    economical_level(t.economical)
+    if cfg.target.kind not in TARGET_KINDS:
+        raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
+
+
+def economical_level(value: bool | str) -> str:
+    """`economical` is true/false or a level name: off, selective or full."""
+    if value is True:
+        return "selective"
+    if value is False:
+        return "off"
+    if value in ECONOMICAL_LEVELS:
+        return str(value)
+    raise ConfigError(
+        f"training.economical must be true, false or one of {', '.join(ECONOMICAL_LEVELS)}, not {value!r}"
+    )
+
+
+def load(path: str | Path) -> RunConfig:
+    """Read and validate a run.json file."""
+    path = Path(path)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path} does not exist: write a run.json there first") from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"{path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    return from_dict(raw)
+
+
+def parameter_count(m: ModelConfig) -> int:
+    """Exact weight count: 12·L·d² (blocks) + V·d (tied embedding) + n·d (positions)."""
+    return 12 * m.layers * m.width**2 + m.vocab * m.width + m.context * m.width
