@@ -1,0 +1,42 @@
+"""Shared test set-up: every test runs with the lab's folders, Kaggle's config and HOME in
+temporary folders, Qt offscreen, and no GPU visible."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch):
+    """The lab's data/config folders, Kaggle's config and HOME in a fresh temporary folder."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("KAGGLE_CONFIG_DIR", str(home / ".kaggle"))
+    monkeypatch.delenv("KAGGLE_API_TOKEN", raising=False)
+    monkeypatch.delenv("KAGGLE_USERNAME", raising=False)
+    monkeypatch.delenv("KAGGLE_KEY", raising=False)
+    monkeypatch.delenv("TERNIT_HOME", raising=False)
+    monkeypatch.delenv("TERNIT_LANG", raising=False)
+    return home
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory) -> Path:
+    """A real prepared-data folder (BPE tokenizer, train.bin, val.bin, meta.json), tiny."""
+    from tests.tiny_data import make_prepared
+
+    return make_prepared(tmp_path_factory.mktemp("tiny-data"))
