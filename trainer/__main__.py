@@ -1,0 +1,38 @@
+"""python -m trainer --run RUN_DIR [--resume CKPT|latest] [--device auto|cpu|cuda]
+                     [--stop-at-step N] [--dry-run]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .config import ConfigError
+
+
+def parse(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m trainer", description="Train a Ternit Lab GPT as RUN_DIR/run.json says.")
+    p.add_argument("--run", required=True, type=Path, help="the run folder holding run.json")
+    p.add_argument("--resume", help="`latest` (this run's own latest checkpoint) or a checkpoint path")
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--stop-at-step", type=int, help="stop at this step as if the time limit hit")
+    p.add_argument("--dry-run", action="store_true", help="build the model, print and emit start, exit")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    from .train import EXIT_CONFIG, Options, run
+
+    if not (args.run / "run.json").is_file():
+        print(f"error: {args.run / 'run.json'} does not exist: write the run's config there first", file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return run(Options(args.run, args.resume, args.device, args.stop_at_step, args.dry_run))
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_CONFIG
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,56 @@
+"""DDP under torchrun: who am I, and agreeing on decisions across ranks."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass
+class World:
+    rank: int = 0
+    local_rank: int = 0
+    size: int = 1
+
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    @property
+    def active(self) -> bool:
+        return self.size > 1
+
+
+def init_world(device_type: str) -> World:
+    """Join the process group torchrun set up (RANK/WORLD_SIZE in the environment)."""
+    size = int(os.environ.get("WORLD_SIZE", "1"))
+    if size <= 1:
+        return World()
+    backend = "nccl" if device_type == "cuda" else "gloo"
+    if device_type == "cuda":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
+    dist.init_process_group(backend=backend)
+    return World(dist.get_rank(), int(os.environ.get("LOCAL_RANK", "0")), dist.get_world_size())
+
+
+def sum_across(world: World, values: list[float], device: torch.device) -> list[float]:
+    """Sum a few floats over all ranks (one small all-reduce; identity on one process)."""
+    if not world.active:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t.tolist()
+
+
+def sum_tensor(world: World, t: torch.Tensor) -> torch.Tensor:
+    if world.active:
+        dist.all_reduce(t, op=dist.ReduceOp.SUM)
+    return t
+
+
+def shutdown(world: World) -> None:
+    if world.active and dist.is_initialized():
+        dist.destroy_process_group()

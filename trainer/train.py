@@ -1,0 +1,412 @@
+"""The training loop: config → model → steps → events and checkpoints.
+
+Run as `python -m trainer --run RUN_DIR` (see trainer/__main__.py). Only rank 0 writes
+events and checkpoints; every decision to stop is agreed across ranks.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch.nn.parallel import DistributedDataParallel
+
+from . import checkpoint as ckpt
+from .config import ConfigError, RunConfig, economical_level, load, parameter_count
+from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
+from .distributed import World, init_world, shutdown, sum_across, sum_tensor
+from .events import EventLog, say
+from .model import GPT, count_parameters
+from .optim import Schedule, make_optimizer, make_scaler, pick_precision
+from .step import train_step
+
+EXIT_OK, EXIT_CONFIG, EXIT_TRAINING = 0, 2, 3
+
+
+@dataclass
+class Options:
+    run_dir: Path
+    resume: str | None = None
+    device: str = "auto"
+    stop_at_step: int | None = None
+    dry_run: bool = False
+
+
+@dataclass
+class Control:
+    """Why the loop should stop: a signal, the STOP file, the time limit or --stop-at-step."""
+
+    run_dir: Path
+    limit_s: float
+    stop_at_step: int | None
+    started: float = field(default_factory=time.monotonic)
+    signalled: bool = False
+
+    def install_signals(self) -> None:
+        def handler(signum, frame):  # finish the step, save, exit cleanly
+            self.signalled = True
+
+        signal.signal(signal.SIGINT, handler)
+        signal.signal(signal.SIGTERM, handler)
+
+    def local_reason(self, step: int) -> str | None:
+        if self.signalled or (self.run_dir / "STOP").exists():
+            return "stopped"
+        if self.stop_at_step is not None and step >= self.stop_at_step:
+            return "time_limit"
+        if time.monotonic() - self.started >= self.limit_s:
+            return "time_limit"
+        return None
+
+
+class TrainingFailure(Exception):
+    def __init__(self, kind: str, message: str, advice: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.kind, self.message, self.advice, self.extra = kind, message, advice, extra
+
+
+def pick_device(requested: str, world: World) -> torch.device:
+    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise ConfigError("--device cuda was asked for, but torch sees no CUDA GPU: use --device cpu")
+    return torch.device("cuda", world.local_rank)
+
+
+def check_data(cfg: RunConfig, data: PreparedData) -> None:
+    """The rules that need the data: sizes and vocabulary."""
+    n = cfg.model.context
+    if len(data.train) < n + 2:
+        raise ConfigError(f"model.context {n} is larger than the training data allows ({len(data.train)} tokens): lower the context or add data")
+    if len(data.val) < n + 1:
+        raise ConfigError(f"model.context {n} is larger than the validation sample ({len(data.val)} tokens): lower the context or add data")
+    if data.vocab_size > cfg.model.vocab:
+        raise ConfigError(f"the data's vocabulary ({data.vocab_size}) is bigger than model.vocab ({cfg.model.vocab}): set model.vocab to at least {data.vocab_size}")
+
+
+def fmt_int(n: int) -> str:
+    return f"{n:,}"
+
+
+class Trainer:
+    def __init__(self, cfg: RunConfig, opts: Options, world: World, device: torch.device) -> None:
+        self.cfg, self.opts, self.world, self.device = cfg, opts, world, device
+        t = cfg.training
+        self.precision = pick_precision(t.precision, device)
+        self.events = EventLog(opts.run_dir / "events.jsonl" if world.is_main else None, echo=world.is_main)
+        self.control = Control(opts.run_dir, t.limit_min * 60, opts.stop_at_step)
+        self.tokens_per_step = t.batch_per_card * world.size * cfg.model.context
+        self.data: PreparedData | None = None
+        self.step = 0
+        self.tokens_seen = 0
+        self.resumed_from: str | None = None
+        self.data_changed = False
+        self.last_good: tuple[str, str] | None = None  # (path, sha256) of the newest checkpoint
+        self.cpu_peak_mb: float | None = None
+
+    # ---- set-up -------------------------------------------------------------------------
+    def build(self) -> None:
+        cfg, t = self.cfg, self.cfg.training
+        if t.deterministic:
+            torch.use_deterministic_algorithms(True, warn_only=True)
+            torch.backends.cudnn.benchmark = False
+        self.model = GPT(cfg.model)
+        self.model.init_weights(t.seed)
+        level = economical_level(t.economical)
+        if level != "off":
+            from .economical import apply as apply_economical
+
+            apply_economical(self.model, level)
+        self.model.to(self.device)
+        self.params = count_parameters(self.model)
+        assert self.params == parameter_count(cfg.model), "model and formula disagree"
+        self.optimizer = make_optimizer(self.model, t, self.device)
+        self.scaler = make_scaler(self.precision, self.device)
+        self.schedule = Schedule.fresh(t)
+        self.ddp = (
+            DistributedDataParallel(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
+            if self.world.active
+            else self.model
+        )
+
+    def open_data(self) -> None:
+        self.data = open_prepared(self.cfg.data.dir)
+        check_data(self.cfg, self.data)
+
+    def restore(self, spec: str) -> None:
+        path = ckpt.resolve(self.opts.run_dir, spec)
+        state = ckpt.load(path)
+        saved_model = state["config"]["model"]
+        for key, value in saved_model.items():
+            mine = getattr(self.cfg.model, key)
+            if mine != value:
+                raise ckpt.CheckpointError(
+                    f"model.{key} is {mine} in run.json but {value} in checkpoint {path}: "
+                    "a checkpoint continues only with its own model shape"
+                )
+        data_id = state["data"]["tokenizer_sha256"]
+        if self.data is not None and data_id and self.data.tokenizer_sha256 != data_id:
+            raise ConfigError(
+                f"the data in {self.cfg.data.dir} uses another tokenizer than checkpoint {path}: "
+                "prepare the new data with the checkpoint's tokenizer (ternit data prepare --tokenizer …)"
+            )
+        self.model.load_state_dict(state["model"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scaler.load_state_dict(state["scaler"])
+        ckpt.set_rng_state(state["rng"])
+        self.step = int(state["step"])
+        self.tokens_seen = int(state["tokens_seen"])
+        self.schedule = Schedule(**state["schedule"]).restretched(self.step, self.cfg.training.steps_to)
+        self.data_changed = self.data is not None and state["data"]["data_id"] != self.data.data_id
+        self.resumed_from = str(path)
+        self.last_good = (str(path), ckpt.file_sha256(path))
+
+    # ---- events --------------------------------------------------------------------------
+    def emit_start(self) -> None:
+        say(f"parameters: {fmt_int(self.params)}")
+        say(
+            f"device: {self.device} × {self.world.size}, precision {self.precision}, "
+            f"{fmt_int(self.tokens_per_step)} tokens per step"
+            + (f", resumed from {self.resumed_from} at step {self.step}" if self.resumed_from else "")
+        )
+        self.events.emit(
+            "start",
+            self.step,
+            params=self.params,
+            config=self.cfg.to_dict(),
+            device=str(self.device.type),
+            world_size=self.world.size,
+            precision=self.precision,
+            tokens_per_step=self.tokens_per_step,
+            resumed_from=self.resumed_from,
+            data_id=self.data.data_id if self.data else None,
+            data_changed=self.data_changed,
+            economical=economical_level(self.cfg.training.economical),
+            pid=os.getpid(),
+        )
+
+    # ---- checkpoints ---------------------------------------------------------------------
+    def save(self) -> None:
+        if not self.world.is_main:
+            return
+        assert self.data is not None
+        payload = {
+            "format": ckpt.FORMAT,
+            "step": self.step,
+            "tokens_seen": self.tokens_seen,
+            "params": self.params,
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "scaler": self.scaler.state_dict(),
+            "schedule": self.schedule.to_dict(),
+            "rng": ckpt.rng_state(),
+            "config": self.cfg.to_dict(),
+            "data": {"data_id": self.data.data_id, "tokenizer_sha256": self.data.tokenizer_sha256, "dir": str(self.data.dir)},
+            "world_size": self.world.size,
+            "precision": self.precision,
+            "time": time.time(),
+        }
+        path, sha = ckpt.save(self.opts.run_dir, self.step, payload, self.cfg.training.keep_checkpoints)
+        self.last_good = (str(path), sha)
+        self.events.emit("checkpoint", self.step, path=str(path), sha256=sha)
+
+    def state_sha256(self) -> str:
+        return ckpt.state_sha256(self.model.state_dict(), self.optimizer.state_dict())
+
+    # ---- evaluation ----------------------------------------------------------------------
+    @torch.no_grad()
+    def evaluate(self) -> None:
+        assert self.data is not None
+        n, batch = self.cfg.model.context, self.cfg.training.batch_per_card
+        offsets = eval_offsets(len(self.data.val), n, self.cfg.training.eval_segments)
+        losses = torch.zeros(len(offsets), dtype=torch.float64, device=self.device)
+        mine = np.arange(len(offsets))[self.world.rank :: self.world.size]
+        self.model.eval()
+        from .optim import autocast
+
+        for i in range(0, len(mine), batch):
+            idx = mine[i : i + batch]
+            rows = np.stack([np.asarray(self.data.val[o : o + n + 1], dtype=np.int64) for o in offsets[idx]])
+            t = torch.from_numpy(rows).to(self.device)
+            with autocast(self.precision, self.device):
+                seg = self.model.segment_losses(t[:, :-1], t[:, 1:])
+            losses[torch.from_numpy(idx).to(self.device)] = seg.double()
+        self.model.train()
+        losses = sum_tensor(self.world, losses).cpu().numpy()
+        mean = float(losses.mean())
+        half = 1.96 * float(losses.std(ddof=1)) / math.sqrt(len(losses)) if len(losses) > 1 else float("nan")
+        self.events.emit("eval", self.step, val_loss=mean, val_ci95=[mean - half, mean + half], segments=len(losses))
+        say(f"step {self.step}: val loss {mean:.4f} ± {half:.4f} on {len(losses)} segments")
+
+    # ---- the loop ------------------------------------------------------------------------
+    def memory_mb(self) -> tuple[float | None, float | None]:
+        if self.device.type == "cuda":
+            return torch.cuda.memory_allocated(self.device) / 2**20, torch.cuda.max_memory_allocated(self.device) / 2**20
+        return None, self.cpu_peak_mb
+
+    def run_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        t = self.cfg.training
+        args = (self.ddp, self.optimizer, self.scaler, batch, self.schedule.at(self.step), self.precision, self.device, t.grad_clip)
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        elif self.cpu_peak_mb is None:
+            # The first step of a process on the CPU is measured by tracking live tensor
+            # storages (the allocator's cache and RSS are not what the program allocates).
+            measure = _cpu_measure()
+            if measure is not None:
+                alive = [*self.model.parameters(), *_optimizer_tensors(self.optimizer)]
+                loss, report = measure(lambda: train_step(*args), alive=alive)
+                self.cpu_peak_mb = report["peak_bytes"] / 2**20
+                return loss
+        return train_step(*args)
+
+    def wait_while_paused(self) -> None:
+        pause = self.opts.run_dir / "PAUSE"
+        if not pause.exists():
+            return
+        started = time.monotonic()
+        say("paused: RUN_DIR/PAUSE exists (the heat guard or the user); waiting")
+        while pause.exists() and self.control.local_reason(self.step) is None:
+            time.sleep(0.5)
+        self.events.emit("pause", self.step, seconds=round(time.monotonic() - started, 1))
+
+    def train(self) -> str:
+        assert self.data is not None
+        t, n = self.cfg.training, self.cfg.model.context
+        fetch = Prefetcher(self.data.train, n, t.batch_per_card, t.seed, self.world.rank, self.device)
+        last_save = time.monotonic()
+        while True:
+            reason = self.control.local_reason(self.step)
+            if self.step >= t.steps_to:
+                reason = "steps_reached"
+            flags = sum_across(self.world, [1.0 if reason else 0.0], self.device)
+            if flags[0] > 0:
+                return reason or "stopped"
+            self.wait_while_paused()
+            began = time.perf_counter()
+            try:
+                loss = self.run_step(fetch.get(self.step))
+                loss_value = sum_across(self.world, [float(loss)], self.device)[0] / self.world.size
+            except torch.OutOfMemoryError as e:
+                raise self.oom(e) from None
+            except RuntimeError as e:
+                if "out of memory" in str(e) or "can't allocate memory" in str(e):
+                    raise self.oom(e) from None
+                raise
+            if not math.isfinite(loss_value):
+                raise TrainingFailure(
+                    "nan",
+                    f"the loss became {loss_value} at step {self.step + 1}",
+                    f"lower the learning rate (training.lr {t.lr:g} → {t.lr / 3:.2g}) and continue from the last checkpoint",
+                )
+            elapsed = time.perf_counter() - began
+            lr = self.schedule.at(self.step)
+            self.step += 1
+            self.tokens_seen += self.tokens_per_step
+            alloc, peak = self.memory_mb()
+            self.events.emit(
+                "step",
+                self.step,
+                loss=round(loss_value, 6),
+                lr=lr,
+                tokens_seen=self.tokens_seen,
+                step_ms=round(elapsed * 1000, 3),
+                tokens_per_s=round(self.tokens_per_step / elapsed, 1),
+                mem_alloc_mb=None if alloc is None else round(alloc, 1),
+                mem_peak_mb=None if peak is None else round(peak, 1),
+            )
+            if self.step % t.eval_every == 0 or self.step == t.steps_to:
+                self.evaluate()
+            if time.monotonic() - last_save >= t.checkpoint_every_min * 60:
+                self.save()
+                last_save = time.monotonic()
+
+    def oom(self, error: Exception) -> TrainingFailure:
+        batch = self.cfg.training.batch_per_card
+        suggested = max(1, batch // 2)
+        advice = (
+            f"lower training.batch_per_card from {batch} to {suggested}"
+            if batch > 1
+            else "batch 1 does not fit: lower model.context or the model size, or turn on training.economical"
+        )
+        return TrainingFailure("oom", f"out of memory at step {self.step + 1}: {str(error).splitlines()[0][:300]}", advice, suggested_batch=suggested)
+
+
+def _cpu_measure():
+    try:
+        from .memory import measure_step
+    except ImportError:
+        return None
+    return measure_step
+
+
+def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+    return [v for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v)]
+
+
+def run(opts: Options) -> int:
+    """Train as run.json says; returns the process exit code."""
+    cfg = load(opts.run_dir / "run.json")
+    if cfg.training.deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    device_type = "cpu" if opts.device == "cpu" or not torch.cuda.is_available() else "cuda"
+    world = init_world(device_type)
+    try:
+        device = pick_device(opts.device, world)
+        trainer = Trainer(cfg, opts, world, device)
+        return _run(trainer, opts)
+    finally:
+        shutdown(world)
+
+
+def _run(trainer: Trainer, opts: Options) -> int:
+    cfg = trainer.cfg
+    try:
+        if not opts.dry_run or cfg.data.dir:
+            trainer.open_data()
+        trainer.build()
+        resume = opts.resume or cfg.resume_from
+        if resume and not opts.dry_run:
+            trainer.restore(resume)
+    except (ConfigError, DataError, ckpt.CheckpointError) as e:
+        kind = "data" if isinstance(e, DataError) else "other"
+        report_failure(trainer, kind, str(e), "fix run.json or the data as the message says")
+        say(f"error: {e}")
+        return EXIT_CONFIG
+    trainer.emit_start()
+    if opts.dry_run:
+        return EXIT_OK
+    trainer.control.install_signals()
+    try:
+        reason = trainer.train()
+    except TrainingFailure as f:
+        report_failure(trainer, f.kind, f.message, f.advice, **f.extra)
+        say(f"error: {f.message}. {f.advice}")
+        return EXIT_TRAINING
+    except Exception as e:  # the event stream must say what happened, whatever it was
+        report_failure(trainer, "other", f"{type(e).__name__}: {e}", "see trainer.log for the traceback")
+        raise
+    if trainer.last_good is None or trainer.last_good[0] != str(ckpt.checkpoint_dir(opts.run_dir) / f"step-{trainer.step:08d}.pt"):
+        trainer.save()
+    sha = trainer.state_sha256()
+    messages = {
+        "steps_reached": f"reached step {trainer.step}",
+        "time_limit": f"stopped by the time limit at step {trainer.step}",
+        "stopped": f"stopped on request at step {trainer.step}",
+    }
+    trainer.events.emit("end", trainer.step, reason=reason, state_sha256=sha, message=messages[reason])
+    say(f"end: {messages[reason]}; state sha256 {sha}")
+    return EXIT_OK
+
+
+def report_failure(trainer: Trainer, kind: str, message: str, advice: str, **extra: Any) -> None:
+    checkpoint = trainer.last_good[0] if trainer.last_good else None
+    trainer.events.emit("error", trainer.step, kind=kind, message=message, advice=advice, checkpoint=checkpoint, **extra)
+    trainer.events.emit("end", trainer.step, reason="error", state_sha256=None, message=message)
