@@ -1,0 +1,258 @@
+"""The lab's state: one SQLite file (app.paths.state_db_path()) with versioned migrations.
+
+Migrations are the files `app/migrations/NNN_name.sql`, applied in number order, each in
+its own transaction together with `PRAGMA user_version` (the highest applied) and a row in
+`schema_migrations`, so a crash mid-migration leaves the database as it was. Numbers may
+have gaps that are filled later (one engineer's 003 can land before another's 002): every
+file not yet applied is applied, in number order. Opening an older database upgrades it.
+
+Threads: the window polls the state from a timer while a worker thread writes, so every
+thread gets its own connection (sqlite3 connections are not for sharing). WAL mode lets the
+readers go on while one writer writes; `busy_timeout` makes a second writer wait instead of
+failing at once.
+
+Connections run in autocommit mode: a single `execute` is its own transaction; several
+statements that must stand or fall together go in `with state.transaction():`.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import paths
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+BUSY_TIMEOUT_MS = 10_000
+_NAME = re.compile(r"^(\d{3})_[A-Za-z0-9_\-]+\.sql$")
+
+
+class StateError(RuntimeError):
+    """The state database cannot be used; the message says why and what to do."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    path: Path
+
+    def statements(self) -> list[str]:
+        return split_statements(self.path.read_text(encoding="utf-8"))
+
+
+def find_migrations(folder: Path = MIGRATIONS_DIR) -> list[Migration]:
+    """The migration files in number order; two files with one number are an error."""
+    found: dict[int, Migration] = {}
+    for p in sorted(folder.glob("*.sql")) if folder.is_dir() else []:
+        m = _NAME.match(p.name)
+        if not m:
+            continue
+        version = int(m.group(1))
+        if version == 0:
+            raise StateError(f"migration {p.name}: numbers start at 001")
+        if version in found:
+            raise StateError(
+                f"two migrations share number {version:03d}: {found[version].path.name} and {p.name}"
+            )
+        found[version] = Migration(version, p.stem, p)
+    return [found[v] for v in sorted(found)]
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into complete statements (sqlite3 knows where triggers end)."""
+    out: list[str] = []
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            stmt = buf.strip()
+            if _strip_comments(stmt):
+                out.append(stmt)
+            buf = ""
+    if _strip_comments(buf).strip():
+        raise StateError(f"unterminated SQL statement: {buf.strip()[:80]!r}")
+    return out
+
+
+def _strip_comments(sql: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in sql.splitlines()).strip().rstrip(";").strip()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    # isolation_level=None: autocommit; transactions are explicit (BEGIN ... COMMIT).
+    # check_same_thread=False only so that close() can close every thread's connection at
+    # shutdown; each connection is still used by the one thread that made it.
+    conn = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+    )
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; a power cut loses at most the last commit
+    return conn
+
+
+def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] | None = None) -> list[int]:
+    """Apply every migration not yet applied, in number order; returns the versions applied.
+
+    `PRAGMA user_version` holds the highest version applied; the table `schema_migrations`
+    remembers each one, so a gap filled later (002 landing after 003 was applied) is still
+    applied. Each runs under BEGIN IMMEDIATE and re-checks inside the lock, so two processes
+    opening the same fresh database never apply one migration twice.
+    """
+    migrations = find_migrations() if migrations is None else list(migrations)
+    known = max((m.version for m in migrations), default=0)
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > known:
+        raise StateError(
+            f"the state database is at version {current}, newer than this lab knows ({known}); "
+            "update the lab, or point it at another data folder (TERNIT_HOME)"
+        )
+    applied: list[int] = []
+    for mig in migrations:
+        if mig.version in _applied_versions(conn):
+            continue
+        statements = mig.statements()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            if mig.version in _applied_versions(conn):
+                conn.execute("ROLLBACK")
+                continue
+            for stmt in statements:
+                conn.execute(stmt)
+            conn.execute(_MIGRATIONS_TABLE)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (mig.version, mig.name, time.time()),
+            )
+            top = max(mig.version, conn.execute("PRAGMA user_version").fetchone()[0])
+            conn.execute(f"PRAGMA user_version = {top:d}")
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK")
+            raise StateError(f"migration {mig.path.name} failed: {exc}") from exc
+        applied.append(mig.version)
+    return applied
+
+
+_MIGRATIONS_TABLE = (
+    "CREATE TABLE IF NOT EXISTS schema_migrations "
+    "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+)
+
+
+def _applied_versions(conn: sqlite3.Connection) -> set[int]:
+    has_table = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+    ).fetchone()
+    if has_table:
+        return {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
+    # A database with a version but no record (made by hand or by an older lab): trust it.
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    return set(range(1, current + 1))
+
+
+class State:
+    """The lab's state database: one connection per thread, migrations applied on open."""
+
+    def __init__(self, path: Path, migrations: Sequence[Migration] | None = None) -> None:
+        self.path = Path(path)
+        self._local = threading.local()
+        self._all: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            conn = self.conn
+            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                # e.g. a network file system: still works, only with less concurrency.
+                self.journal_mode = str(mode)
+            else:
+                self.journal_mode = "wal"
+            self.applied = migrate(conn, migrations)
+        except sqlite3.DatabaseError as exc:
+            self.close()
+            raise StateError(
+                f"cannot open the lab's state {self.path}: {exc}. "
+                "If the file is damaged, move it aside; the lab starts a new one."
+            ) from exc
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """This thread's connection (made on first use)."""
+        if self._closed:
+            raise StateError("the state database is closed")
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = _connect(self.path)
+            self._local.conn = conn
+            with self._lock:
+                self._all.append(conn)
+        return conn
+
+    @property
+    def version(self) -> int:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def execute(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Cursor:
+        return self.conn.execute(sql, params)
+
+    def executemany(self, sql: str, rows: Any) -> sqlite3.Cursor:
+        return self.conn.executemany(sql, rows)
+
+    def query(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[sqlite3.Row]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> sqlite3.Row | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    @contextmanager
+    def transaction(self, immediate: bool = True) -> Iterator[sqlite3.Connection]:
+        """BEGIN (IMMEDIATE: take the write lock now, so no deadlock on upgrade) ... COMMIT,
+        or ROLLBACK on any exception. Nested use joins the outer transaction."""
+        conn = self.conn
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        else:
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close every thread's connection (call from the owning thread at shutdown)."""
+        with self._lock:
+            conns, self._all = self._all, []
+        for c in conns:
+            c.close()
+        self._local = threading.local()
+        self._closed = True
+
+    def __enter__(self) -> State:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_state(path: Path | None = None, migrations: Sequence[Migration] | None = None) -> State:
+    """Open (creating and upgrading as needed) the lab's state database."""
+    return State(paths.state_db_path() if path is None else Path(path), migrations)
+
+
+def now() -> float:
+    """Timestamps in the state are unix seconds (REAL)."""
+    return time.time()
