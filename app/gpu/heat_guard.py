@@ -1,0 +1,179 @@
+"""Heat guard: pause a local run while the card is too hot, resume when it has cooled.
+
+When the hottest card stays at or above `threshold_c` for `hold_s` seconds, the guard writes
+RUN_DIR/PAUSE. The trainer checks that file between steps: while it exists the trainer waits,
+and when it is gone it appends {"event": "pause", "step": s, "time": t, "seconds": how long}
+to events.jsonl, which the loss plot marks. The guard removes PAUSE once the card is below
+`threshold_c - hysteresis_c` (so it does not flap around one degree). It never removes a PAUSE
+it did not write (the user's own pause stays the user's).
+
+Pure logic plus that one file: the clock and the temperatures come from outside, so the tests
+drive it with a fake clock and fake samples.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .samples import Snapshot
+
+PAUSE_FILE = "PAUSE"
+
+IDLE = "idle"  # cool enough (or no reading yet)
+HEATING = "heating"  # at or above the threshold, counting towards hold_s
+PAUSED = "paused"  # PAUSE written; waiting to cool below threshold - hysteresis
+
+
+@dataclass
+class GuardStatus:
+    state: str
+    hottest_c: float | None
+    hot_for_s: float  # how long the card has been at or above the threshold (HEATING)
+    paused_for_s: float  # how long the guard's pause has lasted (PAUSED)
+    action: str | None = None  # "paused" or "resumed" when this update changed the file
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Temp file in the same folder + fsync + rename: the file is whole or absent."""
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+class HeatGuard:
+    def __init__(
+        self,
+        run_dir: Path | str,
+        threshold_c: float,
+        hold_s: float,
+        hysteresis_c: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
+    ):
+        if hold_s < 0 or hysteresis_c < 0:
+            raise ValueError("hold_s and hysteresis_c must not be negative")
+        self.run_dir = Path(run_dir)
+        self.threshold_c = float(threshold_c)
+        self.hold_s = float(hold_s)
+        self.hysteresis_c = float(hysteresis_c)
+        self._clock = clock
+        self._wall = wall
+        self.state = IDLE
+        self._hot_since: float | None = None
+        self._paused_at: float | None = None
+        self._owns_file = False
+        self.pauses = 0
+
+    @property
+    def pause_path(self) -> Path:
+        return self.run_dir / PAUSE_FILE
+
+    @property
+    def resume_below_c(self) -> float:
+        return self.threshold_c - self.hysteresis_c
+
+    def update_from(self, snap: Snapshot, now: float | None = None) -> GuardStatus:
+        """Feed a monitor snapshot (the hottest card that reports a temperature counts)."""
+        return self.update([g.temp_c for g in snap.gpus if not g.lost], now)
+
+    def update(self, temps: Iterable[float | None], now: float | None = None) -> GuardStatus:
+        now = self._clock() if now is None else now
+        known = [float(x) for x in temps if x is not None]
+        hottest = max(known) if known else None
+        action = None
+
+        if self.state == PAUSED and not self.pause_path.exists():
+            # Someone (the user, a new leg of the run) removed PAUSE: their call; start over.
+            self._reset()
+        if hottest is None:
+            # No reading (no card, lost card, sensor n/a): keep the state, decide nothing.
+            pass
+        elif self.state == IDLE:
+            if hottest >= self.threshold_c:
+                self.state, self._hot_since = HEATING, now
+        elif self.state == HEATING:
+            if hottest < self.threshold_c:
+                self._reset()
+        if self.state == HEATING and hottest is not None and now - self._hot_since >= self.hold_s:
+            self._pause(hottest, now)
+            action = "paused"
+        elif self.state == PAUSED and hottest is not None and hottest < self.resume_below_c:
+            self.release()
+            action = "resumed"
+        return GuardStatus(
+            state=self.state,
+            hottest_c=hottest,
+            hot_for_s=now - self._hot_since if self.state == HEATING else 0.0,
+            paused_for_s=now - self._paused_at if self.state == PAUSED else 0.0,
+            action=action,
+        )
+
+    def _pause(self, hottest: float, now: float) -> None:
+        path = self.pause_path
+        if path.exists():
+            self._owns_file = False  # the user paused already; leave their file alone
+        else:
+            note = {
+                "by": "heat_guard",
+                "reason": f"GPU at {hottest:.0f} °C for {self.hold_s:.0f} s "
+                          f"(threshold {self.threshold_c:.0f} °C)",
+                "resume_below_c": self.resume_below_c,
+                "time": self._wall(),
+            }
+            write_atomic(path, json.dumps(note) + "\n")
+            self._owns_file = True
+        self.state, self._paused_at = PAUSED, now
+        self.pauses += 1
+
+    def release(self) -> None:
+        """Remove the guard's own PAUSE (cooled, guard switched off, or the run ended)."""
+        if self._owns_file:
+            try:
+                self.pause_path.unlink()
+            except FileNotFoundError:
+                pass
+        self._reset()
+
+    def _reset(self) -> None:
+        self.state, self._hot_since, self._paused_at, self._owns_file = IDLE, None, None, False
+
+
+def status_text(guard: HeatGuard | None, status: GuardStatus | None,
+                lang: str | None = None) -> str:
+    """The heat guard's line in the monitor panel."""
+    from app.i18n import t
+
+    if guard is None:
+        return t("Защита от перегрева выключена", "Heat guard is off", lang)
+    limit = f"{guard.threshold_c:.0f} °C"
+    if status is None or status.state == IDLE:
+        return t(f"Защита от перегрева: пауза, если карта ≥ {limit} дольше {guard.hold_s:.0f} с",
+                 f"Heat guard: pause when the card is ≥ {limit} for over {guard.hold_s:.0f} s",
+                 lang)
+    hot = f"{status.hottest_c:.0f} °C" if status.hottest_c is not None else "?"
+    if status.state == HEATING:
+        return t(f"Защита от перегрева: карта {hot} ≥ {limit} уже {status.hot_for_s:.0f} из "
+                 f"{guard.hold_s:.0f} с",
+                 f"Heat guard: the card is {hot} ≥ {limit} for {status.hot_for_s:.0f} of "
+                 f"{guard.hold_s:.0f} s", lang)
+    cool = f"{guard.resume_below_c:.0f} °C"
+    return t(f"Защита от перегрева: обучение на паузе {status.paused_for_s:.0f} с (карта {hot}); "
+             f"продолжится, когда остынет ниже {cool}",
+             f"Heat guard: training paused for {status.paused_for_s:.0f} s (card at {hot}); it "
+             f"resumes when the card cools below {cool}", lang)
