@@ -1,0 +1,135 @@
+"""Why a run failed, and what to do about it, for the window and the CLI.
+
+The trainer's `error` event carries `kind` (oom, nan, data, other), its own message and
+advice (English, for the log). Here it becomes a Failure with advice in the interface
+language and, where a retry makes sense, the config that retries it.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..i18n import t
+from .events import Event
+
+VANISHED = "vanished"  # no `end` event and no process: killed, or the PC went down
+VANISHED_MESSAGE = "the trainer process disappeared"
+
+
+@dataclass
+class Failure:
+    kind: str                      # oom, nan, data, other, vanished
+    message: str                   # what happened (the trainer's words)
+    advice: str                    # what to do, in the interface language
+    step: int | None = None
+    checkpoint: str | None = None  # the newest intact checkpoint, if any
+    batch: int | None = None       # the batch that failed (oom)
+    suggested_batch: int | None = None
+    lr: float | None = None        # the learning rate that diverged (nan)
+    suggested_lr: float | None = None
+    file: str | None = None        # the data file or folder at fault (data)
+
+    @property
+    def can_retry(self) -> bool:
+        return self.kind in ("oom", "nan", VANISHED, "other")
+
+    def retry_label(self, lang: str | None = None) -> str | None:
+        """The retry button's text, or None when a retry cannot help (fix the data first)."""
+        if self.kind == "oom" and self.suggested_batch:
+            return t(f"Повторить с батчем {self.suggested_batch}", f"Retry with batch {self.suggested_batch}", lang)
+        if self.kind == "nan" and self.suggested_lr:
+            return t(f"Повторить с lr {self.suggested_lr:.2g}", f"Retry with lr {self.suggested_lr:.2g}", lang)
+        if self.kind in (VANISHED, "other"):
+            return t("Повторить", "Retry", lang)
+        return None
+
+    def retry_config(self, config: dict[str, Any]) -> dict[str, Any]:
+        """The failed run's run.json changed as the advice says; it continues from the
+        newest intact checkpoint when there is one."""
+        new = copy.deepcopy(config)
+        training = new.setdefault("training", {})
+        if self.kind == "oom" and self.suggested_batch:
+            training["batch_per_card"] = self.suggested_batch
+        elif self.kind == "nan" and self.suggested_lr:
+            training["lr"] = self.suggested_lr
+        if self.checkpoint:
+            new["resume_from"] = self.checkpoint
+        return new
+
+
+def _data_file(message: str) -> str | None:
+    m = re.search(r"data\.dir '([^']+)'", message)
+    if m:
+        return m.group(1)
+    m = re.search(r"(\S+\.(?:bin|json))\b", message)
+    if m:
+        return m.group(1).strip("'\"")
+    m = re.match(r"(\S+) lacks ", message)
+    return m.group(1) if m else None
+
+
+def failure_from_events(events: list[Event], config: dict[str, Any] | None = None) -> Failure | None:
+    """The Failure the last `error` event describes (None if the run has none)."""
+    err = next((e for e in reversed(events) if e.get("event") == "error"), None)
+    if err is None:
+        return None
+    training = (config or {}).get("training") or {}
+    kind = str(err.get("kind") or "other")
+    message = str(err.get("message") or "")
+    f = Failure(kind=kind, message=message, advice="", step=err.get("step"), checkpoint=err.get("checkpoint"))
+    if kind == "oom":
+        f.batch = training.get("batch_per_card")
+        f.suggested_batch = err.get("suggested_batch") or (max(1, f.batch // 2) if f.batch else None)
+        if f.batch and f.batch > 1:
+            f.advice = t(
+                f"Не хватило памяти видеокарты. Уменьшите «Батч на карту» с {f.batch} до {f.suggested_batch}.",
+                f"The GPU ran out of memory. Lower «Batch per card» from {f.batch} to {f.suggested_batch}.",
+            )
+        else:
+            f.suggested_batch = None
+            f.advice = t(
+                "Не помещается даже батч 1: уменьшите контекст или размер модели, или включите экономный режим.",
+                "Even batch 1 does not fit: lower the context or the model size, or turn on the economical mode.",
+            )
+    elif kind == "nan":
+        f.lr = training.get("lr")
+        f.suggested_lr = float(f"{f.lr / 3:.2g}") if isinstance(f.lr, (int, float)) else None
+        f.advice = t(
+            f"Loss стал NaN: обучение разошлось. Уменьшите скорость обучения"
+            f"{f' с {f.lr:g} до {f.suggested_lr:g}' if f.suggested_lr else ''} и продолжите с последнего чекпоинта.",
+            f"The loss became NaN: training diverged. Lower the learning rate"
+            f"{f' from {f.lr:g} to {f.suggested_lr:g}' if f.suggested_lr else ''} and continue from the last checkpoint.",
+        )
+    elif kind == "data":
+        f.file = _data_file(message)
+        where = f.file or message
+        f.advice = t(
+            f"Данные не читаются: {where}. Подготовьте данные заново (панель данных или `ternit data prepare`).",
+            f"The data cannot be read: {where}. Prepare the data again (the data panel or `ternit data prepare`).",
+        )
+    else:
+        extra = str(err.get("advice") or "")
+        f.advice = t(
+            f"Обучение остановилось с ошибкой. {extra} Подробности — в trainer.log.",
+            f"Training stopped with an error. {extra} Details are in trainer.log.",
+        ).replace("  ", " ")
+    return f
+
+
+def vanished(last_step: int | None, checkpoint: str | None) -> Failure:
+    """A run whose process is gone without an `end` event."""
+    return Failure(
+        kind=VANISHED,
+        message=VANISHED_MESSAGE,
+        advice=t(
+            "Процесс обучения пропал (его завершили или компьютер выключился). "
+            + ("Продолжите с последнего чекпоинта." if checkpoint else "Чекпоинта нет: запустите заново."),
+            "The trainer process disappeared (it was killed, or the computer went down). "
+            + ("Continue from the last checkpoint." if checkpoint else "There is no checkpoint: start again."),
+        ),
+        step=last_step,
+        checkpoint=checkpoint,
+    )

@@ -1,0 +1,87 @@
+"""The run history as the window's table shows it (and `ternit run list` prints it)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..i18n import t
+from . import status as st
+from .checkpoints import latest_checkpoint
+from .registry import Registry, RunRecord
+
+
+@dataclass
+class HistoryRow:
+    id: str
+    name: str
+    status: str             # the code (status.STATUSES)
+    status_label: str       # shown, in the interface language
+    where: str              # "этот ПК · GPU 0", "Kaggle · alice", ...
+    steps: str              # "1200 / 20000"
+    last_step: int | None
+    steps_to: int | None
+    best_val_loss: float | None
+    tokens_seen: int | None
+    params: int | None
+    leg: int
+    chain_id: str
+    parent_id: str | None
+    created: str            # local time, "2026-11-29 23:41"
+    folder: str
+    kernel_ref: str | None
+    message: str | None
+    can_stop: bool
+    can_continue: bool      # has a checkpoint and is not running
+
+
+def where_label(rec: RunRecord, lang: str | None = None) -> str:
+    if rec.target_kind == "kaggle":
+        acct = rec.target_account or "auto"
+        leg = t(f" · этап {rec.leg}", f" · leg {rec.leg}", lang) if rec.leg > 1 else ""
+        return f"Kaggle · {acct}{leg}"
+    gpu = (rec.target_gpu or "auto").lower()
+    device = {"cpu": "CPU", "auto": t("авто", "auto", lang)}.get(gpu, f"GPU {gpu}")
+    return t(f"этот ПК · {device}", f"this PC · {device}", lang)
+
+
+def fmt_count(n: int | None) -> str:
+    """1 234 567 → "1.23M" style, for tokens and weights."""
+    if n is None:
+        return "—"
+    for unit, div in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= div:
+            return f"{n / div:.3g}{unit}"
+    return str(n)
+
+
+def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
+    last = rec.last_step
+    steps = f"{last if last is not None else 0} / {rec.steps_to}" if rec.steps_to else str(last or 0)
+    return HistoryRow(
+        id=rec.id,
+        name=rec.name,
+        status=rec.status,
+        status_label=st.label(rec.status, lang),
+        where=where_label(rec, lang),
+        steps=steps,
+        last_step=last,
+        steps_to=rec.steps_to,
+        best_val_loss=rec.best_val_loss,
+        tokens_seen=rec.tokens_seen,
+        params=rec.params,
+        leg=rec.leg,
+        chain_id=rec.chain_id,
+        parent_id=rec.parent_id,
+        created=time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at)),
+        folder=rec.folder,
+        kernel_ref=rec.kaggle_kernel_ref,
+        message=rec.last_message,
+        can_stop=rec.active,
+        can_continue=not rec.active and latest_checkpoint(rec.path) is not None,
+    )
+
+
+def history(registry: Registry, limit: int | None = None, lang: str | None = None) -> list[HistoryRow]:
+    """Newest first."""
+    return [row(r, lang) for r in registry.list_runs(limit)]

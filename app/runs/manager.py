@@ -1,0 +1,370 @@
+"""RunManager: what the window and `ternit run` do with runs — start, follow, stop,
+continue, retry — over the Registry.
+
+The window calls `poll()` from a timer (every ~0.5 s); the CLI's `--wait` calls `wait()`,
+which does the same in a loop. Nothing here blocks for long, nothing imports torch.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..i18n import t
+from . import kaggle_bridge
+from . import process as proc
+from . import status as st
+from .checkpoints import latest_checkpoint
+from .continuing import ContinueCheck, ContinueError, check_continue, continue_config
+from .events import Event, read_events
+from .failure import VANISHED_MESSAGE, Failure, failure_from_events, vanished
+from .files import STOP_FILE
+from .history import HistoryRow, history
+from .registry import Registry, RunRecord
+from .series import LossSeries, loss_series
+
+STOP_GRACE_S = 60.0  # after STOP, how long the trainer may take to save before SIGTERM
+
+
+class RunError(ValueError):
+    """A run cannot be started or changed as asked: the message says why and what to do."""
+
+
+@dataclass
+class RunUpdate:
+    """What one poll found for one run: its row now and the events that arrived."""
+
+    run: RunRecord
+    events: list[Event] = field(default_factory=list)
+    status_changed: bool = False
+
+
+@dataclass
+class RunEnded:
+    """Handed to listeners when a run ends, fails or hits its limit (tray message)."""
+
+    run: RunRecord
+    failure: Failure | None = None
+
+    @property
+    def status(self) -> str:
+        return self.run.status
+
+    def title(self, lang: str | None = None) -> str:
+        return f"{self.run.name}: {st.label(self.run.status, lang)}"
+
+    def text(self, lang: str | None = None) -> str:
+        r = self.run
+        if self.failure is not None:
+            return self.failure.advice
+        step = f"{r.last_step}/{r.steps_to}" if r.steps_to else str(r.last_step or 0)
+        best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
+        if r.status == st.TIME_LIMIT:
+            return t(
+                f"Остановлен по лимиту на шаге {step}; чекпоинт сохранён — можно продолжить. Лучшая val loss {best}.",
+                f"Stopped by the limit at step {step}; the checkpoint is saved — it can be continued. Best val loss {best}.",
+                lang,
+            )
+        return t(f"Шаг {step}, лучшая val loss {best}.", f"Step {step}, best val loss {best}.", lang)
+
+
+Listener = Callable[[RunEnded], None]
+
+
+def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Path | None]:
+    """A run.json as a dict (from a dict or a file), and the folder it came from."""
+    if isinstance(source, dict):
+        return copy.deepcopy(source), None
+    path = Path(source)
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(t(f"Файла {path} нет.", f"{path} does not exist.")) from None
+    except json.JSONDecodeError as e:
+        raise RunError(t(f"{path}: не JSON (строка {e.lineno}: {e.msg}).", f"{path} is not valid JSON (line {e.lineno}: {e.msg}).")) from None
+    if not isinstance(raw, dict):
+        raise RunError(t(f"{path}: нужен один JSON-объект.", f"{path} must hold one JSON object."))
+    return raw, path.resolve().parent
+
+
+def normalize_config(config: dict[str, Any], base: Path | None = None) -> dict[str, Any]:
+    """Checks the shape the lab relies on, and makes data.dir an absolute path.
+
+    A relative data.dir is looked up from the current folder, then next to the config
+    file, then among the lab's prepared data (`ternit data prepare` puts sets there). The
+    trainer checks everything else and says what is wrong in the run's events.
+    """
+    cfg = copy.deepcopy(config)
+    for section in ("model", "training", "data", "target"):
+        if section in cfg and not isinstance(cfg[section], dict):
+            raise RunError(f"{section} must be an object, not {cfg[section]!r}")
+    target = cfg.setdefault("target", {})
+    kind = target.get("kind", "local")
+    if kind not in ("local", "kaggle"):
+        raise RunError(t(f"target.kind: local или kaggle, а не {kind!r}", f"target.kind must be local or kaggle, not {kind!r}"))
+    data = cfg.setdefault("data", {})
+    d = data.get("dir")
+    if d and not Path(d).is_absolute():
+        candidates = [Path.cwd() / d] + ([base / d] if base else []) + [paths.prepared_dir() / d]
+        found = next((c for c in candidates if c.is_dir()), None)
+        data["dir"] = str((found or candidates[0]).resolve())
+    if cfg.get("resume_from") and not Path(cfg["resume_from"]).is_absolute():
+        r = Path(cfg["resume_from"])
+        cands = [Path.cwd() / r] + ([base / r] if base else [])
+        cfg["resume_from"] = str(next((c for c in cands if c.is_file()), cands[0]).resolve())
+    return cfg
+
+
+class RunManager:
+    """Runs on this PC and on Kaggle, through one history.
+
+    Creating a manager re-attaches: runs that were going when the lab closed are
+    followed again if their process still lives, and settled from their events (or
+    marked failed: "the trainer process disappeared") if it does not.
+    """
+
+    def __init__(
+        self,
+        registry: Registry | None = None,
+        *,
+        gpu_count: int | None = None,
+        stop_grace_s: float = STOP_GRACE_S,
+    ) -> None:
+        self.registry = registry if registry is not None else Registry()
+        self.gpu_count = gpu_count
+        self.stop_grace_s = stop_grace_s
+        self._listeners: list[Listener] = []
+        self._terminated: set[str] = set()
+        self.reattach()
+
+    # ---- listeners -----------------------------------------------------------------
+    def add_listener(self, fn: Listener) -> None:
+        """`fn(RunEnded)` is called (from poll) when a run ends, fails or hits its limit."""
+        self._listeners.append(fn)
+
+    def _notify(self, rec: RunRecord) -> None:
+        ended = RunEnded(rec, self.failure(rec.id) if rec.status == st.FAILED else None)
+        for fn in list(self._listeners):
+            fn(ended)
+
+    # ---- starting ------------------------------------------------------------------
+    def create(
+        self,
+        config: dict[str, Any] | str | Path,
+        *,
+        target: str | None = None,
+        account: str | None = None,
+        parent_id: str | None = None,
+    ) -> RunRecord:
+        """A run folder and history row for `config`, not started yet."""
+        raw, base = load_config(config)
+        if target:
+            raw.setdefault("target", {})["kind"] = target
+        if account:
+            raw.setdefault("target", {})["account"] = account
+        cfg = normalize_config(raw, base)
+        return self.registry.create_run(cfg, parent_id=parent_id)
+
+    def start(
+        self,
+        config: dict[str, Any] | str | Path,
+        *,
+        target: str | None = None,
+        account: str | None = None,
+        parent_id: str | None = None,
+        stop_at_step: int | None = None,
+    ) -> RunRecord:
+        """Create a run and start it: locally as a detached trainer process, or on Kaggle
+        through app.kaggle.runner. Returns the row (status starting/uploading/...)."""
+        rec = self.create(config, target=target, account=account, parent_id=parent_id)
+        return self.launch(rec.id, stop_at_step=stop_at_step)
+
+    def launch(self, run_id: str, *, stop_at_step: int | None = None, resume: str | None = None) -> RunRecord:
+        """Start an existing run (created, or a time-limited one resumed in place with
+        resume="latest")."""
+        rec = self.registry.get(run_id)
+        if rec.target_kind == "kaggle":
+            try:
+                kaggle_bridge.start(self.registry, rec.id, account=rec.target_account or "auto")
+            except Exception as e:
+                self.registry.set_status(rec.id, st.FAILED, str(e))
+                raise
+            return self.registry.get(rec.id)
+        (rec.path / STOP_FILE).unlink(missing_ok=True)
+        try:
+            plan = proc.plan_launch(
+                rec.path, rec.target_gpu or "auto", gpu_count=self.gpu_count,
+                resume=resume, stop_at_step=stop_at_step,
+            )
+            pid, started = proc.spawn(plan, rec.path)
+        except (OSError, ValueError) as e:
+            self.registry.set_status(rec.id, st.FAILED, f"could not start the trainer: {e}")
+            raise RunError(t(f"Не удалось запустить обучение: {e}", f"Could not start the trainer: {e}")) from e
+        return self.registry.update(
+            rec.id, status=st.STARTING, pid=pid, pid_started_at=started, started_at=time.time(),
+            ended_at=None, end_reason=None, stop_requested_at=None, last_message=plan.note,
+        )
+
+    # ---- stopping ------------------------------------------------------------------
+    def stop(self, run_id: str) -> RunRecord:
+        """Ask the trainer to save and exit (RUN_DIR/STOP; SIGTERM after a grace period).
+        The status is "stopping" (shown as "saving…") until the `end` event arrives."""
+        rec = self.registry.get(run_id)
+        if rec.ended:
+            return rec
+        if rec.target_kind == "kaggle":
+            kaggle_bridge.stop(self.registry, rec.id)
+            return self.registry.update(rec.id, stop_requested_at=time.time())
+        if rec.status == st.CREATED:
+            return self.registry.set_status(rec.id, st.STOPPED, t("остановлен до запуска", "stopped before it started"))
+        (rec.path / STOP_FILE).touch()
+        return self.registry.update(rec.id, status=st.STOPPING, stop_requested_at=time.time())
+
+    # ---- following -----------------------------------------------------------------
+    def reattach(self) -> list[RunRecord]:
+        """Settle or resume following every run the history says is going."""
+        return [u.run for u in self.poll()]
+
+    def poll(self) -> list[RunUpdate]:
+        """Read what every active run appended; settle runs whose process is gone.
+
+        Returns one RunUpdate per active run; listeners hear of runs that ended.
+        """
+        active = self.registry.active()
+        if any(r.target_kind == "kaggle" for r in active):
+            kaggle_bridge.poll(self.registry)
+        updates = []
+        for rec in active:
+            updates.append(self._poll_one(rec))
+        for u in updates:
+            if u.status_changed and u.run.ended:
+                self._notify(u.run)
+        return updates
+
+    def _poll_one(self, before: RunRecord) -> RunUpdate:
+        events = self.registry.ingest(before.id)
+        rec = self.registry.get(before.id)
+        if rec.target_kind == "local" and rec.status in st.LOCAL_ACTIVE:
+            if not proc.is_alive(rec.pid, rec.pid_started_at):
+                # The process is gone: read what it wrote last, then settle.
+                events += self.registry.ingest(rec.id)
+                rec = self.registry.get(rec.id)
+                if rec.status in st.LOCAL_ACTIVE:
+                    rec = self._settle_vanished(rec)
+            elif rec.status == st.STOPPING and rec.id not in self._terminated:
+                if rec.stop_requested_at and time.time() - rec.stop_requested_at > self.stop_grace_s:
+                    self._terminated.add(rec.id)
+                    proc.terminate(rec.pid, rec.pid_started_at)
+        return RunUpdate(rec, events, rec.status != before.status)
+
+    def _settle_vanished(self, rec: RunRecord) -> RunRecord:
+        tail = _log_tail(rec.log_path)
+        message = f"{VANISHED_MESSAGE}" + (f" (last line of trainer.log: {tail})" if tail else "")
+        return self.registry.update(
+            rec.id, status=st.FAILED, end_reason="vanished", ended_at=time.time(), last_message=message
+        )
+
+    def wait(
+        self,
+        run_id: str,
+        on_event: Callable[[Event], None] | None = None,
+        poll_s: float = 0.5,
+        timeout: float | None = None,
+    ) -> RunRecord:
+        """Follow one run until it ends (or `timeout` s pass); `on_event` sees each event."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            for u in self.poll():
+                if u.run.id == run_id and on_event is not None:
+                    for ev in u.events:
+                        on_event(ev)
+            rec = self.registry.get(run_id)
+            if not rec.active or (deadline is not None and time.monotonic() >= deadline):
+                return rec
+            # Our own child: wake the moment it exits; otherwise a plain poll interval.
+            proc.wait_exit(rec.pid if rec.target_kind == "local" else None, poll_s)
+
+    # ---- reading -------------------------------------------------------------------
+    def history(self, limit: int | None = None, lang: str | None = None) -> list[HistoryRow]:
+        """The history table's rows, newest first."""
+        return history(self.registry, limit, lang)
+
+    def series(self, run_id: str, with_parents: bool = True) -> LossSeries:
+        """The loss plot's data for a run (with the runs it continues)."""
+        return loss_series(self.registry, run_id, with_parents)
+
+    # ---- continuing and retrying ---------------------------------------------------
+    def continue_config(self, run_id: str, steps_to: int | None = None) -> dict[str, Any]:
+        """The run.json for «Продолжить»: resume_from = the parent's latest checkpoint,
+        the parent's model (locked), data and training from the parent."""
+        return continue_config(self.registry, run_id, steps_to)
+
+    def check_continue(self, run_id: str, config: dict[str, Any]) -> ContinueCheck:
+        return check_continue(self.registry, run_id, config)
+
+    def start_continue(
+        self,
+        run_id: str,
+        config: dict[str, Any] | None = None,
+        *,
+        steps_to: int | None = None,
+        stop_at_step: int | None = None,
+    ) -> RunRecord:
+        """Start a continuation of `run_id` as a new run (parent set, next leg of its chain)."""
+        cfg = config if config is not None else self.continue_config(run_id, steps_to)
+        if not cfg.get("resume_from"):
+            raise ContinueError(t("В продолжении нет resume_from (чекпоинта).", "A continuation needs resume_from (a checkpoint)."))
+        check = self.check_continue(run_id, cfg)
+        if check.model_changed:
+            raise ContinueError(check.warning or "model changed")
+        return self.start(cfg, parent_id=run_id, stop_at_step=stop_at_step)
+
+    def failure(self, run_id: str) -> Failure | None:
+        """Why a failed run failed and what to do (None if it did not fail)."""
+        rec = self.registry.get(run_id)
+        if rec.status != st.FAILED:
+            return None
+        try:
+            config = rec.config()
+        except (OSError, ValueError):
+            config = {}
+        f = failure_from_events(read_events(rec.events_path), config)
+        if f is None:
+            ckpt = latest_checkpoint(rec.path)
+            f = vanished(rec.last_step, str(ckpt) if ckpt else None)
+            if rec.last_message and rec.last_message != VANISHED_MESSAGE:
+                f.message = rec.last_message
+        return f
+
+    def retry_config(self, run_id: str) -> dict[str, Any]:
+        """The failed run's config changed as its advice says ("retry with batch N")."""
+        rec = self.registry.get(run_id)
+        f = self.failure(run_id)
+        if f is None:
+            raise RunError(t(f"Прогон {run_id} не завершился ошибкой.", f"Run {run_id} did not fail."))
+        return f.retry_config(rec.config())
+
+    def retry(self, run_id: str) -> RunRecord:
+        """Start the retry as a new run; it continues the failed run's checkpoint if any."""
+        cfg = self.retry_config(run_id)
+        parent = run_id if cfg.get("resume_from") else None
+        return self.start(cfg, parent_id=parent)
+
+
+def _log_tail(path: Path, max_bytes: int = 4096) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - max_bytes))
+            lines = [ln.strip() for ln in f.read().decode("utf-8", "replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""

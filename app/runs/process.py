@@ -1,0 +1,215 @@
+"""Starting the trainer as its own process, and telling whether it still runs.
+
+The trainer is never run inside the window's process (the window never imports torch):
+`python -m trainer --run DIR`, or torchrun when this PC has several GPUs. The process is
+put in its own session, so closing the window (or a Ctrl+C in the terminal that ran
+`ternit run start`) does not stop the training; the lab re-attaches to it later through
+events.jsonl and the pid kept in the registry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from .files import LOG
+
+# Children this process started: reaped here so that a finished trainer does not linger as
+# a zombie (which would look alive to a pid check) while the window stays open.
+_children: dict[int, subprocess.Popen] = {}
+
+
+@dataclass
+class LaunchPlan:
+    """What will be run, and why (the window can show it before starting)."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)  # changes to the environment only
+    processes: int = 1
+    device: str = "auto"
+    note: str = ""
+
+
+def visible_gpu_count() -> int:
+    """GPUs this PC offers to a trainer, without importing torch.
+
+    CUDA_VISIBLE_DEVICES, when set, is what torch will see; otherwise NVML is asked (a
+    missing driver or library simply means no GPU).
+    """
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        ids = [x for x in env.split(",") if x.strip()]
+        # "-1" (or any negative id) hides that device and every one after it.
+        count = 0
+        for x in ids:
+            if x.strip().startswith("-"):
+                break
+            count += 1
+        return count
+    try:
+        import pynvml
+    except ImportError:
+        return 0
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # no driver, no NVML library: no GPU to use
+        return 0
+    try:
+        return int(pynvml.nvmlDeviceGetCount())
+    except Exception:
+        return 0
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def plan_launch(
+    run_dir: Path,
+    gpu: str = "auto",
+    *,
+    gpu_count: int | None = None,
+    resume: str | None = None,
+    stop_at_step: int | None = None,
+    python: str | None = None,
+) -> LaunchPlan:
+    """The command line for a run on this PC.
+
+    `gpu` is run.json's target.gpu: "auto" (every GPU this PC has: one process, or torchrun
+    with one process per GPU), "cpu", or GPU indices ("0", "1", "0,1").
+    """
+    python = python or sys.executable
+    gpu = str(gpu or "auto").strip().lower()
+    trainer_args = ["--run", str(run_dir)]
+    if resume:
+        trainer_args += ["--resume", resume]
+    if stop_at_step is not None:
+        trainer_args += ["--stop-at-step", str(int(stop_at_step))]
+    env: dict[str, str] = {}
+    if gpu == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+        count, device, note = 1, "cpu", "CPU (target.gpu = cpu)"
+    elif gpu == "auto":
+        n = visible_gpu_count() if gpu_count is None else gpu_count
+        if n <= 0:
+            count, device, note = 1, "auto", "no GPU found: the trainer runs on the CPU"
+        else:
+            count, device, note = n, "cuda", f"{n} GPU(s)"
+    else:
+        ids = [x.strip() for x in gpu.split(",") if x.strip()]
+        if not ids or not all(x.isdigit() for x in ids):
+            raise ValueError(f"target.gpu must be auto, cpu or GPU numbers such as 0 or 0,1 — not {gpu!r}")
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
+        count, device, note = len(ids), "cuda", f"GPU {', '.join(ids)}"
+    trainer_args += ["--device", device]
+    if count > 1:
+        argv = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={count}",
+                "-m", "trainer", *trainer_args]
+    else:
+        argv = [python, "-m", "trainer", *trainer_args]
+    return LaunchPlan(argv, env, count, device, note)
+
+
+def _trainer_root() -> str | None:
+    """The folder that holds the `trainer` package (so the child finds it from any cwd)."""
+    spec = importlib.util.find_spec("trainer")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).resolve().parent)
+
+
+def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
+    """Start the plan detached from this process; stdout+stderr go to RUN_DIR/trainer.log.
+
+    Returns (pid, process start time) — together they identify the process even after
+    the pid is reused.
+    """
+    env = dict(os.environ)
+    env.update(plan.env)
+    root = _trainer_root()
+    if root:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    kwargs: dict = {}
+    if os.name == "posix":
+        kwargs["start_new_session"] = True
+    else:  # Windows: its own process group, no console window
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)
+    with open(run_dir / LOG, "ab") as log:
+        log.write(f"\n$ {' '.join(plan.argv)}\n".encode())
+        log.flush()
+        proc = subprocess.Popen(
+            plan.argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, close_fds=True, **kwargs,
+        )
+    _children[proc.pid] = proc
+    return proc.pid, process_start_time(proc.pid) or time.time()
+
+
+def process_start_time(pid: int) -> float | None:
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.Error, OSError):
+        return None
+
+
+def is_alive(pid: int | None, started_at: float | None = None) -> bool:
+    """Whether the process `pid` (started at `started_at`, if known) is still running."""
+    if not pid:
+        return False
+    child = _children.get(pid)
+    if child is not None:
+        if child.poll() is None:
+            return True
+        _children.pop(pid, None)
+        return False
+    try:
+        p = psutil.Process(pid)
+        if p.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if started_at is not None and abs(p.create_time() - started_at) > 1.0:
+            return False  # the pid was reused by another program
+        return True
+    except (psutil.Error, OSError):
+        return False
+
+
+def wait_exit(pid: int | None, timeout: float) -> bool:
+    """Wait up to `timeout` s for our own child to end (returns early when it does).
+
+    For a process this one did not start there is nothing to wait on: just sleep.
+    Returns whether the process has ended.
+    """
+    child = _children.get(pid) if pid else None
+    if child is not None:
+        try:
+            child.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    time.sleep(timeout)
+    return not is_alive(pid)
+
+
+def terminate(pid: int | None, started_at: float | None = None) -> bool:
+    """SIGTERM to the trainer's process group (torchrun and every rank): the trainer
+    treats it like STOP — finish the step, save, exit. Returns whether it was sent."""
+    if not is_alive(pid, started_at):
+        return False
+    assert pid is not None
+    try:
+        if os.name == "posix":
+            os.killpg(os.getpgid(pid), signal.SIGTERM)
+        else:
+            os.kill(pid, signal.CTRL_BREAK_EVENT)
+    except (ProcessLookupError, PermissionError, OSError):
+        return False
+    return True

@@ -1,0 +1,377 @@
+"""The run registry: the `runs` table of the lab's SQLite state, kept in step with the
+run folders.
+
+The folders are the truth (run.json, events.jsonl); the table is the index the history
+reads fast. `ingest(run_id)` reads a run's new events (from the byte offset stored in the
+row) and folds them into the row's summary: last step, tokens seen, best val loss, status.
+Every write is one short transaction, so the window and a `ternit run ... --wait` in
+another process can share the file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from .. import paths
+from ..state import State, open_state
+from . import status as st
+from .events import Event, EventTail
+from .files import (
+    CHECKPOINTS,
+    EVENTS,
+    LOG,
+    OUTPUTS,
+    RUN_JSON,
+    atomic_write_json,
+    make_layout,
+    new_run_id,
+    read_json,
+)
+
+
+class RunNotFound(KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return f"no run {self.args[0]!r} in the history (`ternit run list` shows the runs)"
+
+
+@dataclass
+class RunRecord:
+    """One row of the run history. Paths come from `folder`."""
+
+    id: str
+    name: str
+    folder: str
+    parent_id: str | None
+    chain_id: str
+    leg: int
+    target_kind: str
+    target_gpu: str | None
+    target_account: str | None
+    status: str
+    created_at: float
+    updated_at: float
+    started_at: float | None = None
+    ended_at: float | None = None
+    pid: int | None = None
+    pid_started_at: float | None = None
+    stop_requested_at: float | None = None
+    last_step: int | None = None
+    steps_to: int | None = None
+    tokens_seen: int | None = None
+    best_val_loss: float | None = None
+    last_loss: float | None = None
+    params: int | None = None
+    end_reason: str | None = None
+    last_message: str | None = None
+    kaggle_kernel_ref: str | None = None
+    events_offset: int = 0
+
+    @property
+    def path(self) -> Path:
+        return Path(self.folder)
+
+    @property
+    def events_path(self) -> Path:
+        return self.path / EVENTS
+
+    @property
+    def log_path(self) -> Path:
+        return self.path / LOG
+
+    @property
+    def run_json_path(self) -> Path:
+        return self.path / RUN_JSON
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.path / CHECKPOINTS
+
+    @property
+    def outputs_dir(self) -> Path:
+        return self.path / OUTPUTS
+
+    @property
+    def ended(self) -> bool:
+        return self.status in st.ENDED
+
+    @property
+    def active(self) -> bool:
+        return self.status in st.ACTIVE
+
+    def config(self) -> dict[str, Any]:
+        """The run's run.json as written at creation."""
+        return read_json(self.run_json_path)
+
+
+_COLUMNS = tuple(f.name for f in fields(RunRecord))
+_WRITABLE = frozenset(_COLUMNS) - {"id", "created_at"}
+
+
+class Registry:
+    """The run history over one SQLite file (default: the lab's state.sqlite)."""
+
+    def __init__(self, state: State | Path | str | None = None, runs_root: Path | str | None = None) -> None:
+        """`state`: an open State to share (the window's), a database path, or None for
+        the lab's own state.sqlite. `runs_root`: where run folders go (default runs_dir())."""
+        self._own_state = not isinstance(state, State)
+        self.state = state if isinstance(state, State) else open_state(None if state is None else Path(state))
+        self.runs_root = Path(runs_root) if runs_root is not None else paths.runs_dir()
+
+    @property
+    def _db(self):  # this thread's connection
+        return self.state.conn
+
+    def close(self) -> None:
+        if self._own_state:
+            self.state.close()
+
+    # ---- creating runs -------------------------------------------------------------
+    def create_run(
+        self,
+        config: dict[str, Any],
+        *,
+        parent_id: str | None = None,
+        status: str = st.CREATED,
+    ) -> RunRecord:
+        """A new run folder (run.json written atomically, checkpoints/, outputs/) and its row.
+
+        With `parent_id` the run joins the parent's chain as its next leg.
+        """
+        st.check(status)
+        name = str(config.get("name") or "run")
+        target = config.get("target") or {}
+        training = config.get("training") or {}
+        parent = self.get(parent_id) if parent_id else None
+        run_id = new_run_id(name, self.runs_root)
+        folder = self.runs_root / run_id
+        make_layout(folder)
+        atomic_write_json(folder / RUN_JSON, config)
+        now = time.time()
+        rec = RunRecord(
+            id=run_id,
+            name=name,
+            folder=str(folder),
+            parent_id=parent.id if parent else None,
+            chain_id=parent.chain_id if parent else run_id,
+            leg=parent.leg + 1 if parent else 1,
+            target_kind=str(target.get("kind", "local")),
+            target_gpu=str(target.get("gpu", "auto")),
+            target_account=str(target.get("account", "auto")),
+            status=status,
+            created_at=now,
+            updated_at=now,
+            steps_to=training.get("steps_to"),
+            last_step=_resume_step(parent),
+        )
+        values = [getattr(rec, c) for c in _COLUMNS]
+        with self.state.transaction():
+            self._db.execute(
+                f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+                values,
+            )
+        return rec
+
+    def create_leg(self, parent_id: str, config: dict[str, Any], status: str = st.CREATED) -> RunRecord:
+        """The next leg of the parent's chain (Kaggle continuing on another account, or
+        a local «Продолжить»): a new folder whose run.json is `config`."""
+        return self.create_run(config, parent_id=parent_id, status=status)
+
+    def write_config(self, run_id: str, config: dict[str, Any]) -> None:
+        """Replace a not-yet-started run's run.json (atomically)."""
+        rec = self.get(run_id)
+        atomic_write_json(rec.run_json_path, config)
+
+    # ---- reading -------------------------------------------------------------------
+    def get(self, run_id: str) -> RunRecord:
+        row = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise RunNotFound(run_id)
+        return RunRecord(*row)
+
+    def find(self, prefix: str) -> RunRecord:
+        """A run by its id or a unique start of it (handy on the command line)."""
+        try:
+            return self.get(prefix)
+        except RunNotFound:
+            pass
+        rows = self._db.execute(
+            "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' OR id LIKE ? ESCAPE '\\'",
+            (_like(prefix) + "%", "%" + _like(prefix) + "%"),
+        ).fetchall()
+        ids = sorted({r[0] for r in rows})
+        if len(ids) == 1:
+            return self.get(ids[0])
+        if not ids:
+            raise RunNotFound(prefix)
+        raise LookupError(f"{prefix!r} matches several runs: {', '.join(ids[:5])}: give more of the id")
+
+    def list_runs(self, limit: int | None = None) -> list[RunRecord]:
+        """Newest first."""
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY created_at DESC, id DESC"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [RunRecord(*r) for r in self._db.execute(sql)]
+
+    def active(self) -> list[RunRecord]:
+        marks = ", ".join("?" * len(st.ACTIVE))
+        rows = self._db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE status IN ({marks}) ORDER BY created_at",
+            tuple(sorted(st.ACTIVE)),
+        )
+        return [RunRecord(*r) for r in rows]
+
+    def children(self, run_id: str) -> list[RunRecord]:
+        rows = self._db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE parent_id = ? ORDER BY created_at", (run_id,)
+        )
+        return [RunRecord(*r) for r in rows]
+
+    def lineage(self, run_id: str) -> list[RunRecord]:
+        """The run and its ancestors, oldest first: the legs drawn as one curve."""
+        out: list[RunRecord] = []
+        seen: set[str] = set()
+        rec: RunRecord | None = self.get(run_id)
+        while rec is not None and rec.id not in seen:
+            seen.add(rec.id)
+            out.append(rec)
+            try:
+                rec = self.get(rec.parent_id) if rec.parent_id else None
+            except RunNotFound:
+                rec = None
+        return out[::-1]
+
+    def chain(self, chain_id: str) -> list[RunRecord]:
+        rows = self._db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE chain_id = ? ORDER BY leg, created_at", (chain_id,)
+        )
+        return [RunRecord(*r) for r in rows]
+
+    # ---- writing -------------------------------------------------------------------
+    def update(self, run_id: str, **changes: Any) -> RunRecord:
+        """Set columns of one row (unknown names are an error); returns the new row."""
+        bad = sorted(set(changes) - _WRITABLE)
+        if bad:
+            raise ValueError(f"cannot set {', '.join(bad)} on a run (columns: {', '.join(sorted(_WRITABLE))})")
+        if "status" in changes:
+            st.check(changes["status"])
+        changes["updated_at"] = time.time()
+        sets = ", ".join(f"{k} = ?" for k in changes)
+        cur = self._db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*changes.values(), run_id))
+        if cur.rowcount == 0:
+            raise RunNotFound(run_id)
+        return self.get(run_id)
+
+    def set_status(self, run_id: str, status: str, message: str | None = None) -> RunRecord:
+        changes: dict[str, Any] = {"status": status}
+        if message is not None:
+            changes["last_message"] = message
+        if status in st.ENDED:
+            changes["ended_at"] = time.time()
+        return self.update(run_id, **changes)
+
+    def set_kernel_ref(self, run_id: str, ref: str | None) -> RunRecord:
+        return self.update(run_id, kaggle_kernel_ref=ref)
+
+    def delete(self, run_id: str) -> None:
+        """Forget a run in the index (its folder is left alone)."""
+        with self.state.transaction():
+            self._db.execute("UPDATE runs SET parent_id = NULL WHERE parent_id = ?", (run_id,))
+            self._db.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+
+    # ---- events --------------------------------------------------------------------
+    def ingest(self, run_id: str) -> list[Event]:
+        """Fold the events appended since the last call into the row; returns them."""
+        rec = self.get(run_id)
+        tail = EventTail(rec.events_path, rec.events_offset)
+        events = tail.read()
+        if tail.offset == rec.events_offset:
+            return events
+        changes = summarize(rec, events)
+        changes["events_offset"] = tail.offset
+        self.update(run_id, **changes)
+        return events
+
+    def reindex(self, run_id: str) -> RunRecord:
+        """Read the run's events again from the top (after a folder was copied in)."""
+        self.update(run_id, events_offset=0)
+        self.ingest(run_id)
+        return self.get(run_id)
+
+
+def summarize(rec: RunRecord, events: Iterable[Event]) -> dict[str, Any]:
+    """The row's changes that these new events imply.
+
+    Local runs take their status from the events; a Kaggle run's status belongs to the
+    Kaggle runner (the `end` event arrives before the outputs are downloaded), so for
+    those only the figures are updated.
+    """
+    out: dict[str, Any] = {}
+    best = rec.best_val_loss
+    local = rec.target_kind == "local"
+    for ev in events:
+        kind = ev.get("event")
+        step = ev.get("step")
+        if isinstance(step, int):
+            out["last_step"] = step
+        if kind == "start":
+            if isinstance(ev.get("params"), int):
+                out["params"] = ev["params"]
+            out.setdefault("started_at", rec.started_at or ev.get("time"))
+            cfg = ev.get("config") or {}
+            steps_to = (cfg.get("training") or {}).get("steps_to") if isinstance(cfg, dict) else None
+            if isinstance(steps_to, int):
+                out["steps_to"] = steps_to
+            if local and rec.status in (st.CREATED, st.STARTING) and out.get("status") is None:
+                out["status"] = st.RUNNING
+            elif local and out.get("status") in st.ENDED:  # resumed in place after an end
+                out["status"] = st.RUNNING
+                out["ended_at"] = None
+                out["end_reason"] = None
+        elif kind == "step":
+            if isinstance(ev.get("tokens_seen"), int):
+                out["tokens_seen"] = ev["tokens_seen"]
+            loss = _num(ev.get("loss"))
+            if loss is not None:
+                out["last_loss"] = loss
+        elif kind == "eval":
+            v = _num(ev.get("val_loss"))
+            if v is not None and v == v and (best is None or v < best):
+                best = v
+                out["best_val_loss"] = v
+        elif kind == "error":
+            out["last_message"] = str(ev.get("message") or "")
+        elif kind == "end":
+            reason = str(ev.get("reason") or "")
+            out["end_reason"] = reason
+            out["ended_at"] = ev.get("time") or time.time()
+            if ev.get("message"):
+                out["last_message"] = str(ev["message"])
+            if local:
+                out["status"] = st.END_REASONS.get(reason, st.FAILED)
+    return out
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):  # the trainer writes NaN/inf as text
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+def _resume_step(parent: RunRecord | None) -> int | None:
+    return parent.last_step if parent else None
+
+
+def _like(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+

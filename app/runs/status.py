@@ -1,0 +1,61 @@
+"""The documented set of run statuses, what ends a run, and their labels (RU/EN)."""
+
+from __future__ import annotations
+
+from ..i18n import pick
+
+CREATED = "created"
+STARTING = "starting"          # process launched, no `start` event yet
+RUNNING = "running"
+STOPPING = "stopping"          # STOP asked; the trainer is saving ("saving…")
+FINISHED = "finished"          # reached «Шагов до»
+STOPPED = "stopped"            # stopped by the user
+TIME_LIMIT = "time_limit"      # «Лимит, мин» (or --stop-at-step) hit; a checkpoint was saved
+FAILED = "failed"
+UPLOADING = "uploading"        # Kaggle: data/checkpoint going up as datasets
+QUEUED = "queued"              # Kaggle: kernel pushed, not running yet
+RUNNING_KAGGLE = "running_kaggle"
+DOWNLOADING = "downloading"    # Kaggle: fetching the outputs
+
+STATUSES = (
+    CREATED, STARTING, RUNNING, STOPPING, FINISHED, STOPPED, TIME_LIMIT, FAILED,
+    UPLOADING, QUEUED, RUNNING_KAGGLE, DOWNLOADING,
+)
+ENDED = frozenset({FINISHED, STOPPED, TIME_LIMIT, FAILED})
+LOCAL_ACTIVE = frozenset({STARTING, RUNNING, STOPPING})
+KAGGLE_ACTIVE = frozenset({UPLOADING, QUEUED, RUNNING_KAGGLE, DOWNLOADING})
+ACTIVE = LOCAL_ACTIVE | KAGGLE_ACTIVE
+
+# The trainer's `end` event reason -> the run's status.
+END_REASONS = {
+    "steps_reached": FINISHED,
+    "time_limit": TIME_LIMIT,
+    "stopped": STOPPED,
+    "error": FAILED,
+}
+
+LABELS = {
+    CREATED: {"ru": "создан", "en": "created"},
+    STARTING: {"ru": "запускается", "en": "starting"},
+    RUNNING: {"ru": "идёт", "en": "running"},
+    STOPPING: {"ru": "сохранение…", "en": "saving…"},
+    FINISHED: {"ru": "завершён", "en": "finished"},
+    STOPPED: {"ru": "остановлен", "en": "stopped"},
+    TIME_LIMIT: {"ru": "остановлен по лимиту", "en": "stopped by limit"},
+    FAILED: {"ru": "ошибка", "en": "failed"},
+    UPLOADING: {"ru": "Kaggle: загрузка данных", "en": "Kaggle: uploading"},
+    QUEUED: {"ru": "Kaggle: в очереди", "en": "Kaggle: queued"},
+    RUNNING_KAGGLE: {"ru": "идёт на Kaggle", "en": "running on Kaggle"},
+    DOWNLOADING: {"ru": "Kaggle: скачивание результатов", "en": "Kaggle: downloading"},
+}
+
+
+def label(status: str, lang: str | None = None) -> str:
+    """The status as the history shows it, in the interface language."""
+    return pick(LABELS[status], lang) if status in LABELS else status
+
+
+def check(status: str) -> str:
+    if status not in STATUSES:
+        raise ValueError(f"unknown run status {status!r} (known: {', '.join(STATUSES)})")
+    return status
