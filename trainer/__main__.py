@@ -1,5 +1,11 @@
 """python -m trainer --run RUN_DIR [--resume CKPT|latest] [--device auto|cpu|cuda]
-                     [--stop-at-step N] [--dry-run]"""
+                     [--stop-at-step N] [--dry-run]
+
+Under torchrun put `--` before `trainer`:
+    torchrun --standalone --nproc_per_node=2 -m -- trainer --run RUN_DIR
+Without it torchrun's own parser takes `--run` for an abbreviation of its `--run-path` and
+stops with "ambiguous option" (torch 2.13, Python 3.11 argparse).
+"""
 
 from __future__ import annotations
 

@@ -30,13 +30,13 @@ class ModelConfig:
 class TrainingConfig:
     batch_per_card: int = 6
     steps_to: int = 20000
-    limit_min: float = 630
+    limit_min: float = 630.0
     lr: float = 0.001
     warmup_steps: int = 200
     seed: int = 1337
     eval_every: int = 200
     eval_segments: int = 96
-    checkpoint_every_min: float = 30
+    checkpoint_every_min: float = 30.0
     keep_checkpoints: int = 3
     economical: bool | str = False
     precision: str = "auto"

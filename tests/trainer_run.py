@@ -1,0 +1,46 @@
+"""Helpers for tests that run the real trainer: write a run.json, run the process, read events."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+
+TINY_MODEL = {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300}
+
+
+def write_run(run_dir: Path, data_dir: Path, model: dict | None = None, **training: Any) -> Path:
+    """A run.json for a tiny CPU run; keyword arguments override training keys."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    t = {"batch_per_card": 4, "steps_to": 30, "eval_every": 10, "eval_segments": 16, "warmup_steps": 5}
+    t.update(training)
+    cfg = {"name": run_dir.name, "model": {**TINY_MODEL, **(model or {})}, "training": t, "data": {"dir": str(data_dir)}}
+    (run_dir / "run.json").write_text(json.dumps(cfg), encoding="utf-8")
+    return run_dir
+
+
+def trainer_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+def run_trainer(run_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "trainer", "--run", str(run_dir), *args],
+        capture_output=True, text=True, timeout=timeout, env=trainer_env(), cwd=ROOT,
+    )
+
+
+def events(run_dir: Path, kind: str | None = None) -> list[dict]:
+    path = run_dir / "events.jsonl"
+    if not path.exists():
+        return []
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [r for r in rows if kind is None or r["event"] == kind]
