@@ -61,14 +61,15 @@ class Failure:
 
 
 def _data_file(message: str) -> str | None:
+    """The file or folder a trainer data error names."""
+    m = re.match(r"(\S+) lacks ", message)  # "<dir> lacks train.bin, ...": the folder
+    if m:
+        return m.group(1)
     m = re.search(r"data\.dir '([^']+)'", message)
     if m:
         return m.group(1)
     m = re.search(r"(\S+\.(?:bin|json))\b", message)
-    if m:
-        return m.group(1).strip("'\"")
-    m = re.match(r"(\S+) lacks ", message)
-    return m.group(1) if m else None
+    return m.group(1).strip("'\"") if m else None
 
 
 def failure_from_events(events: list[Event], config: dict[str, Any] | None = None) -> Failure | None:

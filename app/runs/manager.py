@@ -161,14 +161,15 @@ class RunManager:
         *,
         target: str | None = None,
         account: str | None = None,
+        gpu: str | None = None,
         parent_id: str | None = None,
     ) -> RunRecord:
-        """A run folder and history row for `config`, not started yet."""
+        """A run folder and history row for `config`, not started yet. `target`,
+        `account` and `gpu` override the config's target.kind/account/gpu."""
         raw, base = load_config(config)
-        if target:
-            raw.setdefault("target", {})["kind"] = target
-        if account:
-            raw.setdefault("target", {})["account"] = account
+        for key, value in (("kind", target), ("account", account), ("gpu", gpu)):
+            if value:
+                raw.setdefault("target", {})[key] = value
         cfg = normalize_config(raw, base)
         return self.registry.create_run(cfg, parent_id=parent_id)
 
@@ -178,12 +179,13 @@ class RunManager:
         *,
         target: str | None = None,
         account: str | None = None,
+        gpu: str | None = None,
         parent_id: str | None = None,
         stop_at_step: int | None = None,
     ) -> RunRecord:
         """Create a run and start it: locally as a detached trainer process, or on Kaggle
         through app.kaggle.runner. Returns the row (status starting/uploading/...)."""
-        rec = self.create(config, target=target, account=account, parent_id=parent_id)
+        rec = self.create(config, target=target, account=account, gpu=gpu, parent_id=parent_id)
         return self.launch(rec.id, stop_at_step=stop_at_step)
 
     def launch(self, run_id: str, *, stop_at_step: int | None = None, resume: str | None = None) -> RunRecord:

@@ -1,0 +1,218 @@
+"""`ternit run`: start, list, stop and continue runs — the same app.runs calls the window makes.
+
+Exit codes (with --wait, the run's outcome):
+  0  started (without --wait), or finished at «Шагов до», or a stop was asked for
+  1  the run failed (the reason and the advice are printed)
+  2  bad arguments, config or run id
+  3  the run stopped at its time limit (a checkpoint is saved: `ternit run continue ID`)
+  4  the run was stopped by request
+  130  Ctrl+C while following: the training itself goes on
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+from ..i18n import t
+from . import status as st
+from .continuing import ContinueError
+from .events import Event
+from .history import fmt_count
+from .manager import RunError, RunManager
+from .registry import RunNotFound, RunRecord
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIME_LIMIT, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+OUTCOME_CODES = {st.FINISHED: EXIT_OK, st.FAILED: EXIT_FAILED, st.TIME_LIMIT: EXIT_TIME_LIMIT, st.STOPPED: EXIT_STOPPED}
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ternit run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("start", help="start a run from a run.json")
+    s.add_argument("--config", required=True, help="the run.json to train")
+    s.add_argument("--target", choices=["local", "kaggle"], help="where (default: the config's target.kind)")
+    s.add_argument("--account", help="Kaggle account NAME or auto")
+    s.add_argument("--gpu", help="local GPU: auto, cpu or indices such as 0 or 0,1 (default: the config's)")
+    s.add_argument("--stop-at-step", type=int, help="stop at this step as if the time limit hit")
+    s.add_argument("--wait", action="store_true", help="follow the run until it ends, printing progress")
+    s.add_argument("--json", action="store_true", help="print events as JSON lines while waiting")
+    ls = sub.add_parser("list", help="the run history, newest first")
+    ls.add_argument("--limit", type=int)
+    ls.add_argument("--json", action="store_true")
+    sp = sub.add_parser("stop", help="ask a run to save and stop")
+    sp.add_argument("id")
+    sp.add_argument("--wait", action="store_true", help="wait until it has saved and ended")
+    c = sub.add_parser("continue", help="continue a run from its latest checkpoint as a new run")
+    c.add_argument("id")
+    c.add_argument("--steps-to", type=int, help="the new «Шагов до» (default: the parent's, or twice it if reached)")
+    c.add_argument("--stop-at-step", type=int)
+    c.add_argument("--wait", action="store_true")
+    c.add_argument("--json", action="store_true")
+    w = sub.add_parser("wait", help="follow a run (e.g. after the lab restarted) until it ends")
+    w.add_argument("id")
+    w.add_argument("--json", action="store_true")
+    r = sub.add_parser("retry", help="retry a failed run as its advice says (e.g. a smaller batch)")
+    r.add_argument("id")
+    r.add_argument("--wait", action="store_true")
+    r.add_argument("--json", action="store_true")
+    sh = sub.add_parser("show", help="one run's row, and why it failed if it did")
+    sh.add_argument("id")
+    return p
+
+
+class Progress:
+    """Prints the events of a followed run: steps at most about once a second."""
+
+    def __init__(self, as_json: bool = False, every_s: float = 1.0, out: Any = None) -> None:
+        self.as_json = as_json
+        self.every_s = every_s
+        self.out = out or sys.stdout
+        self._last = 0.0
+        self.steps_to: int | None = None
+
+    def __call__(self, ev: Event) -> None:
+        if self.as_json:
+            print(json.dumps(ev, ensure_ascii=False), file=self.out, flush=True)
+            return
+        kind, step = ev.get("event"), ev.get("step")
+        if kind == "start":
+            cfg = ev.get("config") or {}
+            self.steps_to = (cfg.get("training") or {}).get("steps_to")
+            resumed = ev.get("resumed_from")
+            print(
+                t("старт", "start") + f": {ev.get('params', 0):,} " + t("весов", "weights")
+                + f", {ev.get('device')} × {ev.get('world_size')}, {ev.get('precision')}, "
+                + f"{ev.get('tokens_per_step')} " + t("токенов/шаг", "tokens/step")
+                + (t(f", продолжение с шага {step}", f", resumed at step {step}") if resumed else ""),
+                file=self.out, flush=True,
+            )
+        elif kind == "step":
+            now = time.monotonic()
+            if now - self._last < self.every_s and step != self.steps_to:
+                return
+            self._last = now
+            of = f"/{self.steps_to}" if self.steps_to else ""
+            print(
+                t("шаг", "step") + f" {step}{of}  loss {_num(ev.get('loss'))}  "
+                + f"{_rate(ev.get('tokens_per_s'))} " + t("ток/с", "tok/s")
+                + f"  {fmt_count(ev.get('tokens_seen'))} " + t("токенов", "tokens"),
+                file=self.out, flush=True,
+            )
+        elif kind == "eval":
+            ci = ev.get("val_ci95") or [None, None]
+            print(f"  val loss {_num(ev.get('val_loss'))}  (95%: {_num(ci[0])}…{_num(ci[1])})", file=self.out, flush=True)
+        elif kind == "checkpoint":
+            print(t("  чекпоинт", "  checkpoint") + f": {ev.get('path')}", file=self.out, flush=True)
+        elif kind == "pause":
+            print(t(f"  пауза {ev.get('seconds')} с", f"  paused {ev.get('seconds')} s"), file=self.out, flush=True)
+        elif kind == "error":
+            print(t("ошибка", "error") + f" ({ev.get('kind')}): {ev.get('message')}", file=self.out, flush=True)
+        elif kind == "end":
+            print(t("конец", "end") + f": {ev.get('reason')} — {ev.get('message')}", file=self.out, flush=True)
+
+
+def _num(v: Any) -> str:
+    return f"{v:.4f}" if isinstance(v, (int, float)) else str(v)
+
+
+def _rate(v: Any) -> str:
+    return f"{v:,.0f}" if isinstance(v, (int, float)) else "—"
+
+
+def _follow(m: RunManager, rec: RunRecord, as_json: bool) -> int:
+    print(t(f"следим за {rec.id} (Ctrl+C — перестать следить; обучение продолжится)",
+            f"following {rec.id} (Ctrl+C stops following; training goes on)"), file=sys.stderr, flush=True)
+    progress = Progress(as_json)
+    try:
+        final = m.wait(rec.id, on_event=progress)
+    except KeyboardInterrupt:
+        print(t(f"\nобучение продолжается; остановить: ternit run stop {rec.id}",
+                f"\ntraining goes on; to stop it: ternit run stop {rec.id}"), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return _outcome(m, final)
+
+
+def _outcome(m: RunManager, rec: RunRecord) -> int:
+    print(f"{rec.id}: {st.label(rec.status)}" + (f" — {rec.last_message}" if rec.last_message else ""), flush=True)
+    if rec.status == st.FAILED:
+        f = m.failure(rec.id)
+        if f is not None:
+            print(f.advice, file=sys.stderr)
+            label = f.retry_label()
+            if label:
+                print(f"{label}: ternit run retry {rec.id}", file=sys.stderr)
+    elif rec.status == st.TIME_LIMIT:
+        print(t(f"продолжить: ternit run continue {rec.id}", f"to continue: ternit run continue {rec.id}"))
+    return OUTCOME_CODES.get(rec.status, EXIT_OK)
+
+
+def _started(rec: RunRecord) -> None:
+    print(f"{rec.id}\t{st.label(rec.status)}\t{rec.folder}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        m = RunManager()
+    except Exception as e:  # the state cannot be opened: say why (StateError says what to do)
+        print(f"ternit run: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _dispatch(m, args)
+    except (RunError, ContinueError, RunNotFound, LookupError, ValueError) as e:
+        print(f"ternit run {args.cmd}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        m.registry.close()
+
+
+def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
+    if args.cmd == "start":
+        rec = m.create(args.config, target=args.target, account=args.account, gpu=args.gpu)
+        rec = m.launch(rec.id, stop_at_step=args.stop_at_step)
+        _started(rec)
+        return _follow(m, rec, args.json) if args.wait else EXIT_OK
+    if args.cmd == "list":
+        rows = m.history(args.limit)
+        if args.json:
+            from dataclasses import asdict
+
+            print(json.dumps([asdict(r) for r in rows], ensure_ascii=False, indent=1))
+            return EXIT_OK
+        if not rows:
+            print(t("прогонов пока нет", "no runs yet"))
+        for r in rows:
+            best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
+            print(f"{r.id:<32} {r.status_label:<22} {r.where:<22} {r.steps:>15}  val {best:<7} "
+                  f"{fmt_count(r.tokens_seen):>6} tok  {fmt_count(r.params):>6} w")
+        return EXIT_OK
+    if args.cmd == "stop":
+        rec = m.stop(m.registry.find(args.id).id)
+        print(f"{rec.id}: {st.label(rec.status)}")
+        return _follow(m, rec, False) if args.wait and rec.active else EXIT_OK
+    if args.cmd == "continue":
+        parent = m.registry.find(args.id)
+        rec = m.start_continue(parent.id, steps_to=args.steps_to, stop_at_step=args.stop_at_step)
+        _started(rec)
+        return _follow(m, rec, args.json) if args.wait else EXIT_OK
+    if args.cmd == "wait":
+        rec = m.registry.find(args.id)
+        return _follow(m, rec, args.json) if rec.active else _outcome(m, rec)
+    if args.cmd == "retry":
+        rec = m.retry(m.registry.find(args.id).id)
+        _started(rec)
+        return _follow(m, rec, args.json) if args.wait else EXIT_OK
+    if args.cmd == "show":
+        from dataclasses import asdict
+
+        rec = m.registry.find(args.id)
+        print(json.dumps(asdict(rec), ensure_ascii=False, indent=1))
+        f = m.failure(rec.id)
+        if f is not None:
+            print(json.dumps({"failure": asdict(f)}, ensure_ascii=False, indent=1))
+        return EXIT_OK
+    return EXIT_USAGE

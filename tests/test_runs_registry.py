@@ -1,0 +1,296 @@
+"""app.runs without the trainer: registry, event tail, series, failures, continuation,
+crash settling, launch plans. (The real trainer runs in test_runs_local.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.i18n import set_language
+from app.runs import EventTail, Registry, RunManager, RunNotFound, status
+from app.runs.continuing import ContinueError
+from app.runs.failure import failure_from_events
+from app.runs.files import new_run_id
+from app.runs.process import plan_launch, visible_gpu_count
+from app.runs.series import DATA_CHANGED, LEG, PAUSE, run_series
+
+CFG = {
+    "name": "demo-27m",
+    "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
+    "training": {"batch_per_card": 4, "steps_to": 30, "lr": 0.001},
+    "data": {"dir": "/nowhere", "constellations": ["tiny"]},
+    "target": {"kind": "local", "gpu": "cpu", "account": "auto"},
+    "resume_from": None,
+}
+
+
+def write_events(path: Path, events: list[dict], partial: str = "") -> None:
+    with open(path, "a", encoding="utf-8") as f:
+        for ev in events:
+            f.write(json.dumps(ev) + "\n")
+        f.write(partial)
+
+
+def ev(event: str, step: int, **fields) -> dict:
+    return {"event": event, "time": 1.0 + step, "step": step, **fields}
+
+
+def steps(a: int, b: int, tps: int = 128, loss: float = 5.0) -> list[dict]:
+    return [ev("step", s, loss=loss - s / 100, tokens_seen=s * tps) for s in range(a, b + 1)]
+
+
+def start(step: int = 0, data_id: str = "d1", **extra) -> dict:
+    return ev("start", step, params=35200, config=CFG, tokens_per_step=128, data_id=data_id, **extra)
+
+
+# ---- EventTail ---------------------------------------------------------------------------
+def test_event_tail_returns_only_complete_lines_and_keeps_its_offset(tmp_path):
+    path = tmp_path / "events.jsonl"
+    tail = EventTail(path)
+    assert tail.read() == []  # no file yet
+    write_events(path, [ev("start", 0), ev("step", 1, loss=5.0)], partial='{"event": "step", "ti')
+    got = tail.read()
+    assert [e["event"] for e in got] == ["start", "step"]
+    assert tail.read() == []  # the half line waits
+    with open(path, "a") as f:
+        f.write('me": 3, "step": 2, "loss": 4.5}\nnot json\n')
+    got = tail.read()
+    assert [(e["event"], e["step"]) for e in got] == [("step", 2)]
+    assert tail.bad_lines == 1
+    # A new tail from the saved offset reads nothing old; a replaced (shorter) file restarts.
+    assert EventTail(path, tail.offset).read() == []
+    path.write_text(json.dumps(ev("start", 0)) + "\n")
+    assert [e["event"] for e in tail.read()] == ["start"]
+
+
+# ---- registry ----------------------------------------------------------------------------
+def test_run_ids_are_sortable_readable_and_unique(tmp_path):
+    now = time.mktime((2026, 11, 29, 23, 41, 0, 0, 0, -1))
+    a = new_run_id("Demo 27M", tmp_path, now)
+    b = new_run_id("Demo 27M", tmp_path, now)
+    c = new_run_id("Кот/пёс", tmp_path, now + 60)
+    assert a == "20261129-2341-demo-27m" and b == "20261129-2341-demo-27m-2"
+    assert c == "20261129-2342-кот-пёс"
+    assert sorted([c, b, a]) == [a, b, c]
+
+
+def test_registry_creates_folders_rows_and_legs_that_survive_reopening(tmp_path):
+    reg = Registry()
+    rec = reg.create_run(CFG)
+    assert rec.status == status.CREATED and rec.leg == 1 and rec.chain_id == rec.id
+    assert json.loads(rec.run_json_path.read_text()) == CFG
+    assert rec.checkpoints_dir.is_dir() and rec.outputs_dir.is_dir()
+    assert not list(rec.path.glob(".*tmp"))  # the atomic write left no temp file
+    leg = reg.create_leg(rec.id, {**CFG, "target": {"kind": "kaggle", "account": "bob"}}, status=status.UPLOADING)
+    assert (leg.parent_id, leg.chain_id, leg.leg, leg.target_kind, leg.target_account) == (
+        rec.id, rec.id, 2, "kaggle", "bob")
+    reg.set_kernel_ref(leg.id, "bob/ternit-run")
+    reg.set_status(leg.id, status.RUNNING_KAGGLE, "kernel running")
+    with pytest.raises(ValueError):
+        reg.set_status(leg.id, "bogus")
+    with pytest.raises(ValueError):
+        reg.update(leg.id, no_such_column=1)
+    reg.close()
+
+    reg2 = Registry()  # "restart": a new object over the same SQLite file
+    again = reg2.get(leg.id)
+    assert (again.kaggle_kernel_ref, again.status, again.last_message) == ("bob/ternit-run", "running_kaggle", "kernel running")
+    assert [r.id for r in reg2.lineage(leg.id)] == [rec.id, leg.id]
+    assert [r.id for r in reg2.chain(rec.id)] == [rec.id, leg.id]
+    assert [r.id for r in reg2.list_runs()] == [leg.id, rec.id]
+    assert reg2.find(rec.id[:-2] + rec.id[-2:]).id == rec.id
+    assert {r.id for r in reg2.active()} == {leg.id}
+    with pytest.raises(RunNotFound):
+        reg2.get("nope")
+    with pytest.raises(LookupError):
+        reg2.find("demo")  # two runs match
+    reg2.close()
+
+
+def test_ingest_folds_events_into_the_row_incrementally():
+    reg = Registry()
+    rec = reg.create_run(CFG)
+    reg.update(rec.id, status=status.STARTING)
+    write_events(rec.events_path, [start(), *steps(1, 10), ev("eval", 10, val_loss=5.2, val_ci95=[5.1, 5.3])])
+    got = reg.ingest(rec.id)
+    assert len(got) == 12
+    row = reg.get(rec.id)
+    assert (row.status, row.last_step, row.tokens_seen, row.params, row.best_val_loss, row.steps_to) == (
+        "running", 10, 1280, 35200, 5.2, 30)
+    assert reg.ingest(rec.id) == []
+    write_events(rec.events_path, [*steps(11, 20), ev("eval", 20, val_loss=5.4, val_ci95=[5.3, 5.5]),
+                                   ev("end", 20, reason="time_limit", message="stopped by the time limit at step 20")])
+    assert len(reg.ingest(rec.id)) == 12
+    row = reg.get(rec.id)
+    assert (row.status, row.last_step, row.best_val_loss, row.end_reason) == ("time_limit", 20, 5.2, "time_limit")
+    # Kaggle rows keep the status their runner sets; only the figures follow the events.
+    k = reg.create_run({**CFG, "target": {"kind": "kaggle"}}, status=status.RUNNING_KAGGLE)
+    write_events(k.events_path, [start(), *steps(1, 3), ev("end", 3, reason="steps_reached", message="x")])
+    reg.ingest(k.id)
+    assert (reg.get(k.id).status, reg.get(k.id).last_step) == ("running_kaggle", 3)
+
+
+# ---- crash settling and re-attach --------------------------------------------------------
+def dead_pid() -> tuple[int, float]:
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid, time.time() - 5
+
+
+def test_a_vanished_trainer_is_settled_from_its_end_event_or_marked_failed():
+    reg = Registry()
+    ended, vanished = reg.create_run(CFG), reg.create_run(CFG)
+    for rec in (ended, vanished):
+        pid, t0 = dead_pid()
+        reg.update(rec.id, status=status.RUNNING, pid=pid, pid_started_at=t0)
+    write_events(ended.events_path, [start(), *steps(1, 5), ev("end", 5, reason="stopped", message="stopped on request")])
+    write_events(vanished.events_path, [start(), *steps(1, 7)], partial='{"event": "st')
+    (vanished.log_path).write_text("parameters: 35,200\nKilled\n")
+    reg.close()
+
+    heard = []
+    m = RunManager(Registry())  # the lab restarts: re-attach settles both
+    m.add_listener(heard.append)
+    assert m.registry.get(ended.id).status == "stopped"
+    v = m.registry.get(vanished.id)
+    assert v.status == "failed" and v.last_step == 7
+    assert v.last_message.startswith("the trainer process disappeared") and "Killed" in v.last_message
+    f = m.failure(vanished.id)
+    assert f.kind == "vanished" and f.retry_label("en") == "Retry"
+    assert m.poll() == [] and heard == []  # nothing active any more
+
+
+def test_a_live_process_is_followed_again_and_listeners_hear_its_end(tmp_path):
+    reg = Registry()
+    rec = reg.create_run(CFG)
+    # A real process standing in for a trainer that outlived the window: it waits for a file.
+    gate = tmp_path / "go"
+    p = subprocess.Popen([sys.executable, "-c", f"import os,time\nwhile not os.path.exists({str(gate)!r}): time.sleep(0.02)"])
+    from app.runs.process import process_start_time
+
+    reg.update(rec.id, status=status.RUNNING, pid=p.pid, pid_started_at=process_start_time(p.pid))
+    write_events(rec.events_path, [start(), *steps(1, 3)])
+    heard = []
+    m = RunManager(Registry())
+    m.add_listener(heard.append)
+    assert m.registry.get(rec.id).status == "running" and m.registry.get(rec.id).last_step == 3
+    write_events(rec.events_path, [*steps(4, 6), ev("end", 6, reason="steps_reached", message="reached step 6")])
+    gate.touch()
+    p.wait()
+    updates = m.poll()
+    assert [(u.run.id, u.run.status, len(u.events), u.status_changed) for u in updates] == [(rec.id, "finished", 4, True)]
+    assert len(heard) == 1 and heard[0].status == "finished"
+    set_language("en")
+    try:
+        assert heard[0].title() == "demo-27m: finished" and "Step 6/30" in heard[0].text()
+    finally:
+        set_language(None)
+
+
+# ---- failures ----------------------------------------------------------------------------
+def test_failures_carry_advice_and_a_retry_config():
+    set_language("en")
+    try:
+        oom = failure_from_events(
+            [ev("error", 0, kind="oom", message="out of memory at step 1: CUDA out of memory", advice="lower",
+                checkpoint=None, suggested_batch=2)], CFG)
+        assert (oom.kind, oom.batch, oom.suggested_batch) == ("oom", 4, 2)
+        assert "from 4 to 2" in oom.advice and oom.retry_label() == "Retry with batch 2"
+        retry = oom.retry_config(CFG)
+        assert retry["training"]["batch_per_card"] == 2 and retry["resume_from"] is None and CFG["training"]["batch_per_card"] == 4
+        nan = failure_from_events(
+            [ev("error", 12, kind="nan", message="the loss became nan at step 12", advice="x", checkpoint="/r/c/step-00000010.pt")], CFG)
+        assert nan.suggested_lr == pytest.approx(0.00033) and nan.retry_config(CFG)["resume_from"] == "/r/c/step-00000010.pt"
+        data = failure_from_events(
+            [ev("error", 0, kind="data", message="/data/x lacks train.bin: prepare the data again", advice="x")], CFG)
+        assert data.file == "/data/x" and data.retry_label() is None and "/data/x" in data.advice
+    finally:
+        set_language(None)
+    ru = failure_from_events([ev("error", 0, kind="oom", message="oom", advice="", suggested_batch=2)], CFG)
+    assert ru.retry_label() == "Повторить с батчем 2" and "Батч на карту" in ru.advice
+
+
+# ---- series ------------------------------------------------------------------------------
+def test_series_joins_a_chain_and_marks_data_changes_pauses_and_redone_steps():
+    reg = Registry()
+    parent = reg.create_run(CFG)
+    write_events(parent.events_path, [
+        start(), *steps(1, 10), ev("eval", 10, val_loss=5.0, val_ci95=[4.9, 5.1]),
+        ev("pause", 10, seconds=3.5), *steps(11, 14),
+        # resumed in place from the step-12 checkpoint: 13 and 14 are redone
+        start(12), *steps(13, 20), ev("eval", 20, val_loss=4.8, val_ci95=[4.7, 4.9]),
+    ])
+    child = reg.create_leg(parent.id, {**CFG, "resume_from": "x"})
+    write_events(child.events_path, [start(20, data_id="d2", data_changed=True), *steps(21, 30),
+                                     ev("eval", 30, val_loss=5.5, val_ci95=[5.4, 5.6])])
+    s = run_series(reg.lineage(child.id))
+    assert s.steps == list(range(1, 31)) and s.tokens == [i * 128 for i in range(1, 31)]
+    assert s.eval_steps == [10, 20, 30] and s.eval_segment == [0, 0, 1]
+    assert (s.val_low[0], s.val_high[2]) == (4.9, 5.6)
+    kinds = [(m.kind, m.step) for m in s.markers]
+    assert kinds == [(PAUSE, 10), (LEG, 20), (DATA_CHANGED, 20)]
+    assert s.run_ids == [parent.id, child.id]
+    only_child = RunManager(reg).series(child.id, with_parents=False)
+    assert only_child.steps[0] == 21 and only_child.markers == []
+
+
+# ---- continuing --------------------------------------------------------------------------
+def test_continue_config_takes_the_checkpoint_and_locks_the_model(tiny_data):
+    reg = Registry()
+    m = RunManager(reg)
+    cfg = {**CFG, "data": {"dir": str(tiny_data), "constellations": ["tiny"]}}
+    parent = reg.create_run(cfg)
+    with pytest.raises(ContinueError):
+        m.continue_config(parent.id)
+    ck = parent.checkpoints_dir / "step-00000030.pt"
+    ck.write_bytes(b"checkpoint")
+    (parent.checkpoints_dir / "latest").write_text("step-00000030.pt\n")
+    meta = json.loads((tiny_data / "meta.json").read_text())
+    write_events(parent.events_path, [start(data_id=meta["data_id"]) | {"config": cfg}, *steps(1, 30),
+                                      ev("end", 30, reason="steps_reached", message="done")])
+    new = m.continue_config(parent.id)
+    assert new["resume_from"] == str(ck.resolve()) and new["model"] == CFG["model"]
+    assert new["training"]["steps_to"] == 60  # the parent had reached its 30
+    assert m.continue_config(parent.id, steps_to=45)["training"]["steps_to"] == 45
+    with pytest.raises(ContinueError):
+        m.continue_config(parent.id, steps_to=30)
+    check = m.check_continue(parent.id, new)
+    assert (check.start_step, check.validation_anew, check.model_changed, check.warning) == (30, False, False, None)
+    other = {**new, "data": {"dir": str(tiny_data), "constellations": ["tiny", "more"]}}
+    assert m.check_continue(parent.id, other).validation_anew
+    bigger = {**new, "model": {**new["model"], "layers": 4}}
+    assert m.check_continue(parent.id, bigger).model_changed
+    with pytest.raises(ContinueError):
+        m.start_continue(parent.id, bigger)
+    reg.ingest(parent.id)
+    rows = m.history(lang="en")
+    assert rows[0].can_continue and rows[0].where == "this PC · CPU" and rows[0].steps == "30 / 30"
+
+
+# ---- launching ---------------------------------------------------------------------------
+def test_launch_plans_pick_cpu_one_gpu_or_torchrun(tmp_path, monkeypatch):
+    p = plan_launch(tmp_path, "cpu")
+    assert p.argv[1:] == ["-m", "trainer", "--run", str(tmp_path), "--device", "cpu"] and p.env == {"CUDA_VISIBLE_DEVICES": ""}
+    p = plan_launch(tmp_path, "auto", gpu_count=2, resume="latest")
+    assert p.argv[1:7] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "trainer"]
+    assert p.argv[-4:] == ["--resume", "latest", "--device", "cuda"] and p.processes == 2
+    p = plan_launch(tmp_path, "1")
+    assert p.env == {"CUDA_VISIBLE_DEVICES": "1"} and "torch.distributed.run" not in p.argv
+    assert plan_launch(tmp_path, "auto", gpu_count=0).device == "auto"
+    with pytest.raises(ValueError):
+        plan_launch(tmp_path, "gpu0")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,-1,2")
+    assert visible_gpu_count() == 2
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert visible_gpu_count() == 0
+
+
+def test_status_labels_exist_in_both_languages():
+    for s in status.STATUSES:
+        assert status.label(s, "ru") and status.label(s, "en")
+    assert status.label("stopping", "ru") == "сохранение…"
