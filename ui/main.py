@@ -1,15 +1,69 @@
-"""`ternit-lab`: the window (a placeholder until the window issue lands)."""
+"""`ternit-lab`: the window. `ternit-lab --snapshot FILE.png [--lang ru|en]` renders the main
+window offscreen to a PNG and exits (the README's screenshot, and the tests)."""
 
 from __future__ import annotations
 
+import argparse
+import os
 import sys
+import time
+
+_T0 = time.perf_counter()
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="ternit-lab", description="Ternit Lab: plan, train and compare small GPT models.")
+    p.add_argument("--snapshot", metavar="FILE.png", help="render the main window offscreen to this PNG and exit")
+    p.add_argument("--lang", choices=["ru", "en"], help="interface language for this start (default: the setting, else Russian)")
+    p.add_argument("--size", default="1560x980", help="window size for --snapshot, WIDTHxHEIGHT")
+    p.add_argument("--print-startup", action="store_true",
+                   help="print the seconds from process start to the first shown window, then exit")
+    return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from PySide6.QtWidgets import QApplication, QLabel
+    args = parse(sys.argv[1:] if argv is None else argv)
+    if args.snapshot:
+        # Offscreen: no display needed, and nothing flashes on screen.
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from app.i18n import set_language
 
-    app = QApplication(sys.argv if argv is None else argv)
-    label = QLabel("Ternit Lab")
-    label.resize(480, 240)
-    label.show()
+    if args.lang:
+        set_language(args.lang)
+    from .main_window import MainWindow, app_instance
+
+    app = app_instance([sys.argv[0]])
+    window = MainWindow()
+    if args.snapshot:
+        return snapshot(app, window, args.snapshot, args.size)
+    window.resize(1500, 950)
+    window.show()
+    if args.print_startup:
+        app.processEvents()
+        print(f"{time.perf_counter() - _T0:.3f}")
+        return 0
     return app.exec()
+
+
+def snapshot(app, window, path: str, size: str) -> int:
+    """Lay the window out at `size`, let it draw once, grab it to a PNG."""
+    try:
+        w, h = (int(x) for x in size.lower().split("x"))
+    except ValueError:
+        print(f"ternit-lab: --size must look like 1560x980, not {size!r}", file=sys.stderr)
+        return 2
+    window.resize(w, h)
+    window.show()
+    for _ in range(3):  # layout, then the plot's first paint
+        app.processEvents()
+    ok = window.grab().save(path, "PNG")
+    window.close()
+    if not ok:
+        print(f"ternit-lab: could not write {path}", file=sys.stderr)
+        return 1
+    print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

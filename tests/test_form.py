@@ -1,0 +1,178 @@
+"""The form's rules without a display: validation as the user types, Start's reasons,
+continue-locking, the sizing panel and the run.json it writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.form import Account, ContinueFrom, FormContext, Prepared, RunForm, heads_that_work
+from app.i18n import set_language
+
+
+@pytest.fixture(autouse=True)
+def russian():
+    set_language("ru")
+    yield
+    set_language(None)
+
+
+@pytest.fixture
+def ctx(tiny_data):
+    c = FormContext()
+    c.add_prepared(Prepared.read(tiny_data))
+    return c
+
+
+def tiny(form: RunForm) -> RunForm:
+    for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 4)):
+        form.set(name, value)
+    form.set("gpu", "cpu")
+    return form
+
+
+def texts(form: RunForm, field: str) -> list[str]:
+    return [i.text for i in form.field_issues(field)]
+
+
+def test_prepared_folder_gives_constellations_with_token_counts(ctx, tiny_data):
+    assert ctx.constellations == {"tiny": Prepared.read(tiny_data).tokens_by_constellation["tiny"]}
+    form = RunForm(ctx)
+    # One constellation on a fresh lab: ticked, so the form can start at once.
+    assert form.values["constellations"] == ["tiny"]
+    assert form.prepared_for_selection().dir == str(tiny_data)
+    # No Kaggle account: this computer is the default machine.
+    assert form.values["machine"] == "local" and form.values["gpu"] == "cpu"
+
+
+def test_width_must_divide_by_heads_and_the_form_says_which_heads_work(ctx):
+    form = RunForm(ctx)
+    form.set_text("width", "500")
+    [msg] = texts(form, "heads")
+    assert "500" in msg and "1, 2, 4, 5, 10, 20, 25, 50, 100, 125" in msg
+    assert not form.can_start() and msg in form.start_blockers()
+    form.set_text("heads", "10")
+    assert texts(form, "heads") == []
+    assert heads_that_work(512)[-3:] == [32, 64, 128]
+
+
+def test_ranges_and_text_that_is_not_a_number(ctx):
+    form = RunForm(ctx)
+    form.set_text("context", "abc")
+    [msg] = texts(form, "context")
+    assert "abc" in msg and "целое число" in msg and "16\u00a0384" in msg
+    assert form.values["context"] is None and form.texts["context"] == "abc"
+    form.set_text("context", "4")
+    assert "вне диапазона" in texts(form, "context")[0]
+    form.set_text("context", "1\u00a0024")  # as the form shows numbers back
+    assert texts(form, "context") == [] and form.values["context"] == 1024
+    form.set_text("lr", "0,0003")  # a Russian decimal comma
+    assert form.values["lr"] == pytest.approx(3e-4)
+    form.set("name", "  ")
+    assert "название" in texts(form, "name")[0]
+
+
+def test_start_says_why_it_is_disabled(ctx):
+    form = RunForm(FormContext())  # nothing prepared, no constellation
+    assert not form.can_start()
+    assert any("созвездие" in b for b in form.start_blockers())
+    form = tiny(RunForm(ctx))
+    assert form.can_start(), form.start_blockers()
+    form.toggle_constellation("tiny", False)
+    assert form.start_blockers() == ["Отметьте хотя бы одно созвездие: без текста учиться не на чем"]
+
+
+def test_kaggle_needs_an_account_and_a_limit_under_its_session(ctx):
+    form = tiny(RunForm(ctx))
+    form.set("gpu", "t4x2")
+    assert form.values["machine"] == "auto" and form.is_kaggle()
+    assert any("Нет аккаунтов Kaggle" in b for b in form.start_blockers())
+    ctx.accounts = [Account("alice", 20.0), Account("bob", 5.0, valid=False)]
+    assert form.can_start(), form.start_blockers()
+    form.set("machine", "bob")
+    assert any("bob" in b for b in form.start_blockers())
+    form.set("machine", "alice")
+    form.set_text("limit_min", "800")
+    assert any("720" in b for b in form.start_blockers())
+    form.set("machine", "local")  # back home: the GPU choice follows
+    assert form.values["gpu"] == "cpu" and form.can_start()
+    labels = dict(form.machine_choices())
+    assert "20.0" in labels["alice"]
+
+
+def test_run_config_is_a_valid_run_json(ctx, tiny_data):
+    from trainer.config import from_dict, parameter_count
+
+    form = tiny(RunForm(ctx))
+    form.set("name", "tiny-run")
+    form.set("economical", True)
+    cfg = form.run_config()
+    parsed = from_dict(cfg)  # the trainer's own validation accepts it
+    assert parsed.model.vocab == Prepared.read(tiny_data).vocab
+    assert cfg["data"] == {"dir": str(tiny_data), "constellations": ["tiny"]}
+    assert cfg["target"] == {"kind": "local", "gpu": "cpu", "account": "auto"}
+    assert cfg["resume_from"] is None and cfg["training"]["economical"] is True
+    rows = {r.key: r for r in form.size_rows()}
+    assert rows["params"].value.replace("\u00a0", "") == str(parameter_count(parsed.model))
+    assert rows["tokens_per_step"].value == "128"  # batch 4 × 1 card × n 32
+
+
+def test_sizing_panel_shows_the_guides_numbers(ctx):
+    form = RunForm(FormContext())  # the default model and vocabulary (4000)
+    rows = {r.key: r for r in form.size_rows()}
+    assert rows["params"].value == "27\u00a0738\u00a0112"
+    assert "550" in rows["data"].note or "555" in rows["data"].note  # ~20 tokens per weight
+    form = RunForm(ctx)
+    form.set("gpu", "t4x2")
+    rows = {r.key: r for r in form.size_rows()}
+    assert rows["tokens_per_step"].value == "12\u00a0288"
+    # Far fewer than 20 tokens per weight in the tiny data: flagged.
+    assert rows["data"].level == "warning" and "~20" in rows["data"].note
+
+
+def _continue_info(cfg: dict, step: int = 40) -> ContinueFrom:
+    cfg = dict(cfg, resume_from="/runs/parent/checkpoints/step-00000040.pt")
+    return ContinueFrom(run_id="parent", config=cfg, step=step, label="parent · 40")
+
+
+def test_continue_locks_the_model_and_takes_step_from_the_checkpoint(ctx):
+    parent = tiny(RunForm(ctx)).run_config()
+    parent["training"]["steps_to"] = 40
+    form = RunForm(ctx)
+    form.continue_from(_continue_info(parent))
+    assert [form.values[k] for k in ("context", "width", "heads", "layers")] == [32, 32, 2, 2]
+    assert all(form.locked(k) for k in ("context", "width", "heads", "layers"))
+    assert not form.locked("batch_per_card")
+    form.set("width", 64)  # ignored: the checkpoint fixes the shape
+    assert form.values["width"] == 32
+    # «Шагов до» must move past the checkpoint's step.
+    assert form.values["steps_to"] > 40
+    form.set_text("steps_to", "40")
+    assert any("шага чекпоинта (40)" in b for b in form.start_blockers())
+    form.set_text("steps_to", "80")
+    assert form.can_start(), form.start_blockers()
+    cfg = form.run_config()
+    assert cfg["resume_from"].endswith("step-00000040.pt") and cfg["model"] == parent["model"]
+    # From scratch again: unlocked.
+    form.from_scratch()
+    assert not form.locked("width")
+
+
+def test_changing_constellations_on_continue_warns_that_validation_starts_anew(ctx, tiny_data):
+    parent = tiny(RunForm(ctx)).run_config()
+    form = RunForm(ctx)
+    form.continue_from(_continue_info(parent))
+    assert not form.data_changed()
+    form.ctx.constellations["other"] = 1000
+    form.toggle_constellation("other", True)
+    assert form.data_changed()
+    warnings = [i for i in form.issues() if i.level == "warning"]
+    assert any("валидация начнётся заново" in w.text for w in warnings)
+
+
+def test_english_texts(ctx):
+    set_language("en")
+    form = RunForm(ctx)
+    form.set_text("width", "500")
+    assert "heads that work: 1, 2, 4, 5" in texts(form, "heads")[0]
+    form.set_text("width", "512")
+    assert {r.label for r in form.size_rows()} >= {"How many weights", "Tokens per step", "Data"}

@@ -1,0 +1,582 @@
+"""The lab's main window: the «Новый прогон» form on the left; the followed run, its live
+loss and the run history on the right.
+
+Thin: runs are started, polled, stopped, continued and retried through app.runs'
+RunManager; the form's rules are app.form's. This module (and everything it imports at
+load time) never imports torch: the trainer is always its own process.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QProcess, Qt, QTimer, QUrl, Signal
+from PySide6.QtGui import QAction, QActionGroup, QDesktopServices
+from PySide6.QtWidgets import (
+    QApplication,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QMainWindow,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QStyle,
+    QSystemTrayIcon,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import paths
+from app.form import ContinueFrom, FormContext, Prepared, scan_prepared
+from app.i18n import current_language, t
+from app.runs import ContinueError, RunEnded, RunError, RunManager, RunRecord
+from app.runs import status as st
+from app.runs.checkpoints import checkpoint_step, latest_checkpoint
+
+from . import settings
+from .history import HistoryView
+from .loss_plot import LossPlot
+from .run_form import RunFormView
+
+POLL_MS = 500
+LIVE = "live"
+
+
+def load_form_context(runs: RunManager | None = None, extra_prepared: list[str] | None = None) -> FormContext:
+    """What the form chooses from: constellations with token counts, prepared data, Kaggle
+    accounts, this PC's card. Each source is optional: a part of the lab that is missing or
+    fails leaves its choices empty, never the window closed."""
+    ctx = FormContext()
+    _add_library(ctx)
+    for prep in scan_prepared(paths.prepared_dir()):
+        ctx.add_prepared(prep)
+    dirs = list(extra_prepared or [])
+    if runs is not None:  # data folders the history's runs used
+        for rec in runs.registry.list_runs(limit=50):
+            try:
+                d = (rec.config().get("data") or {}).get("dir")
+            except (OSError, ValueError):
+                d = None
+            if d:
+                dirs.append(d)
+    for d in dict.fromkeys(dirs):
+        prep = Prepared.read(d)
+        if prep:
+            ctx.add_prepared(prep)
+    _add_accounts(ctx)
+    return ctx
+
+
+def _add_library(ctx: FormContext) -> None:
+    """Constellations from app.data's library (with token counts where known)."""
+    try:
+        from app.data import library  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    try:
+        for c in library.constellation_summaries():  # type: ignore[attr-defined]
+            ctx.constellations[c["name"]] = c.get("tokens")
+    except Exception:  # the library's own errors must not stop the window opening
+        return
+
+
+def _add_accounts(ctx: FormContext) -> None:
+    try:
+        from app.kaggle import accounts_for_form  # type: ignore[attr-defined]
+    except ImportError:
+        return
+    try:
+        ctx.accounts = list(accounts_for_form())
+    except Exception:
+        return
+
+
+class RunBanner(QWidget):
+    """The followed run: name, status, progress; Stop; a failure's reason and its retry."""
+
+    stop_clicked = Signal()
+    retry_clicked = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.title = QLabel(t("Нет прогона на графике", "No run on the plot"))
+        self.title.setStyleSheet("font-size: 14px; font-weight: bold;")
+        self.detail = QLabel()
+        self.stop_button = QPushButton(t("Остановить", "Stop"))
+        self.stop_button.setToolTip(t("Обучение доделает шаг, сохранит чекпоинт и выйдет",
+                                      "The trainer finishes the step, saves a checkpoint and exits"))
+        self.stop_button.clicked.connect(self.stop_clicked)
+        self.failure = QLabel()
+        self.failure.setWordWrap(True)
+        self.failure.setStyleSheet("color: #b00020;")
+        self.retry_button = QPushButton()
+        self.retry_button.clicked.connect(self.retry_clicked)
+        top = QHBoxLayout()
+        top.addWidget(self.title)
+        top.addWidget(self.detail, 1)
+        top.addWidget(self.stop_button)
+        bottom = QHBoxLayout()
+        bottom.addWidget(self.failure, 1)
+        bottom.addWidget(self.retry_button)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addLayout(top)
+        layout.addLayout(bottom)
+        self.show_run(None)
+
+    def show_run(self, rec: RunRecord | None, failure: Any = None) -> None:
+        if rec is None:
+            self.detail.setText("")
+            self.stop_button.setVisible(False)
+            self.failure.setVisible(False)
+            self.retry_button.setVisible(False)
+            return
+        self.title.setText(rec.name)
+        parts = [st.label(rec.status)]
+        if rec.last_step is not None:
+            parts.append(t(f"шаг {rec.last_step}", f"step {rec.last_step}") + (f" / {rec.steps_to}" if rec.steps_to else ""))
+        if rec.last_loss is not None:
+            parts.append(f"loss {rec.last_loss:.4f}")
+        if rec.best_val_loss is not None:
+            parts.append(f"val {rec.best_val_loss:.4f}")
+        self.detail.setText("  ·  ".join(parts))
+        stopping = rec.status == st.STOPPING
+        self.stop_button.setVisible(rec.active)
+        self.stop_button.setEnabled(rec.active and not stopping)
+        self.stop_button.setText(t("Сохранение…", "Saving…") if stopping else t("Остановить", "Stop"))
+        if failure is not None:
+            self.failure.setText(f"{failure.message}\n{failure.advice}")
+            label = failure.retry_label()
+            self.retry_button.setText(label or "")
+            self.retry_button.setVisible(bool(label))
+            self.failure.setVisible(True)
+        else:
+            self.failure.setVisible(False)
+            self.retry_button.setVisible(False)
+
+
+class MainWindow(QMainWindow):
+    """`runs`: the RunManager to use (tests give one over their own folders)."""
+
+    def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
+                 poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None) -> None:
+        super().__init__()
+        self.runs = runs if runs is not None else RunManager()
+        self.extra_prepared = list(extra_prepared or [])
+        self.followed: str | None = None
+        self.overlays: set[str] = set()
+        self.notifications: list[tuple[str, str]] = []
+        self.export_processes: list[QProcess] = []
+        self.tray: QSystemTrayIcon | None = None
+        self.runs.add_listener(self._run_ended)
+        self.setWindowTitle("Ternit Lab")
+        self._build(ctx if ctx is not None else load_form_context(self.runs, self.extra_prepared))
+        self._build_menu()
+        self.timer = QTimer(self)
+        self.timer.setInterval(poll_ms)
+        self.timer.timeout.connect(self.tick)
+        self.timer.start()
+        self.refresh_history()
+        self._follow_initial()
+
+    # -- layout ------------------------------------------------------------------------
+
+    def _build(self, ctx: FormContext) -> None:
+        self.form_view = RunFormView(ctx, continue_provider=self.continue_info)
+        self.form_view.start_requested.connect(self.start_run)
+        self.form_view.prepare_requested.connect(self.prepare_data)
+        scroll = QScrollArea()
+        scroll.setWidget(self.form_view)
+        scroll.setWidgetResizable(True)
+        # The form wraps its texts to the column: no sideways scrolling.
+        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        scroll.setMinimumWidth(500)
+        self.banner = RunBanner()
+        self.banner.stop_clicked.connect(lambda: self.followed and self.stop_run(self.followed))
+        self.banner.retry_clicked.connect(lambda: self.followed and self.retry_run(self.followed))
+        self.plot = LossPlot()
+        self.history = HistoryView()
+        self.history.continue_requested.connect(self.continue_run)
+        self.history.stop_requested.connect(self.stop_run)
+        self.history.show_requested.connect(self.follow)
+        self.history.open_folder_requested.connect(self.open_folder)
+        self.history.export_requested.connect(self.export_weights)
+        self.history.overlay_changed.connect(self.set_overlay)
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.history, t("История", "History"))
+        self.monitor = self._monitor_panel()
+        if self.monitor is not None:
+            self.tabs.addTab(self.monitor, t("Видеокарта", "GPU"))
+        right_top = QWidget()
+        col = QVBoxLayout(right_top)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.addWidget(self.banner)
+        col.addWidget(self.plot, 1)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(right_top)
+        right.addWidget(self.tabs)
+        right.setStretchFactor(0, 3)
+        right.setStretchFactor(1, 2)
+        main = QSplitter()
+        main.addWidget(scroll)
+        main.addWidget(right)
+        main.setStretchFactor(1, 1)
+        main.setSizes([540, 1000])
+        self.setCentralWidget(main)
+        self.statusBar().showMessage(t("Готово", "Ready"))
+
+    def _monitor_panel(self) -> QWidget | None:
+        """The GPU monitor (ui/monitor_panel.py, its own issue), when it is there."""
+        try:
+            from . import monitor_panel  # noqa: F401
+        except ImportError:
+            return None
+        cls = getattr(monitor_panel, "MonitorPanel", None)
+        if cls is None:
+            return None
+        try:
+            return cls()
+        except Exception:
+            return None
+
+    def _build_menu(self) -> None:
+        bar = self.menuBar()
+        bar.clear()
+        lab = bar.addMenu(t("Лаборатория", "Lab"))
+        add_data = QAction(t("Добавить подготовленные данные…", "Add prepared data…"), self)
+        add_data.triggered.connect(self._pick_prepared)
+        lab.addAction(add_data)
+        runs_folder = QAction(t("Открыть папку прогонов", "Open the runs folder"), self)
+        runs_folder.triggered.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(paths.runs_dir()))))
+        lab.addAction(runs_folder)
+        lab.addSeparator()
+        quit_action = QAction(t("Выход (обучение продолжится)", "Quit (training goes on)"), self)
+        quit_action.triggered.connect(self.close)
+        lab.addAction(quit_action)
+        kaggle = self._kaggle_action()
+        if kaggle is not None:
+            bar.addMenu(t("Kaggle", "Kaggle")).addAction(kaggle)
+        options = bar.addMenu(t("Настройки", "Settings"))
+        lang_menu = options.addMenu(t("Язык интерфейса", "Interface language"))
+        group = QActionGroup(self)
+        self.language_actions: dict[str, QAction] = {}
+        for code, name in (("ru", "Русский"), ("en", "English")):
+            action = QAction(name, self, checkable=True)
+            action.setChecked(current_language() == code)
+            action.triggered.connect(lambda _=False, c=code: self.set_language(c))
+            group.addAction(action)
+            lang_menu.addAction(action)
+            self.language_actions[code] = action
+
+    def _kaggle_action(self) -> QAction | None:
+        try:
+            from . import kaggle_accounts  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+        dialog_cls = getattr(kaggle_accounts, "AccountsDialog", None)
+        if dialog_cls is None:
+            return None
+        action = QAction(t("Аккаунты…", "Accounts…"), self)
+
+        def open_dialog() -> None:
+            dialog_cls(self).exec()
+            self.reload_context()
+
+        action.triggered.connect(open_dialog)
+        return action
+
+    # -- language ----------------------------------------------------------------------
+
+    def set_language(self, lang: str) -> None:
+        """Switch the interface language now (and remember it); the form keeps its values."""
+        settings.save_language(lang)
+        form = self.form_view.form
+        followed, overlays = self.followed, set(self.overlays)
+        old = self.centralWidget()
+        self._build(form.ctx)
+        old.deleteLater()
+        self.form_view.form = form
+        self.form_view.set_context(form.ctx)
+        self._build_menu()
+        self.refresh_history()
+        self.followed = None
+        self.overlays = set()
+        if followed:
+            self.follow(followed)
+        for run_id in overlays:
+            self.history.overlaid.add(run_id)
+            self.set_overlay(run_id, True)
+        self.refresh_history()
+
+    # -- context -----------------------------------------------------------------------
+
+    def reload_context(self) -> None:
+        self.form_view.set_context(load_form_context(self.runs, self.extra_prepared))
+
+    def add_prepared(self, folder: str) -> bool:
+        prep = Prepared.read(folder)
+        if prep is None:
+            self.statusBar().showMessage(t(
+                f"{folder}: нет tokenizer.json, train.bin, val.bin и meta.json — это не подготовленные данные",
+                f"{folder}: no tokenizer.json, train.bin, val.bin and meta.json — not prepared data"))
+            return False
+        self.extra_prepared.append(str(folder))
+        ctx = self.form_view.form.ctx
+        ctx.add_prepared(prep)
+        self.form_view.set_context(ctx)
+        return True
+
+    def _pick_prepared(self) -> None:
+        folder = QFileDialog.getExistingDirectory(self, t("Папка подготовленных данных", "Prepared data folder"),
+                                                  str(paths.prepared_dir()))
+        if folder:
+            self.add_prepared(folder)
+
+    def prepare_data(self, constellations: list[str]) -> None:
+        """«Подготовить данные»: app.data's prepare in the background, with progress."""
+        try:
+            from app.data import prepare as data_prepare  # type: ignore[attr-defined]
+        except ImportError:
+            data_prepare = None
+        if data_prepare is None or not hasattr(data_prepare, "prepare"):
+            self.statusBar().showMessage(t(
+                f"Подготовьте данные командой: ternit data prepare --constellations {','.join(constellations)}",
+                f"Prepare the data with: ternit data prepare --constellations {','.join(constellations)}"))
+            return
+        self._prepare_in_background(constellations)
+
+    def _prepare_in_background(self, constellations: list[str]) -> None:
+        """`ternit data prepare` as a child process: its progress goes to the status bar."""
+        out = paths.prepared_dir()
+        proc = QProcess(self)
+        proc.setProgram(sys.executable)
+        proc.setArguments(["-m", "app.cli", "data", "prepare", "--constellations", ",".join(constellations)])
+        proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
+
+        def progress() -> None:
+            text = bytes(proc.readAll()).decode("utf-8", "replace").strip().splitlines()
+            if text:
+                self.statusBar().showMessage(t("Подготовка данных: ", "Preparing data: ") + text[-1][-160:])
+
+        def done(code: int, _status: Any) -> None:
+            if code == 0:
+                self.statusBar().showMessage(t("Данные подготовлены", "The data is prepared"))
+            else:
+                self.statusBar().showMessage(t(f"Подготовка данных не удалась (код {code}): см. вывод выше",
+                                               f"Preparing the data failed (code {code}): see the output above"))
+            self.reload_context()
+
+        proc.readyRead.connect(progress)
+        proc.finished.connect(done)
+        self.statusBar().showMessage(t(f"Подготовка данных в {out}…", f"Preparing data in {out}…"))
+        proc.start()
+        self.export_processes.append(proc)
+
+    # -- runs --------------------------------------------------------------------------
+
+    def start_run(self, config: dict[str, Any]) -> RunRecord | None:
+        """Start (or continue, when the form continues a checkpoint) and follow the run."""
+        form = self.form_view.form
+        try:
+            if form.continuing is not None:
+                rec = self.runs.start_continue(form.continuing.run_id, config)
+            else:
+                rec = self.runs.start(config)
+        except (RunError, ContinueError, OSError, ValueError) as e:
+            self.banner.failure.setText(str(e))
+            self.banner.failure.setVisible(True)
+            self.statusBar().showMessage(str(e))
+            return None
+        self.statusBar().showMessage(t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        self.refresh_history()
+        self.follow(rec.id)
+        self.form_view.form.from_scratch()
+        self.form_view.refresh()
+        return rec
+
+    def stop_run(self, run_id: str) -> None:
+        rec = self.runs.stop(run_id)
+        self.statusBar().showMessage(t(f"{rec.name}: сохранение…", f"{rec.name}: saving…"))
+        self._update_banner()
+        self.refresh_history()
+
+    def retry_run(self, run_id: str) -> RunRecord | None:
+        """One click after a failure: the same run with the advice applied (OOM: the batch
+        that should fit; NaN: a lower learning rate), from its last checkpoint if any."""
+        try:
+            rec = self.runs.retry(run_id)
+        except (RunError, ContinueError, OSError, ValueError) as e:
+            self.statusBar().showMessage(str(e))
+            return None
+        self.refresh_history()
+        self.follow(rec.id)
+        return rec
+
+    def continue_info(self, run_id: str) -> ContinueFrom | None:
+        """What «Продолжить» fills the form with (None, and a message, if it cannot)."""
+        try:
+            cfg = self.runs.continue_config(run_id)
+            rec = self.runs.registry.get(run_id)
+        except (ContinueError, KeyError, OSError, ValueError) as e:
+            self.statusBar().showMessage(str(e))
+            return None
+        ckpt = latest_checkpoint(rec.path)
+        step = (checkpoint_step(ckpt) if ckpt else None) or rec.last_step or 0
+        parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
+        return ContinueFrom(run_id=run_id, config=cfg, step=int(step),
+                            label=f"{rec.name} · {t('шаг', 'step')} {step}",
+                            tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "")
+
+    def continue_run(self, run_id: str) -> bool:
+        """«Продолжить» in the history: the form filled from the checkpoint, model locked,
+        ready to start; the plot shows the run being continued."""
+        info = self.continue_info(run_id)
+        if info is None:
+            return False
+        self.form_view.continue_from(info)
+        self.follow(run_id)
+        return True
+
+    def follow(self, run_id: str) -> None:
+        """Show a run (with the runs it continues, as one curve) on the plot, live."""
+        try:
+            chain = self.runs.registry.lineage(run_id)
+        except KeyError:
+            return
+        rec = chain[-1]
+        self.followed = run_id
+        self.plot.remove(LIVE)
+        self.plot.follow(LIVE, [(r.id, r.events_path) for r in chain], label=rec.name)
+        self.plot.set_title(t(f"Потери: {rec.name}", f"Loss: {rec.name}"))
+        self.history.select(run_id)
+        self._update_banner()
+
+    def set_overlay(self, run_id: str, on: bool) -> None:
+        """Overlay a run from the history on the plot (several at once, to compare)."""
+        key = f"overlay:{run_id}"
+        if not on:
+            self.overlays.discard(run_id)
+            self.plot.remove(key)
+            return
+        try:
+            rec = self.runs.registry.get(run_id)
+            series = self.runs.series(run_id)
+        except (KeyError, OSError) as e:
+            self.statusBar().showMessage(str(e))
+            return
+        self.overlays.add(run_id)
+        self.plot.show_series(key, series, label=rec.name, primary=False)
+
+    def _follow_initial(self) -> None:
+        """Re-attach: follow a run that is still going, else show the newest run."""
+        active = self.runs.registry.active()
+        if active:
+            self.follow(active[-1].id)
+            return
+        rows = self.runs.registry.list_runs(limit=1)
+        if rows:
+            self.follow(rows[0].id)
+
+    def tick(self) -> None:
+        """The timer: poll runs (statuses, notifications), the plot, the banner, the history."""
+        try:
+            updates = self.runs.poll()
+        except Exception as e:  # a locked database or a vanished folder: try again next tick
+            self.statusBar().showMessage(str(e))
+            return
+        self.plot.poll()
+        if updates or self.followed:
+            self._update_banner()
+        if any(u.events or u.status_changed for u in updates):
+            self.refresh_history()
+
+    def _update_banner(self) -> None:
+        if not self.followed:
+            self.banner.show_run(None)
+            return
+        try:
+            rec = self.runs.registry.get(self.followed)
+        except KeyError:
+            self.banner.show_run(None)
+            return
+        failure = self.runs.failure(rec.id) if rec.status == st.FAILED else None
+        self.banner.show_run(rec, failure)
+
+    def refresh_history(self) -> None:
+        rows = self.runs.history(limit=200)
+        self.history.set_rows(rows)
+        self.form_view.set_checkpoints([(r.id, f"{r.name} · {r.steps} · {r.created}") for r in rows if r.can_continue])
+
+    # -- files -------------------------------------------------------------------------
+
+    def open_folder(self, run_id: str) -> None:
+        rec = self.runs.registry.get(run_id)
+        QDesktopServices.openUrl(QUrl.fromLocalFile(rec.folder))
+
+    def export_weights(self, run_id: str, out: str | None = None) -> QProcess | None:
+        """The latest checkpoint's weights as .safetensors, by `ternit export` in a child
+        process (it loads torch; the window does not)."""
+        rec = self.runs.registry.get(run_id)
+        ckpt = latest_checkpoint(rec.path)
+        if ckpt is None:
+            self.statusBar().showMessage(t("У прогона нет чекпоинта", "The run has no checkpoint"))
+            return None
+        if out is None:
+            out, _ = QFileDialog.getSaveFileName(self, t("Экспорт весов", "Export weights"),
+                                                 str(Path.home() / f"{rec.name}.safetensors"), "safetensors (*.safetensors)")
+            if not out:
+                return None
+        proc = QProcess(self)
+        proc.setProgram(sys.executable)
+        proc.setArguments(["-m", "app.cli", "export", str(ckpt), out])
+        proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
+
+        def done(code: int, _status: Any) -> None:
+            text = bytes(proc.readAll()).decode("utf-8", "replace").strip()
+            if code == 0:
+                self.statusBar().showMessage(t(f"Веса сохранены: {out}", f"Weights saved: {out}"))
+            else:
+                self.statusBar().showMessage(t(f"Экспорт не удался: {text[-300:]}", f"Export failed: {text[-300:]}"))
+
+        proc.finished.connect(done)
+        self.statusBar().showMessage(t(f"Экспорт весов в {out}…", f"Exporting weights to {out}…"))
+        proc.start()
+        self.export_processes.append(proc)
+        return proc
+
+    # -- notifications -----------------------------------------------------------------
+
+    def _run_ended(self, ended: RunEnded) -> None:
+        """A run ended, failed or hit its limit: a tray message (or the status bar where the
+        desktop has no tray)."""
+        self.notify(ended.title(), ended.text())
+        self._update_banner()
+
+    def notify(self, title: str, text: str) -> None:
+        self.notifications.append((title, text))
+        if self.tray is None and QSystemTrayIcon.isSystemTrayAvailable():
+            self.tray = QSystemTrayIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_ComputerIcon), self)
+            self.tray.setToolTip("Ternit Lab")
+            self.tray.show()
+        if self.tray is not None and QSystemTrayIcon.supportsMessages():
+            self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Information, 10_000)
+        self.statusBar().showMessage(f"{title}: {text}")
+
+    def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
+        # Closing the window does not stop training: the runs go on and are re-attached later.
+        self.timer.stop()
+        if self.tray is not None:
+            self.tray.hide()
+        super().closeEvent(event)
+
+
+def app_instance(argv: list[str] | None = None) -> QApplication:
+    app = QApplication.instance()
+    if app is None:
+        app = QApplication(argv or sys.argv[:1])
+        app.setApplicationName("Ternit Lab")
+    return app  # type: ignore[return-value]

@@ -1,0 +1,392 @@
+"""The «Новый прогон» form: widgets built from app.fields' table, mirroring app.form.RunForm.
+
+Every rule (validation, locking, what Start needs, the sizing numbers) is RunForm's; this
+view passes edits in and shows what RunForm says.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QButtonGroup,
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QGridLayout,
+    QGroupBox,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QRadioButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app import fields as F
+from app.form import ContinueFrom, FormContext, RunForm, human_tokens
+from app.i18n import t
+
+ERROR_STYLE = "color: #b00020;"
+WARNING_STYLE = "color: #8a5a00;"
+LOCK = "🔒 "
+
+
+class RunFormView(QWidget):
+    """Emits `start_requested(run_json_dict)`; `prepare_requested(constellations)` when the
+    ticked data has no prepared folder yet."""
+
+    start_requested = Signal(dict)
+    prepare_requested = Signal(list)
+    changed = Signal()
+
+    def __init__(self, ctx: FormContext | None = None, parent: QWidget | None = None,
+                 continue_provider: Callable[[str], ContinueFrom | None] | None = None) -> None:
+        super().__init__(parent)
+        self.form = RunForm(ctx)
+        self.continue_provider = continue_provider
+        self.inputs: dict[str, QWidget] = {}
+        self.labels: dict[str, QLabel] = {}
+        self.messages: dict[str, QLabel] = {}
+        self._constellation_boxes: dict[str, QCheckBox] = {}
+        self._updating = False
+        self._build()
+        self.refresh()
+
+    # -- building ----------------------------------------------------------------------
+
+    def _build(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+        heading = QLabel(t("Новый прогон", "New run"))
+        heading.setStyleSheet("font-size: 16px; font-weight: bold;")
+        outer.addWidget(heading)
+        self.groups: dict[str, QGroupBox] = {}
+        for section in ("run", "data", "model", "training"):
+            box = QGroupBox(F.section_title(section))
+            layout = QFormLayout(box)
+            layout.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+            for spec in F.FIELDS:
+                if spec.section != section:
+                    continue
+                self._add_field(layout, spec)
+            self.groups[section] = box
+            outer.addWidget(box)
+        # The live «Как выбрать размер» panel.
+        self.size_box = QGroupBox(F.section_title("sizing"))
+        self.size_grid = QGridLayout(self.size_box)
+        self.size_grid.setColumnStretch(2, 1)
+        self.size_box.setToolTip(t(
+            "Около 20 токенов данных на вес: 27,7 млн весов хотят около 550 млн токенов; большая "
+            "модель на тех же данных недоучится. Время — оценка, не замер: скорость для нового размера "
+            "пересчитана от замера. Расти, когда валидация вышла на плато и данных хватает; пока "
+            "валидация падает, дешевле учить дольше.",
+            "About 20 tokens of data per weight: 27.7 M weights want about 550 M tokens; a bigger "
+            "model on the same data will be under-trained. Time is an estimate, not a measurement: "
+            "the speed for a new size is recomputed from a measurement. Grow when validation has "
+            "reached a plateau and there is enough data; while validation still falls, training "
+            "longer is cheaper."))
+        outer.addWidget(self.size_box)
+        # Start, and why it cannot start.
+        row = QHBoxLayout()
+        self.prepare_button = QPushButton(t("Подготовить данные", "Prepare data"))
+        self.prepare_button.clicked.connect(lambda: self.prepare_requested.emit(list(self.form.values["constellations"])))
+        self.start_button = QPushButton(t("Старт", "Start"))
+        self.start_button.setStyleSheet("font-weight: bold; padding: 6px 18px;")
+        self.start_button.clicked.connect(self._start_clicked)
+        row.addWidget(self.prepare_button)
+        row.addStretch(1)
+        row.addWidget(self.start_button)
+        outer.addLayout(row)
+        self.why = QLabel()
+        self.why.setWordWrap(True)
+        self.why.setStyleSheet(ERROR_STYLE)
+        outer.addWidget(self.why)
+        outer.addStretch(1)
+
+    def _add_field(self, layout: QFormLayout, spec: F.FieldSpec) -> None:
+        name = spec.name
+        label = QLabel(spec.label_text())
+        self.labels[name] = label
+        if name == "start_from":
+            w = QWidget()
+            row = QHBoxLayout(w)
+            row.setContentsMargins(0, 0, 0, 0)
+            self.scratch_radio = QRadioButton(t("с нуля", "from scratch"))
+            self.continue_radio = QRadioButton(t("с чекпоинта", "from a checkpoint"))
+            group = QButtonGroup(w)
+            group.addButton(self.scratch_radio)
+            group.addButton(self.continue_radio)
+            row.addWidget(self.scratch_radio)
+            row.addWidget(self.continue_radio)
+            row.addStretch(1)
+            self.scratch_radio.toggled.connect(self._start_from_toggled)
+            widget: QWidget = w
+        elif name == "checkpoint":
+            combo = QComboBox()
+            combo.activated.connect(lambda _i: self._checkpoint_chosen())
+            widget = combo
+        elif name == "constellations":
+            w = QWidget()
+            self.constellation_layout = QVBoxLayout(w)
+            self.constellation_layout.setContentsMargins(0, 0, 0, 0)
+            widget = w
+            self._fill_constellations()
+        elif spec.kind == "bool":
+            box = QCheckBox(spec.label_text())
+            box.toggled.connect(lambda on, n=name: self._edited(n, on))
+            label = QLabel("")
+            self.labels[name] = label
+            widget = box
+        elif spec.kind == "choice":
+            combo = QComboBox()
+            combo.activated.connect(lambda _i, n=name, c=combo: self._edited(n, c.currentData()))
+            widget = combo
+        else:
+            edit = QLineEdit()
+            edit.textEdited.connect(lambda text, n=name: self._typed(n, text))
+            widget = edit
+        self.inputs[name] = widget
+        holder = QWidget()
+        col = QVBoxLayout(holder)
+        col.setContentsMargins(0, 0, 0, 0)
+        col.setSpacing(1)
+        line = QHBoxLayout()
+        line.addWidget(widget, 1)
+        if spec.unit_text():
+            line.addWidget(QLabel(spec.unit_text()))
+        col.addLayout(line)
+        message = QLabel()
+        message.setWordWrap(True)
+        message.setVisible(False)
+        col.addWidget(message)
+        self.messages[name] = message
+        tip = self.form.tooltip(name)
+        for w in (label, widget):
+            w.setToolTip(tip)
+        layout.addRow(label, holder)
+
+    def _fill_constellations(self) -> None:
+        while self.constellation_layout.count():
+            item = self.constellation_layout.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        self._constellation_boxes.clear()
+        names = list(self.form.ctx.constellations)
+        names += [c for c in self.form.values["constellations"] if c not in names]
+        if not names:
+            empty = QLabel(t("Созвездий пока нет: добавьте данные (ternit data add …)",
+                             "No constellations yet: add data (ternit data add …)"))
+            empty.setStyleSheet(WARNING_STYLE)
+            empty.setWordWrap(True)
+            self.constellation_layout.addWidget(empty)
+        for cname in names:
+            tokens = self.form.ctx.constellations.get(cname)
+            count = t(f"{human_tokens(tokens)} токенов", f"{human_tokens(tokens)} tokens") if tokens else t(
+                "токены ещё не посчитаны", "tokens not counted yet")
+            box = QCheckBox(f"{cname} — {count}")
+            box.setToolTip(self.form.tooltip("constellations"))
+            box.toggled.connect(lambda on, c=cname: self._constellation_toggled(c, on))
+            self._constellation_boxes[cname] = box
+            self.constellation_layout.addWidget(box)
+
+    # -- edits -------------------------------------------------------------------------
+
+    def _typed(self, name: str, text: str) -> None:
+        if self._updating:
+            return
+        if F.spec(name).kind in ("int", "float"):
+            self.form.set_text(name, text)
+        else:
+            self.form.set(name, text)
+        self.refresh(keep_text=name)
+
+    def _edited(self, name: str, value: Any) -> None:
+        if self._updating:
+            return
+        self.form.set(name, value)
+        self.refresh()
+
+    def _constellation_toggled(self, cname: str, on: bool) -> None:
+        if self._updating:
+            return
+        self.form.toggle_constellation(cname, on)
+        self.refresh()
+
+    def _start_from_toggled(self) -> None:
+        if self._updating:
+            return
+        if self.scratch_radio.isChecked():
+            self.form.from_scratch()
+        else:
+            self.form.values["start_from"] = "checkpoint"
+            self._checkpoint_chosen()
+        self.refresh()
+
+    def _checkpoint_chosen(self) -> None:
+        combo: QComboBox = self.inputs["checkpoint"]  # type: ignore[assignment]
+        run_id = combo.currentData()
+        if run_id and self.continue_provider:
+            info = self.continue_provider(run_id)
+            if info is not None:
+                self.continue_from(info)
+                return
+        self.refresh()
+
+    def _start_clicked(self) -> None:
+        if self.form.can_start():
+            self.start_requested.emit(self.form.run_config())
+
+    # -- public ------------------------------------------------------------------------
+
+    def set_context(self, ctx: FormContext) -> None:
+        """New choices (constellations, accounts, prepared data): values are kept."""
+        self.form.ctx = ctx
+        self._fill_constellations()
+        self.refresh()
+
+    def set_checkpoints(self, runs: list[tuple[str, str]]) -> None:
+        """Runs that can be continued: (run id, label)."""
+        combo: QComboBox = self.inputs["checkpoint"]  # type: ignore[assignment]
+        current = self.form.values.get("checkpoint")
+        combo.clear()
+        combo.addItem(t("— выберите прогон —", "— pick a run —"), None)
+        for run_id, label in runs:
+            combo.addItem(label, run_id)
+        if current:
+            i = combo.findData(current)
+            if i < 0:
+                combo.addItem(current, current)
+                i = combo.count() - 1
+            combo.setCurrentIndex(i)
+
+    def continue_from(self, info: ContinueFrom) -> None:
+        """«Продолжить»: the form filled from the checkpoint, model locked, ready to start."""
+        self.form.continue_from(info)
+        combo: QComboBox = self.inputs["checkpoint"]  # type: ignore[assignment]
+        if combo.findData(info.run_id) < 0:
+            combo.addItem(info.label or info.run_id, info.run_id)
+        self._fill_constellations()
+        self.refresh()
+
+    def load_config(self, cfg: dict[str, Any]) -> None:
+        """Fill the form from a run.json (a retry after a failure)."""
+        self.form.from_scratch()
+        self.form.load_config(cfg)
+        self.refresh()
+
+    def refresh(self, keep_text: str | None = None) -> None:
+        """Show what the form says now."""
+        self._updating = True
+        try:
+            self._show_values(keep_text)
+            self._show_issues()
+            self._show_sizes()
+        finally:
+            self._updating = False
+        self.changed.emit()
+
+    def _show_values(self, keep_text: str | None) -> None:
+        form, v = self.form, self.form.values
+        self.scratch_radio.setChecked(form.continuing is None and v["start_from"] == "scratch")
+        self.continue_radio.setChecked(v["start_from"] == "checkpoint")
+        self.inputs["checkpoint"].setEnabled(v["start_from"] == "checkpoint")
+        for cname, box in self._constellation_boxes.items():
+            box.setChecked(cname in v["constellations"])
+        for spec in F.FIELDS:
+            name, w = spec.name, self.inputs.get(spec.name)
+            if w is None:
+                continue
+            locked = form.locked(name)
+            if isinstance(w, QLineEdit):
+                if name != keep_text:
+                    text = form.texts.get(name)
+                    w.setText(text if text is not None else ("" if v[name] is None else _plain(v[name])))
+                w.setReadOnly(locked)
+            elif isinstance(w, QCheckBox):
+                w.setChecked(bool(v[name]))
+                w.setEnabled(not locked)
+            elif isinstance(w, QComboBox) and name in ("gpu", "machine"):
+                choices = form.gpu_choices() if name == "gpu" else form.machine_choices()
+                w.clear()
+                for key, label in choices:
+                    w.addItem(label, key)
+                i = w.findData(v[name])
+                if i < 0:
+                    w.addItem(str(v[name]), v[name])
+                    i = w.count() - 1
+                w.setCurrentIndex(i)
+            label = self.labels[name]
+            text = "" if spec.kind == "bool" else spec.label_text()
+            label.setText((LOCK + text) if locked and text else text)
+            tip = form.tooltip(name)
+            if locked:
+                tip += t("\n\n🔒 Заблокировано: берётся из чекпоинта.", "\n\n🔒 Locked: taken from the checkpoint.")
+            w.setToolTip(tip)
+            label.setToolTip(tip)
+
+    def _show_issues(self) -> None:
+        issues = self.form.issues()
+        by_field: dict[str, list] = {}
+        for issue in issues:
+            by_field.setdefault(issue.field, []).append(issue)
+        for name, label in self.messages.items():
+            found = by_field.get(name, [])
+            label.setVisible(bool(found))
+            label.setText("\n".join(i.text for i in found))
+            error = any(i.level == "error" for i in found)
+            label.setStyleSheet(ERROR_STYLE if error else WARNING_STYLE)
+            w = self.inputs.get(name)
+            if isinstance(w, QLineEdit):
+                w.setStyleSheet("border: 1px solid #b00020;" if error else "")
+        blockers = [i.text for i in issues if i.level == "error"]
+        self.start_button.setEnabled(not blockers)
+        if blockers:
+            why = t("Старт недоступен: ", "Start is disabled: ") + "; ".join(blockers)
+            self.why.setText(why)
+            self.start_button.setToolTip(why)
+        else:
+            self.why.setText("")
+            self.start_button.setToolTip(t("Запустить обучение", "Start training"))
+        self.why.setVisible(bool(blockers))
+        needs_prep = (bool(self.form.values["constellations"]) and self.form.prepared_for_selection() is None
+                      and not self.form.continuing)
+        self.prepare_button.setVisible(needs_prep)
+        self.start_button.setText(t("Продолжить", "Continue") if self.form.continuing else t("Старт", "Start"))
+
+    def _show_sizes(self) -> None:
+        while self.size_grid.count():
+            item = self.size_grid.takeAt(0)
+            if item.widget():
+                item.widget().deleteLater()
+        for r, row in enumerate(self.form.size_rows()):
+            label = QLabel(row.label)
+            value = QLabel(row.value)
+            value.setStyleSheet("font-weight: bold;" + (ERROR_STYLE if row.level == "error" else ""))
+            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            note = QLabel(row.note)
+            note.setWordWrap(True)
+            if row.level == "warning":
+                note.setStyleSheet(WARNING_STYLE)
+            elif row.level == "error":
+                note.setStyleSheet(ERROR_STYLE)
+            self.size_grid.addWidget(label, r, 0)
+            self.size_grid.addWidget(value, r, 1)
+            self.size_grid.addWidget(note, r, 2)
+
+    def size_text(self) -> str:
+        """The panel as plain text (tests, accessibility)."""
+        return "\n".join(f"{r.label}: {r.value} {r.note}".strip() for r in self.form.size_rows())
+
+
+def _plain(value: Any) -> str:
+    """A value as the user would type it back (no thousands separators)."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, int):
+        return str(value)
+    return "" if value is None else str(value)
+
