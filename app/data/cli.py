@@ -1,0 +1,191 @@
+"""`ternit data ...`: the dataset library and prepared data from the command line.
+
+    ternit data add PATH [--name NAME] [--constellation CNAME]
+    ternit data list
+    ternit data constellations
+    ternit data prepare --constellations A,B [--vocab 4000] [--out DIR] [--tokenizer FILE]
+                        [--context 1024] [--no-cache]
+    ternit data prepared
+    ternit data remove NAME
+
+Errors are one line on stderr: exit 2 for a missing/unreadable path or a refused argument,
+1 for other failures, 130 when interrupted (nothing half-written is left).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..i18n import t
+from .progress import Cancelled, TextBar
+
+
+def human_bytes(n: int) -> str:
+    for div, suffix in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
+        if n >= div:
+            return f"{n / div:.1f} {suffix}"
+    return f"{n} B"
+
+
+def human_count(n: int | None) -> str:
+    if n is None:
+        return "?"
+    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if n >= div:
+            return f"{n / div:.1f}{suffix}"
+    return str(n)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ternit data", description=t(
+        "Наборы данных, созвездия и подготовленные данные.",
+        "Datasets, constellations and prepared data."))
+    sub = p.add_subparsers(dest="cmd", required=True)
+    a = sub.add_parser("add", help=t("добавить файл или папку с текстом", "add a text file or folder"))
+    a.add_argument("path")
+    a.add_argument("--name", help=t("имя набора (по умолчанию имя файла)", "dataset name (default: file name)"))
+    a.add_argument("--constellation", help=t("добавить в созвездие (создаётся при нужде)",
+                                             "add to a constellation (created if needed)"))
+    sub.add_parser("list", help=t("наборы данных", "datasets"))
+    sub.add_parser("constellations", help=t("созвездия", "constellations"))
+    sub.add_parser("prepared", help=t("подготовленные папки", "prepared folders"))
+    r = sub.add_parser("remove", help=t("убрать набор из библиотеки (файлы не трогаются)",
+                                        "remove a dataset from the library (files stay)"))
+    r.add_argument("name")
+    pr = sub.add_parser("prepare", help=t("токенизатор и train/val для тренера",
+                                          "tokenizer and train/val files for the trainer"))
+    pr.add_argument("--constellations", required=True, help="A,B")
+    pr.add_argument("--vocab", type=int, default=None, help=t("размер словаря (4000)", "vocabulary size (4000)"))
+    pr.add_argument("--out", default=None, help=t("папка (по умолчанию в данных лаборатории)",
+                                                  "folder (default: in the lab's data folder)"))
+    pr.add_argument("--tokenizer", default=None, help=t("взять готовый tokenizer.json",
+                                                        "reuse this tokenizer.json"))
+    pr.add_argument("--context", type=int, default=1024, help=t("контекст модели (1024)", "model context (1024)"))
+    pr.add_argument("--no-cache", action="store_true", help=t("подготовить заново", "prepare again"))
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = _parser().parse_args(argv)
+    from .library import LibraryError
+
+    try:
+        return COMMANDS[args.cmd](args)
+    except LibraryError as exc:
+        print(f"ternit data: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except (Cancelled, KeyboardInterrupt):
+        print(t("\nternit data: прервано, ничего не записано", "\nternit data: interrupted, nothing written"),
+              file=sys.stderr)
+        return 130
+
+
+def _library():
+    from .library import Library
+
+    return Library()
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    lib = _library()
+    bar = TextBar()
+    res = lib.add(args.path, name=args.name, constellation=args.constellation, progress=bar)
+    bar.close()
+    d = res.dataset
+    status = {"added": t("добавлен", "added"), "unchanged": t("без изменений", "unchanged"),
+              "changed": t("изменился", "changed")}[res.status]
+    print(f"{d.name}: {status} — {t('файлов', 'files')}: {d.files}, {human_bytes(d.bytes)}, "
+          f"{t('документов', 'documents')}: {d.documents}, {t('символов', 'characters')}: {human_count(d.characters)}"
+          + (f"; {t('созвездия', 'constellations')}: {', '.join(d.constellations)}" if d.constellations else ""))
+    for c in res.changes:
+        print(f"  {c}")
+    for note in res.notes:
+        print(f"  {t('заметка', 'note')}: {note}", file=sys.stderr)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    lib = _library()
+    rows = [(t("набор", "dataset"), t("созвездия", "constellations"), t("файлы", "files"),
+             t("размер", "size"), t("документы", "documents"), t("символы", "characters"),
+             t("токены", "tokens"))]
+    for d in lib.datasets():
+        rows.append((d.name, ",".join(d.constellations) or "-", str(d.files) + (f" (+{d.skipped})" if d.skipped else ""),
+                     human_bytes(d.bytes), str(d.documents), human_count(d.characters), human_count(d.tokens)))
+    _table(rows)
+    return 0
+
+
+def cmd_constellations(args: argparse.Namespace) -> int:
+    lib = _library()
+    rows = [(t("созвездие", "constellation"), t("наборы", "datasets"), t("размер", "size"),
+             t("документы", "documents"), t("токены", "tokens"))]
+    for c in lib.constellations():
+        rows.append((c.name + (" *" if c.builtin else ""), ",".join(c.datasets) or "-", human_bytes(c.bytes),
+                     str(c.documents), human_count(c.tokens)))
+    _table(rows)
+    print(t("* встроенное: документация Python, без загрузки", "* builtin: the Python documentation, no download"))
+    return 0
+
+
+def cmd_prepared(args: argparse.Namespace) -> int:
+    from .prepare import prepared_entries
+
+    rows = [(t("папка", "folder"), t("созвездия", "constellations"), t("словарь", "vocab"),
+             "train", "val", t("цела", "intact"))]
+    for e in prepared_entries(_library()):
+        rows.append((e["path"], ",".join(e["constellations"]), str(e["vocab_size"]),
+                     human_count(e["train_tokens"]), human_count(e["val_tokens"]),
+                     t("да", "yes") if e["intact"] else t("нет", "no")))
+    _table(rows)
+    return 0
+
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    _library().remove(args.name)
+    print(t(f"набор «{args.name}» убран из библиотеки (файлы на месте)",
+            f"dataset {args.name!r} removed from the library (files untouched)"))
+    return 0
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    from .prepare import prepare, validate_vocab
+
+    if args.vocab is not None and args.tokenizer is None:
+        validate_vocab(args.vocab)  # refused before anything is read
+    bar = TextBar()
+    try:
+        res = prepare(args.constellations.split(","), out=args.out, vocab=args.vocab,
+                      tokenizer=args.tokenizer, context=args.context, progress=bar,
+                      use_cache=not args.no_cache)
+    finally:
+        bar.close()
+    m = res.meta
+    for w in res.warnings:
+        print(f"{t('предупреждение', 'warning')}: {w}", file=sys.stderr)
+    print(res.path)
+    if res.cached:
+        print("  " + t("из кэша (уже подготовлено)", "from cache (prepared before)"))
+    print(f"  {t('словарь', 'vocab')} {m['vocab_size']}, train {m['train_tokens']:,}, val {m['val_tokens']:,} "
+          f"({m['val_split']['segments']} × {m['context']})")
+    for name, n in m["tokens_by_constellation"].items():
+        print(f"  {name}: {n:,} {t('токенов', 'tokens')}")
+    print(f"  data_id {m['data_id']}")
+    return 0
+
+
+COMMANDS = {
+    "add": cmd_add,
+    "list": cmd_list,
+    "constellations": cmd_constellations,
+    "prepared": cmd_prepared,
+    "remove": cmd_remove,
+    "prepare": cmd_prepare,
+}
+
+
+def _table(rows: list[tuple[str, ...]]) -> None:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())

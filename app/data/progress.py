@@ -1,0 +1,145 @@
+"""Progress reports and cancelling for the data side's long operations.
+
+The window passes a callback (it forwards to a Qt signal) and a CancelToken (its «Отмена»
+button sets it); the CLI passes a text progress bar. Callbacks come from the thread that does
+the work, at most about ten times a second, plus once at the end of each phase.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TextIO
+
+from ..i18n import t
+
+
+@dataclass(frozen=True)
+class Progress:
+    phase: str  # scan | check | tokenizer | tokenize | split | done
+    done: float
+    total: float | None  # None: size unknown (an indeterminate bar)
+    unit: str = ""  # files | chars | tokens
+    message: str = ""
+
+    @property
+    def fraction(self) -> float | None:
+        if not self.total:
+            return None
+        return max(0.0, min(1.0, self.done / self.total))
+
+
+ProgressFn = Callable[[Progress], None]
+
+
+class Cancelled(Exception):
+    """The user cancelled; nothing half-done was left behind."""
+
+    def __init__(self) -> None:
+        super().__init__(t("Отменено: ничего не изменено.", "Cancelled: nothing was changed."))
+
+
+class CancelToken:
+    """Set from any thread; the worker checks it between pieces of work."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def check(self) -> None:
+        if self._event.is_set():
+            raise Cancelled()
+
+
+def check(cancel: CancelToken | None) -> None:
+    if cancel is not None:
+        cancel.check()
+
+
+class Reporter:
+    """Throttles a progress callback to about ten calls a second."""
+
+    def __init__(self, callback: ProgressFn | None, interval: float = 0.1) -> None:
+        self.callback = callback
+        self.interval = interval
+        self._last = 0.0
+
+    def __call__(self, phase: str, done: float, total: float | None, unit: str = "",
+                 message: str = "", force: bool = False) -> None:
+        if self.callback is None:
+            return
+        now = time.monotonic()
+        if force or now - self._last >= self.interval:
+            self._last = now
+            self.callback(Progress(phase, done, total, unit, message))
+
+
+PHASE_NAMES = {
+    "scan": ("Чтение файлов", "Reading files"),
+    "check": ("Проверка наборов", "Checking datasets"),
+    "tokenizer": ("Обучение токенизатора", "Training the tokenizer"),
+    "tokenize": ("Токенизация", "Tokenizing"),
+    "split": ("Запись файлов", "Writing files"),
+    "done": ("Готово", "Done"),
+}
+
+
+def phase_name(phase: str) -> str:
+    ru, en = PHASE_NAMES.get(phase, (phase, phase))
+    return t(ru, en)
+
+
+class TextBar:
+    """A one-line progress bar on stderr (a line per phase when stderr is not a terminal)."""
+
+    def __init__(self, stream: TextIO | None = None, width: int = 28) -> None:
+        self.stream = stream or sys.stderr
+        self.width = width
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._phase = ""
+        self._last_line = ""
+
+    def __call__(self, p: Progress) -> None:
+        name = phase_name(p.phase)
+        frac = p.fraction
+        if frac is None:
+            amount = f"{_human(p.done, p.unit)}" if p.done else ""
+            line = f"{name}: {amount} {p.message}".rstrip()
+        else:
+            filled = int(frac * self.width)
+            bar = "#" * filled + "-" * (self.width - filled)
+            line = f"{name} [{bar}] {frac * 100:5.1f}% {_human(p.done, p.unit)}/{_human(p.total or 0, p.unit)} {p.message}".rstrip()
+        if self.tty:
+            pad = max(0, len(self._last_line) - len(line))
+            self.stream.write("\r" + line + " " * pad)
+            if p.phase == "done":
+                self.stream.write("\n")
+        elif p.phase != self._phase or (frac == 1.0 and self._last_line != line):
+            self.stream.write(line + "\n")  # a log-friendly line at each phase's start and end
+        self.stream.flush()
+        self._phase = p.phase
+        self._last_line = line
+
+    def close(self) -> None:
+        if self.tty and self._last_line:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._last_line = ""
+
+
+def _human(n: float, unit: str) -> str:
+    if unit in ("chars", "tokens"):
+        for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+            if n >= div:
+                return f"{n / div:.1f}{suffix}"
+        return f"{int(n)}"
+    return f"{int(n)}"
