@@ -294,3 +294,57 @@ def test_status_labels_exist_in_both_languages():
     for s in status.STATUSES:
         assert status.label(s, "ru") and status.label(s, "en")
     assert status.label("stopping", "ru") == "сохранение…"
+
+
+def test_a_builder_over_a_loaded_series_carries_on_with_live_events():
+    reg = Registry()
+    parent = reg.create_run(CFG)
+    write_events(parent.events_path, [start(), *steps(1, 10)])
+    child = reg.create_leg(parent.id, CFG)
+    write_events(child.events_path, [start(10, data_id="d2"), *steps(11, 12), ev("eval", 12, val_loss=5.0, val_ci95=[4.9, 5.1])])
+    from app.runs.series import SeriesBuilder
+
+    b = SeriesBuilder(run_series(reg.lineage(child.id)))
+    b.begin_run(parent.id)  # switching back and forth between followed runs adds nothing
+    b.begin_run(child.id)
+    for e in [*steps(13, 14), ev("eval", 14, val_loss=4.9, val_ci95=[4.8, 5.0])]:
+        b.add(e)
+    s = b.series
+    assert s.steps == list(range(1, 15)) and s.eval_segment == [1, 1] and s.eval_tokens == [12 * 128, 14 * 128]
+    assert [(m.kind, m.step) for m in s.markers] == [(LEG, 10), (DATA_CHANGED, 10)]
+
+
+def test_poll_reports_a_run_that_another_process_ended():
+    reg = Registry()
+    k = reg.create_run({**CFG, "target": {"kind": "kaggle", "account": "alice"}}, status=status.QUEUED)
+    heard = []
+    m = RunManager(reg)
+    m.add_listener(heard.append)
+    assert [u.run.id for u in m.poll(kaggle=False)] == [k.id]
+    other = Registry()  # e.g. the Kaggle runner, or `ternit run wait` in a terminal
+    other.set_status(k.id, status.TIME_LIMIT, "quota ran out")
+    other.close()
+    updates = m.poll(kaggle=False)
+    assert [(u.run.status, u.status_changed) for u in updates] == [("time_limit", True)]
+    assert [h.run.id for h in heard] == [k.id]
+    assert m.poll(kaggle=False) == []
+    rows = m.history(lang="en")
+    assert rows[0].where == "Kaggle · alice" and rows[0].status_label == "stopped by limit"
+
+
+def test_latest_checkpoint_prefers_the_pointer_and_finds_downloaded_outputs(tmp_path):
+    from app.runs.checkpoints import latest_checkpoint
+
+    assert latest_checkpoint(tmp_path) is None
+    out = tmp_path / "outputs" / "working" / "run" / "checkpoints"
+    out.mkdir(parents=True)
+    for n in (10, 20):
+        (out / f"step-{n:08d}.pt").write_bytes(b"x")
+    (out / ".step-00000030.pt.tmp").write_bytes(b"half")
+    assert latest_checkpoint(tmp_path).name == "step-00000020.pt"
+    own = tmp_path / "checkpoints"
+    own.mkdir()
+    for n in (5, 7):
+        (own / f"step-{n:08d}.pt").write_bytes(b"x")
+    (own / "latest").write_text("step-00000005.pt\n")
+    assert latest_checkpoint(tmp_path).name == "step-00000005.pt"

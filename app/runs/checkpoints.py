@@ -9,8 +9,22 @@ LATEST = "latest"  # a one-line text file naming the newest checkpoint (written 
 
 def latest_checkpoint(run_dir: Path) -> Path | None:
     """RUN_DIR's newest complete checkpoint: the one `checkpoints/latest` names, else the
-    highest step-*.pt (a half-written one is a hidden .tmp file, never matched)."""
-    folder = Path(run_dir) / "checkpoints"
+    highest step-*.pt (a half-written one is a hidden .tmp file, never matched). A Kaggle
+    run's checkpoints may instead sit in its downloaded outputs/ (any depth)."""
+    run_dir = Path(run_dir)
+    found = _in_folder(run_dir / "checkpoints")
+    if found is not None:
+        return found
+    outputs = run_dir / "outputs"
+    if outputs.is_dir():
+        folders = sorted({p.parent for p in outputs.rglob("step-*.pt")})
+        best = [c for c in (_in_folder(f) for f in folders) if c is not None]
+        if best:
+            return max(best, key=lambda p: (checkpoint_step(p) or -1, str(p)))
+    return None
+
+
+def _in_folder(folder: Path) -> Path | None:
     pointer = folder / LATEST
     try:
         named = folder / pointer.read_text(encoding="utf-8").strip()
@@ -18,7 +32,7 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
             return named
     except OSError:
         pass
-    found = sorted(folder.glob("step-*.pt"))
+    found = sorted(folder.glob("step-*.pt")) if folder.is_dir() else []
     return found[-1] if found else None
 
 

@@ -27,7 +27,7 @@ from .events import Event, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, vanished
 from .files import STOP_FILE
 from .history import HistoryRow, history
-from .registry import Registry, RunRecord
+from .registry import Registry, RunNotFound, RunRecord
 from .series import LossSeries, loss_series
 
 STOP_GRACE_S = 60.0  # after STOP, how long the trainer may take to save before SIGTERM
@@ -142,6 +142,7 @@ class RunManager:
         self.stop_grace_s = stop_grace_s
         self._listeners: list[Listener] = []
         self._terminated: set[str] = set()
+        self._following: dict[str, str] = {}  # run id -> status last seen while active
         self.reattach()
 
     # ---- listeners -----------------------------------------------------------------
@@ -231,23 +232,39 @@ class RunManager:
 
     # ---- following -----------------------------------------------------------------
     def reattach(self) -> list[RunRecord]:
-        """Settle or resume following every run the history says is going."""
-        return [u.run for u in self.poll()]
+        """Settle or resume following every run the history says is going. Kaggle's
+        runner is not polled here (no network on the way to the first window)."""
+        return [u.run for u in self.poll(kaggle=False)]
 
-    def poll(self) -> list[RunUpdate]:
+    def poll(self, kaggle: bool = True) -> list[RunUpdate]:
         """Read what every active run appended; settle runs whose process is gone.
 
-        Returns one RunUpdate per active run; listeners hear of runs that ended.
+        Returns one RunUpdate per run that is active, or was at the last poll (a run that
+        another process — the CLI, the Kaggle runner — ended in between is reported too).
+        Listeners hear of every run that ended.
         """
         active = self.registry.active()
-        if any(r.target_kind == "kaggle" for r in active):
+        if kaggle and any(r.target_kind == "kaggle" for r in active):
             kaggle_bridge.poll(self.registry)
-        updates = []
-        for rec in active:
-            updates.append(self._poll_one(rec))
+            active = self.registry.active()
+        ids = {r.id for r in active}
+        updates = [self._poll_one(rec) for rec in active]
+        for run_id, seen in list(self._following.items()):
+            if run_id not in ids:
+                try:
+                    rec = self.registry.get(run_id)
+                except RunNotFound:
+                    self._following.pop(run_id)
+                    continue
+                before = RunRecord(**{**rec.__dict__, "status": seen})
+                updates.append(self._poll_one(before))
         for u in updates:
-            if u.status_changed and u.run.ended:
-                self._notify(u.run)
+            if u.run.active:
+                self._following[u.run.id] = u.run.status
+            else:
+                self._following.pop(u.run.id, None)
+                if u.status_changed and u.run.ended:
+                    self._notify(u.run)
         return updates
 
     def _poll_one(self, before: RunRecord) -> RunUpdate:

@@ -45,6 +45,11 @@ class LossSeries:
     val_high: list[float] = field(default_factory=list)
     eval_segment: list[int] = field(default_factory=list)  # +1 wherever the data changed
     markers: list[Marker] = field(default_factory=list)
+    # Where reading stopped, so a builder made over this series appends live events
+    # correctly: the data seen last, the tokens per step and the current eval segment.
+    data_id: str | None = None
+    tokens_per_step: int | None = None
+    segment: int = 0
 
     def truncate(self, step: int) -> None:
         """Drop every point after `step` (a resume from there redoes them)."""
@@ -72,24 +77,38 @@ def _f(value: Any) -> float:
 
 
 class SeriesBuilder:
-    """Folds events into a LossSeries; `add` may be fed live events as they arrive."""
+    """Folds events into a LossSeries; `add` may be fed live events as they arrive.
+
+    Call `begin_run(run_id)` before each run's events (oldest run first). A builder made
+    over an existing series (e.g. one loaded from the history) carries on from its end.
+    """
 
     def __init__(self, series: LossSeries | None = None) -> None:
-        self.series = series or LossSeries()
-        self._data_id: str | None = None
-        self._tokens_per_step: int | None = None
-        self._segment = 0
-        self._last_tokens = 0
-        self._run_id = ""
+        self.series = series if series is not None else LossSeries()
+        self._run_id = self.series.run_ids[-1] if self.series.run_ids else ""
+        self._new_leg = False
+
+    @property
+    def _last_tokens(self) -> int:
+        return self.series.tokens[-1] if self.series.tokens else 0
 
     def begin_run(self, run_id: str) -> None:
-        if self.series.run_ids and self.series.run_ids[-1] != run_id:
-            s = self.series
-            step = s.steps[-1] if s.steps else 0
-            s.markers.append(Marker(LEG, step, self._last_tokens, run_id))
-        if not self.series.run_ids or self.series.run_ids[-1] != run_id:
-            self.series.run_ids.append(run_id)
+        s = self.series
+        if run_id not in s.run_ids:
+            self._new_leg = bool(s.run_ids)
+            s.run_ids.append(run_id)
         self._run_id = run_id
+
+    def _mark_leg(self, step: int) -> None:
+        if self._new_leg:
+            self._new_leg = False
+            self.series.markers.append(Marker(LEG, step, self._tokens_at(step), self._run_id))
+
+    def _tokens_at(self, step: int) -> int:
+        s = self.series
+        if s.steps and s.steps[-1] == step:
+            return s.tokens[-1]
+        return step * (s.tokens_per_step or 0)
 
     def add(self, ev: Event) -> None:
         s = self.series
@@ -100,37 +119,38 @@ class SeriesBuilder:
         if kind == "step":
             tokens = ev.get("tokens_seen")
             if not isinstance(tokens, int):
-                tokens = step * (self._tokens_per_step or 0)
+                tokens = step * (s.tokens_per_step or 0)
             if s.steps and step <= s.steps[-1]:
                 s.truncate(step - 1)
+            self._mark_leg(step - 1)
             s.steps.append(step)
             s.tokens.append(tokens)
             s.loss.append(_f(ev.get("loss")))
-            self._last_tokens = tokens
         elif kind == "eval":
             ci = ev.get("val_ci95") or [None, None]
             v = _f(ev.get("val_loss"))
             s.eval_steps.append(step)
-            s.eval_tokens.append(self._last_tokens if s.steps and s.steps[-1] == step else step * (self._tokens_per_step or 0))
+            s.eval_tokens.append(self._tokens_at(step))
             s.val_loss.append(v)
             s.val_low.append(_f(ci[0]) if len(ci) > 0 else v)
             s.val_high.append(_f(ci[1]) if len(ci) > 1 else v)
-            s.eval_segment.append(self._segment)
+            s.eval_segment.append(s.segment)
         elif kind == "start":
             s.truncate(step)
+            self._mark_leg(step)
             if isinstance(ev.get("tokens_per_step"), int):
-                self._tokens_per_step = ev["tokens_per_step"]
+                s.tokens_per_step = ev["tokens_per_step"]
             data_id = ev.get("data_id") or _data_key(ev.get("config"))
             changed = bool(ev.get("data_changed")) or (
-                self._data_id is not None and data_id is not None and data_id != self._data_id
+                s.data_id is not None and data_id is not None and data_id != s.data_id
             )
             if changed and (s.steps or s.eval_steps):
-                self._segment += 1
-                s.markers.append(Marker(DATA_CHANGED, step, self._last_tokens, self._run_id))
+                s.segment += 1
+                s.markers.append(Marker(DATA_CHANGED, step, self._tokens_at(step), self._run_id))
             if data_id is not None:
-                self._data_id = data_id
+                s.data_id = data_id
         elif kind == "pause":
-            s.markers.append(Marker(PAUSE, step, self._last_tokens, self._run_id, _f(ev.get("seconds"))))
+            s.markers.append(Marker(PAUSE, step, self._tokens_at(step), self._run_id, _f(ev.get("seconds"))))
 
 
 def _data_key(config: Any) -> str | None:
