@@ -1,0 +1,123 @@
+"""The lab's Kaggle accounts: add, test, refresh quota, remove, and what each one holds.
+
+The key goes to the credentials file; the state (SQLite) gets the username, whether the key
+works (and why not), the quota and its refresh time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..i18n import t
+from .backoff import Backoff
+from .client import AccountClient
+from .credentials import Credential, CredentialStore, read_kaggle_json
+from .errors import AuthError, KaggleError, NetworkDown, Transient
+from .quota import Quota
+from .store import ACCOUNT_INVALID, ACCOUNT_UNREACHABLE, DatasetRow, KaggleStore
+
+ClientFactory = Callable[[Credential], AccountClient]
+
+
+@dataclass
+class AccountView:
+    """One account as the dialog, the CLI and the «Машина» list show it."""
+
+    username: str
+    key_status: str  # ok | invalid | unknown | unreachable | missing (no key in the file)
+    key_reason: str | None
+    quota: Quota | None
+    holds: list[DatasetRow] = field(default_factory=list)
+    kernels: list[dict] = field(default_factory=list)
+
+    @property
+    def usable(self) -> bool:
+        return self.key_status not in (ACCOUNT_INVALID, "missing")
+
+    @property
+    def remaining_s(self) -> float:
+        return self.quota.remaining_s if self.quota else 0.0
+
+
+@dataclass
+class CheckResult:
+    username: str
+    ok: bool
+    message: str
+    quota: Quota | None = None
+
+
+class Accounts:
+    def __init__(self, store: KaggleStore, creds: CredentialStore | None = None,
+                 client_factory: ClientFactory | None = None) -> None:
+        self.store = store
+        self.creds = creds or CredentialStore()
+        self._factory = client_factory or (lambda c: AccountClient(c, Backoff(attempts=3, base_s=1.0)))
+
+    def client(self, username: str) -> AccountClient:
+        return self._factory(self.creds.get(username))
+
+    # -- adding and removing ------------------------------------------------------------------
+    def add(self, *creds: Credential) -> list[str]:
+        self.creds.add(*creds)
+        for c in creds:
+            self.store.ensure_account(c.username)
+        return [c.username for c in creds]
+
+    def add_json(self, *files: Path) -> list[str]:
+        return self.add(*(read_kaggle_json(Path(f)) for f in files))
+
+    def remove(self, username: str) -> bool:
+        removed = self.creds.remove(username)
+        self.store.forget_account(username)
+        return removed
+
+    # -- checking -----------------------------------------------------------------------------
+    def check(self, username: str) -> CheckResult:
+        """Ask Kaggle for the account's quota: proves the key and refreshes the numbers."""
+        try:
+            client = self.client(username)
+            q = client.quota()
+        except AuthError as e:
+            self.store.set_key_status(username, ACCOUNT_INVALID, str(e))
+            return CheckResult(username, False, str(e))
+        except (NetworkDown, Transient) as e:
+            self.store.set_key_status(username, ACCOUNT_UNREACHABLE, str(e))
+            return CheckResult(username, False, str(e))
+        except KaggleError as e:
+            return CheckResult(username, False, str(e))
+        self.store.set_quota(username, q)
+        return CheckResult(username, True, t("ключ работает", "the key works"), q)
+
+    def check_all(self) -> list[CheckResult]:
+        return [self.check(name) for name in self.creds.names()]
+
+    # -- views --------------------------------------------------------------------------------
+    def views(self) -> list[AccountView]:
+        """Every account (from the credentials file and the state), from the state alone:
+        no network, fast enough for the form's every change."""
+        names = set(self.creds.names())
+        rows = {a.username: a for a in self.store.accounts()}
+        out = []
+        for name in sorted(names | set(rows)):
+            row = rows.get(name)
+            status = row.key_status if row else "unknown"
+            if name not in names:
+                status = "missing"
+            out.append(AccountView(
+                name, status, row.key_reason if row else None, row.quota if row else None,
+                self.store.holdings(name), self.store.legs(name)[:10],
+            ))
+        return out
+
+
+def key_status_text(view: AccountView) -> str:
+    return {
+        "ok": t("ключ работает", "key works"),
+        "invalid": t("ключ не принят", "key refused"),
+        "unknown": t("ещё не проверен", "not checked yet"),
+        "unreachable": t("Kaggle недоступен", "Kaggle unreachable"),
+        "missing": t("нет ключа в файле ключей", "no key in the key file"),
+    }.get(view.key_status, view.key_status)

@@ -1,0 +1,442 @@
+"""A fake Kaggle that speaks what kaggle 2.2.5 / kagglesdk 0.1.38 send, on 127.0.0.1.
+
+What it does, like the real service:
+- POST JSON to /api/v1/<service>/<Method>, HTTP basic auth with username:key; a wrong key
+  gets 401 (JSON {"code": 401, ...}).
+- Blob uploads: StartBlobUpload hands out a createUrl on this server; PUT stores the bytes.
+- Datasets: CreateDataset makes a private dataset of the caller from uploaded blobs; zip
+  archives are unpacked into a folder of the same name when a kernel mounts the dataset.
+- Kernels: SaveKernel RUNS the pushed script for real (a subprocess of this Python) under
+  TERNIT_KAGGLE_ROOT=<its own folder> with input/<dataset-slug>/ laid out and working/
+  empty; its stdout+stderr is the log stream (SSE while running, a JSON blob after),
+  working/ is the output list. Exit 0 is COMPLETE, anything else ERROR.
+- Per-account GPU quota (GetAcceleratorQuotaStatistics); a running kernel's wall time is
+  charged to its account, `charge` times over.
+
+What tests can inject: `fail(method, status, retry_after=None, times=1)` (429/5xx/403 on a
+method), `refuse_push[user] = "text"` (an error inside HTTP 200), `down = True` (every
+connection is dropped unanswered), `run_kernels = False` (kernels stay QUEUED).
+Every byte a client sends (bodies and blobs, not the auth header) is kept in `received`
+so a test can scan it for secrets.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+
+@dataclass
+class Account:
+    key: str
+    total_s: float = 30 * 3600.0
+    used_s: float = 0.0
+    reserved_s: float = 0.0
+
+
+@dataclass
+class Dataset:
+    owner: str
+    slug: str
+    files: dict[str, bytes]
+    title: str = ""
+
+
+@dataclass
+class Kernel:
+    owner: str
+    slug: str
+    version: int
+    request: dict[str, Any]
+    root: Path
+    status: str = "QUEUED"
+    failure: str = ""
+    log: list[dict[str, Any]] = field(default_factory=list)
+    proc: subprocess.Popen | None = None
+    started: float = 0.0
+    charged: float = 0.0
+    done: threading.Event = field(default_factory=threading.Event)
+
+
+def _delta(seconds: float) -> str:
+    return f"{seconds:.3f}s"
+
+
+class FakeKaggle:
+    """Start with `with FakeKaggle(tmp_path) as fake:`; `fake.url` is the endpoint."""
+
+    def __init__(self, workdir: Path, charge: float = 1.0) -> None:
+        self.workdir = Path(workdir)
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.accounts: dict[str, Account] = {}
+        self.datasets: dict[str, Dataset] = {}
+        self.kernels: dict[str, Kernel] = {}
+        self.blobs: dict[str, tuple[str, bytes]] = {}
+        self.pushes: list[dict[str, Any]] = []  # every SaveKernel request body, in order
+        self.calls: list[tuple[str, str]] = []  # (method, username) of every API call
+        self.received: list[bytes] = []
+        self.refuse_push: dict[str, str] = {}
+        self.down = False
+        self.run_kernels = True
+        self.charge = charge
+        self.refresh_time = datetime.now(timezone.utc) + timedelta(days=3)
+        self._failures: dict[str, list[tuple[int, str | None]]] = {}
+        self._lock = threading.RLock()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- set-up ---------------------------------------------------------------------------
+    def add_account(self, username: str, key: str, quota_h: float = 30.0, used_h: float = 0.0) -> None:
+        self.accounts[username] = Account(key, quota_h * 3600.0, used_h * 3600.0)
+
+    def fail(self, method: str, status: int, retry_after: str | None = None, times: int = 1) -> None:
+        with self._lock:
+            self._failures.setdefault(method, []).extend([(status, retry_after)] * times)
+
+    @property
+    def url(self) -> str:
+        assert self._httpd is not None
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def start(self) -> FakeKaggle:
+        fake = self
+
+        class Handler(_Handler):
+            server_fake = fake
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="fake-kaggle", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        for k in list(self.kernels.values()):
+            if k.proc is not None and k.proc.poll() is None:
+                k.proc.kill()
+                k.proc.wait()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> FakeKaggle:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- queries for tests -------------------------------------------------------------------
+    def remaining_s(self, username: str) -> float:
+        a = self.accounts[username]
+        return max(0.0, a.total_s - a.used_s - a.reserved_s)
+
+    def wait_kernels(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        for k in list(self.kernels.values()):
+            k.done.wait(max(0.0, deadline - time.monotonic()))
+
+    def all_received(self) -> bytes:
+        with self._lock:
+            return b"".join(self.received)
+
+    def count(self, method: str) -> int:
+        return sum(1 for m, _ in self.calls if m == method)
+
+    # -- the service ------------------------------------------------------------------------
+    def _take_failure(self, method: str) -> tuple[int, str | None] | None:
+        with self._lock:
+            queue = self._failures.get(method)
+            return queue.pop(0) if queue else None
+
+    def handle_api(self, method: str, user: str, body: dict[str, Any], base: str) -> tuple[int, Any]:
+        account = self.accounts[user]
+        if method == "GetAcceleratorQuotaStatistics":
+            with self._lock:
+                self._charge_running()
+                return 200, {
+                    "quotaRefreshTime": self.refresh_time.replace(tzinfo=None).isoformat(timespec="milliseconds") + "Z",
+                    "gpuQuota": {"timeUsed": _delta(account.used_s), "timeReserved": _delta(account.reserved_s),
+                                 "totalTimeAllowed": _delta(account.total_s)},
+                }
+        if method == "StartBlobUpload":
+            token = f"blob-{len(self.blobs) + 1}-{os.urandom(4).hex()}"
+            with self._lock:
+                self.blobs[token] = (str(body.get("name", "")), b"")
+            return 200, {"token": token, "createUrl": f"{base}/upload/{token}"}
+        if method == "GetDatasetStatus":
+            ref = f"{body.get('ownerSlug')}/{body.get('datasetSlug')}"
+            ds = self.datasets.get(ref)
+            if ds is None or (ds.owner != user):  # private: another account sees nothing
+                return 404, {"code": 404, "message": f"dataset {ref} not found"}
+            return 200, {"status": "READY"}
+        if method == "CreateDataset":
+            owner, slug = body.get("ownerSlug"), body.get("slug")
+            if owner != user:
+                return 403, {"code": 403, "message": "cannot create datasets for another user"}
+            ref = f"{owner}/{slug}"
+            if ref in self.datasets:
+                return 200, {"status": "error", "error": f'The requested slug "{slug}" is already in use'}
+            files = {}
+            for f in body.get("files", []):
+                name, data = self.blobs.pop(f["token"])
+                files[name] = data
+            with self._lock:
+                self.datasets[ref] = Dataset(owner, str(slug), files, str(body.get("title", "")))
+            return 200, {"ref": ref, "url": f"{base}/datasets/{ref}", "status": "ok"}
+        if method == "SaveKernel":
+            return self._save_kernel(user, body, base)
+        if method == "GetKernelSessionStatus":
+            k = self._kernel(user, body)
+            if k is None:
+                return 404, {"code": 404, "message": "kernel not found"}
+            out = {"status": k.status}
+            if k.failure:
+                out["failureMessage"] = k.failure
+            return 200, out
+        if method == "ListKernelSessionOutput":
+            k = self._kernel(user, body)
+            if k is None:
+                return 404, {"code": 404, "message": "kernel not found"}
+            files = []
+            working = k.root / "working"
+            if k.status in ("COMPLETE", "ERROR"):
+                for p in sorted(working.rglob("*")):
+                    if p.is_file():
+                        rel = p.relative_to(working).as_posix()
+                        files.append({"url": f"{base}/out/{k.owner}/{k.slug}/{rel}", "fileName": rel})
+            return 200, {"files": files, "log": json.dumps(k.log)}
+        return 404, {"code": 404, "message": f"fake Kaggle does not know {method}"}
+
+    def _kernel(self, user: str, body: dict[str, Any]) -> Kernel | None:
+        k = self.kernels.get(f"{body.get('userName')}/{body.get('kernelSlug')}")
+        return k if k is not None and k.owner == user else None
+
+    def _save_kernel(self, user: str, body: dict[str, Any], base: str) -> tuple[int, Any]:
+        self.pushes.append(body)
+        refusal = self.refuse_push.get(user)
+        if refusal:
+            return 200, {"ref": "", "url": "", "error": refusal}
+        owner, _, slug = str(body.get("slug", "")).partition("/")
+        if owner != user:
+            return 403, {"code": 403, "message": "cannot push kernels for another user"}
+        invalid = [s for s in body.get("datasetDataSources", [])
+                   if s not in self.datasets or self.datasets[s].owner != user]
+        ref = f"{owner}/{slug}"
+        with self._lock:
+            version = self.kernels[ref].version + 1 if ref in self.kernels else 1
+            root = self.workdir / "kernels" / f"{owner}--{slug}--v{version}"
+            k = Kernel(owner, slug, version, body, root)
+            self.kernels[ref] = k
+        self._lay_out(k, [s for s in body.get("datasetDataSources", []) if s not in invalid])
+        if self.run_kernels:
+            self._run(k)
+        out = {"ref": f"/code/{ref}", "url": f"{base}/code/{ref}", "versionNumber": version, "kernelId": len(self.pushes)}
+        if invalid:
+            out["invalidDatasetSources"] = invalid
+        return 200, out
+
+    def _lay_out(self, k: Kernel, sources: list[str]) -> None:
+        (k.root / "working").mkdir(parents=True, exist_ok=True)
+        for ref in sources:
+            ds = self.datasets[ref]
+            folder = k.root / "input" / ds.slug
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, data in ds.files.items():
+                if name.endswith(".zip"):  # Kaggle unpacks archives into the same hierarchy
+                    with zipfile.ZipFile(io.BytesIO(data)) as z:
+                        z.extractall(folder / name[:-4])
+                else:
+                    (folder / name).write_bytes(data)
+            for p in folder.rglob("*"):  # inputs are read-only on Kaggle
+                if p.is_file():
+                    p.chmod(0o444)
+        (k.root / "script.py").write_text(str(k.request.get("text", "")), encoding="utf-8")
+
+    def _run(self, k: Kernel) -> None:
+        env = {key: v for key, v in os.environ.items() if not key.startswith(("KAGGLE_", "TERNIT_"))}
+        env.update({"TERNIT_KAGGLE_ROOT": str(k.root), "CUDA_VISIBLE_DEVICES": "", "PYTHONUNBUFFERED": "1",
+                    "KAGGLE_KERNEL_RUN_TYPE": "Batch"})
+        k.proc = subprocess.Popen([sys.executable, str(k.root / "script.py")], cwd=k.root / "working", env=env,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        k.started = time.monotonic()
+        k.status = "RUNNING"
+        threading.Thread(target=self._pump, args=(k,), daemon=True).start()
+
+    def _pump(self, k: Kernel) -> None:
+        assert k.proc is not None and k.proc.stdout is not None
+        for raw in iter(k.proc.stdout.readline, b""):
+            with self._lock:
+                k.log.append({"stream_name": "stdout", "time": round(time.monotonic() - k.started, 3),
+                              "data": raw.decode("utf-8", "replace")})
+        rc = k.proc.wait()
+        with self._lock:
+            self._charge(k)
+            k.status = "COMPLETE" if rc == 0 else "ERROR"
+            if rc != 0:
+                k.failure = f"The kernel's script exited with code {rc}"
+        k.done.set()
+
+    def _charge(self, k: Kernel) -> None:
+        spent = (time.monotonic() - k.started) * self.charge
+        self.accounts[k.owner].used_s += spent - k.charged
+        k.charged = spent
+
+    def _charge_running(self) -> None:
+        for k in self.kernels.values():
+            if k.status == "RUNNING" and k.started:
+                self._charge(k)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server_fake: FakeKaggle
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep pytest output clean
+        pass
+
+    def handle(self) -> None:
+        if self.server_fake.down:  # the network is down: drop the connection unanswered
+            self.close_connection = True
+            return
+        super().handle()
+
+    def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None,
+              content_type: str = "application/json") -> None:
+        body = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _user(self) -> str | None:
+        fake = self.server_fake
+        auth = self.headers.get("Authorization", "")
+        if not auth.startswith("Basic "):
+            return None
+        try:
+            user, _, key = base64.b64decode(auth[6:]).decode().partition(":")
+        except ValueError:
+            return None
+        acct = fake.accounts.get(user)
+        return user if acct is not None and acct.key == key else None
+
+    def _body(self) -> bytes:
+        n = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(n) if n else b""
+        with self.server_fake._lock:
+            self.server_fake.received.append(data)
+        return data
+
+    @property
+    def base(self) -> str:
+        return f"http://{self.headers.get('Host')}"
+
+    def do_POST(self) -> None:
+        fake = self.server_fake
+        raw = self._body()
+        parts = self.path.split("?")[0].strip("/").split("/")
+        if len(parts) != 4 or parts[:2] != ["api", "v1"]:
+            return self._send(404, {"code": 404, "message": "no such endpoint"})
+        method = parts[3]
+        user = self._user()
+        fake.calls.append((method, user or ""))
+        if user is None:
+            return self._send(401, {"code": 401, "message": "Unauthenticated"})
+        failure = fake._take_failure(method)
+        if failure is not None:
+            status, retry_after = failure
+            return self._send(status, {"code": status, "message": f"injected {status}"},
+                              {"Retry-After": retry_after} if retry_after else None)
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return self._send(400, {"code": 400, "message": "bad json"})
+        status, payload = fake.handle_api(method, user, body, self.base)
+        self._send(status, payload)
+
+    def do_PUT(self) -> None:
+        fake = self.server_fake
+        data = self._body()
+        token = self.path.rsplit("/", 1)[-1]
+        with fake._lock:
+            if not self.path.startswith("/upload/") or token not in fake.blobs:
+                return self._send(404, {"code": 404, "message": "unknown upload"})
+            name, _ = fake.blobs[token]
+            fake.blobs[token] = (name, data)
+        self._send(200, {"ok": True})
+
+    def do_GET(self) -> None:
+        fake = self.server_fake
+        path = self.path.split("?")[0]
+        if path.startswith("/out/"):
+            _, _, owner, slug, rel = path.split("/", 4)
+            k = fake.kernels.get(f"{owner}/{slug}")
+            target = (k.root / "working" / rel) if k else None
+            if target is None or not target.is_file():
+                return self._send(404, {"code": 404, "message": "no such output"})
+            data = target.read_bytes()
+            return self._send(200, data, {"Last-Modified": formatdate(time.time(), usegmt=True)},
+                              content_type="application/octet-stream")
+        prefix = "/api/v1/kernels/logs/stream/"
+        if not path.startswith(prefix):
+            return self._send(404, {"code": 404, "message": "no such endpoint"})
+        user = self._user()
+        fake.calls.append(("LogsStream", user or ""))
+        if user is None:
+            return self._send(401, {"code": 401, "message": "Unauthenticated"})
+        failure = fake._take_failure("LogsStream")
+        if failure is not None:
+            status, retry_after = failure
+            return self._send(status, {"code": status, "message": f"injected {status}"},
+                              {"Retry-After": retry_after} if retry_after else None)
+        owner, _, slug = path[len(prefix):].partition("/")
+        k = fake.kernels.get(f"{owner}/{slug}")
+        if k is None or k.owner != user:
+            return self._send(404, {"code": 404, "message": "kernel not found"})
+        if k.done.is_set() or k.proc is None:
+            return self._send(200, json.dumps(k.log).encode())
+        self._stream(k)
+
+    def _stream(self, k: Kernel) -> None:
+        # Server-sent events, replayed from the start like Kaggle's midtier does.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        sent = 0
+        try:
+            while True:
+                if self.server_fake.down:
+                    return  # the connection drops mid-stream
+                with self.server_fake._lock:
+                    new = k.log[sent:]
+                    finished = k.done.is_set()
+                for ev in new:
+                    self.wfile.write(b"data: " + json.dumps(ev).encode() + b"\n\n")
+                sent += len(new)
+                self.wfile.flush()
+                if finished and sent >= len(k.log):
+                    self.wfile.write(b"data: END_OF_LOG\n\n")
+                    self.wfile.flush()
+                    return
+                k.done.wait(0.05)
+        except (BrokenPipeError, ConnectionResetError):
+            return
