@@ -348,3 +348,47 @@ def test_latest_checkpoint_prefers_the_pointer_and_finds_downloaded_outputs(tmp_
         (own / f"step-{n:08d}.pt").write_bytes(b"x")
     (own / "latest").write_text("step-00000005.pt\n")
     assert latest_checkpoint(tmp_path).name == "step-00000005.pt"
+
+
+def test_wait_follows_a_kaggle_chain_into_its_next_leg():
+    reg = Registry()
+    kcfg = {**CFG, "target": {"kind": "kaggle", "account": "auto"}}
+    first = reg.create_run(kcfg, status=status.RUNNING_KAGGLE)
+    reg.update(first.id, started_at=first.created_at)
+    write_events(first.events_path, [start(), *steps(1, 5), ev("end", 5, reason="time_limit", message="limit")])
+    second = reg.create_leg(first.id, {**kcfg, "resume_from": "/x/step-00000005.pt"}, status=status.RUNNING_KAGGLE)
+    write_events(second.events_path, [start(5), *steps(6, 9), ev("end", 9, reason="steps_reached", message="done")])
+    reg.set_status(first.id, status.TIME_LIMIT, "limit. Continuing on Kaggle: leg 2")
+    reg.set_status(second.id, status.FINISHED, "reached step 9")
+    m = RunManager(reg)
+    final = m.wait(first.id, poll_s=0.01, timeout=5)
+    assert (final.id, final.status, final.leg) == (second.id, "finished", 2)
+    assert m.wait(first.id, follow_chain=False, timeout=5).id == first.id
+
+
+def test_stop_falls_back_to_sigterm_when_the_stop_file_is_not_heeded(tmp_path):
+    reg = Registry()
+    rec = reg.create_run(CFG)
+    # A real process that, like the trainer, saves and writes `end` on SIGTERM — but never
+    # looks at the STOP file (a step that takes very long).
+    script = (
+        "import json, signal, sys, time\n"
+        f"path = {str(rec.events_path)!r}\n"
+        "def bye(*a):\n"
+        "    open(path, 'a').write(json.dumps({'event': 'end', 'time': time.time(), 'step': 3,"
+        " 'reason': 'stopped', 'message': 'stopped on request at step 3'}) + '\\n')\n"
+        "    sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "open(path, 'a').write(json.dumps({'event': 'start', 'time': time.time(), 'step': 0}) + '\\n')\n"
+        "while True: time.sleep(0.05)\n"
+    )
+    from app.runs import process as proc
+
+    plan = proc.LaunchPlan([sys.executable, "-c", script])
+    pid, started = proc.spawn(plan, rec.path)
+    reg.update(rec.id, status=status.STARTING, pid=pid, pid_started_at=started)
+    m = RunManager(reg, stop_grace_s=0.3)
+    assert m.stop(rec.id).status == "stopping" and (rec.path / "STOP").exists()
+    final = m.wait(rec.id, poll_s=0.05, timeout=30)
+    assert (final.status, final.end_reason) == ("stopped", "stopped")
+    assert not proc.is_alive(pid, started)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import Any
@@ -72,13 +73,26 @@ class Progress:
         self.every_s = every_s
         self.out = out or sys.stdout
         self._last = 0.0
+        self._pending: Event | None = None
         self.steps_to: int | None = None
+
+    def _print_step(self, ev: Event) -> None:
+        self._pending = None
+        of = f"/{self.steps_to}" if self.steps_to else ""
+        print(
+            t("шаг", "step") + f" {ev.get('step')}{of}  loss {_num(ev.get('loss'))}  "
+            + f"{_rate(ev.get('tokens_per_s'))} " + t("ток/с", "tok/s")
+            + f"  {fmt_count(ev.get('tokens_seen'))} " + t("токенов", "tokens"),
+            file=self.out, flush=True,
+        )
 
     def __call__(self, ev: Event) -> None:
         if self.as_json:
             print(json.dumps(ev, ensure_ascii=False), file=self.out, flush=True)
             return
         kind, step = ev.get("event"), ev.get("step")
+        if kind != "step" and self._pending is not None:
+            self._print_step(self._pending)
         if kind == "start":
             cfg = ev.get("config") or {}
             self.steps_to = (cfg.get("training") or {}).get("steps_to")
@@ -93,15 +107,10 @@ class Progress:
         elif kind == "step":
             now = time.monotonic()
             if now - self._last < self.every_s and step != self.steps_to:
+                self._pending = ev  # printed before the next eval/checkpoint/end line
                 return
             self._last = now
-            of = f"/{self.steps_to}" if self.steps_to else ""
-            print(
-                t("шаг", "step") + f" {step}{of}  loss {_num(ev.get('loss'))}  "
-                + f"{_rate(ev.get('tokens_per_s'))} " + t("ток/с", "tok/s")
-                + f"  {fmt_count(ev.get('tokens_seen'))} " + t("токенов", "tokens"),
-                file=self.out, flush=True,
-            )
+            self._print_step(ev)
         elif kind == "eval":
             ci = ev.get("val_ci95") or [None, None]
             print(f"  val loss {_num(ev.get('val_loss'))}  (95%: {_num(ci[0])}…{_num(ci[1])})", file=self.out, flush=True)
@@ -127,6 +136,7 @@ def _follow(m: RunManager, rec: RunRecord, as_json: bool) -> int:
     print(t(f"следим за {rec.id} (Ctrl+C — перестать следить; обучение продолжится)",
             f"following {rec.id} (Ctrl+C stops following; training goes on)"), file=sys.stderr, flush=True)
     progress = Progress(as_json)
+    progress.steps_to = rec.steps_to
     try:
         final = m.wait(rec.id, on_event=progress)
     except KeyboardInterrupt:
@@ -137,7 +147,11 @@ def _follow(m: RunManager, rec: RunRecord, as_json: bool) -> int:
 
 
 def _outcome(m: RunManager, rec: RunRecord) -> int:
-    print(f"{rec.id}: {st.label(rec.status)}" + (f" — {rec.last_message}" if rec.last_message else ""), flush=True)
+    steps = f"{rec.last_step or 0}/{rec.steps_to}" if rec.steps_to else str(rec.last_step or 0)
+    best = f", val loss {rec.best_val_loss:.4f}" if rec.best_val_loss is not None else ""
+    print(f"{rec.id}: {st.label(rec.status)} — " + t("шаг", "step") + f" {steps}{best}", flush=True)
+    if rec.status == st.FAILED and rec.last_message:
+        print(rec.last_message, file=sys.stderr)
     if rec.status == st.FAILED:
         f = m.failure(rec.id)
         if f is not None:
@@ -150,8 +164,11 @@ def _outcome(m: RunManager, rec: RunRecord) -> int:
     return OUTCOME_CODES.get(rec.status, EXIT_OK)
 
 
-def _started(rec: RunRecord) -> None:
+def _started(rec: RunRecord, waiting: bool = False) -> None:
     print(f"{rec.id}\t{st.label(rec.status)}\t{rec.folder}", flush=True)
+    if not waiting:
+        print(t(f"следить: ternit run wait {rec.id}; остановить: ternit run stop {rec.id}",
+                f"follow: ternit run wait {rec.id}; stop: ternit run stop {rec.id}"), file=sys.stderr)
 
 
 def main(argv: list[str]) -> int:
@@ -166,6 +183,9 @@ def main(argv: list[str]) -> int:
     except (RunError, ContinueError, RunNotFound, LookupError, ValueError) as e:
         print(f"ternit run {args.cmd}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except BrokenPipeError:  # `ternit run list | head`: the reader left; not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
     finally:
         m.registry.close()
 
@@ -174,7 +194,7 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "start":
         rec = m.create(args.config, target=args.target, account=args.account, gpu=args.gpu)
         rec = m.launch(rec.id, stop_at_step=args.stop_at_step)
-        _started(rec)
+        _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "list":
         rows = m.history(args.limit)
@@ -197,14 +217,14 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "continue":
         parent = m.registry.find(args.id)
         rec = m.start_continue(parent.id, steps_to=args.steps_to, stop_at_step=args.stop_at_step)
-        _started(rec)
+        _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "wait":
         rec = m.registry.find(args.id)
         return _follow(m, rec, args.json) if rec.active else _outcome(m, rec)
     if args.cmd == "retry":
         rec = m.retry(m.registry.find(args.id).id)
-        _started(rec)
+        _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "show":
         from dataclasses import asdict

@@ -196,9 +196,9 @@ class RunManager:
         if rec.target_kind == "kaggle":
             try:
                 kaggle_bridge.start(self.registry, rec.id, account=rec.target_account or "auto")
-            except Exception as e:
+            except Exception as e:  # the Kaggle side's errors say what to do; keep their words
                 self.registry.set_status(rec.id, st.FAILED, str(e))
-                raise
+                raise RunError(str(e)) from e
             return self.registry.get(rec.id)
         (rec.path / STOP_FILE).unlink(missing_ok=True)
         try:
@@ -296,8 +296,14 @@ class RunManager:
         on_event: Callable[[Event], None] | None = None,
         poll_s: float = 0.5,
         timeout: float | None = None,
+        follow_chain: bool = True,
     ) -> RunRecord:
-        """Follow one run until it ends (or `timeout` s pass); `on_event` sees each event."""
+        """Follow one run until it ends (or `timeout` s pass); `on_event` sees each event.
+
+        With `follow_chain`, a Kaggle run that ends by its limit and goes on as the next
+        leg of its chain (on another account) is followed into that leg; the last leg's
+        row is returned.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             for u in self.poll():
@@ -305,10 +311,23 @@ class RunManager:
                     for ev in u.events:
                         on_event(ev)
             rec = self.registry.get(run_id)
+            if not rec.active and follow_chain:
+                nxt = self._next_leg(rec)
+                if nxt is not None:
+                    run_id = nxt.id
+                    continue
             if not rec.active or (deadline is not None and time.monotonic() >= deadline):
                 return rec
             # Our own child: wake the moment it exits; otherwise a plain poll interval.
             proc.wait_exit(rec.pid if rec.target_kind == "local" else None, poll_s)
+
+    def _next_leg(self, rec: RunRecord) -> RunRecord | None:
+        """The leg the Kaggle runner started itself when `rec` hit its limit."""
+        if rec.target_kind != "kaggle" or rec.status != st.TIME_LIMIT:
+            return None
+        since = rec.started_at or rec.created_at
+        legs = [c for c in self.registry.children(rec.id) if c.target_kind == "kaggle" and c.created_at >= since]
+        return legs[-1] if legs else None
 
     # ---- reading -------------------------------------------------------------------
     def history(self, limit: int | None = None, lang: str | None = None) -> list[HistoryRow]:

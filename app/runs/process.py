@@ -207,7 +207,12 @@ def terminate(pid: int | None, started_at: float | None = None) -> bool:
     assert pid is not None
     try:
         if os.name == "posix":
-            os.killpg(os.getpgid(pid), signal.SIGTERM)
+            # Our trainers lead their own process group (start_new_session); anything
+            # else gets the signal alone, never a group this process did not make.
+            if os.getpgid(pid) == pid:
+                os.killpg(pid, signal.SIGTERM)
+            else:
+                os.kill(pid, signal.SIGTERM)
         else:
             os.kill(pid, signal.CTRL_BREAK_EVENT)
     except (ProcessLookupError, PermissionError, OSError):
