@@ -2,7 +2,7 @@
 
 The window and the CLI use these:
     Library(state)            datasets and constellations (app.data.library)
-    prepare(...)              tokenizer + train.bin/val.bin/meta.json (app.data.prepare)
+    prepare(...)              tokenizer + train.bin/val.bin/meta.json (app.data.pipeline)
     Progress, CancelToken     progress callbacks and cancelling (app.data.progress)
 """
 
@@ -15,7 +15,7 @@ from .library import (
     Library,
     LibraryError,
 )
-from .prepare import (
+from .pipeline import (
     DEFAULT_CONTEXT,
     DEFAULT_VOCAB,
     PrepareError,

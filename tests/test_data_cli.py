@@ -1,0 +1,105 @@
+"""`ternit data ...` as a user types it: output, progress on stderr, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from app.cli import main
+from app.data.textgen import documents
+from app.i18n import set_language
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def english():
+    set_language("en")
+    yield
+    set_language(None)
+
+
+def corpus(tmp_path: Path) -> Path:
+    root = tmp_path / "книги"
+    root.mkdir()
+    for i, doc in enumerate(documents(60, seed=21)):
+        (root / f"{i:03d}.txt").write_text(doc, encoding="utf-8")
+    (root / "junk.txt").write_bytes(b"\x00" * 50)
+    return root
+
+
+def test_add_list_constellations_prepare(tmp_path, capsys, english):
+    root = corpus(tmp_path)
+    assert main(["data", "add", str(root), "--name", "books", "--constellation", "library"]) == 0
+    out, err = capsys.readouterr()
+    assert "books: added" in out and "files: 60" in out and "library" in out
+    assert "junk.txt" in err and "binary" in err  # the note, on stderr
+
+    assert main(["data", "add", str(root), "--name", "books"]) == 0
+    assert "books: unchanged" in capsys.readouterr().out
+
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert set(lines) == {"books", "python-docs"}
+    assert "library" in lines["books"] and "60 (+1)" in lines["books"] and lines["books"].rstrip().endswith("?")
+
+    assert main(["data", "constellations"]) == 0
+    out = capsys.readouterr().out
+    assert "demo *" in out and "library" in out and "books" in out
+
+    dest = tmp_path / "prepared"
+    assert main(["data", "prepare", "--constellations", "library", "--vocab", "350",
+                 "--context", "32", "--out", str(dest)]) == 0
+    out, err = capsys.readouterr()
+    assert str(dest) in out and "vocab 350" in out and "library:" in out
+    assert "Tokenizing" in err and "100.0%" in err  # the progress bar
+    meta = json.loads((dest / "meta.json").read_text())
+    assert meta["data_id"] in out and meta["constellations"] == ["library"]
+
+    # Again: from the cache, at once.
+    assert main(["data", "prepare", "--constellations", "library", "--vocab", "350",
+                 "--context", "32", "--out", str(dest)]) == 0
+    assert "from cache" in capsys.readouterr().out
+
+    # Token counts are now known in the list, and the folder in `prepared`.
+    assert main(["data", "list"]) == 0
+    books = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("books")][0]
+    assert not books.rstrip().endswith("?")
+    assert main(["data", "prepared"]) == 0
+    assert str(dest) in capsys.readouterr().out
+
+
+def test_errors_are_one_line_with_exit_codes(tmp_path, capsys, english):
+    assert main(["data", "add", str(tmp_path / "missing")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "missing" in err
+
+    for vocab in ("255", "65536"):
+        assert main(["data", "prepare", "--constellations", "demo", "--vocab", vocab]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and vocab in err and "uint16" in err
+
+    assert main(["data", "prepare", "--constellations", "nope"]) == 1
+    assert "nope" in capsys.readouterr().err
+
+    assert main(["data", "prepare", "--constellations", "demo", "--tokenizer", str(tmp_path / "t.json")]) == 2
+    assert "t.json" in capsys.readouterr().err
+
+    with pytest.raises(SystemExit) as e:
+        main(["data", "prepare"])  # --constellations is required
+    assert e.value.code == 2
+
+
+def test_ternit_command_in_russian_by_default(tmp_path):
+    """The real command line, as a user runs it: Russian unless told otherwise."""
+    env_home = tmp_path / "lab"
+    res = subprocess.run([sys.executable, "-m", "app.cli", "data", "add", str(tmp_path / "нет")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "TERNIT_HOME": str(env_home), "HOME": str(tmp_path)})
+    assert res.returncode == 2
+    assert res.stderr.strip() == f"ternit data: нет такого пути: {tmp_path / 'нет'}"
