@@ -1,0 +1,132 @@
+"""`ternit estimate`: the sizing panel without the window (the same numbers, same dict).
+
+    ternit estimate --layers 8 --width 512 --heads 8 --context 1024 --vocab 4000 --batch 6 \
+        --gpu t4x2 --steps-to 20000 [--limit-min 630] [--data-tokens N] [--economical] [--json]
+    ternit estimate --plateau RUN_DIR [--json]     # has validation reached a plateau?
+
+Measured runs in the lab's runs folder (or --runs DIR) calibrate speed and memory unless
+--no-measured is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..i18n import current_language, t
+from .estimate import estimate
+from .gpus import GPUS
+from .history import measured_from_run_dir, measured_runs, read_events
+from .memory import ECONOMICAL
+from .numbers import count_text, duration_text, int_text, mb_text
+from .plateau import plateau
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ternit estimate", description=t(
+        "Оценка весов, скорости, памяти и данных для прогона.",
+        "Weights, speed, memory and data estimates for a run."))
+    p.add_argument("--layers", type=int, default=8)
+    p.add_argument("--width", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--context", type=int, default=1024)
+    p.add_argument("--vocab", type=int, default=4000)
+    p.add_argument("--batch", type=int, default=6, help="batch per card")
+    p.add_argument("--gpu", choices=list(GPUS), default="t4x2")
+    p.add_argument("--steps-to", type=int, default=20000)
+    p.add_argument("--start-step", type=int, default=0, help="a continued run starts here")
+    p.add_argument("--limit-min", type=float, default=None)
+    p.add_argument("--data-tokens", type=int, default=None)
+    p.add_argument("--economical", nargs="?", const="selective", default="off", choices=ECONOMICAL,
+                   help="economical mode (selective when given alone, or full)")
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto")
+    p.add_argument("--card-memory-mb", type=float, default=None, help="override the card's memory (MiB)")
+    p.add_argument("--runs", type=Path, default=None, help="folder of measured runs (default: the lab's)")
+    p.add_argument("--no-measured", action="store_true", help="ignore measured runs")
+    p.add_argument("--plateau", type=Path, default=None, metavar="RUN_DIR",
+                   help="judge a run's validation curve instead")
+    p.add_argument("--lang", choices=("ru", "en"), default=None)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    return p
+
+
+def _plateau_of(run_dir: Path, data_tokens: int | None, lang: str) -> dict[str, Any]:
+    events = read_events(run_dir / "events.jsonl")
+    points = []
+    for e in events:
+        if e.get("event") == "eval" and isinstance(e.get("val_loss"), (int, float)):
+            ci = e.get("val_ci95") or [None, None]
+            points.append((e["step"], e["val_loss"], ci[0], ci[1]))
+    params = next((e.get("params") for e in events if e.get("event") == "start"), None)
+    return plateau(points, params=params, data_tokens=data_tokens, lang=lang)
+
+
+def human(e: dict[str, Any], lang: str) -> str:
+    mem = e["memory_mb"]
+    rows = [
+        (t("Весов", "Weights", lang), int_text(e["params"], lang)),
+        (t("Вычислений на токен", "FLOPs per token", lang), count_text(e["flops_per_token"], lang)),
+        (t("Токенов за шаг", "Tokens per step", lang), int_text(e["tokens_per_step"], lang)),
+        (t("Скорость, токенов/с", "Speed, tokens/s", lang), f"{int_text(round(e['tokens_per_s']), lang)}  ({e['tokens_per_s_source']})"),
+        (t("Время", "Time", lang), duration_text(e["seconds_to_steps"], lang)),
+        (t("Лимит остановит на шаге", "Limit stops at step", lang),
+         "—" if e["limit_stops_at_step"] is None else int_text(e["limit_stops_at_step"], lang)),
+    ]
+    for key, ru, en in (("weights", "веса", "weights"), ("gradients", "градиенты", "gradients"),
+                        ("optimizer", "AdamW", "AdamW"), ("ddp_buckets", "буферы DDP", "DDP buckets"),
+                        ("autocast_copies", "16-битные копии весов", "16-bit weight copies"),
+                        ("activations", "активации", "activations"),
+                        ("loss_and_recompute", "потери / пересчёт", "loss / recompute"),
+                        ("allocated_peak", "пик, выделяет программа", "peak the program allocates"),
+                        ("framework", "фреймворк (контекст CUDA, кэш)", "framework (CUDA context, cache)"),
+                        ("total", "всего на карте", "total on the card")):
+        if mem[key]:
+            rows.append((t("Память: ", "Memory: ", lang) + t(ru, en, lang), mb_text(mem[key], lang)))
+    card = "—" if e["card_memory_mb"] is None else mb_text(e["card_memory_mb"], lang)
+    rows.append((t("Память карты", "Card memory", lang), card))
+    fits = {True: t("да", "yes", lang), False: t("нет", "no", lang), None: "?"}[e["fits"]]
+    rows.append((t("Помещается", "Fits", lang), fits + (f" (max batch {e['max_batch']})" if e["max_batch"] is not None else "")))
+    if e["tokens_per_weight"] is not None:
+        rows.append((t("Токенов на вес", "Tokens per weight", lang), f"{e['tokens_per_weight']:.1f}"))
+    width = max(len(r[0]) for r in rows)
+    lines = [f"{k:<{width}}  {v}" for k, v in rows]
+    lines.append("")
+    lines += [f"• {a}" for a in e["advice"]]
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    lang = args.lang or current_language()
+    if args.plateau is not None:
+        if not (args.plateau / "events.jsonl").is_file():
+            print(t(f"ternit estimate: в {args.plateau} нет events.jsonl — укажите папку прогона",
+                    f"ternit estimate: {args.plateau} has no events.jsonl — give a run folder", lang), file=sys.stderr)
+            return 2
+        res = _plateau_of(args.plateau, args.data_tokens, lang)
+        print(json.dumps(res, ensure_ascii=False) if args.json else "\n".join(res["advice"]))
+        return 0
+    measured: list[dict[str, Any]] = []
+    if not args.no_measured:
+        root = args.runs
+        if root is not None and (root / "events.jsonl").is_file():  # one run folder
+            one = measured_from_run_dir(root)
+            measured = [one] if one else []
+        else:
+            measured = measured_runs(root)
+    try:
+        e = estimate(
+            layers=args.layers, width=args.width, heads=args.heads, context=args.context,
+            vocab=args.vocab, batch=args.batch, gpu=args.gpu, steps_to=args.steps_to,
+            start_step=args.start_step, limit_min=args.limit_min, data_tokens=args.data_tokens,
+            economical=args.economical, precision=args.precision, measured=measured, lang=lang,
+            card_memory_mb=args.card_memory_mb,
+        )
+    except ValueError as err:
+        print(f"ternit estimate: {err}", file=sys.stderr)
+        return 2
+    print(json.dumps(e, ensure_ascii=False) if args.json else human(e, lang))
+    return 0

@@ -1,0 +1,73 @@
+"""The model's size and compute, from its shape alone (the same arithmetic as trainer/).
+
+Weights: 12·L·d² (per block: fused qkv 3d², projection d², MLP 4d² + 4d²; no biases, norms
+without weights) + V·d (token embedding, tied with the output layer) + n·d (learned
+positions). This is `trainer.config.parameter_count`, restated here so the window never
+imports the trainer; a test runs the real trainer's --dry-run and compares.
+
+Compute per token of training, in FLOPs (multiply-add = 2):
+    6·weights  +  12·L·n·d
+6·weights is the forward (2 per weight) and the backward (4 per weight) of every matrix
+product. The tied V·d matrix really is multiplied (it is the output layer); the n·d
+position table is only looked up, so counting it over-states compute by n·d/weights
+(1.9 % for the default model) — kept for agreement with the usual formula. 12·L·n·d is the
+attention itself, which has no weights: per layer, q·kᵀ and weights·v cost 2·n·d each in
+the forward (4·n·d), times 3 for forward + backward (PaLM, appendix B; nanoGPT's
+estimate_mfu). It counts the full n×n square; causal kernels skip about half of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The model and batch fields of the run form."""
+
+    layers: int = 8
+    width: int = 512
+    heads: int = 8
+    context: int = 1024
+    vocab: int = 4000
+    batch: int = 6  # per card
+
+    def check(self) -> None:
+        for key in ("layers", "width", "heads", "context", "vocab", "batch"):
+            if getattr(self, key) < 1:
+                raise ValueError(f"{key} must be at least 1, not {getattr(self, key)}")
+        if self.width % self.heads:
+            raise ValueError(f"width {self.width} does not divide by heads {self.heads}")
+
+
+def param_count(layers: int, width: int, context: int, vocab: int) -> int:
+    """Exact weight count: 12·L·d² + V·d + n·d (27,738,112 for 8 × 512, V 4000, n 1024)."""
+    return 12 * layers * width**2 + vocab * width + context * width
+
+
+def flops_per_token(layers: int, width: int, context: int, vocab: int) -> int:
+    """Training FLOPs per token: 6·weights + 12·L·n·d (see the module's note)."""
+    return 6 * param_count(layers, width, context, vocab) + 12 * layers * context * width
+
+
+def tokens_per_step(batch: int, cards: int, context: int) -> int:
+    """Tokens one optimizer step trains on: batch per card × cards × n (12,288 for 6 × 2 × 1024)."""
+    return batch * cards * context
+
+
+def vocab_from_params(params: int, layers: int, width: int, context: int) -> int:
+    """The vocabulary a measured run had, recovered from its exact weight count."""
+    return max(1, round((params - 12 * layers * width**2 - context * width) / width))
+
+
+def step_cost(layers: int, width: int, context: int, vocab: int, small_width: float = 0.0) -> float:
+    """Relative time per token on one device: FLOPs per token × (1 + small_width / d).
+
+    Speed is scaled between sizes by this cost. With small_width = 0 it is compute per
+    token, as the guide says (24 layers ≈ 3× slower than 8). A CPU also spends time that
+    grows with L·d, not L·d² (norms, GELU, residual adds, the optimizer's pass over the
+    weights: memory-bound work), so narrow models run at a lower FLOP rate; the device's
+    `small_width` (a width in units of d) carries that. It is 0 for the GPUs (their figure
+    is not measured here) and measured for the CPU (docs/PERF.md).
+    """
+    return flops_per_token(layers, width, context, vocab) * (1.0 + small_width / width)

@@ -1,0 +1,204 @@
+"""What the lab knows about each card it can train on: memory, speed, precision.
+
+Speeds are tokens per second of the DEFAULT model (8 layers, d 512, n 1024, V 4000, batch
+6 per card), for all the card(s) together. Only the two Kaggle figures are measurements
+(the lab's own, shared/GUIDE.md); the home cards are estimates from their specifications
+against one T4, and every estimate says so where it is shown. Once the lab has measured
+runs on a card, those replace these figures (app.sizing.speed).
+
+Memory is per card, in MiB, as NVML reports the card's total; what the framework itself
+takes (CUDA context, the caching allocator's slack) is modelled in app.sizing.memory and
+shown apart.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .formulas import Shape
+
+DEFAULT_SHAPE = Shape()
+
+# One T4 on Kaggle, default model: about 49,000 tokens/s (the lab's measurement).
+T4_TOKENS_PER_S = 49_000.0
+
+
+@dataclass(frozen=True)
+class GpuFacts:
+    name: str
+    label: dict[str, str]
+    kind: str  # "gpu" or "cpu"
+    cards: int
+    # Per card, MiB; None: asked at estimate time (the local card from NVML, the CPU's RAM).
+    memory_mb: float | None
+    # Tokens/s of DEFAULT_SHAPE on all cards; None for the CPU (computed from a FLOP rate).
+    tokens_per_s: float | None
+    measured: bool  # tokens_per_s is a measurement (True) or an estimate from specifications
+    basis: dict[str, str]  # where the speed comes from, in words
+    compute_capability: tuple[int, int] | None
+    precision: str  # what "auto" picks there: bf16 (cc ≥ 8), fp16 (7.x, with a GradScaler), fp32
+    # Framework memory not counted by the allocator: CUDA context and kernels (MiB per card).
+    context_mb: float = 400.0
+    # The caching allocator reserves more than it hands out: this share of the allocated peak.
+    cache_slack: float = 0.04
+    # See formulas.step_cost: 0 on the GPUs (pure compute scaling, as the guide says).
+    small_width: float = 0.0
+    aliases: tuple[str, ...] = field(default_factory=tuple)
+    # How the reference is named in "estimate from the … reference".
+    short: dict[str, str] = field(default_factory=dict)
+    # "on …" in a sentence (Russian needs the prepositional case).
+    on: dict[str, str] = field(default_factory=dict)
+
+    def text(self, lang: str) -> str:
+        return self.label[lang]
+
+
+GPUS: dict[str, GpuFacts] = {
+    "t4x2": GpuFacts(
+        "t4x2",
+        {"ru": "Kaggle 2×T4", "en": "Kaggle 2×T4"},
+        "gpu", 2, 15_360.0, 102_000.0, True,
+        {"ru": "замер лаборатории на 2×T4", "en": "the lab's 2×T4 measurement"},
+        (7, 5), "fp16", short={"ru": "2×T4", "en": "2×T4"}, on={"ru": "на Kaggle 2×T4", "en": "on Kaggle 2×T4"},
+    ),
+    "t4": GpuFacts(
+        "t4",
+        {"ru": "одна T4", "en": "one T4"},
+        "gpu", 1, 15_360.0, T4_TOKENS_PER_S, True,
+        {"ru": "замер лаборатории на одной T4", "en": "the lab's one-T4 measurement"},
+        (7, 5), "fp16", aliases=("tesla t4",), short={"ru": "одной T4", "en": "one-T4"}, on={"ru": "на одной T4", "en": "on one T4"},
+    ),
+    # Slower than one T4 (the guide): its memory bandwidth is 224 GB/s against the T4's
+    # 320 GB/s, and a model this small is held back by memory traffic as much as by
+    # arithmetic, so 0.7 × T4. The 8 GB desktop card (the 6 GB and laptop ones hold less).
+    "rtx3050": GpuFacts(
+        "rtx3050",
+        {"ru": "RTX 3050 (8 ГБ)", "en": "RTX 3050 (8 GB)"},
+        "gpu", 1, 8_192.0, 0.7 * T4_TOKENS_PER_S, False,
+        {"ru": "оценка по характеристикам (0,7 × T4)", "en": "an estimate from specifications (0.7 × T4)"},
+        (8, 6), "bf16", aliases=("rtx 3050",), on={"ru": "на RTX 3050", "en": "on an RTX 3050"},
+    ),
+    # 896 GB/s (2.8 × T4) and about 2.7 × the T4's fp16 tensor throughput; 2.5 × T4 allows
+    # for a small model using a big card less fully. Not measured.
+    "rtx5070ti": GpuFacts(
+        "rtx5070ti",
+        {"ru": "RTX 5070 Ti (16 ГБ)", "en": "RTX 5070 Ti (16 GB)"},
+        "gpu", 1, 16_384.0, 2.5 * T4_TOKENS_PER_S, False,
+        {"ru": "оценка по характеристикам (2,5 × T4)", "en": "an estimate from specifications (2.5 × T4)"},
+        (12, 0), "bf16", aliases=("rtx 5070 ti",), on={"ru": "на RTX 5070 Ti", "en": "on an RTX 5070 Ti"},
+    ),
+    # The user's own card: memory from NVML (or the caller), speed from a known card of the
+    # same name, else assumed equal to one T4 until a run on it is measured.
+    "local": GpuFacts(
+        "local",
+        {"ru": "своя видеокарта", "en": "this computer's GPU"},
+        "gpu", 1, None, T4_TOKENS_PER_S, False,
+        {"ru": "неизвестная карта: принята скорость одной T4", "en": "unknown card: assumed as fast as one T4"},
+        None, "bf16", on={"ru": "на своей видеокарте", "en": "on this computer's GPU"},
+    ),
+    # No reference run: a FLOP rate per thread (measured on the lab's build machine, an
+    # AVX-512 core; half of it without AVX-512), slowed for narrow models (small_width,
+    # measured too: docs/PERF.md). Memory: the machine's RAM.
+    "cpu": GpuFacts(
+        "cpu",
+        {"ru": "процессор (CPU)", "en": "the CPU"},
+        "cpu", 1, None, None, False,
+        {"ru": "оценка по скорости процессора", "en": "an estimate from the CPU's arithmetic rate"},
+        None, "fp32", context_mb=350.0, cache_slack=0.0, small_width=73.0, on={"ru": "на процессоре", "en": "on the CPU"},
+    ),
+}
+
+# Achieved fp32 training FLOP/s per thread at large width (see small_width), AVX-512 and not.
+CPU_FLOPS_PER_THREAD = {"avx512": 101e9, "avx2": 50e9}
+
+
+@dataclass(frozen=True)
+class LocalCard:
+    name: str
+    memory_mb: float
+    compute_capability: tuple[int, int] | None = None
+
+
+def local_card() -> LocalCard | None:
+    """The first NVIDIA card through NVML, or None (no driver, no card, any NVML error)."""
+    try:
+        import pynvml  # nvidia-ml-py; imported here so the lab starts without a driver
+    except ImportError:
+        return None
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # noqa: BLE001 - no driver or library: no local card, not a failure
+        return None
+    try:
+        if pynvml.nvmlDeviceGetCount() < 1:
+            return None
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        name = pynvml.nvmlDeviceGetName(h)
+        name = name.decode() if isinstance(name, bytes) else str(name)
+        mem = pynvml.nvmlDeviceGetMemoryInfo(h).total / 2**20
+        try:
+            cc = tuple(pynvml.nvmlDeviceGetCudaComputeCapability(h))
+        except Exception:  # noqa: BLE001 - old drivers lack it
+            cc = None
+        return LocalCard(name, float(mem), cc)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001
+        return None
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+def known_card(name: str) -> GpuFacts | None:
+    """The table's entry for a card reported by name ("NVIDIA GeForce RTX 3050" → rtx3050)."""
+    low = name.lower()
+    for facts in GPUS.values():
+        if any(a in low for a in facts.aliases):
+            return facts
+    return None
+
+
+def cpu_threads() -> int:
+    """Threads PyTorch uses for one process: the physical cores (it does not use SMT twins)."""
+    try:
+        import psutil
+
+        cores = psutil.cpu_count(logical=False)
+    except Exception:  # noqa: BLE001
+        cores = None
+    if not cores:
+        cores = os.cpu_count() or 1
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    return max(1, min(cores, affinity))
+
+
+def cpu_has_avx512() -> bool:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return " avx512f" in line
+    except OSError:
+        pass
+    return False
+
+
+def cpu_flops() -> float:
+    """This machine's estimated fp32 training rate (FLOP/s) at large width."""
+    per = CPU_FLOPS_PER_THREAD["avx512" if cpu_has_avx512() else "avx2"]
+    return cpu_threads() * per
+
+
+def ram_mb() -> float | None:
+    try:
+        import psutil
+
+        return psutil.virtual_memory().total / 2**20
+    except Exception:  # noqa: BLE001
+        return None
+
+
+MemorySource = float | int | Callable[[], float | None] | None

@@ -1,0 +1,168 @@
+"""Memory of one training step on one card, part by part, from the model in trainer/model.py.
+
+Static (alive for the whole run), bytes:
+  weights 4·P (fp32 master weights; autocast casts them on the fly), gradients 4·P,
+  AdamW exp_avg + exp_avg_sq 8·P (fp32), DDP's gradient buckets 4·P on 2 cards (DDP's
+  default keeps its flat buckets apart from .grad).
+Saved for the backward pass (B batch per card, T = n, d width, h heads, V vocabulary,
+a = 2 bytes under bf16/fp16 autocast, 4 in fp32), per block:
+  the block input x (fp32 residual)                4·BTd
+  layer-norm input of the MLP half (fp32)          4·BTd
+  the two norm outputs as the linears keep them    2·a·BTd  (cast copies under autocast)
+  fused qkv output (SDPA keeps q, k, v as views)   3·a·BTd
+  attention output                                   a·BTd  (its transpose back is a view)
+  MLP up output (GELU's input), GELU output        8·a·BTd
+  norm statistics 2 × 2 × 4·BT, attention log-sum-exp 4·h·BT
+  → 36·BTd (16-bit) or 64·BTd (fp32) + (16 + 4h)·BT. The fused/memory-efficient attention
+  kernels (and the CPU's flash kernel PyTorch picks for this model) keep no n×n matrix.
+Head: final norm input 4·BTd + its output as the output layer keeps it a·BTd +
+  log-softmax of the fp32 logits 4·BTV. Backward of the loss holds two more B·T·V fp32
+  tensors (8·BTV) while all of the above is alive: that is the step's peak for most sizes.
+Under autocast the 16-bit copies of the matrices (2·(12·L·d² + V·d)) stay saved too.
+Economical mode (trainer/economical.py): blocks are checkpointed. "selective" keeps per
+  block its input (4·BTd), the qkv output (3·a·BTd), the attention output (a·BTd) and
+  log-sum-exp; "full" only the input. In the backward pass one block at a time is
+  recomputed (its normal activations live again for a moment). The loss is chunked: no
+  B·T·V tensor is held; it keeps grad_h (4·BTd) and the output layer's gradient (4·V·d).
+The peak is the larger of the backward's start (static + everything saved + the loss's
+backward) and the optimizer step (static + gradients). On the CPU the trainer measures
+the FIRST step, before AdamW has its state: `first_step_peak` models that.
+Framework (not counted by the allocator, shown apart): CUDA context and kernels plus the
+caching allocator's slack (facts in app.sizing.gpus).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .formulas import Shape, param_count
+
+MiB = 2**20
+ECONOMICAL = ("off", "selective", "full")
+
+
+def economical_level(value: bool | str | None) -> str:
+    """false/None → "off", true → "selective", else a level name (as trainer.config)."""
+    if value is None or value is False:
+        return "off"
+    if value is True:
+        return "selective"
+    if value in ECONOMICAL:
+        return str(value)
+    raise ValueError(f"economical must be true, false or one of {', '.join(ECONOMICAL)}, not {value!r}")
+
+
+def act_bytes(precision: str) -> int:
+    return 4 if precision == "fp32" else 2
+
+
+@dataclass(frozen=True)
+class Memory:
+    """Bytes of each part, per card. `peak` is what the trainer's mem_peak_mb measures on a
+    GPU (every step); `first_step_peak` what it measures on the CPU (its first step)."""
+
+    weights: int
+    gradients: int
+    optimizer: int
+    ddp_buckets: int
+    autocast_copies: int
+    activations: int  # saved for the backward pass, blocks and head
+    loss_backward: int  # held on top of that while the loss is differentiated
+    loss_forward: int  # held on top of the blocks' saved part while the loss is computed
+    recompute: int  # economical mode: one block recomputed in the backward pass
+    peak: int
+    first_step_peak: int
+    peak_phase: str  # "backward" or "optimizer"
+
+    def mib(self) -> dict[str, float]:
+        return {k: v / MiB for k, v in self.__dict__.items() if isinstance(v, int)}
+
+
+def block_saved(s: Shape, precision: str, level: str) -> int:
+    a, bt, d = act_bytes(precision), s.batch * s.context, s.width
+    stats = (16 + 4 * s.heads) * bt
+    if level == "off":
+        return bt * d * (8 + 14 * a) + stats
+    if level == "selective":
+        return bt * d * (4 + 4 * a) + 4 * s.heads * bt
+    return bt * d * 4  # full: the block's input only
+
+
+def head_saved(s: Shape, precision: str, level: str) -> int:
+    a, bt, d, v = act_bytes(precision), s.batch * s.context, s.width, s.vocab
+    if level == "off":
+        return bt * (4 * d + a * d + 4 * v) + 8 * bt
+    # chunked loss: norm input, grad_h (fp32) and the output layer's gradient.
+    return bt * 8 * d + 8 * bt + 4 * v * d
+
+
+def loss_backward(s: Shape, precision: str, level: str) -> int:
+    bt, d, v = s.batch * s.context, s.width, s.vocab
+    if level == "off":
+        return 8 * bt * v
+    # the chunked loss's backward scales its two saved gradients into new tensors.
+    return 4 * bt * d + 4 * v * d
+
+
+def chunk_rows(vocab: int) -> int:
+    """Rows per slice of the chunked loss (trainer.economical.chunk_rows: ~8 MiB of fp32)."""
+    return max(128, (8 << 20) // (4 * vocab))
+
+
+def loss_forward(s: Shape, precision: str, level: str) -> int:
+    """Held beyond the saved tensors while the loss's forward runs."""
+    a, bt, d, v = act_bytes(precision), s.batch * s.context, s.width, s.vocab
+    casts = (a * bt * d) if a == 2 else 0  # the normed h as the output layer reads it
+    if level == "off":
+        # h (fp32), the logits (16-bit then fp32) and the log-softmax beside the saved one.
+        return 4 * bt * d + casts + bt * v * (4 + (a if a == 2 else 0))
+    # Two slices' logits are alive at once (the loop rebinds its names only after making
+    # the next slice); under autocast each slice also has its 16-bit gradient copy, and the
+    # weight is cast once.
+    rows = min(bt, 2 * chunk_rows(v))
+    per_elem = 4 if a == 4 else 6
+    return 4 * bt * d + casts + (a * v * d if a == 2 else 0) + rows * v * per_elem
+
+
+def recompute_bytes(s: Shape, precision: str, level: str) -> int:
+    """What one block's backward holds beyond its saved part in an economical level: its
+    activations recomputed, plus the gradients flowing through it (their size fitted on
+    the CPU's storage counts, docs/PERF.md)."""
+    if level == "off":
+        return 0
+    a, bt, d = act_bytes(precision), s.batch * s.context, s.width
+    full_block = block_saved(s, precision, "off")
+    cast_weights = 2 * 12 * d * d if a == 2 else 0
+    grads_flowing = bt * d * ((4 + 4 * a) if level == "selective" else (8 + 4 * a))
+    return full_block - block_saved(s, precision, level) + cast_weights + grads_flowing
+
+
+def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool | str = False) -> Memory:
+    level = economical_level(economical)
+    p = param_count(s.layers, s.width, s.context, s.vocab)
+    matrices = 12 * s.layers * s.width**2 + s.vocab * s.width
+    weights, grads, opt = 4 * p, 4 * p, 8 * p
+    ddp = 4 * p if cards > 1 else 0
+    # Normal mode: the linears keep their 16-bit weight copies for the backward pass. In
+    # the economical levels the blocks recompute them, and autocast's cache is gone once
+    # the forward's autocast region closes.
+    copies = 2 * matrices if (precision != "fp32" and level == "off") else 0
+    saved = s.layers * block_saved(s, precision, level) + head_saved(s, precision, level)
+    lb = loss_backward(s, precision, level)
+    rc = recompute_bytes(s, precision, level)
+    lf = loss_forward(s, precision, level)
+    # The loss's forward runs before the head has saved anything but the norm's input.
+    head_before = head_saved(s, precision, level) if level == "off" else 0
+    held = max(
+        saved - head_saved(s, precision, level) + head_before + copies + lf,
+        saved + copies + max(lb, rc),
+    )
+    backward = weights + opt + ddp + held
+    optimizer = weights + opt + ddp + grads
+    peak = max(backward, optimizer)
+    # First step: no AdamW state until the update creates it (then weights + grads + state).
+    first = max(weights + ddp + held, weights + ddp + grads + opt)
+    return Memory(
+        weights, grads, opt, ddp, copies, saved, lb, lf, rc, peak, first,
+        "backward" if backward >= optimizer else "optimizer",
+    )
