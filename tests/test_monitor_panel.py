@@ -1,0 +1,165 @@
+"""The monitor panel, offscreen with pytest-qt, against the fake NVML."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pynvml
+import pytest
+
+from app.gpu.nvml import NvmlSession
+from app.gpu.sampler import Sampler
+from app.gpu.settings import MonitorSettings
+from app.i18n import set_language
+from tests.gpu_fake_nvml import NOT_SUPPORTED, FakeNvml, two_cards
+from ui.monitor_gpu_card import LEVEL_COLOURS
+from ui.monitor_panel import MonitorPanel
+
+
+@pytest.fixture(autouse=True)
+def english():
+    set_language("en")
+    yield
+    set_language(None)
+
+
+@pytest.fixture
+def fake(monkeypatch) -> FakeNvml:
+    nv = FakeNvml(two_cards())
+    nv.install(monkeypatch)
+    return nv
+
+
+def make_panel(qtbot, settings: MonitorSettings | None = None) -> MonitorPanel:
+    panel = MonitorPanel(Sampler(NvmlSession()), settings or MonitorSettings(),
+                         save_settings=False)
+    qtbot.addWidget(panel)
+    return panel
+
+
+def test_two_gpus_render_with_history(qtbot, fake):
+    panel = make_panel(qtbot)
+    for temp in (60, 61, 62):
+        fake.cards[0].temp = temp
+        panel.show_snapshot(panel.sampler.sample())
+    assert sorted(panel.cards) == [0, 1] and not panel.status_label.isVisibleTo(panel)
+    card = panel.cards[0]
+    assert card.title.text() == "GPU 0 · Tesla T4"
+    assert card.memory_bar.format() == "used on the card: 4 200 MB / 15 360 MB (27%)"
+    assert card.memory_bar.value() == 273
+    assert card.temp_label.text() == "Temperature: 62 °C (slowdown at 85 °C)"
+    assert card.temperature_level == "normal"
+    assert "load 97%" in card.load_label.text() and "power 68 / 70 W" in card.load_label.text()
+    xs, ys = card.curves["temp_c"].getData()
+    assert list(ys) == [60, 61, 62] and xs[-1] == 0
+    assert card.slowdown_line.isVisible() and card.slowdown_line.value() == 85
+    assert "Machine: CPU" in panel.host_label.text()
+    assert panel.trainer_label.text() == "Trainer: not running"
+
+
+def test_unsupported_fields_show_na(qtbot, fake):
+    fake.cards[1].errors.update({"nvmlDeviceGetPowerUsage": NOT_SUPPORTED,
+                                 "nvmlDeviceGetTemperature": NOT_SUPPORTED,
+                                 "nvmlDeviceGetTemperatureThreshold": NOT_SUPPORTED})
+    panel = make_panel(qtbot)
+    panel.show_snapshot(panel.sampler.sample())
+    card = panel.cards[1]
+    assert card.temp_label.text() == "Temperature: n/a (slowdown at n/a)"
+    assert card.temperature_level == "unknown" and card.temp_colour == LEVEL_COLOURS["unknown"]
+    assert "power n/a / 70 W" in card.load_label.text() and "fan n/a" in card.load_label.text()
+    assert not card.slowdown_line.isVisible()
+    xs, ys = card.curves["temp_c"].getData()
+    assert len(ys) == 1 and ys[0] != ys[0]  # NaN: a gap in the plot, not a zero
+
+
+def test_no_driver_shows_the_plain_message(qtbot, fake):
+    fake.init_error = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
+    panel = make_panel(qtbot)
+    panel.show_snapshot(panel.sampler.sample())
+    assert panel.cards == {} and panel.status_label.isVisibleTo(panel)
+    assert panel.status_label.text().startswith(
+        "no NVIDIA GPU found: local training runs on the CPU")
+    assert "Machine: CPU" in panel.host_label.text()
+    set_language("ru")
+    panel.show_snapshot(panel.sampler.sample())
+    assert panel.status_label.text().startswith(
+        "видеокарта NVIDIA не найдена: локальное обучение идёт на процессоре")
+
+
+def test_lost_gpu_and_errors_mid_run(qtbot, fake):
+    panel = make_panel(qtbot)
+    panel.show_snapshot(panel.sampler.sample())
+    fake.cards[1].lost = True
+    with qtbot.waitSignal(panel.alerts_changed) as got:
+        panel.show_snapshot(panel.sampler.sample())
+    assert [a.kind for a in got.args[0]] == ["lost"]
+    assert panel.cards[1].title.text() == "GPU 1 · Tesla T4 — lost (fell off the bus)"
+    assert panel.cards[1].memory_bar.format() == "n/a"
+    assert "GPU 1 is lost" in panel.alerts_label.text() and panel.alerts_label.isVisibleTo(panel)
+    assert panel.cards[0].temp_label.text().startswith("Temperature: 62 °C")
+    # The driver goes away: cards disappear, the panel says what happened.
+    fake.broken = pynvml.NVML_ERROR_UNINITIALIZED
+    panel.show_snapshot(panel.sampler.sample())
+    assert panel.cards == {} and "NVML stopped answering" in panel.status_label.text()
+
+
+def test_trainer_memory_beside_the_cards_figure_and_warnings(qtbot, fake):
+    fake.cards[0].processes = [(os.getpid(), 6100.0)]
+    fake.cards[0].used_mb = 14800  # 96 %: within 5 % of full
+    fake.cards[0].temp = 86  # at the slowdown threshold (85)
+    panel = make_panel(qtbot)
+    panel.set_trainer_pid(os.getpid())
+    panel.on_step_event({"event": "step", "step": 1, "mem_alloc_mb": 5536.0,
+                         "mem_peak_mb": 5800.0})
+    panel.show_snapshot(panel.sampler.sample())
+    text = panel.cards[0].trainer_label.text()
+    assert "allocated by the trainer: 5 536 MB (peak 5 800 MB)" in text
+    assert ("used on the card by the trainer's process (incl. CUDA context and cache): "
+            "6 100 MB") in text
+    assert not panel.cards[1].trainer_label.isVisibleTo(panel)  # not on card 1
+    assert panel.cards[0].memory_level == "full"
+    assert panel.cards[0].temperature_level == "hot"
+    kinds = [a.kind for a in panel.alerts]
+    assert kinds == ["memory_full", "slowdown"]
+    assert "lower the batch" in panel.alerts_label.text()
+    assert f"Trainer (pid {os.getpid()})" in panel.trainer_label.text()
+    assert "Allocated by the trainer" in panel.trainer_alloc_label.text()
+
+
+def test_sampling_thread_feeds_the_panel(qtbot, fake):
+    panel = make_panel(qtbot)
+    with qtbot.waitSignal(panel.bridge.sampled, timeout=5000):
+        panel.start(interval_s=0.05)
+    qtbot.waitUntil(lambda: panel.history.gpus() == [0, 1], timeout=5000)
+    panel.stop()
+    assert not panel.bridge.running
+    assert panel.cards[1].title.text() == "GPU 1 · Tesla T4"
+
+
+def test_heat_guard_pauses_a_local_run(qtbot, fake, tmp_path):
+    settings = MonitorSettings(heat_guard=True, guard_threshold_c=80, guard_hold_s=0)
+    panel = make_panel(qtbot, settings)
+    panel.set_run(tmp_path / "remote", local=False)
+    assert panel.guard is None  # never for a Kaggle run
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    panel.set_run(run_dir, local=True)
+    fake.cards[1].temp = 82
+    with qtbot.waitSignal(panel.pause_changed) as paused:
+        panel.show_snapshot(panel.sampler.sample())
+    assert paused.args == [True] and (run_dir / "PAUSE").exists()
+    assert json.loads((run_dir / "PAUSE").read_text())["by"] == "heat_guard"
+    assert "training paused" in panel.guard_label.text()
+    fake.cards[1].temp = 70
+    with qtbot.waitSignal(panel.pause_changed) as resumed:
+        panel.show_snapshot(panel.sampler.sample())
+    assert resumed.args == [False] and not (run_dir / "PAUSE").exists()
+    # Turning the guard off while paused removes its PAUSE at once.
+    fake.cards[1].temp = 90
+    panel.show_snapshot(panel.sampler.sample())
+    assert (run_dir / "PAUSE").exists()
+    with qtbot.waitSignal(panel.pause_changed) as off:
+        panel.guard_check.setChecked(False)
+    assert off.args == [False] and not (run_dir / "PAUSE").exists() and panel.guard is None
+    assert settings.heat_guard is False
