@@ -124,7 +124,12 @@ def test_trainer_memory_beside_the_cards_figure_and_warnings(qtbot, fake):
     assert kinds == ["memory_full", "slowdown"]
     assert "lower the batch" in panel.alerts_label.text()
     assert f"Trainer (pid {os.getpid()})" in panel.trainer_label.text()
-    assert "Allocated by the trainer" in panel.trainer_alloc_label.text()
+    assert panel.trainer_alloc_label.text() == ""  # shown on card 0 already, not twice
+    fake.cards[0].processes = []  # not listed on any card (e.g. another pid namespace)
+    panel.show_snapshot(panel.sampler.sample())
+    assert panel.cards[0].trainer_label.text() == ""
+    assert panel.trainer_alloc_label.text().startswith(
+        "Allocated by the trainer (its tensors, without the CUDA context and cache): 5 536 MB")
 
 
 def test_sampling_thread_feeds_the_panel(qtbot, fake):

@@ -45,16 +45,21 @@ class GpuCard(QFrame):
             "CUDA context and PyTorch's allocator cache. It is more than the trainer allocated "
             "for its tensors."))
         self.temp_label = QLabel()
+        self.memory_level = self.temperature_level = "unknown"
+        self.temp_colour = LEVEL_COLOURS["unknown"]
         self.load_label = QLabel()
         self.load_label.setWordWrap(True)
         self.trainer_label = QLabel()
         self.trainer_label.setWordWrap(True)
-        self.plot_widget = pg.PlotWidget()
+        self.plot_widget = pg.PlotWidget(background="w")
         self.plot_widget.setMinimumHeight(110)
         self.plot_widget.setMouseEnabled(x=False, y=False)
         self.plot_widget.setMenuEnabled(False)
         plot = self.plot_widget.getPlotItem()
         plot.showGrid(x=True, y=True, alpha=0.25)
+        for axis in ("left", "bottom"):
+            plot.getAxis(axis).setPen(pg.mkPen("#333333"))
+            plot.getAxis(axis).setTextPen(pg.mkPen("#333333"))
         plot.setXRange(-history_s, 0, padding=0)
         plot.setYRange(0, 100, padding=0.02)
         plot.setLabel("bottom", t("секунд назад", "seconds ago"))

@@ -63,6 +63,7 @@ class MonitorPanel(QWidget):
         self.guard: HeatGuard | None = None
         self.guard_status: GuardStatus | None = None
         self._history_s = history_s
+        self._alloc_on_a_card = False
 
         self.status_label = QLabel(t("Опрос видеокарт…", "Reading the GPUs…"))
         self.status_label.setWordWrap(True)
@@ -164,9 +165,12 @@ class MonitorPanel(QWidget):
         if sorted(self.cards) != [g.index for g in gpus]:
             self._rebuild_cards([g.index for g in gpus])
         single = len(gpus) == 1
+        self._alloc_on_a_card = False
         for gpu in gpus:
             card = self.cards[gpu.index]
-            card.show_view(present.gpu_view(gpu, self.watch, single), gpu.slowdown_c)
+            view = present.gpu_view(gpu, self.watch, single)
+            self._alloc_on_a_card |= view.shows_allocated
+            card.show_view(view, gpu.slowdown_c)
             card.show_history(self.history.series(gpu.index, snap.time))
         self.host_label.setText(present.host_text(snap.host))
         self.trainer_label.setText(present.trainer_text(snap.trainer))
@@ -190,9 +194,9 @@ class MonitorPanel(QWidget):
             self.cards_box.addWidget(card)
 
     def _update_alloc_label(self) -> None:
-        """The trainer's own numbers, for runs where no card lists the trainer's process."""
+        """The trainer's own numbers, when no card shows them (e.g. it is not listed)."""
         alloc, peak = self.watch.allocated_mb()
-        if self.watch.pid is None or alloc is None:
+        if self.watch.pid is None or alloc is None or self._alloc_on_a_card:
             self.trainer_alloc_label.clear()
             return
         text = t("Выделено тренером (его тензоры, без контекста CUDA и кэша): ",

@@ -184,6 +184,7 @@ class GpuView:
     load_text: str
     trainer_text: str  # both memory numbers, labelled; empty when no trainer is watched
     na_fields: list[str] = field(default_factory=list)
+    shows_allocated: bool = False  # trainer_text carries the trainer's own allocated figure
 
 
 def gpu_view(gpu: GpuSample, watch: RunWatch | None = None, single_gpu: bool = True,
@@ -234,6 +235,7 @@ def gpu_view(gpu: GpuSample, watch: RunWatch | None = None, single_gpu: bool = T
         load_text=" · ".join(parts),
         trainer_text=trainer_memory_text(gpu, watch, single_gpu, lang),
         na_fields=sorted(gpu.na),
+        shows_allocated=_allocated_on_card(gpu, watch, single_gpu),
     )
 
 
@@ -244,10 +246,7 @@ def trainer_memory_text(gpu: GpuSample, watch: RunWatch | None, single_gpu: bool
         return ""
     parts = []
     alloc, peak = watch.allocated_mb()
-    # The trainer's own figure is per card (rank 0's); show it on the card it runs on.
-    on_this_card = gpu.trainer_mem_note == TRAINER_MEM_OK or (
-        single_gpu and gpu.trainer_mem_note != TRAINER_MEM_NOT_LISTED)
-    if alloc is not None and on_this_card:
+    if _allocated_on_card(gpu, watch, single_gpu):
         text = t("выделено тренером: ", "allocated by the trainer: ", lang) + mb(alloc)
         if peak is not None:
             text += t(f" (пик {mb(peak)})", f" (peak {mb(peak)})", lang)
@@ -267,6 +266,14 @@ def trainer_memory_text(gpu: GpuSample, watch: RunWatch | None, single_gpu: bool
         parts.append(label + t("тренера нет среди процессов карты",
                                "the trainer is not among the card's processes", lang))
     return " · ".join(parts)
+
+
+def _allocated_on_card(gpu: GpuSample, watch: RunWatch | None, single_gpu: bool) -> bool:
+    """The trainer's own figure is per card (rank 0's): shown on the card it runs on."""
+    if watch is None or watch.pid is None or watch.allocated_mb()[0] is None or gpu.lost:
+        return False
+    return gpu.trainer_mem_note == TRAINER_MEM_OK or (
+        single_gpu and gpu.trainer_mem_note != TRAINER_MEM_NOT_LISTED)
 
 
 # -- the machine -------------------------------------------------------------------------------
