@@ -168,3 +168,26 @@ def test_heat_guard_pauses_a_local_run(qtbot, fake, tmp_path):
         panel.guard_check.setChecked(False)
     assert off.args == [False] and not (run_dir / "PAUSE").exists() and panel.guard is None
     assert settings.heat_guard is False
+
+
+def test_a_failing_reading_is_na_for_that_sample_only(qtbot, fake):
+    panel = make_panel(qtbot)
+    fake.cards[0].errors["nvmlDeviceGetUtilizationRates"] = pynvml.NVML_ERROR_TIMEOUT
+    panel.show_snapshot(panel.sampler.sample())
+    assert "load n/a" in panel.cards[0].load_label.text()
+    assert panel.last_snapshot.errors == ["GPU 0 util_pct: NVMLError_Timeout: Timeout"]
+    del fake.cards[0].errors["nvmlDeviceGetUtilizationRates"]
+    panel.show_snapshot(panel.sampler.sample())
+    assert "load 97%" in panel.cards[0].load_label.text()
+
+
+def test_deleting_the_panel_ends_the_sampler_thread(qtbot, fake):
+    import shiboken6
+
+    panel = MonitorPanel(Sampler(NvmlSession()), MonitorSettings(), save_settings=False)
+    with qtbot.waitSignal(panel.bridge.sampled, timeout=5000):
+        panel.start(interval_s=0.01)
+    thread = panel.bridge.thread
+    shiboken6.delete(panel)  # gone without stop(), as when a parent window is destroyed
+    thread.join(5)
+    assert not thread.is_alive()

@@ -31,8 +31,18 @@ class SamplerBridge(QObject):
             self.interval_s = interval_s
         if self.running:
             return
-        self.thread = SamplerThread(self.sampler, self.sampled.emit, self.interval_s)
-        self.thread.start()
+        signal = self.sampled
+        thread = SamplerThread(self.sampler, lambda snap: None, self.interval_s)
+
+        def deliver(snap: object) -> None:
+            try:
+                signal.emit(snap)
+            except RuntimeError:  # the panel was deleted without stop(): end the thread too
+                thread.request_stop()
+
+        thread.on_sample = deliver
+        self.thread = thread
+        thread.start()
 
     def stop(self) -> None:
         if self.thread is not None:

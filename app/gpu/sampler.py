@@ -279,6 +279,10 @@ class SamplerThread(threading.Thread):
                 next_at = now + self.interval_s
             self._stop_event.wait(next_at - now)
 
+    def request_stop(self) -> None:
+        """Ask the thread to end after the current sample (from any thread, no waiting)."""
+        self._stop_event.set()
+
     def stop(self, timeout: float | None = 5.0) -> None:
         self._stop_event.set()
         if self.is_alive() and threading.current_thread() is not self:
