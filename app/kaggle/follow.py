@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -74,9 +75,10 @@ class RunSink:
         self.events_path = self.run_dir / EVENTS
         self.log_path = self.run_dir / LOG
         self._recent = set(_tail_lines(self.events_path))
+        self._dirty = False
 
     def write(self, lines: list[str]) -> int:
-        """Append a batch; returns how many event lines were written."""
+        """Append a batch (flushed; `sync()` makes it durable); returns the event lines written."""
         events = [ln.strip() for ln in lines if is_event_line(ln)]
         events = [e for e in events if e not in self._recent]
         with open(self.log_path, "a", encoding="utf-8") as log:
@@ -84,9 +86,15 @@ class RunSink:
         if events:
             with open(self.events_path, "a", encoding="utf-8") as f:
                 f.write("".join(e + "\n" for e in events))
-                f.flush()
-                os.fsync(f.fileno())
+            self._dirty = True
         return len(events)
+
+    def sync(self) -> None:
+        """fsync events.jsonl: call before recording how many lines are handled."""
+        if self._dirty and self.events_path.exists():
+            with open(self.events_path, "rb") as f:
+                os.fsync(f.fileno())
+        self._dirty = False
 
     def reconcile(self, kernel_events: Path) -> int:
         """Append the events the kernel wrote that the stream missed (by exact line)."""
@@ -103,7 +111,7 @@ class RunSink:
         return len(missing)
 
 
-def _tail_lines(path: Path, max_bytes: int = 1 << 16) -> list[str]:
+def _tail_lines(path: Path, max_bytes: int = 1 << 22) -> list[str]:
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -135,10 +143,21 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 
 def follow(events: Iterable[dict[str, Any]], skip: int, sink: RunSink,
-           record: Callable[[int], None], final: bool = False) -> int:
-    """Feed a stream into the sink; `record(count)` after each batch. Returns the count."""
-    count = skip
-    for count, lines in lines_from(events, skip, final):
-        sink.write(lines)
-        record(count)
+           record: Callable[[int], None], final: bool = False, every_s: float = 0.5) -> int:
+    """Feed a stream into the sink. At most every `every_s` (and at the end) the sink is
+    synced and `record(count)` called: a crash in between replays a few lines, which the
+    sink recognises. Returns the count."""
+    count = recorded = skip
+    last = time.monotonic()
+    try:
+        for count, lines in lines_from(events, skip, final):
+            sink.write(lines)
+            if time.monotonic() - last >= every_s:
+                sink.sync()
+                record(count)
+                recorded, last = count, time.monotonic()
+    finally:
+        if count != recorded:
+            sink.sync()
+            record(count)
     return count

@@ -60,7 +60,7 @@ def render(plan: KernelPlan) -> str:
         data_hash=repr(plan.data_hash),
         checkpoint_hash=repr(plan.checkpoint_hash),
         checkpoint_name=repr(plan.checkpoint_name),
-        limit_min=repr(round(float(plan.limit_min), 4)),
+        limit_min=repr(round(float(plan.limit_min), 6)),
     )
 
 

@@ -460,6 +460,8 @@ class KaggleRuns:
                 changes["message"] = message
                 changes["next_run_id"] = next_id
         self.store.update_leg(run_id, **changes)
+        with contextlib.suppress(Exception):  # fold the events in first: the status message stays last
+            self.registry.ingest(run_id)
         self._status(run_id, status, message)
         return next_id
 

@@ -1,0 +1,66 @@
+"""«Авто»: the account rules, and the log-stream de-duplication (pure functions)."""
+
+from __future__ import annotations
+
+import json
+
+from app.i18n import set_language
+from app.kaggle.follow import RunSink, lines_from
+from app.kaggle.picker import Candidate, Want, pick
+
+H = 3600.0
+
+
+def test_prefers_an_account_that_covers_the_run_and_holds_the_data():
+    want = Want(data="D", code="C", checkpoint="K")
+    cands = [
+        Candidate("big", 40 * H),                                # covers, holds nothing
+        Candidate("holder", 12 * H, holds=frozenset({"D", "K"})),  # covers, holds data + checkpoint
+        Candidate("small", 2 * H, holds=frozenset({"D", "K", "C"})),  # does not cover
+        Candidate("broken", 99 * H, usable=False, why_not="401"),
+    ]
+    p = pick(cands, limit_min=630, margin_min=15, want=want)
+    assert p.username == "holder" and p.covers and p.limit_min == 630
+    assert "holder" in p.reason and "broken" in p.reason  # the skip is said
+    p = pick(cands, limit_min=630, margin_min=15, want=Want())
+    assert p.username == "big"  # nothing held anywhere: the most quota among those that fit
+
+
+def test_nobody_covers_takes_the_most_quota_and_plans_to_continue():
+    set_language("en")
+    try:
+        cands = [Candidate("a", 5 * H), Candidate("b", 8 * H, holds=frozenset({"D"}))]
+        p = pick(cands, limit_min=630, margin_min=15, want=Want(data="D"))
+        assert p.username == "b" and not p.covers and p.continues_elsewhere
+        assert p.limit_min == 8 * 60 - 15
+        assert "continue on another account" in p.reason
+        none = pick([Candidate("a", 10 * 60.0)], limit_min=630, margin_min=15)
+        assert none.username is None and "margin" in none.reason
+        assert pick(cands, 630, 15, exclude={"b"}).username == "a"
+    finally:
+        set_language(None)
+
+
+def _events(text_chunks):
+    return [{"stream_name": s, "time": 0, "data": d} for s, d in text_chunks]
+
+
+def test_log_lines_survive_chunking_and_replay(tmp_path):
+    ev1 = json.dumps({"event": "step", "time": 1.0, "step": 1, "loss": 5.0})
+    ev2 = json.dumps({"event": "step", "time": 2.0, "step": 2, "loss": 4.0})
+    chunks = [("stdout", ev1[:10]), ("stderr", "human line\n"), ("stdout", ev1[10:] + "\n" + ev2[:5]),
+              ("stdout", ev2[5:] + "\n")]
+    first = list(lines_from(_events(chunks[:3]), skip=0))
+    assert [ln for _, batch in first for ln in batch] == ["human line", ev1]
+    done = first[-1][0]
+    again = list(lines_from(_events(chunks), skip=done))  # the stream replays from the start
+    assert [ln for _, batch in again for ln in batch] == [ev2]
+    # A cut line is held back unless the kernel had ended.
+    assert list(lines_from(_events([("stdout", "partial")]), 0)) == []
+    assert list(lines_from(_events([("stdout", "partial")]), 0, final=True)) == [(1, ["partial"])]
+
+    sink = RunSink(tmp_path)
+    assert sink.write(["human line", ev1]) == 1
+    assert RunSink(tmp_path).write([ev1, ev2]) == 1  # ev1 was already written before a crash
+    assert (tmp_path / "events.jsonl").read_text().splitlines() == [ev1, ev2]
+    assert "human line" in (tmp_path / "trainer.log").read_text()

@@ -1,0 +1,221 @@
+"""Runs on Kaggle, end to end against the fake server: each pushed kernel script runs for
+real (the real trainer, tiny model, on the CPU) under TERNIT_KAGGLE_ROOT."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app.kaggle import datasets, runner
+from app.kaggle.client import AccountClient
+from app.kaggle.credentials import Credential
+from app.kaggle.store import KaggleStore, sha256_file
+from app.runs import status as st
+from app.runs.manager import RunManager
+from app.runs.registry import Registry
+from tests.fake_kaggle import fixtures
+from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
+
+fake = fixtures.fake  # the fake-server fixture
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _events(run_dir: Path, kind: str | None = None) -> list[dict]:
+    path = Path(run_dir) / "events.jsonl"
+    evs = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] if path.exists() else []
+    return [e for e in evs if kind is None or e["event"] == kind]
+
+
+def _lab_bytes() -> bytes:
+    """Everything the lab wrote outside its credentials file."""
+    home = Path(os.environ["TERNIT_HOME"])
+    out = b""
+    for p in sorted(home.rglob("*")):
+        if p.is_file() and p.name != "kaggle_credentials.json":
+            out += p.read_bytes()
+    return out
+
+
+def _assert_no_secret(server) -> None:
+    sent, lab = server.all_received(), _lab_bytes()
+    assert len(sent) > 10_000  # data, code and kernel really went up
+    for key in KEYS.values():
+        assert key.encode() not in sent, "a key reached Kaggle in an uploaded byte"
+        assert key.encode() not in lab, "a key is in the lab's state, logs or run folders"
+
+
+def test_auto_run_goes_to_the_right_account_and_trains(fake, tiny_data):
+    fake.add_account("alice", KEYS["alice"], quota_h=50)           # its key is refused
+    fake.add_account("bob", KEYS["bob"], quota_h=40)               # covers, holds nothing
+    fake.add_account("carol", KEYS["carol"], quota_h=20)           # covers, already holds the data
+    fake.add_account("dave", KEYS["dave"], quota_h=30, used_h=29)  # does not cover the run
+    add_lab_accounts("alice", "bob", "carol", "dave", wrong_key=("alice",))
+    store = KaggleStore()
+    data = datasets.data_bundle(tiny_data, store)
+    datasets.ensure(AccountClient(Credential("carol", KEYS["carol"])), store, data)  # an earlier run did this
+    store.close()
+
+    manager = RunManager(Registry())
+    rec = manager.start(tiny_config(tiny_data, steps_to=30, limit_min=120), target="kaggle", account="auto")
+    push = fake.pushes[-1]
+    assert push["slug"].startswith("carol/")
+    assert push["machineShape"] == "NvidiaTeslaT4" and push["enableGpu"] is True
+    assert push["enableInternet"] is False and push["isPrivate"] is True
+    assert f"carol/{data.slug}" in push["datasetDataSources"]
+    assert manager.registry.get(rec.id).status in (st.QUEUED, st.RUNNING_KAGGLE, st.DOWNLOADING, st.FINISHED)
+
+    done = manager.wait(rec.id, timeout=90, poll_s=0.1)
+    assert done.status == st.FINISHED, done.last_message
+    assert done.target_account == "carol" and done.kaggle_kernel_ref == push["slug"]
+    steps = _events(done.path, "step")
+    assert [e["step"] for e in steps] == list(range(1, 31))
+    assert done.last_loss == pytest.approx(steps[-1]["loss"]) and done.last_step == 30
+    latest = (done.path / "checkpoints" / "latest").read_text().strip()
+    ckpt_event = _events(done.path, "checkpoint")[-1]
+    assert Path(ckpt_event["path"]).name == latest
+    assert sha256_file(done.path / "checkpoints" / latest) == ckpt_event["sha256"]
+    # The data went up once (to carol, before); this run uploaded only the trainer code.
+    assert sum(1 for ds in fake.datasets.values() if ds.slug == data.slug) == 1
+    store = KaggleStore()
+    alice = store.account("alice")
+    assert alice.key_status == "invalid" and "401" in alice.key_reason
+    assert {d.kind for d in store.holdings("carol")} == {"data", "code"}
+    store.close()
+    _assert_no_secret(fake)
+
+
+def test_chain_continues_on_a_second_account_and_ends_at_steps_to(fake, tiny_data):
+    # Alice has 12 ms above the 1 min margin: her leg stops by its limit long before step 300.
+    fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
+    fake.add_account("bob", KEYS["bob"], quota_h=10)
+    add_lab_accounts("alice", "bob")
+    reg = Registry()
+    first = reg.create_run(tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100))
+    runner.start_kaggle_run(reg, first.id, account="alice")
+    assert runner.wait_followers(120)
+
+    legs = reg.chain(first.chain_id)
+    assert [r.leg for r in legs] == [1, 2]
+    one, two = legs
+    assert (one.target_account, one.status) == ("alice", st.TIME_LIMIT)
+    assert (two.target_account, two.status) == ("bob", st.FINISHED), two.last_message
+    reg.ingest(one.id)
+    reg.ingest(two.id)
+    one, two = reg.get(one.id), reg.get(two.id)
+    assert one.last_step < 300 and two.last_step == 300
+    ckpt = Path(two.config()["resume_from"])
+    assert ckpt.parent == one.path / "checkpoints" and ckpt.is_file()
+    # The second leg resumed where the first stopped: its steps continue the count.
+    assert _events(two.path, "step")[0]["step"] == one.last_step + 1
+    # Bob got the checkpoint as a dataset, byte for byte.
+    ckpt_ds = [d for d in fake.datasets.values() if d.owner == "bob" and d.slug.startswith("ternit-ckpt-")]
+    assert len(ckpt_ds) == 1 and ckpt_ds[0].files[ckpt.name] == ckpt.read_bytes()
+    assert "Продолжение" in one.last_message
+
+
+def test_push_refused_moves_on_and_nothing_is_pushed_twice(fake, tiny_data):
+    fake.run_kernels = False  # kernels stay queued: this test is about pushing
+    fake.add_account("alice", KEYS["alice"], quota_h=40)
+    fake.add_account("bob", KEYS["bob"], quota_h=20)
+    fake.refuse_push["alice"] = "Maximum number of GPU sessions reached"
+    add_lab_accounts("alice", "bob")
+    reg = Registry()
+    rec = reg.create_run(tiny_config(tiny_data, limit_min=60))
+    runner.start_kaggle_run(reg, rec.id, account="auto")
+    assert [p["slug"].split("/")[0] for p in fake.pushes] == ["alice", "bob"]
+    got = reg.get(rec.id)
+    assert got.target_account == "bob" and got.status == st.QUEUED
+    runner.shutdown_followers()
+
+    # The lab stopped right after the push, before recording it: the restart asks Kaggle.
+    store = KaggleStore(reg.state)
+    store.update_leg(rec.id, state="pushing")
+    reg2 = Registry()
+    runner.poll_kaggle_runs(reg2)
+    deadline = time.monotonic() + 10
+    while store.leg(rec.id)["state"] == "pushing" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.leg(rec.id)["state"] == "pushed"
+    runner.poll_kaggle_runs(reg2)  # polling again starts no second follower, pushes nothing
+    time.sleep(0.3)
+    assert len(fake.pushes) == 2
+    runner.shutdown_followers()
+
+    # A named account that refuses is not silently replaced.
+    other = reg.create_run(tiny_config(tiny_data, limit_min=60))
+    with pytest.raises(Exception, match="GPU sessions"):
+        runner.start_kaggle_run(reg, other.id, account="alice")
+
+
+def test_kernel_error_shows_the_trainer_error_event(fake, tiny_data):
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    reg = Registry()
+    cfg = tiny_config(tiny_data)
+    cfg["model"]["vocab"] = 200  # smaller than the data's 300 tokens: the trainer refuses
+    rec = reg.create_run(cfg)
+    runner.start_kaggle_run(reg, rec.id)
+    assert runner.wait_followers(60)
+    got = reg.get(rec.id)
+    assert got.status == st.FAILED
+    assert "vocabulary (300)" in got.last_message and "model.vocab" in got.last_message
+    assert _events(got.path, "error")[0]["advice"] in got.last_message
+    assert "[ternit-kernel] the trainer exited with code" in (got.path / "trainer.log").read_text()
+    assert fake.kernels[got.kaggle_kernel_ref].status == "ERROR"
+
+
+def test_network_down_waits_retries_and_keeps_everything(fake, tiny_data):
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    reg = Registry()
+    rec = reg.create_run(tiny_config(tiny_data, steps_to=400, eval_every=100))
+    runner.start_kaggle_run(reg, rec.id)
+    deadline = time.monotonic() + 60
+    while not _events(rec.path, "step") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    fake.down = True  # the lab loses the network while the kernel trains on
+    messages = set()
+    until = time.monotonic() + 1.5
+    while time.monotonic() < until:
+        messages.add(reg.get(rec.id).last_message or "")
+        time.sleep(0.05)
+    fake.down = False
+    assert runner.wait_followers(90)
+    got = reg.get(rec.id)
+    assert got.status == st.FINISHED, got.last_message
+    assert any("недоступен" in m or "прервался" in m for m in messages), messages
+    assert [e["step"] for e in _events(got.path, "step")] == list(range(1, 401))
+    assert (got.path / "checkpoints" / "step-00000400.pt").is_file()
+
+
+def test_restart_resumes_following_without_a_second_push(fake, tiny_data, tmp_path):
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    reg = Registry()
+    rec = reg.create_run(tiny_config(tiny_data, steps_to=600, eval_every=200))
+    code = ("import sys; from app.runs.registry import Registry; from app.kaggle import runner; "
+            "reg = Registry(); runner.start_kaggle_run(reg, sys.argv[1]); runner.wait_followers()")
+    child = subprocess.Popen([sys.executable, "-c", code, rec.id], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    try:
+        deadline = time.monotonic() + 60
+        while len(_events(rec.path, "step")) < 3 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _events(rec.path, "step"), "the first lab process never followed the kernel"
+    finally:
+        child.send_signal(signal.SIGKILL)  # the lab dies mid-run
+        child.wait()
+    assert KaggleStore(reg.state).leg(rec.id)["state"] in ("pushed", "running")
+    runner.poll_kaggle_runs(Registry())  # a new lab process (here: this one) starts
+    assert runner.wait_followers(90)
+    got = reg.get(rec.id)
+    assert got.status == st.FINISHED, got.last_message
+    assert len(fake.pushes) == 1
+    assert [e["step"] for e in _events(got.path, "step")] == list(range(1, 601))
