@@ -215,3 +215,21 @@ def test_long_text_is_streamed_in_bounded_units(tmp_path):
     assert "".join(u for u, _ in pieces) == doc and len(pieces) > 3
     assert all(u.startswith("\n") for u, _ in pieces[1:])
     assert all(len(u) <= readers.HARD_UNIT_CHARS for u, _ in pieces)
+
+
+def test_adding_reports_progress_and_can_be_cancelled(lib, tmp_path):
+    from app.data.progress import Cancelled, CancelToken
+
+    root = tmp_path / "many"
+    root.mkdir()
+    for i in range(30):
+        (root / f"{i:02d}.txt").write_text(f"Документ номер {i}.\n", encoding="utf-8")
+    seen = []
+    lib.add(root, name="many", progress=seen.append)
+    assert seen[-1].phase == "scan" and seen[-1].done == seen[-1].total == 30
+    token = CancelToken()
+    token.cancel()
+    (root / "00.txt").write_text("changed\n")
+    with pytest.raises(Cancelled):
+        lib.add(root, name="many", cancel=token)
+    assert lib.refresh("many").status == "changed"  # the cancelled add stored nothing

@@ -310,3 +310,50 @@ def test_demo_prepares_with_the_defaults(lib):
     assert m["vocab_size"] == 4000 and m["context"] == 1024
     assert m["tokens_by_constellation"]["demo"] > 50_000
     assert m["val_tokens"] >= 1025  # at least one segment of the default context
+
+
+def test_window_style_worker_thread_with_cancel_and_progress(lib, tmp_path, two_constellations):
+    """The window runs prepare in a worker thread, reads the library from its own thread
+    meanwhile, and cancels from the UI thread: all on one Library (one connection per thread)."""
+    import threading
+
+    token = CancelToken()
+    started, go = threading.Event(), threading.Event()
+    outcome: dict[str, object] = {}
+
+    def progress(p):
+        if p.phase == "tokenize":
+            started.set()
+            go.wait(timeout=60)  # hold the worker mid-way until the "UI" has acted
+
+    def work():
+        try:
+            outcome["result"] = prepare(["кириллица", "world"], out=tmp_path / "w", vocab=400, context=32,
+                                        library=lib, progress=progress, cancel=token)
+        except BaseException as exc:  # noqa: BLE001 - inspected below
+            outcome["error"] = exc
+
+    th = threading.Thread(target=work)
+    th.start()
+    assert started.wait(timeout=60)
+    assert {d.name for d in lib.datasets()} >= {"ru-uk", "mixed"}  # reading while it works
+    token.cancel()
+    go.set()
+    th.join(timeout=60)
+    assert isinstance(outcome.get("error"), Cancelled)
+    assert not (tmp_path / "w").exists()
+    # and a fresh run in a thread completes
+    token2 = CancelToken()
+    th = threading.Thread(target=lambda: outcome.update(result=prepare(
+        ["world"], out=tmp_path / "w", vocab=400, context=32, library=lib, cancel=token2)))
+    th.start()
+    th.join(timeout=60)
+    assert (outcome["result"].path / "meta.json").exists()
+
+
+def test_dataset_with_no_text_is_skipped_with_a_note(lib, tmp_path, two_constellations):
+    (tmp_path / "blank.txt").write_text("\n\n")
+    lib.add(tmp_path / "blank.txt", name="blank", constellation="world")
+    res = prepare(["world"], out=tmp_path / "o", vocab=400, context=32, library=lib)
+    assert any("blank" in w for w in res.warnings)
+    assert [s["dataset"] for s in res.meta["sources"]] == ["mixed"]

@@ -175,10 +175,10 @@ def _fsync(path: Path) -> None:
 
 
 def _clean_stale_temps(out: Path) -> None:
-    """Temporary folders of prepares that were killed (their process is gone)."""
-    for p in out.parent.glob(f".{out.name}.tmp-*"):
+    """Temporary (and moved-aside old) folders of prepares that were killed: their process is gone."""
+    for p in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f".{out.name}.old-*")]:
         try:
-            pid = int(p.name.rsplit(".tmp-", 1)[1].split("-")[0])
+            pid = int(re.split(r"\.(?:tmp|old)-", p.name)[-1].split("-")[0])
             os.kill(pid, 0)
             continue  # still running
         except ProcessLookupError:
@@ -364,9 +364,13 @@ def _resolve_sources(lib: Library, names: list[str], report: Reporter, cancel: C
     sources = []
     for c in cons:
         for d in c.datasets:
-            if d not in seen and fresh[d].documents:
-                seen.add(d)
+            if d in seen:
+                continue
+            seen.add(d)
+            if fresh[d].documents:
                 sources.append(Source(c.name, fresh[d]))
+            else:
+                warnings.append(t(f"в наборе «{d}» нет текста — пропущен", f"dataset {d!r} has no text: skipped"))
     return sources
 
 
@@ -383,6 +387,9 @@ def _check_out(out: Path) -> None:
 def _from_cache(lib: Library, out: Path, key: str) -> dict[str, Any] | None:
     meta = _intact(out, key)
     if meta is not None:
+        # (a prepare killed between its rename and its database row left the folder only)
+        if lib.state.one("SELECT 1 FROM prepared WHERE path = ? AND data_id = ?", (str(out), meta["data_id"])) is None:
+            _record_row(lib, out, meta)
         return meta
     for row in lib.state.query("SELECT path FROM prepared WHERE cache_key = ? ORDER BY created_at DESC", (key,)):
         src = Path(row["path"])
