@@ -1,0 +1,96 @@
+"""app.sizing against the real trainer: the weight count its --dry-run prints, and the memory
+model against the trainer's own storage count of a real step (CPU)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import pytest
+
+from app.sizing import param_count
+from app.sizing.formulas import Shape
+from app.sizing.memory import estimate_memory
+from tests.trainer_run import ROOT, trainer_env
+
+# The guide's default and an odd shape (every term different); more shapes in-process below.
+SIZES = [(8, 512, 8, 1024, 4000), (3, 40, 5, 130, 17)]
+
+
+def test_weight_count_matches_the_trainers_dry_run(tmp_path):
+    procs = []
+    for i, (layers, width, heads, context, vocab) in enumerate(SIZES):
+        d = tmp_path / f"r{i}"
+        d.mkdir()
+        model = {"layers": layers, "width": width, "heads": heads, "context": context, "vocab": vocab}
+        (d / "run.json").write_text(json.dumps({"model": model}), encoding="utf-8")
+        procs.append((d, subprocess.Popen(
+            [sys.executable, "-m", "trainer", "--run", str(d), "--dry-run", "--device", "cpu"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=trainer_env(), cwd=ROOT)))
+    for (d, p), (layers, width, _, context, vocab) in zip(procs, SIZES, strict=True):
+        out, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+        want = param_count(layers, width, context, vocab)
+        start = next(json.loads(line) for line in (d / "events.jsonl").read_text().splitlines())
+        assert start["event"] == "start" and start["params"] == want
+        assert f"parameters: {want:,}" in err
+
+
+def test_weight_count_matches_the_model_for_random_shapes():
+    torch = pytest.importorskip("torch")
+    from trainer.config import ModelConfig
+    from trainer.model import GPT, count_parameters
+
+    rng = random.Random(7)
+    for _ in range(12):
+        heads = rng.choice([1, 2, 4, 8])
+        cfg = ModelConfig(context=rng.randint(1, 2048), width=heads * rng.randint(1, 96),
+                          heads=heads, layers=rng.randint(1, 12), vocab=rng.randint(2, 65536))
+        with torch.device("meta"):
+            model = GPT(cfg)
+        assert count_parameters(model) == param_count(cfg.layers, cfg.width, cfg.context, cfg.vocab)
+
+
+def _measured_peaks(shape: Shape, precision: str, level: str) -> tuple[int, int]:
+    """The trainer's storage count of its first and second real step (trainer.memory)."""
+    import torch
+
+    from trainer.config import ModelConfig, TrainingConfig
+    from trainer.memory import measure_step, model_tensors, optimizer_tensors
+    from trainer.model import GPT
+    from trainer.optim import make_optimizer, make_scaler
+    from trainer.step import train_step
+
+    torch.manual_seed(0)
+    cfg = ModelConfig(context=shape.context, width=shape.width, heads=shape.heads,
+                      layers=shape.layers, vocab=shape.vocab)
+    model = GPT(cfg)
+    model.init_weights(1)
+    if level != "off":
+        from trainer.economical import apply
+
+        apply(model, level)
+    dev = torch.device("cpu")
+    opt = make_optimizer(model, TrainingConfig(), dev)
+    scaler = make_scaler(precision, dev)
+    x = torch.randint(0, shape.vocab, (shape.batch, shape.context))
+    y = torch.randint(0, shape.vocab, (shape.batch, shape.context))
+    peaks = []
+    for _ in range(2):
+        _, info = measure_step(lambda: train_step(model, opt, scaler, (x, y), 1e-3, precision, dev, 1.0),
+                               alive=[*model_tensors(model), *optimizer_tensors(opt)])
+        peaks.append(info["peak_bytes"])
+    return peaks[0], peaks[1]
+
+
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+@pytest.mark.parametrize("shape", [Shape(2, 64, 4, 64, 300, 4), Shape(3, 96, 4, 48, 2000, 3)])
+def test_memory_model_matches_the_trainers_measured_peak(shape, precision):
+    pytest.importorskip("torch")
+    first, steady = _measured_peaks(shape, precision, "off")
+    m = estimate_memory(shape, precision)
+    # bf16 autocast on the CPU runs the same casts as fp16/bf16 on a GPU.
+    assert m.first_step_peak == pytest.approx(first, rel=0.03)
+    assert m.peak == pytest.approx(steady, rel=0.03)
