@@ -233,3 +233,18 @@ def test_adding_reports_progress_and_can_be_cancelled(lib, tmp_path):
     with pytest.raises(Cancelled):
         lib.add(root, name="many", cancel=token)
     assert lib.refresh("many").status == "changed"  # the cancelled add stored nothing
+
+
+def test_constellation_summaries_for_the_form(tmp_path):
+    from app.data.library import constellation_summaries
+    from app.data.pipeline import prepare
+
+    rows = {r["name"]: r for r in constellation_summaries()}  # the lab's own state file
+    assert rows["demo"]["builtin"] and rows["demo"]["tokens"] is None and rows["demo"]["characters"] > 0
+    st = open_state()
+    try:
+        m = prepare(["demo"], vocab=300, context=64, library=Library(st)).meta
+    finally:
+        st.close()
+    rows = {r["name"]: r for r in constellation_summaries()}
+    assert rows["demo"]["tokens"] == m["tokens_by_constellation"]["demo"]

@@ -411,3 +411,19 @@ class Library:
                 "INSERT OR IGNORE INTO constellation_datasets (constellation_id, dataset_id, added_at)"
                 " SELECT c.id, d.id, ? FROM constellations c, datasets d WHERE c.name = ? AND d.name = ?",
                 (ts, DEMO_CONSTELLATION, DEMO_DATASET))
+
+
+def constellation_summaries(state: State | None = None) -> list[dict]:
+    """Constellations as plain dicts for the window's form: name, description, builtin,
+    datasets, bytes, documents, characters, tokens (known from a prepare of exactly this
+    content, else None)."""
+    lib = Library(state)
+    try:
+        return [
+            {"name": c.name, "description": c.description, "builtin": c.builtin, "datasets": c.datasets,
+             "bytes": c.bytes, "documents": c.documents, "characters": c.characters, "tokens": c.tokens}
+            for c in lib.constellations()
+        ]
+    finally:
+        if state is None:
+            lib.state.close()
