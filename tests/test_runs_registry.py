@@ -277,7 +277,12 @@ def test_launch_plans_pick_cpu_one_gpu_or_torchrun(tmp_path, monkeypatch):
     p = plan_launch(tmp_path, "cpu")
     assert p.argv[1:] == ["-m", "trainer", "--run", str(tmp_path), "--device", "cpu"] and p.env == {"CUDA_VISIBLE_DEVICES": ""}
     p = plan_launch(tmp_path, "auto", gpu_count=2, resume="latest")
-    assert p.argv[1:7] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "trainer"]
+    assert p.argv[1:8] == ["-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2", "-m", "--", "trainer"]
+    # torchrun's own parser accepts this line (the test may import torch; the app never does).
+    from torch.distributed.run import get_args_parser
+
+    parsed = get_args_parser().parse_args(p.argv[3:])
+    assert (parsed.module, parsed.training_script, parsed.training_script_args[:2]) == (True, "trainer", ["--run", str(tmp_path)])
     assert p.argv[-4:] == ["--resume", "latest", "--device", "cuda"] and p.processes == 2
     p = plan_launch(tmp_path, "1")
     assert p.env == {"CUDA_VISIBLE_DEVICES": "1"} and "torch.distributed.run" not in p.argv

@@ -9,7 +9,6 @@ events.jsonl and the pid kept in the registry.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import os
 import signal
@@ -56,20 +55,15 @@ def visible_gpu_count() -> int:
             count += 1
         return count
     try:
-        import pynvml
+        from ..gpu.nvml import session
     except ImportError:
         return 0
     try:
-        pynvml.nvmlInit()
-    except Exception:  # no driver, no NVML library: no GPU to use
+        nvml = session()  # the lab's one NVML session (shared with the GPU monitor)
+        nvml.ensure()
+        return int(nvml.count)
+    except Exception:  # the session reports, never raises; be as forgiving here
         return 0
-    try:
-        return int(pynvml.nvmlDeviceGetCount())
-    except Exception:
-        return 0
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
 
 
 def plan_launch(
@@ -111,8 +105,10 @@ def plan_launch(
         count, device, note = len(ids), "cuda", f"GPU {', '.join(ids)}"
     trainer_args += ["--device", device]
     if count > 1:
+        # `-m -- trainer`: without the `--` torchrun's own parser takes the trainer's
+        # `--run` for an abbreviation of its `--run-path` and refuses it as ambiguous.
         argv = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={count}",
-                "-m", "trainer", *trainer_args]
+                "-m", "--", "trainer", *trainer_args]
     else:
         argv = [python, "-m", "trainer", *trainer_args]
     return LaunchPlan(argv, env, count, device, note)
