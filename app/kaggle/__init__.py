@@ -6,3 +6,17 @@ backoff) → quota/store (SQLite, public details only) → datasets/kernel/follo
 runner (one run's legs on Kaggle). Nothing here imports Qt or torch; `kaggle` itself is
 imported lazily (see client.import_kaggle).
 """
+
+
+def accounts_for_form() -> list:
+    """The accounts for «Машина» (see machine.accounts_for_form)."""
+    from .machine import accounts_for_form as impl
+
+    return impl()
+
+
+def auto_explanation(config: dict) -> str:
+    """The one-line «Авто» answer for a run.json (see machine.auto_explanation)."""
+    from .machine import auto_explanation as impl
+
+    return impl(config)

@@ -1,0 +1,81 @@
+"""«Машина» in the run form: the accounts with their quota, and the one-line «Авто» answer.
+
+Both read only the lab's state (last known quota, what each account holds, cached content
+hashes), never the network, so the form can ask on every change.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..i18n import t
+from . import settings as kaggle_settings
+from .accounts import Accounts, AccountView
+from .datasets import code_bundle, data_hash_cached
+from .picker import Candidate, Pick, Want, pick
+from .store import KaggleStore
+
+
+def account_views(store: KaggleStore | None = None) -> list[AccountView]:
+    own = store is None
+    store = store or KaggleStore()
+    try:
+        return Accounts(store).views()
+    finally:
+        if own:
+            store.close()
+
+
+def accounts_for_form() -> list[Any]:
+    """The accounts as app.form.Account (name, GPU hours left, whether the key works)."""
+    from ..form import Account  # the form's own type; imported here to keep app.kaggle light
+
+    out = []
+    for v in account_views():
+        hours = v.quota.remaining_s / 3600.0 if v.quota else None
+        out.append(Account(v.username, hours, v.usable))
+    return out
+
+
+def auto_pick(config: dict[str, Any], store: KaggleStore | None = None) -> Pick:
+    """What «Авто» would choose now for this run.json, from the state alone."""
+    own = store is None
+    store = store or KaggleStore()
+    try:
+        views = Accounts(store).views()
+        cands = [Candidate(v.username, v.remaining_s, v.usable,
+                           frozenset(d.content_hash for d in v.holds), v.key_reason or "") for v in views]
+        data_dir = (config.get("data") or {}).get("dir") or ""
+        resume = config.get("resume_from") or ""
+        want = Want(
+            data=(data_hash_cached(Path(data_dir), store) or "") if data_dir else "",
+            code=_code_hash(),
+            checkpoint=(store.cached_sha256(Path(resume)) or "") if resume else "",
+        )
+        limit = float((config.get("training") or {}).get("limit_min", 630))
+        return pick(cands, limit, kaggle_settings.load().margin_min, want)
+    finally:
+        if own:
+            store.close()
+
+
+def auto_explanation(config: dict[str, Any], store: KaggleStore | None = None) -> str:
+    """One line for the form: which account «Авто» would pick now, and why."""
+    try:
+        return auto_pick(config, store).reason
+    except Exception as e:  # the form must keep working whatever the state says
+        return t(f"Авто: не удалось оценить ({e})", f"Auto: cannot tell ({e})")
+
+
+_code_hash_cache: str | None = None
+
+
+def _code_hash() -> str:
+    global _code_hash_cache
+    if _code_hash_cache is None:
+        try:
+            _code_hash_cache = code_bundle().content_hash
+        except Exception:
+            _code_hash_cache = ""
+    return _code_hash_cache

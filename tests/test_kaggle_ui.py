@@ -1,0 +1,68 @@
+"""The Kaggle accounts dialog and «Машина» (offscreen Qt) against the fake server."""
+
+from __future__ import annotations
+
+import json
+
+from app.kaggle import accounts_for_form, auto_explanation
+from app.kaggle.credentials import Credential, CredentialStore
+from tests.fake_kaggle import fixtures
+from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
+
+fake = fixtures.fake  # the fake-server fixture
+
+
+def test_accounts_dialog_adds_tests_shows_quota_and_removes(qtbot, fake, tmp_path):
+    from ui.kaggle_accounts import AccountsDialog
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=10)
+    fake.add_account("bob", KEYS["bob"], quota_h=30)
+    kj = tmp_path / "kaggle.json"
+    kj.write_text(json.dumps({"username": "alice", "key": KEYS["alice"]}))
+    dlg = AccountsDialog()
+    qtbot.addWidget(dlg)
+    assert dlg.table.rowCount() == 0
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        dlg.add_from_files([str(kj)])
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        dlg.add_credential(Credential("bob", "wrong-key-for-bob-000"))
+    assert dlg.table.rowCount() == 2
+    names = [dlg.table.item(r, 0).text() for r in range(2)]
+    alice, bob = names.index("alice"), names.index("bob")
+    bar = dlg.table.cellWidget(alice, 2)
+    assert bar.value() == 667 and "20 ч 00 мин" in bar.text() and "обновится" in bar.toolTip()
+    assert dlg.table.cellWidget(alice, 1).text() == "ключ работает"
+    assert dlg.table.cellWidget(bob, 1).text() == "ключ не принят"
+    assert "401" in dlg.table.cellWidget(bob, 1).toolTip()
+    assert "bob" in dlg.status.text()
+    dlg.table.selectRow(bob)
+    dlg.remove_selected(confirm=False)
+    assert dlg.table.rowCount() == 1 and CredentialStore().names() == ["alice"]
+    assert not dlg.warning.isVisible()
+
+
+def test_machine_lists_accounts_and_explains_auto(qtbot, fake, tiny_data):
+    from app.kaggle.accounts import Accounts
+    from app.kaggle.store import KaggleStore
+    from ui.kaggle_machine import AUTO, MachinePicker
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=25)
+    fake.add_account("bob", KEYS["bob"], quota_h=30)
+    add_lab_accounts("alice", "bob")
+    store = KaggleStore()
+    Accounts(store).check_all()
+    store.close()
+    form_accounts = {a.name: a for a in accounts_for_form()}
+    assert form_accounts["bob"].quota_hours == 30 and form_accounts["alice"].valid
+    w = MachinePicker()
+    qtbot.addWidget(w)
+    labels = [w.combo.itemText(i) for i in range(w.combo.count())]
+    assert labels[:2] == ["Этот компьютер", "Авто (Kaggle)"] and any("bob — осталось 30 ч" in x for x in labels)
+    cfg = tiny_config(tiny_data, limit_min=600)
+    w.set_value(AUTO)
+    w.set_config(cfg)
+    assert w.line.text().startswith("Авто: bob") and "хватает на весь прогон" in w.line.text()
+    cfg["training"]["limit_min"] = 2000  # nobody covers it: the most quota, to be continued
+    w.set_config(cfg)
+    assert "продолжится на другом аккаунте" in w.line.text()
+    assert auto_explanation(cfg) == w.line.text()

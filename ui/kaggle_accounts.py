@@ -1,0 +1,273 @@
+"""The Kaggle accounts dialog: add (from kaggle.json or by hand), test, remove; each
+account's key status, remaining GPU quota as a bar with its refresh time, what it holds and
+its kernels. Thin: every decision is app.kaggle's; checks run off the GUI thread."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from app.i18n import t
+from app.kaggle.accounts import Accounts, AccountView, key_status_text
+from app.kaggle.credentials import CredentialsError, check, global_token_warning
+from app.kaggle.quota import hours, refresh_text
+from app.kaggle.store import KaggleStore
+
+COLUMNS = (("Аккаунт", "Account"), ("Ключ", "Key"), ("Квота GPU", "GPU quota"),
+           ("Хранит", "Holds"), ("Ядра", "Kernels"))
+STATUS_STYLE = {"ok": "color: #1b5e20;", "invalid": "color: #b00020;", "unreachable": "color: #8a5a00;",
+                "missing": "color: #b00020;"}
+
+
+class _Bridge(QObject):
+    """Carries a worker thread's result back to the GUI thread (queued signal)."""
+
+    finished = Signal(object)
+
+
+def run_in_thread(work: Callable[[], object], done: Callable[[object], None], owner: QObject) -> threading.Thread:
+    bridge = _Bridge(owner)
+    bridge.finished.connect(done)
+
+    def body() -> None:
+        try:
+            result: object = work()
+        except Exception as e:  # shown to the user, never a crash of the window
+            result = e
+        bridge.finished.emit(result)
+
+    th = threading.Thread(target=body, name="kaggle-accounts", daemon=True)
+    th.start()
+    return th
+
+
+def quota_bar(view: AccountView) -> QProgressBar:
+    bar = QProgressBar()
+    bar.setRange(0, 1000)
+    q = view.quota
+    if q is None or q.total_s <= 0:
+        bar.setValue(0)
+        bar.setFormat(t("квота неизвестна — нажмите «Проверить»", "quota unknown — press Test"))
+        return bar
+    bar.setValue(int(round(1000 * q.fraction_left)))
+    bar.setFormat(t(f"осталось {hours(q.remaining_s)} из {hours(q.total_s)}",
+                    f"{hours(q.remaining_s)} of {hours(q.total_s)} left"))
+    bar.setToolTip(refresh_text(q.refresh_at) + t(
+        f"\nиспользовано {hours(q.used_s)}, занято идущими сессиями {hours(q.reserved_s)}",
+        f"\nused {hours(q.used_s)}, reserved by running sessions {hours(q.reserved_s)}"))
+    return bar
+
+
+class AddByHandDialog(QDialog):
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(t("Добавить аккаунт Kaggle", "Add a Kaggle account"))
+        self.username = QLineEdit()
+        self.key = QLineEdit()
+        self.key.setEchoMode(QLineEdit.EchoMode.Password)
+        form = QFormLayout(self)
+        form.addRow(t("Имя пользователя", "Username"), self.username)
+        form.addRow(t("Ключ API", "API key"), self.key)
+        hint = QLabel(t("Ключ — из kaggle.json: kaggle.com → Settings → API → Create New Token. "
+                        "Он хранится только в файле ключей лаборатории (доступ только у вас).",
+                        "The key is in kaggle.json: kaggle.com → Settings → API → Create New Token. "
+                        "It is kept only in the lab's key file (readable by you alone)."))
+        hint.setWordWrap(True)
+        form.addRow(hint)
+        self.error = QLabel()
+        self.error.setStyleSheet("color: #b00020;")
+        form.addRow(self.error)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self._accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+        self.credential = None
+
+    def _accept(self) -> None:
+        try:
+            self.credential = check(self.username.text(), self.key.text())
+        except CredentialsError as e:
+            self.error.setText(str(e))
+            return
+        self.accept()
+
+
+class AccountsDialog(QDialog):
+    """Kaggle → Accounts…"""
+
+    checked = Signal()  # a background check finished and the table shows its result
+
+    def __init__(self, parent: QWidget | None = None, store: KaggleStore | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle(t("Аккаунты Kaggle", "Kaggle accounts"))
+        self.resize(900, 380)
+        self._own_store = store is None
+        self.store = store or KaggleStore()
+        self.accounts = Accounts(self.store)
+        self._busy = 0
+        self._closed = False
+        layout = QVBoxLayout(self)
+        self.warning = QLabel()
+        self.warning.setWordWrap(True)
+        self.warning.setStyleSheet("color: #b00020; font-weight: bold;")
+        layout.addWidget(self.warning)
+        rules = QLabel(t("Правила Kaggle: один аккаунт на человека. Добавляйте аккаунты участников "
+                         "лаборатории, каждый со своим ключом; квота GPU у каждого своя и обновляется раз в неделю.",
+                         "Kaggle's rules: one account per person. Add the lab members' accounts, each with "
+                         "its own key; each has its own GPU quota, refreshed weekly."))
+        rules.setWordWrap(True)
+        layout.addWidget(rules)
+        self.table = QTableWidget(0, len(COLUMNS))
+        self.table.setHorizontalHeaderLabels([t(ru, en) for ru, en in COLUMNS])
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
+        self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        layout.addWidget(self.table)
+        self.status = QLabel()
+        self.status.setWordWrap(True)
+        layout.addWidget(self.status)
+        row = QHBoxLayout()
+        self.add_file = QPushButton(t("Добавить из kaggle.json…", "Add from kaggle.json…"))
+        self.add_hand = QPushButton(t("Добавить вручную…", "Add by hand…"))
+        self.test = QPushButton(t("Проверить все", "Test all"))
+        self.remove = QPushButton(t("Удалить", "Remove"))
+        close = QPushButton(t("Закрыть", "Close"))
+        for b in (self.add_file, self.add_hand, self.test, self.remove):
+            row.addWidget(b)
+        row.addStretch(1)
+        row.addWidget(close)
+        layout.addLayout(row)
+        self.add_file.clicked.connect(self.add_from_files)
+        self.add_hand.clicked.connect(self.add_by_hand)
+        self.test.clicked.connect(lambda: self.check([]))
+        self.remove.clicked.connect(self.remove_selected)
+        close.clicked.connect(self.accept)
+        self.refresh()
+
+    # -- showing ---------------------------------------------------------------------------
+    def refresh(self) -> None:
+        self.warning.setText(global_token_warning() or "")
+        self.warning.setVisible(bool(self.warning.text()))
+        views = self.accounts.views()
+        self.table.setRowCount(len(views))
+        for i, v in enumerate(views):
+            self.table.setItem(i, 0, QTableWidgetItem(v.username))
+            key = QTableWidgetItem(key_status_text(v))
+            if v.key_reason and v.key_status != "ok":
+                key.setToolTip(v.key_reason)
+            self.table.setItem(i, 1, key)
+            label = QLabel(key_status_text(v))
+            label.setStyleSheet(STATUS_STYLE.get(v.key_status, ""))
+            label.setToolTip(v.key_reason or "")
+            self.table.setCellWidget(i, 1, label)
+            self.table.setCellWidget(i, 2, quota_bar(v))
+            holds = ", ".join(d.label or d.ref for d in v.holds) or t("ничего", "nothing")
+            item = QTableWidgetItem(holds)
+            item.setToolTip("\n".join(d.ref for d in v.holds))
+            self.table.setItem(i, 3, item)
+            kernels = ", ".join(f"{k.get('kernel_slug')} ({k['state']})" for k in v.kernels[:3]) or "—"
+            self.table.setItem(i, 4, QTableWidgetItem(kernels))
+        if not views:
+            self.status.setText(t("Аккаунтов нет: добавьте kaggle.json.", "No accounts: add a kaggle.json."))
+
+    def selected_names(self) -> list[str]:
+        rows = sorted({i.row() for i in self.table.selectedIndexes()})
+        return [self.table.item(r, 0).text() for r in rows if self.table.item(r, 0)]
+
+    # -- actions -----------------------------------------------------------------------------
+    def add_from_files(self, files: list[str] | None = None) -> None:
+        if not files:
+            files, _ = QFileDialog.getOpenFileNames(self, t("Файлы kaggle.json", "kaggle.json files"),
+                                                    str(Path.home()), "kaggle.json (*.json)")
+        if not files:
+            return
+        try:
+            names = self.accounts.add_json(*[Path(f) for f in files])
+        except CredentialsError as e:
+            self.status.setText(str(e))
+            return
+        self.refresh()
+        self.check(names)
+
+    def add_by_hand(self) -> None:
+        dlg = AddByHandDialog(self)
+        if dlg.exec() != QDialog.DialogCode.Accepted or dlg.credential is None:
+            return
+        self.add_credential(dlg.credential)
+
+    def add_credential(self, credential) -> None:
+        names = self.accounts.add(credential)
+        self.refresh()
+        self.check(names)
+
+    def check(self, names: list[str]) -> None:
+        """Test keys and refresh quotas in the background ([] = every account)."""
+        self._busy += 1
+        self.test.setEnabled(False)
+        self.status.setText(t("Проверка на Kaggle…", "Asking Kaggle…"))
+
+        def work() -> object:
+            store = KaggleStore()  # this thread's own connection to the state
+            try:
+                accounts = Accounts(store)
+                return [accounts.check(n) for n in (names or accounts.creds.names())]
+            finally:
+                store.close()
+
+        run_in_thread(work, self._checked, self)
+
+    def _checked(self, result: object) -> None:
+        self._busy -= 1
+        if not self._own_store and self._closed:
+            return
+        self.test.setEnabled(self._busy == 0)
+        if isinstance(result, Exception):
+            self.status.setText(str(result))
+        else:
+            lines = [f"{r.username}: {r.message}" for r in result]  # type: ignore[attr-defined]
+            self.status.setText("\n".join(lines))
+        self.refresh()
+        self.checked.emit()
+
+    def remove_selected(self, confirm: bool = True) -> None:
+        names = self.selected_names()
+        if not names:
+            return
+        if confirm and QMessageBox.question(
+                self, t("Удалить аккаунты", "Remove accounts"),
+                t(f"Удалить {', '.join(names)} и их ключи из лаборатории? Файлы на Kaggle останутся.",
+                  f"Remove {', '.join(names)} and their keys from the lab? Files on Kaggle stay.")
+        ) != QMessageBox.StandardButton.Yes:
+            return
+        for n in names:
+            self.accounts.remove(n)
+        self.refresh()
+
+    def done(self, result: int) -> None:  # closing: release our state connection
+        if self._own_store and not self._closed:
+            self.store.close()
+        self._closed = True
+        super().done(result)
+
+
+__all__ = ["AccountsDialog", "AddByHandDialog", "quota_bar"]
