@@ -474,9 +474,9 @@ class RunForm:
                 if self.continuing:
                     out.append(Issue("constellations", "error", t(
                         f"Данные для «{names}» с токенизатором чекпоинта ещё не подготовлены: "
-                        "подготовьте их (ternit data prepare … --tokenizer <tokenizer.json родителя>)",
+                        "нажмите «Подготовить данные»",
                         f"Data for \"{names}\" with the checkpoint's tokenizer is not prepared yet: "
-                        "prepare it (ternit data prepare … --tokenizer <the parent's tokenizer.json>)")))
+                        "press «Prepare data»")))
                 else:
                     out.append(Issue("constellations", "error", t(
                         f"Данные для «{names}» ещё не подготовлены: нажмите «Подготовить данные»",

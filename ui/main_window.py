@@ -8,6 +8,7 @@ load time) never imports torch: the trainer is always its own process.
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -182,6 +183,8 @@ class MainWindow(QMainWindow):
         self.timer.start()
         self.refresh_history()
         self._follow_initial()
+        if self.monitor is not None:  # sampling starts once the window is up
+            QTimer.singleShot(0, self.monitor.start)
 
     # -- layout ------------------------------------------------------------------------
 
@@ -232,8 +235,8 @@ class MainWindow(QMainWindow):
     def _monitor_panel(self) -> QWidget | None:
         """The GPU monitor (ui/monitor_panel.py, its own issue), when it is there."""
         try:
-            from . import monitor_panel  # noqa: F401
-        except ImportError:
+            from . import monitor_panel
+        except Exception:  # absent or broken: the rest of the window still works
             return None
         cls = getattr(monitor_panel, "MonitorPanel", None)
         if cls is None:
@@ -275,7 +278,7 @@ class MainWindow(QMainWindow):
     def _kaggle_action(self) -> QAction | None:
         try:
             from . import kaggle_accounts  # type: ignore[attr-defined]
-        except ImportError:
+        except Exception:
             return None
         dialog_cls = getattr(kaggle_accounts, "AccountsDialog", None)
         if dialog_cls is None:
@@ -336,45 +339,54 @@ class MainWindow(QMainWindow):
         if folder:
             self.add_prepared(folder)
 
-    def prepare_data(self, constellations: list[str]) -> None:
-        """«Подготовить данные»: app.data's prepare in the background, with progress."""
-        try:
-            from app.data import prepare as data_prepare  # type: ignore[attr-defined]
-        except ImportError:
-            data_prepare = None
-        if data_prepare is None or not hasattr(data_prepare, "prepare"):
-            self.statusBar().showMessage(t(
-                f"Подготовьте данные командой: ternit data prepare --constellations {','.join(constellations)}",
-                f"Prepare the data with: ternit data prepare --constellations {','.join(constellations)}"))
-            return
-        self._prepare_in_background(constellations)
+    def prepare_data(self, constellations: list[str]) -> QProcess:
+        """«Подготовить данные»: `ternit data prepare` in a child process (tokenizing is heavy
+        and must not freeze the window); its progress goes to the status bar. A continued run
+        keeps its checkpoint's tokenizer."""
+        form = self.form_view.form
+        args = ["--constellations", ",".join(constellations)]
+        if isinstance(form.values.get("context"), int):
+            args += ["--context", str(form.values["context"])]
+        if form.continuing is not None:
+            parent_dir = (form.continuing.config.get("data") or {}).get("dir")
+            if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
+                args += ["--tokenizer", str(Path(parent_dir) / "tokenizer.json")]
+        return self._prepare_in_background(args)
 
-    def _prepare_in_background(self, constellations: list[str]) -> None:
-        """`ternit data prepare` as a child process: its progress goes to the status bar."""
+    def _prepare_in_background(self, args: list[str]) -> QProcess:
         out = paths.prepared_dir()
         proc = QProcess(self)
         proc.setProgram(sys.executable)
-        proc.setArguments(["-m", "app.cli", "data", "prepare", "--constellations", ",".join(constellations)])
+        proc.setArguments(["-m", "app.cli", "data", "prepare", *args])
         proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
 
+        last = [""]
+
         def progress() -> None:
-            text = bytes(proc.readAll()).decode("utf-8", "replace").strip().splitlines()
-            if text:
-                self.statusBar().showMessage(t("Подготовка данных: ", "Preparing data: ") + text[-1][-160:])
+            # The progress bar redraws its line with \r: show the newest piece.
+            chunks = [c.strip() for c in re.split(r"[\r\n]", bytes(proc.readAll()).decode("utf-8", "replace"))]
+            chunks = [c for c in chunks if c]
+            if chunks:
+                last[0] = chunks[-1]
+                self.statusBar().showMessage(t("Подготовка данных: ", "Preparing data: ") + last[0][-160:])
 
         def done(code: int, _status: Any) -> None:
+            progress()
             if code == 0:
                 self.statusBar().showMessage(t("Данные подготовлены", "The data is prepared"))
             else:
-                self.statusBar().showMessage(t(f"Подготовка данных не удалась (код {code}): см. вывод выше",
-                                               f"Preparing the data failed (code {code}): see the output above"))
+                self.statusBar().showMessage(t(f"Подготовка данных не удалась: {last[0][-200:]}",
+                                               f"Preparing the data failed: {last[0][-200:]}"))
             self.reload_context()
+            self.form_view.prepare_button.setEnabled(True)
 
         proc.readyRead.connect(progress)
         proc.finished.connect(done)
         self.statusBar().showMessage(t(f"Подготовка данных в {out}…", f"Preparing data in {out}…"))
+        self.form_view.prepare_button.setEnabled(False)
         proc.start()
         self.export_processes.append(proc)
+        return proc
 
     # -- runs --------------------------------------------------------------------------
 
@@ -454,6 +466,10 @@ class MainWindow(QMainWindow):
         self.plot.set_title(t(f"Потери: {rec.name}", f"Loss: {rec.name}"))
         self.history.select(run_id)
         self._update_banner()
+        if self.monitor is not None:
+            local = rec.target_kind == "local"
+            self.monitor.set_run(rec.path if rec.active else None, local=local)
+            self.monitor.set_trainer_pid(rec.pid if rec.active and local else None)
 
     def set_overlay(self, run_id: str, on: bool) -> None:
         """Overlay a run from the history on the plot (several at once, to compare)."""
@@ -489,6 +505,15 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(str(e))
             return
         self.plot.poll()
+        if self.monitor is not None and self.followed:
+            for u in updates:
+                if u.run.id == self.followed:
+                    steps = [e for e in u.events if e.get("event") == "step"]
+                    if steps:
+                        self.monitor.on_step_event(steps[-1])
+                    if u.status_changed:
+                        active = u.run.active and u.run.target_kind == "local"
+                        self.monitor.set_trainer_pid(u.run.pid if active else None)
         if updates or self.followed:
             self._update_banner()
         if any(u.events or u.status_changed for u in updates):
@@ -569,6 +594,8 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         # Closing the window does not stop training: the runs go on and are re-attached later.
         self.timer.stop()
+        if self.monitor is not None:
+            self.monitor.stop()
         if self.tray is not None:
             self.tray.hide()
         super().closeEvent(event)

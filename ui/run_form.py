@@ -352,8 +352,7 @@ class RunFormView(QWidget):
             self.why.setText("")
             self.start_button.setToolTip(t("Запустить обучение", "Start training"))
         self.why.setVisible(bool(blockers))
-        needs_prep = (bool(self.form.values["constellations"]) and self.form.prepared_for_selection() is None
-                      and not self.form.continuing)
+        needs_prep = bool(self.form.values["constellations"]) and self.form.prepared_for_selection() is None
         self.prepare_button.setVisible(needs_prep)
         self.start_button.setText(t("Продолжить", "Continue") if self.form.continuing else t("Старт", "Start"))
 

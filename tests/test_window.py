@@ -1,0 +1,202 @@
+"""The window end to end, offscreen, with the real trainer process: start a tiny run from the
+form, see its loss reach the plot, stop it, continue it in one click; plus the window's
+promises (no torch in the window process, --snapshot, the language setting)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+
+from app.i18n import set_language
+from app.runs import RunManager
+from app.runs import status as st
+
+ROOT = Path(__file__).resolve().parent.parent
+WAIT_MS = 90_000  # generous: the CI machine is small and shared
+
+
+@pytest.fixture(autouse=True)
+def russian():
+    set_language("ru")
+    yield
+    set_language(None)
+
+
+@pytest.fixture
+def window(qtbot, tiny_data):
+    from ui.main_window import MainWindow
+
+    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    yield w
+    # Never leave a trainer behind: stop whatever still runs, and wait for it to save.
+    for rec in w.runs.registry.active():
+        w.runs.stop(rec.id)
+        from app.runs import process as proc
+
+        proc.wait_exit(rec.pid, 30)
+    w.close()
+
+
+def type_into(qtbot, view, name: str, text: str) -> None:
+    """Type as a user does: select what is there, type over it."""
+    edit = view.inputs[name]
+    edit.selectAll()
+    qtbot.keyClicks(edit, text)
+
+
+def choose(view, name: str, key: str) -> None:
+    combo = view.inputs[name]
+    i = combo.findData(key)
+    assert i >= 0, (name, key)
+    combo.setCurrentIndex(i)
+    combo.activated.emit(i)
+
+
+def fill_tiny(qtbot, view) -> None:
+    type_into(qtbot, view, "name", "tiny")
+    for name, box in view._constellation_boxes.items():
+        if box.isChecked() != (name == "tiny"):
+            box.click()
+    for name, text in (("context", "32"), ("width", "32"), ("heads", "2"), ("layers", "2"),
+                       ("batch_per_card", "4"), ("steps_to", "100000"), ("limit_min", "30")):
+        type_into(qtbot, view, name, text)
+    choose(view, "gpu", "cpu")
+
+
+def test_window_process_never_imports_torch():
+    code = ("import sys; import ui.main_window, ui.main, app.form, app.runs; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_snapshot_cli_writes_a_png_in_english(tmp_path):
+    png = tmp_path / "shot.png"
+    out = subprocess.run([sys.executable, "-m", "ui.main", "--snapshot", str(png), "--lang", "en", "--size", "1200x800"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    data = png.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert (width, height) == (1200, 800)
+
+
+def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
+    view = window.form_view
+    assert view.start_button.isEnabled(), view.why.text()
+    type_into(qtbot, view, "width", "500")
+    assert not view.start_button.isEnabled()
+    assert "подойдут головы 1, 2, 4, 5, 10" in view.messages["heads"].text()
+    assert "d = 500" in view.why.text() and view.start_button.toolTip() == view.why.text()
+    type_into(qtbot, view, "width", "512")
+    assert view.start_button.isEnabled() and not view.messages["heads"].isVisible()
+    # Every field's widget carries its tooltip with the current default.
+    for name, w in view.inputs.items():
+        assert len(w.toolTip()) > 60, name
+    assert "1024" in view.inputs["context"].toolTip().replace("\u00a0", "")
+    assert "Сколько весов" in view.size_text()
+
+
+def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
+    from app import paths
+
+    type_into(qtbot, window.form_view, "layers", "12")
+    window.language_actions["en"].trigger()
+    assert window.form_view.start_button.text() == "Start"
+    assert window.form_view.labels["width"].text() == "Width d"
+    assert window.form_view.form.values["layers"] == 12  # the form kept its values
+    settings = json.loads((paths.config_dir() / "settings.json").read_text(encoding="utf-8"))
+    assert settings["language"] == "en"
+
+
+def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, window, tiny_data):
+    from ui.main_window import LIVE
+
+    view = window.form_view
+    fill_tiny(qtbot, view)
+    assert view.start_button.isEnabled(), view.why.text()
+    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    run_id = window.followed
+    assert run_id, window.statusBar().currentMessage()
+    rec = window.runs.registry.get(run_id)
+    assert rec.config()["model"] == {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300}
+
+    # The loss reaches the plot: raw and smoothed train curves.
+    trace = window.plot.traces[LIVE]
+    qtbot.waitUntil(lambda: trace.points >= 3, timeout=WAIT_MS)
+    assert len(trace.raw_curve.getData()[1]) >= 3 and len(trace.smooth_curve.getData()[1]) >= 3
+
+    # Stop: "saving…" until the trainer has saved and exited.
+    qtbot.mouseClick(window.banner.stop_button, Qt.MouseButton.LeftButton)
+    assert window.banner.stop_button.text() == "Сохранение…"
+    qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.STOPPED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: not window.banner.stop_button.isVisible(), timeout=5_000)
+    parent = window.runs.registry.get(run_id)
+    assert any(title.endswith("остановлен") for title, _ in window.notifications)
+
+    # «Продолжить» in the history: the form is filled from the checkpoint, model locked.
+    window.refresh_history()
+    window.history.select(run_id)
+    assert window.history.buttons["continue"].isEnabled()
+    qtbot.mouseClick(window.history.buttons["continue"], Qt.MouseButton.LeftButton)
+    assert view.form.continuing is not None and view.form.continuing.run_id == run_id
+    for name in ("context", "width", "heads", "layers"):
+        assert view.inputs[name].isReadOnly() and view.labels[name].text().startswith("🔒")
+    assert view.start_button.isEnabled(), view.why.text()
+    assert view.start_button.text() == "Продолжить"
+    start_step = view.form.continuing.step
+    assert start_step == parent.last_step
+    type_into(qtbot, view, "steps_to", str(start_step + 10))
+    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    child_id = window.followed
+    assert child_id != run_id
+    child = window.runs.registry.get(child_id)
+    assert child.parent_id == run_id and child.chain_id == parent.chain_id
+
+    qtbot.waitUntil(lambda: window.runs.registry.get(child_id).status == st.FINISHED, timeout=WAIT_MS)
+    trace = window.plot.traces[LIVE]
+    qtbot.waitUntil(lambda: trace.series.steps and trace.series.steps[-1] == start_step + 10, timeout=10_000)
+    # One curve through parent and child: steps run on from the checkpoint's step.
+    assert trace.series.run_ids == [run_id, child_id]
+    steps = trace.series.steps
+    assert steps == sorted(steps) and steps[0] == 1
+    assert any(title.endswith("завершён") for title, _ in window.notifications)
+    # The run evaluates at «Шагов до»: the validation point and its 95% band are drawn.
+    qtbot.waitUntil(lambda: trace.val_points() >= 1, timeout=10_000)
+    assert trace._val_items, "the validation curve and its band are drawn"
+
+    # The history shows both, and the finished child's row offers «Продолжить».
+    rows = {r.id: r for r in window.history.rows}
+    assert rows[child_id].status == st.FINISHED and rows[child_id].can_continue
+
+
+def test_failed_run_shows_the_reason_and_which_file(qtbot, window, tiny_data, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(tiny_data, broken)
+    (broken / "val.bin").write_bytes(b"\x01")  # not uint16 token ids
+    assert window.add_prepared(str(broken)) is True
+    cfg = window.form_view.form
+    for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 4)):
+        cfg.set(name, value)
+    cfg.set("gpu", "cpu")
+    run_cfg = cfg.run_config()
+    run_cfg["data"]["dir"] = str(broken)
+    rec = window.start_run(run_cfg)
+    assert rec is not None
+    qtbot.waitUntil(lambda: window.runs.registry.get(rec.id).status == st.FAILED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: window.banner.failure.isVisible(), timeout=5_000)
+    text = window.banner.failure.text()
+    assert "val.bin" in text and "Подготовьте данные заново" in text
+    assert any(title.endswith("ошибка") for title, _ in window.notifications)
