@@ -151,6 +151,9 @@ def test_heat_guard_pauses_a_local_run(qtbot, fake, tmp_path):
     run_dir.mkdir()
     panel.set_run(run_dir, local=True)
     fake.cards[1].temp = 82
+    panel.show_snapshot(panel.sampler.sample())
+    assert not (run_dir / "PAUSE").exists()  # no trainer running yet: nothing to pause
+    panel.set_trainer_pid(os.getpid())
     with qtbot.waitSignal(panel.pause_changed) as paused:
         panel.show_snapshot(panel.sampler.sample())
     assert paused.args == [True] and (run_dir / "PAUSE").exists()
@@ -168,6 +171,17 @@ def test_heat_guard_pauses_a_local_run(qtbot, fake, tmp_path):
         panel.guard_check.setChecked(False)
     assert off.args == [False] and not (run_dir / "PAUSE").exists() and panel.guard is None
     assert settings.heat_guard is False
+    # The window repeats set_run/set_trainer_pid on every poll: a pause in progress stays;
+    # the trainer's end lifts it.
+    panel.guard_check.setChecked(True)
+    panel.show_snapshot(panel.sampler.sample())
+    assert (run_dir / "PAUSE").exists()
+    panel.set_run(run_dir, local=True)
+    panel.set_trainer_pid(os.getpid())
+    assert (run_dir / "PAUSE").exists() and panel.guard.state == "paused"
+    with qtbot.waitSignal(panel.pause_changed) as ended:
+        panel.set_trainer_pid(None)
+    assert ended.args == [False] and not (run_dir / "PAUSE").exists()
 
 
 def test_a_failing_reading_is_na_for_that_sample_only(qtbot, fake):

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
 
 from app.gpu import present
 from app.gpu import settings as monitor_settings
-from app.gpu.heat_guard import GuardStatus, HeatGuard
+from app.gpu.heat_guard import PAUSED, GuardStatus, HeatGuard
 from app.gpu.heat_guard import status_text as guard_text
 from app.gpu.history import History
 from app.gpu.sampler import Sampler
@@ -134,10 +134,18 @@ class MonitorPanel(QWidget):
         self.bridge.stop()
 
     def set_trainer_pid(self, pid: int | None) -> None:
-        """The local trainer's process (None when it ends): its CPU, RAM and GPU memory."""
+        """The local trainer's process (None when it ends): its CPU, RAM and GPU memory.
+
+        Calling it again with the same pid changes nothing. None also lifts the heat guard's
+        pause, so a stopped run does not leave a PAUSE behind for its next leg.
+        """
+        if pid == self.watch.pid:
+            return
         self.sampler.set_trainer_pid(pid)
         self.watch.attach(pid, time.time())
         self.trainer_alloc_label.clear()
+        if pid is None and self.guard is not None:
+            self._release_guard()
 
     def on_step_event(self, event: dict[str, Any]) -> None:
         """The trainer's latest `step` event (from events.jsonl)."""
@@ -145,11 +153,17 @@ class MonitorPanel(QWidget):
         self._update_alloc_label()
 
     def set_run(self, run_dir: Path | str | None, local: bool = True) -> None:
-        """The run the heat guard may pause (only a local one); None when it ends."""
+        """The run the heat guard may pause (only a local one); None when it ends.
+
+        The same run again changes nothing (a pause in progress stays).
+        """
+        new_dir = Path(run_dir) if run_dir is not None else None
+        if new_dir == self.run_dir and local == self.run_is_local:
+            return
         if self.guard is not None:
-            self.guard.release()
+            self._release_guard()
         self.guard, self.guard_status = None, None
-        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self.run_dir = new_dir
         self.run_is_local = local
         self._make_guard()
 
@@ -221,15 +235,21 @@ class MonitorPanel(QWidget):
                                            f"Could not save the settings: {exc}"))
         if not s.heat_guard:
             if self.guard is not None:
-                was_paused = self.guard.state == "paused"
-                self.guard.release()
-                if was_paused:
-                    self.pause_changed.emit(False)
+                self._release_guard()
             self.guard, self.guard_status = None, None
         elif self.guard is None:
             self._make_guard()
         else:  # new limits apply to the running guard; its state (e.g. paused) stays
             self.guard.threshold_c, self.guard.hold_s = s.guard_threshold_c, s.guard_hold_s
+        self._update_guard_label()
+
+    def _release_guard(self) -> None:
+        """Lift the guard's own pause (if any) and say so."""
+        was_paused = self.guard.state == PAUSED
+        self.guard.release()
+        self.guard_status = None
+        if was_paused:
+            self.pause_changed.emit(False)
         self._update_guard_label()
 
     def _make_guard(self) -> None:
@@ -240,7 +260,8 @@ class MonitorPanel(QWidget):
         self._update_guard_label()
 
     def _feed_guard(self, snap: Snapshot) -> None:
-        if self.guard is None or snap.status != OK:
+        # Only while a trainer runs: a finished run's folder is not paused by a hot card.
+        if self.guard is None or snap.status != OK or self.watch.pid is None:
             return
         try:
             self.guard_status = self.guard.update_from(snap)

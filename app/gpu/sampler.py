@@ -53,6 +53,8 @@ class Sampler:
     def set_trainer_pid(self, pid: int | None) -> None:
         """Follow this process (and its children: torchrun's workers); None to stop."""
         with self._lock:
+            if pid == self._trainer_pid:
+                return
             self._trainer_pid = pid
             self._trainer_procs = {}
             self._children_at = None
