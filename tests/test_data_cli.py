@@ -103,3 +103,17 @@ def test_ternit_command_in_russian_by_default(tmp_path):
                          env={"PATH": "/usr/bin:/bin", "TERNIT_HOME": str(env_home), "HOME": str(tmp_path)})
     assert res.returncode == 2
     assert res.stderr.strip() == f"ternit data: нет такого пути: {tmp_path / 'нет'}"
+
+
+def test_bench_data_runs_and_reports_ratios(capsys):
+    """`ternit bench data` end to end on a tiny input (the figures themselves are in PERF.md)."""
+    from app.bench_cli import main as bench_main
+
+    assert bench_main(["data", "--mb", "0.1", "--repeats", "1", "--vocab", "300", "--context", "16"]) == 0
+    out = capsys.readouterr().out
+    result = json.loads(out[out.index("{"):])
+    for name in ("lab", "encode", "encode_fast"):
+        assert result[name]["median_mb_s"] > 0 and result[name]["tokens"] > 0
+    # The lab's tokens are the same text plus one end-of-text per document.
+    assert result["lab"]["tokens"] > result["encode"]["tokens"] == result["encode_fast"]["tokens"]
+    assert result["ratio_lab_vs_encode_wall"] > 0

@@ -176,6 +176,9 @@ def test_reused_tokenizer_is_kept_byte_for_byte(lib, tmp_path, two_constellation
     assert b.meta["tokenizer_trained"] is False and b.meta["vocab_size"] == 500
     assert b.meta["tokenizer_sha256"] == a.meta["tokenizer_sha256"]
     assert any("500" in w for w in b.warnings)  # --vocab 4000 was not what it got
+    # Asking for more tokens than the text supports gets what it supports, and says so.
+    small = prepare(["кириллица"], out=tmp_path / "s", vocab=5000, context=32, library=lib)
+    assert small.meta["vocab_size"] < 5000 and any("5000" in w for w in small.warnings)
     # A tokenizer without the end-of-text token, a missing file and a non-tokenizer are refused.
     from tokenizers import Tokenizer as T
     from tokenizers import models, pre_tokenizers, trainers

@@ -9,8 +9,9 @@ MB/s are of the input's UTF-8 bytes, by wall clock and by CPU time (user + syste
 threads: steadier than wall time on a machine others are using). The target: lab / encode
 >= 0.8 (medians).
 
-`--rss SIZES` instead measures the peak resident memory of a whole prepare (tokenizer
-training included) in a fresh process per input size, to show memory stays flat.
+`--rss SIZES` instead measures peak resident memory in a fresh process per input size: a
+whole prepare (tokenizer training included), then one reusing that tokenizer (the
+streaming encode alone), to show memory stays flat as the input grows.
 """
 
 from __future__ import annotations
@@ -164,13 +165,17 @@ def rss(args: argparse.Namespace) -> int:
         with tempfile.TemporaryDirectory(prefix="ternit-bench-rss-") as tmpdir:
             tmp = Path(tmpdir)
             nbytes = make_corpus(tmp / "corpus", mb)
-            proc = subprocess.run(
-                [sys.executable, "-m", "app.data.bench", "--child", str(tmp), "--vocab", str(args.vocab)],
-                capture_output=True, text=True, check=True,
-                env={**os.environ, "TERNIT_HOME": str(tmp / "home")})
-            child = json.loads(proc.stdout.strip().splitlines()[-1])
-            rows.append({"mb": round(nbytes / 1e6, 1), **child})
-            print(json.dumps(rows[-1]), flush=True)
+            # 1: a whole prepare, the tokenizer trained; 2: a fresh process reusing that
+            # tokenizer (the streaming encode alone, as a continued run prepares new data).
+            for mode in ("train", "encode"):
+                proc = subprocess.run(
+                    [sys.executable, "-m", "app.data.bench", "--child", str(tmp), "--vocab", str(args.vocab),
+                     "--child-mode", mode],
+                    capture_output=True, text=True, check=True,
+                    env={**os.environ, "TERNIT_HOME": str(tmp / f"home-{mode}")})
+                child = json.loads(proc.stdout.strip().splitlines()[-1])
+                rows.append({"mb": round(nbytes / 1e6, 1), "mode": mode, **child})
+                print(json.dumps(rows[-1]), flush=True)
     return 0
 
 
@@ -185,7 +190,11 @@ def child(args: argparse.Namespace) -> int:
     lib.add(tmp / "corpus", name="bench", constellation="bench")
     after_add = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     t = time.perf_counter()
-    res = prepare(["bench"], out=tmp / "out", vocab=args.vocab, library=lib, use_cache=False)
+    if args.child_mode == "encode":
+        res = prepare(["bench"], out=tmp / "out-encode", tokenizer=tmp / "out" / "tokenizer.json",
+                      library=lib, use_cache=False)
+    else:
+        res = prepare(["bench"], out=tmp / "out", vocab=args.vocab, library=lib, use_cache=False)
     seconds = time.perf_counter() - t
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(json.dumps({"peak_rss_mb": round(peak / 1024, 1), "rss_before_mb": round(base / 1024, 1),
@@ -202,6 +211,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--context", type=int, default=1024)
     p.add_argument("--rss", default=None, help="measure peak memory at these sizes instead, e.g. 8,64")
     p.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--child-mode", default="train", choices=("train", "encode"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     if args.child:
         return child(args)

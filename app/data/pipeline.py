@@ -298,6 +298,11 @@ def prepare(
         if tok is None:
             tok = _train_tokenizer(lib, sources, vocab_requested, total_chars, report, cancel)
             tok.save(str(tmp / "tokenizer.json"))
+            if tok.get_vocab_size() < vocab_requested:
+                warnings.append(t(
+                    f"текста мало для словаря {vocab_requested}: в токенизаторе {tok.get_vocab_size()} токенов",
+                    f"too little text for a vocabulary of {vocab_requested}: the tokenizer has {tok.get_vocab_size()} tokens",
+                ))
         else:
             shutil.copyfile(tok_path, tmp / "tokenizer.json")  # type: ignore[arg-type]
         tok_sha = _sha256_file(tmp / "tokenizer.json")
