@@ -397,3 +397,15 @@ def test_stop_falls_back_to_sigterm_when_the_stop_file_is_not_heeded(tmp_path):
     final = m.wait(rec.id, poll_s=0.05, timeout=30)
     assert (final.status, final.end_reason) == ("stopped", "stopped")
     assert not proc.is_alive(pid, started)
+
+
+def test_a_long_backlog_is_ingested_thinned_to_its_last_step():
+    reg = Registry()
+    rec = reg.create_run(CFG)
+    reg.update(rec.id, status=status.RUNNING)
+    write_events(rec.events_path, [start(), *steps(1, 3000), ev("eval", 3000, val_loss=4.0, val_ci95=[3.9, 4.1]),
+                                   *steps(3001, 3005)])
+    got = reg.ingest(rec.id)
+    assert [(e["event"], e["step"]) for e in got] == [("start", 0), ("eval", 3000), ("step", 3005)]
+    row = reg.get(rec.id)
+    assert (row.last_step, row.tokens_seen, row.best_val_loss) == (3005, 3005 * 128, 4.0)

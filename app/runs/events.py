@@ -31,6 +31,10 @@ class EventTail:
         self.bad_lines = 0
 
     def read(self, max_bytes: int | None = None) -> list[Event]:
+        return self._parse(self.read_lines(max_bytes))
+
+    def read_lines(self, max_bytes: int | None = None) -> list[bytes]:
+        """The complete raw lines appended since the last call (blank lines dropped)."""
         try:
             size = os.path.getsize(self.path)
         except OSError:
@@ -46,20 +50,39 @@ class EventTail:
         if end < 0:
             return []
         self.offset += end + 1
-        events: list[Event] = []
-        for line in chunk[: end + 1].splitlines():
-            if not line.strip():
-                continue
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                self.bad_lines += 1
-                continue
-            if isinstance(ev, dict) and "event" in ev:
-                events.append(ev)
-            else:
-                self.bad_lines += 1
+        return [line for line in chunk[: end + 1].split(b"\n") if line.strip()]
+
+    def _parse(self, lines: list[bytes]) -> list[Event]:
+        events, bad = parse_lines(lines)
+        self.bad_lines += bad
         return events
+
+
+def parse_lines(lines: list[bytes]) -> tuple[list[Event], int]:
+    """Events from raw lines, and how many lines were not events.
+
+    All lines are parsed as one JSON array first — one call into the C parser is about
+    twice as fast as one per line on a 100,000-step file — and line by line only when
+    that fails (a torn line after a crash).
+    """
+    if not lines:
+        return [], 0
+    try:
+        items = json.loads(b"[" + b",".join(lines) + b"]")
+    except ValueError:
+        items = []
+        for line in lines:
+            try:
+                items.append(json.loads(line))
+            except ValueError:
+                items.append(None)
+    events = [e for e in items if isinstance(e, dict) and "event" in e]
+    return events, len(items) - len(events)
+
+
+def is_step_line(line: bytes) -> bool:
+    """A `step` event, told without parsing (the trainer writes compact JSON)."""
+    return b'"event":"step"' in line or b'"event": "step"' in line
 
 
 def read_events(path: Path | str) -> list[Event]:

@@ -19,7 +19,7 @@ from typing import Any
 from .. import paths
 from ..state import State, open_state
 from . import status as st
-from .events import Event, EventTail
+from .events import Event, EventTail, is_step_line, parse_lines
 from .files import (
     CHECKPOINTS,
     EVENTS,
@@ -31,6 +31,8 @@ from .files import (
     new_run_id,
     read_json,
 )
+
+THIN_BACKLOG_LINES = 2000  # more new lines than this at once: skip all but the last step
 
 
 class RunNotFound(KeyError):
@@ -284,10 +286,20 @@ class Registry:
 
     # ---- events --------------------------------------------------------------------
     def ingest(self, run_id: str) -> list[Event]:
-        """Fold the events appended since the last call into the row; returns them."""
+        """Fold the events appended since the last call into the row; returns them.
+
+        A long backlog (a run that went on while the lab was closed) is read thinned:
+        of its step events only the last is parsed and returned — the row needs no more,
+        and the plot reads the file itself — so re-attaching stays fast.
+        """
         rec = self.get(run_id)
         tail = EventTail(rec.events_path, rec.events_offset)
-        events = tail.read()
+        lines = tail.read_lines()
+        if len(lines) > THIN_BACKLOG_LINES:
+            steps = [i for i, line in enumerate(lines) if is_step_line(line)]
+            drop = set(steps[:-1])
+            lines = [line for i, line in enumerate(lines) if i not in drop]
+        events, _ = parse_lines(lines)
         if tail.offset == rec.events_offset:
             return events
         changes = summarize(rec, events)
