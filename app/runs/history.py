@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..i18n import t
+from ..i18n import current_language, t
 from . import status as st
 from .checkpoints import latest_checkpoint
 from .registry import Registry, RunRecord
@@ -36,6 +36,7 @@ class HistoryRow:
 
 
 def where_label(rec: RunRecord, lang: str | None = None) -> str:
+    lang = lang or current_language()
     if rec.target_kind == "kaggle":
         acct = rec.target_account or "auto"
         leg = t(f" · этап {rec.leg}", f" · leg {rec.leg}", lang) if rec.leg > 1 else ""
@@ -56,6 +57,7 @@ def fmt_count(n: int | None) -> str:
 
 
 def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
+    lang = lang or current_language()
     last = rec.last_step
     steps = f"{last if last is not None else 0} / {rec.steps_to}" if rec.steps_to else str(last or 0)
     return HistoryRow(
@@ -82,6 +84,25 @@ def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
     )
 
 
-def history(registry: Registry, limit: int | None = None, lang: str | None = None) -> list[HistoryRow]:
-    """Newest first."""
-    return [row(r, lang) for r in registry.list_runs(limit)]
+def history(
+    registry: Registry,
+    limit: int | None = None,
+    lang: str | None = None,
+    cache: dict[str, tuple[tuple[float, str], HistoryRow]] | None = None,
+) -> list[HistoryRow]:
+    """Newest first. With `cache` (kept by the caller between calls), rows whose run has
+    not changed since are reused: the window refreshes the table on every poll that
+    brought events, and a row costs file reads (the checkpoint pointer)."""
+    lang = lang or current_language()  # once: it may read the settings file
+    out = []
+    for rec in registry.list_runs(limit):
+        key = (rec.updated_at, lang)
+        hit = cache.get(rec.id) if cache is not None else None
+        if hit is not None and hit[0] == key:
+            out.append(hit[1])
+            continue
+        r = row(rec, lang)
+        if cache is not None:
+            cache[rec.id] = (key, r)
+        out.append(r)
+    return out

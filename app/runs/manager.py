@@ -143,6 +143,7 @@ class RunManager:
         self._listeners: list[Listener] = []
         self._terminated: set[str] = set()
         self._following: dict[str, str] = {}  # run id -> status last seen while active
+        self._rows: dict = {}  # history rows by run id, reused while the run is unchanged
         self.reattach()
 
     # ---- listeners -----------------------------------------------------------------
@@ -332,7 +333,7 @@ class RunManager:
     # ---- reading -------------------------------------------------------------------
     def history(self, limit: int | None = None, lang: str | None = None) -> list[HistoryRow]:
         """The history table's rows, newest first."""
-        return history(self.registry, limit, lang)
+        return history(self.registry, limit, lang, self._rows)
 
     def series(self, run_id: str, with_parents: bool = True) -> LossSeries:
         """The loss plot's data for a run (with the runs it continues)."""
