@@ -209,6 +209,10 @@ def test_failures_carry_advice_and_a_retry_config():
         data = failure_from_events(
             [ev("error", 0, kind="data", message="/data/x lacks train.bin: prepare the data again", advice="x")], CFG)
         assert data.file == "/data/x" and data.retry_label() is None and "/data/x" in data.advice
+        bad_config = failure_from_events([ev("error", 0, kind="other", message="model.width 30 does not divide by model.heads 4")])
+        assert not bad_config.can_retry and bad_config.retry_label() is None and "did not start" in bad_config.advice
+        crashed = failure_from_events([start(), *steps(1, 3), ev("error", 3, kind="other", message="RuntimeError: x")])
+        assert crashed.retry_label() == "Retry" and "trainer.log" in crashed.advice
     finally:
         set_language(None)
     ru = failure_from_events([ev("error", 0, kind="oom", message="oom", advice="", suggested_batch=2)], CFG)

@@ -32,9 +32,16 @@ class Failure:
     suggested_lr: float | None = None
     file: str | None = None        # the data file or folder at fault (data)
 
+    started: bool = True           # whether training had begun (a config error has not)
+
     @property
     def can_retry(self) -> bool:
-        return self.kind in ("oom", "nan", VANISHED, "other")
+        """Whether running it again could help; a bad config or missing data must be fixed first."""
+        if self.kind == "oom":
+            return bool(self.suggested_batch)
+        if self.kind == "nan":
+            return bool(self.suggested_lr)
+        return self.kind == VANISHED or (self.kind == "other" and self.started)
 
     def retry_label(self, lang: str | None = None) -> str | None:
         """The retry button's text, or None when a retry cannot help (fix the data first)."""
@@ -42,7 +49,7 @@ class Failure:
             return t(f"Повторить с батчем {self.suggested_batch}", f"Retry with batch {self.suggested_batch}", lang)
         if self.kind == "nan" and self.suggested_lr:
             return t(f"Повторить с lr {self.suggested_lr:.2g}", f"Retry with lr {self.suggested_lr:.2g}", lang)
-        if self.kind in (VANISHED, "other"):
+        if self.can_retry:
             return t("Повторить", "Retry", lang)
         return None
 
@@ -74,13 +81,17 @@ def _data_file(message: str) -> str | None:
 
 def failure_from_events(events: list[Event], config: dict[str, Any] | None = None) -> Failure | None:
     """The Failure the last `error` event describes (None if the run has none)."""
-    err = next((e for e in reversed(events) if e.get("event") == "error"), None)
-    if err is None:
+    at = next((i for i in range(len(events) - 1, -1, -1) if events[i].get("event") == "error"), None)
+    if at is None:
         return None
+    err = events[at]
+    # Which run of the trainer failed: the last `start` before the error, if any.
+    started = any(e.get("event") == "start" for e in events[:at])
     training = (config or {}).get("training") or {}
     kind = str(err.get("kind") or "other")
     message = str(err.get("message") or "")
-    f = Failure(kind=kind, message=message, advice="", step=err.get("step"), checkpoint=err.get("checkpoint"))
+    f = Failure(kind=kind, message=message, advice="", step=err.get("step"), checkpoint=err.get("checkpoint"),
+                started=started)
     if kind == "oom":
         f.batch = training.get("batch_per_card")
         f.suggested_batch = err.get("suggested_batch") or (max(1, f.batch // 2) if f.batch else None)
@@ -110,6 +121,11 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
         f.advice = t(
             f"Данные не читаются: {where}. Подготовьте данные заново (панель данных или `ternit data prepare`).",
             f"The data cannot be read: {where}. Prepare the data again (the data panel or `ternit data prepare`).",
+        )
+    elif not started:
+        f.advice = t(
+            f"Обучение не началось: {message}. Исправьте настройки прогона и запустите снова.",
+            f"Training did not start: {message}. Fix the run's settings and start again.",
         )
     else:
         extra = str(err.get("advice") or "")
