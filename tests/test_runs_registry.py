@@ -413,3 +413,10 @@ def test_a_long_backlog_is_ingested_thinned_to_its_last_step():
     assert [(e["event"], e["step"]) for e in got] == [("start", 0), ("eval", 3000), ("step", 3005)]
     row = reg.get(rec.id)
     assert (row.last_step, row.tokens_seen, row.best_val_loss) == (3005, 3005 * 128, 4.0)
+
+
+def test_the_runs_core_never_imports_torch():
+    code = ("import sys, app.runs, app.runs.cli, app.export_cli; "
+            "bad = [m for m in ('torch', 'PySide6', 'kaggle') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
+    assert done.returncode == 0, done.stdout + done.stderr
