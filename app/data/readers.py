@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
+from ..i18n import t
+
 UNIT_CHARS = 16_384  # a unit closes at the first paragraph break after this many characters
 HARD_UNIT_CHARS = 4 * UNIT_CHARS  # ... or at a line break after this many, whatever comes
 LINE_PIECE = 1 << 20  # a single line is read in pieces of at most this many characters
@@ -114,7 +116,7 @@ def iter_file_units(path: Path, fmt: str, stats: FileStats) -> Iterator[tuple[st
     try:
         raw = open(path, "rb")  # noqa: SIM115 - closed in finally
     except OSError as exc:
-        stats.status, stats.note = "unreadable", f"{exc.strerror or exc}"
+        stats.status, stats.note = "unreadable", t(f"не читается: {exc.strerror or exc}", f"cannot read: {exc.strerror or exc}")
         return
     hashing = _HashingReader(raw)
     _counts.n = 0
@@ -128,7 +130,7 @@ def iter_file_units(path: Path, fmt: str, stats: FileStats) -> Iterator[tuple[st
         if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
             encoding = "utf-16"  # Windows "Unicode" text: NULs, but text
         elif looks_binary(head):
-            stats.status, stats.note = "binary", "binary file (not text), skipped"
+            stats.status, stats.note = "binary", t("двоичный файл (не текст), пропущен", "binary file (not text), skipped")
             return
         text = io.TextIOWrapper(stream, encoding=encoding, errors="ternit_count_replace", newline=None)
         if fmt == "jsonl":
@@ -138,7 +140,7 @@ def iter_file_units(path: Path, fmt: str, stats: FileStats) -> Iterator[tuple[st
         hashing.drain()  # the .gz trailer, or what a reader left: the hash covers every byte
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
         stats.status = "unreadable"
-        stats.note = f"cannot read ({type(exc).__name__}: {exc})"
+        stats.note = t(f"не читается ({type(exc).__name__}: {exc})", f"cannot read ({type(exc).__name__}: {exc})")
         return
     finally:
         stats.replaced += getattr(_counts, "n", 0)
@@ -148,7 +150,7 @@ def iter_file_units(path: Path, fmt: str, stats: FileStats) -> Iterator[tuple[st
         raw.close()
     if stats.status == "ok" and stats.documents == 0:
         stats.status = "empty"
-        stats.note = "no text" + (f" ({stats.bad_lines} lines without a \"text\" field)" if stats.bad_lines else "")
+        stats.note = t("нет текста", "no text") + (f" ({_bad_lines_note(stats.bad_lines)})" if stats.bad_lines else "")
 
 
 def _text_units(text: io.TextIOWrapper, stats: FileStats) -> Iterator[tuple[str, bool]]:
@@ -198,7 +200,11 @@ def _jsonl_units(text: io.TextIOWrapper, stats: FileStats) -> Iterator[tuple[str
         stats.characters += len(doc)
         yield from split_document(doc)
     if stats.bad_lines:
-        stats.note = f"{stats.bad_lines} lines without a \"text\" field, skipped"
+        stats.note = _bad_lines_note(stats.bad_lines)
+
+
+def _bad_lines_note(n: int) -> str:
+    return t(f"строк без поля \"text\": {n}, пропущены", f"{n} lines without a \"text\" field, skipped")
 
 
 def split_document(doc: str) -> Iterator[tuple[str, bool]]:
