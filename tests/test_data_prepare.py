@@ -360,3 +360,31 @@ def test_dataset_with_no_text_is_skipped_with_a_note(lib, tmp_path, two_constell
     res = prepare(["world"], out=tmp_path / "o", vocab=400, context=32, library=lib)
     assert any("blank" in w for w in res.warnings)
     assert [s["dataset"] for s in res.meta["sources"]] == ["mixed"]
+
+
+def test_tokenizer_trains_on_a_fixed_sample_of_large_inputs(lib, tmp_path, two_constellations, monkeypatch):
+    """Above TOKENIZER_SAMPLE_CHARS the tokenizer sees a hash-chosen part of the text (its
+    memory grows with the words it sees); everything is still encoded."""
+    total = lib.dataset("mixed").characters
+    monkeypatch.setattr(prep, "TOKENIZER_SAMPLE_CHARS", total // 4)
+    fed: list[int] = []
+    real = prep.new_tokenizer
+
+    class Counting:
+        def __init__(self, tok):
+            self.tok = tok
+
+        def train_from_iterator(self, it, trainer):
+            def counted():
+                for text in it:
+                    fed.append(len(text))
+                    yield text
+            self.tok.train_from_iterator(counted(), trainer)
+
+        def __getattr__(self, name):
+            return getattr(self.tok, name)
+
+    monkeypatch.setattr(prep, "new_tokenizer", lambda vocab: (Counting(real(vocab)[0]), real(vocab)[1]))
+    m = prepare(["world"], out=tmp_path / "o", vocab=400, context=32, library=lib).meta
+    assert 0.1 * total < sum(fed) < 0.45 * total
+    assert m["sources"][0]["documents"] == lib.dataset("mixed").documents

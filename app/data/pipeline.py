@@ -61,7 +61,7 @@ MAX_VAL_FRACTION = 0.10
 CANDIDATE_REGION = 1 << 61  # the lowest 1/8 of the 64-bit hash range
 CANDIDATE_SMALLEST = 256
 BATCH_CHARS = 1 << 20
-TOKENIZER_SAMPLE_CHARS = 300_000_000  # BPE is trained on at most about this much text
+TOKENIZER_SAMPLE_CHARS = 100_000_000  # BPE is trained on at most about this much text (its memory grows with the unique words seen)
 REQUIRED = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
 
 
