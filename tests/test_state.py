@@ -158,3 +158,24 @@ def test_split_statements_keeps_triggers_whole():
     assert len(parts) == 2 and "CREATE TRIGGER" in parts[1] and parts[1].endswith("END;")
     with pytest.raises(StateError, match="unterminated"):
         split_statements("CREATE TABLE t (a)")
+
+
+def test_a_lab_with_only_001_is_upgraded_to_the_current_schema_keeping_its_data(tmp_path):
+    """An older lab (the data schema only) opened by the current one: the later migrations
+    are applied and the datasets stay."""
+    from app.data.library import Library
+
+    all_migs = find_migrations()
+    db = tmp_path / "old.sqlite"
+    with open_state(db, all_migs[:1]) as old:
+        assert old.version == 1
+        f = tmp_path / "t.txt"
+        f.write_text("Старые данные.\n", encoding="utf-8")
+        Library(old).add(f, name="old", constellation="c")
+    with open_state(db) as new:
+        assert new.applied == [m.version for m in all_migs[1:]]
+        assert new.version == all_migs[-1].version
+        assert Library(new).dataset("old").constellations == ["c"]
+        integrity = new.one("PRAGMA integrity_check")[0]
+        assert integrity == "ok"
+        assert new.query("PRAGMA foreign_key_check") == []
