@@ -109,7 +109,10 @@ class Trainer:
         self.resumed_from: str | None = None
         self.data_changed = False
         self.last_good: tuple[str, str] | None = None  # (path, sha256) of the newest checkpoint
+        # On the CPU the first step of the process is measured (see run_step); later steps
+        # report the same figures, since the working set does not change between steps.
         self.cpu_peak_mb: float | None = None
+        self.cpu_alloc_mb: float | None = None
 
     # ---- set-up -------------------------------------------------------------------------
     def build(self) -> None:
@@ -249,7 +252,7 @@ class Trainer:
     def memory_mb(self) -> tuple[float | None, float | None]:
         if self.device.type == "cuda":
             return torch.cuda.memory_allocated(self.device) / 2**20, torch.cuda.max_memory_allocated(self.device) / 2**20
-        return None, self.cpu_peak_mb
+        return self.cpu_alloc_mb, self.cpu_peak_mb
 
     def run_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         t = self.cfg.training
@@ -259,12 +262,13 @@ class Trainer:
         elif self.cpu_peak_mb is None:
             # The first step of a process on the CPU is measured by tracking live tensor
             # storages (the allocator's cache and RSS are not what the program allocates).
-            measure = _cpu_measure()
-            if measure is not None:
-                alive = [*self.model.parameters(), *_optimizer_tensors(self.optimizer)]
-                loss, report = measure(lambda: train_step(*args), alive=alive)
-                self.cpu_peak_mb = report["peak_bytes"] / 2**20
-                return loss
+            from .memory import measure_step, model_tensors, optimizer_tensors
+
+            alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *batch]
+            loss, report = measure_step(lambda: train_step(*args), alive=alive)
+            self.cpu_peak_mb = report["peak_bytes"] / 2**20
+            self.cpu_alloc_mb = report["end_bytes"] / 2**20
+            return loss
         return train_step(*args)
 
     def wait_while_paused(self) -> None:
@@ -337,18 +341,6 @@ class Trainer:
             else "batch 1 does not fit: lower model.context or the model size, or turn on training.economical"
         )
         return TrainingFailure("oom", f"out of memory at step {self.step + 1}: {str(error).splitlines()[0][:300]}", advice, suggested_batch=suggested)
-
-
-def _cpu_measure():
-    try:
-        from .memory import measure_step
-    except ImportError:
-        return None
-    return measure_step
-
-
-def _optimizer_tensors(optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
-    return [v for s in optimizer.state.values() for v in s.values() if torch.is_tensor(v)]
 
 
 def run(opts: Options) -> int:
