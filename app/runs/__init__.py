@@ -18,7 +18,9 @@ API overview (names are stable):
                                          # .run, .status, .failure, .title(), .text()
     runs.stop(run_id)                    # STOP file, SIGTERM after a grace; status
                                          # "stopping" (label "сохранение…") until `end`
-    runs.wait(run_id, on_event=print)    # follow until it ends (the CLI's --wait)
+    runs.wait(run_id, on_event=print)    # follow until it ends (the CLI's --wait); a Kaggle
+                                         # chain is followed into its next leg
+    runs.launch(run_id, resume="latest") # resume a time-limited local run in its own folder
     runs.history() -> list[HistoryRow]   # the table: status_label, where, steps,
                                          # best_val_loss, tokens_seen, params, can_continue
     runs.series(run_id) -> LossSeries    # steps/tokens/loss, eval_steps/val_loss/val_low/
@@ -42,6 +44,11 @@ API overview (names are stable):
       .ingest(id) -> new events folded into the row (offset kept in the row)
 
     EventTail(path).read() -> new complete events since the last call (partial line kept)
+    series.SeriesBuilder(series=None): .begin_run(run_id), .add(event) — live plot feeding;
+        made over a loaded LossSeries it carries on from its end
+    checkpoints.latest_checkpoint(run_dir) / checkpoint_step(path) — no torch needed
+    export.export_checkpoint(ckpt, out) -> ExportResult  (runs `python -m trainer.export`)
+    process.plan_launch(run_dir, gpu) -> LaunchPlan (argv, env, processes, device, note)
 
 Statuses: app.runs.status (STATUSES, ENDED, ACTIVE, label()). Run folders:
 runs_dir()/<YYYYmmdd-HHMM-name>/ run.json, events.jsonl, trainer.log, checkpoints/, outputs/.
