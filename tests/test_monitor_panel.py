@@ -35,6 +35,7 @@ def make_panel(qtbot, settings: MonitorSettings | None = None) -> MonitorPanel:
     panel = MonitorPanel(Sampler(NvmlSession()), settings or MonitorSettings(),
                          save_settings=False)
     qtbot.addWidget(panel)
+    panel.show()  # offscreen; a hidden panel only keeps history (see the test below)
     return panel
 
 
@@ -56,6 +57,17 @@ def test_two_gpus_render_with_history(qtbot, fake):
     assert card.slowdown_line.isVisible() and card.slowdown_line.value() == 85
     assert "Machine: CPU" in panel.host_label.text()
     assert panel.trainer_label.text() == "Trainer: not running"
+
+
+def test_hidden_panel_draws_when_shown(qtbot, fake):
+    panel = make_panel(qtbot)
+    panel.hide()  # another tab of the window is in front
+    fake.cards[0].lost = True
+    with qtbot.waitSignal(panel.alerts_changed):  # warnings still arrive
+        panel.show_snapshot(panel.sampler.sample())
+    assert panel.cards == {} and panel.history.gpus() == [0, 1]
+    panel.show()
+    assert panel.cards[0].title.text().endswith("lost (fell off the bus)")
 
 
 def test_unsupported_fields_show_na(qtbot, fake):

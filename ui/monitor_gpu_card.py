@@ -28,6 +28,12 @@ SERIES_STYLE = {  # history series -> (colour, RU label, EN label)
 }
 
 
+def _style(widget: QWidget, sheet: str) -> None:
+    # Setting a style sheet re-polishes the widget even when it is the same: only on change.
+    if widget.styleSheet() != sheet:
+        widget.setStyleSheet(sheet)
+
+
 class GpuCard(QFrame):
     def __init__(self, index: int, history_s: float, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -56,7 +62,10 @@ class GpuCard(QFrame):
         self.plot_widget.setMouseEnabled(x=False, y=False)
         self.plot_widget.setMenuEnabled(False)
         plot = self.plot_widget.getPlotItem()
-        plot.showGrid(x=True, y=True, alpha=0.25)
+        # No pyqtgraph grid: it is redrawn with the axes every second and doubled the cost of
+        # an update (scripts/bench_monitor_panel.py); three light lines guide the eye instead.
+        for level in (25, 50, 75):
+            plot.addItem(pg.InfiniteLine(level, angle=0, pen=pg.mkPen("#dddddd")))
         for axis in ("left", "bottom"):
             plot.getAxis(axis).setPen(pg.mkPen("#333333"))
             plot.getAxis(axis).setTextPen(pg.mkPen("#333333"))
@@ -78,21 +87,22 @@ class GpuCard(QFrame):
                   self.trainer_label, self.plot_widget):
             layout.addWidget(w)
 
-    def show_view(self, view: GpuView, slowdown_c: float | None) -> None:
+    def show_view(self, view: GpuView, slowdown_c: float | None,
+                  lang: str | None = None) -> None:
         self.title.setText(view.title)
-        self.title.setStyleSheet("font-weight: bold;" + (" color: #c62828;" if view.lost else ""))
+        _style(self.title, "font-weight: bold;" + (" color: #c62828;" if view.lost else ""))
         frac = view.memory_fraction
         self.memory_bar.setValue(int(round((frac or 0.0) * 1000)))
         self.memory_bar.setFormat(view.memory_text)
         colour = LEVEL_COLOURS.get(view.memory_level, LEVEL_COLOURS["unknown"])
-        self.memory_bar.setStyleSheet(f"QProgressBar::chunk {{ background-color: {colour}; }}"
-                                      " QProgressBar { text-align: center; }")
+        _style(self.memory_bar, f"QProgressBar::chunk {{ background-color: {colour}; }}"
+                                " QProgressBar { text-align: center; }")
         self.memory_level = view.memory_level
-        self.temp_label.setText(t("Температура: ", "Temperature: ") + view.temperature_text)
+        self.temp_label.setText(t("Температура: ", "Temperature: ", lang) + view.temperature_text)
         self.temperature_level = view.temperature_level
         self.temp_colour = LEVEL_COLOURS.get(view.temperature_level, LEVEL_COLOURS["unknown"])
         bold = " font-weight: bold;" if view.temperature_level == "hot" else ""
-        self.temp_label.setStyleSheet(f"color: {self.temp_colour};{bold}")
+        _style(self.temp_label, f"color: {self.temp_colour};{bold}")
         self.load_label.setText(view.load_text)
         self.trainer_label.setText(view.trainer_text)
         self.trainer_label.setVisible(bool(view.trainer_text))

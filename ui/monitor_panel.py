@@ -31,7 +31,7 @@ from app.gpu.heat_guard import status_text as guard_text
 from app.gpu.history import History
 from app.gpu.sampler import Sampler
 from app.gpu.samples import OK, Snapshot
-from app.i18n import t
+from app.i18n import current_language, t
 
 from .monitor_bridge import SamplerBridge
 from .monitor_gpu_card import GpuCard
@@ -64,6 +64,7 @@ class MonitorPanel(QWidget):
         self.guard_status: GuardStatus | None = None
         self._history_s = history_s
         self._alloc_on_a_card = False
+        self._stale = False  # a sample arrived while hidden: render it when shown
 
         self.status_label = QLabel(t("Опрос видеокарт…", "Reading the GPUs…"))
         self.status_label.setWordWrap(True)
@@ -173,7 +174,22 @@ class MonitorPanel(QWidget):
         """Show one sample (called in the UI thread for each sample of the bridge)."""
         self.last_snapshot = snap
         self.history.add(snap)
-        self.status_label.setText(present.status_text(snap))
+        lang = current_language()  # once per update: it may read the settings file
+        if self.isVisible():
+            self._render(snap, lang)
+        else:  # a hidden tab: keep the history, warnings and heat guard; draw when shown
+            self._stale = True
+        alerts = present.warnings(snap, self.watch, time.time(), lang)
+        if alerts != self.alerts:
+            self.alerts = alerts
+            self.alerts_label.setText("\n".join("⚠ " + a.text for a in alerts))
+            self.alerts_label.setVisible(bool(alerts))
+            self.alerts_changed.emit(list(alerts))
+        self._feed_guard(snap, lang)
+
+    def _render(self, snap: Snapshot, lang: str) -> None:
+        self._stale = False
+        self.status_label.setText(present.status_text(snap, lang))
         self.status_label.setVisible(snap.status != OK)
         gpus = snap.gpus if snap.status == OK else []
         if sorted(self.cards) != [g.index for g in gpus]:
@@ -182,20 +198,13 @@ class MonitorPanel(QWidget):
         self._alloc_on_a_card = False
         for gpu in gpus:
             card = self.cards[gpu.index]
-            view = present.gpu_view(gpu, self.watch, single)
+            view = present.gpu_view(gpu, self.watch, single, lang)
             self._alloc_on_a_card |= view.shows_allocated
-            card.show_view(view, gpu.slowdown_c)
+            card.show_view(view, gpu.slowdown_c, lang)
             card.show_history(self.history.series(gpu.index, snap.time))
-        self.host_label.setText(present.host_text(snap.host))
-        self.trainer_label.setText(present.trainer_text(snap.trainer))
-        self._update_alloc_label()
-        alerts = present.warnings(snap, self.watch, time.time())
-        if alerts != self.alerts:
-            self.alerts = alerts
-            self.alerts_label.setText("\n".join("⚠ " + a.text for a in alerts))
-            self.alerts_label.setVisible(bool(alerts))
-            self.alerts_changed.emit(list(alerts))
-        self._feed_guard(snap)
+        self.host_label.setText(present.host_text(snap.host, lang))
+        self.trainer_label.setText(present.trainer_text(snap.trainer, lang))
+        self._update_alloc_label(lang)
 
     def _rebuild_cards(self, indices: list[int]) -> None:
         for card in self.cards.values():
@@ -207,17 +216,19 @@ class MonitorPanel(QWidget):
             self.cards[index] = card
             self.cards_box.addWidget(card)
 
-    def _update_alloc_label(self) -> None:
+    def _update_alloc_label(self, lang: str | None = None) -> None:
         """The trainer's own numbers, when no card shows them (e.g. it is not listed)."""
         alloc, peak = self.watch.allocated_mb()
         if self.watch.pid is None or alloc is None or self._alloc_on_a_card:
             self.trainer_alloc_label.clear()
             return
+        lang = lang or current_language()
         text = t("Выделено тренером (его тензоры, без контекста CUDA и кэша): ",
-                 "Allocated by the trainer (its tensors, without the CUDA context and cache): ")
-        text += present.mb(alloc)
+                 "Allocated by the trainer (its tensors, without the CUDA context and cache): ",
+                 lang)
+        text += present.mb(alloc, lang)
         if peak is not None:
-            text += t(f", пик {present.mb(peak)}", f", peak {present.mb(peak)}")
+            text += t(f", пик {present.mb(peak, lang)}", f", peak {present.mb(peak, lang)}", lang)
         self.trainer_alloc_label.setText(text)
 
     # -- heat guard ------------------------------------------------------------------------------
@@ -259,7 +270,7 @@ class MonitorPanel(QWidget):
                                    s.guard_hysteresis_c)
         self._update_guard_label()
 
-    def _feed_guard(self, snap: Snapshot) -> None:
+    def _feed_guard(self, snap: Snapshot, lang: str | None = None) -> None:
         # Only while a trainer runs: a finished run's folder is not paused by a hot card.
         if self.guard is None or snap.status != OK or self.watch.pid is None:
             return
@@ -273,17 +284,22 @@ class MonitorPanel(QWidget):
             self.pause_changed.emit(True)
         elif self.guard_status.action == "resumed":
             self.pause_changed.emit(False)
-        self._update_guard_label()
+        self._update_guard_label(lang)
 
-    def _update_guard_label(self) -> None:
+    def _update_guard_label(self, lang: str | None = None) -> None:
         if self.settings.heat_guard and self.guard is None:
             self.guard_label.setText(t(
                 "Защита от перегрева включится с локальным прогоном",
-                "The heat guard acts on a local run once one is running"))
+                "The heat guard acts on a local run once one is running", lang))
             return
-        self.guard_label.setText(guard_text(self.guard, self.guard_status))
+        self.guard_label.setText(guard_text(self.guard, self.guard_status, lang))
 
     # -- Qt ------------------------------------------------------------------------------------
+
+    def showEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
+        super().showEvent(event)
+        if self._stale and self.last_snapshot is not None:
+            self._render(self.last_snapshot, current_language())
 
     def closeEvent(self, event: Any) -> None:  # noqa: N802 (Qt's name)
         self.stop()

@@ -41,13 +41,9 @@ STARTING_S = 120.0
 NA = "n/a"
 
 
-def na() -> str:
-    return t("н/д", NA)
-
-
-def mb(value: float) -> str:
+def mb(value: float, lang: str | None = None) -> str:
     """1234.5 -> '1 235 MB' (grouped like the guide's figures)."""
-    return f"{value:,.0f}".replace(",", " ") + " " + t("МБ", "MB")
+    return f"{value:,.0f}".replace(",", " ") + " " + t("МБ", "MB", lang)
 
 
 def no_gpu_text(lang: str | None = None) -> str:
@@ -200,7 +196,7 @@ def gpu_view(gpu: GpuSample, watch: RunWatch | None = None, single_gpu: bool = T
                        "unknown", n_a, "", sorted(gpu.na))
     if gpu.mem_used_mb is not None and gpu.mem_total_mb:
         frac = gpu.mem_used_mb / gpu.mem_total_mb
-        memory = f"{mb(gpu.mem_used_mb)} / {mb(gpu.mem_total_mb)} ({frac:.0%})"
+        memory = f"{mb(gpu.mem_used_mb, lang)} / {mb(gpu.mem_total_mb, lang)} ({frac:.0%})"
     else:
         frac, memory = None, n_a
     memory = tr("занято на карте: ", "used on the card: ") + memory
@@ -247,15 +243,15 @@ def trainer_memory_text(gpu: GpuSample, watch: RunWatch | None, single_gpu: bool
     parts = []
     alloc, peak = watch.allocated_mb()
     if _allocated_on_card(gpu, watch, single_gpu):
-        text = t("выделено тренером: ", "allocated by the trainer: ", lang) + mb(alloc)
+        text = t("выделено тренером: ", "allocated by the trainer: ", lang) + mb(alloc, lang)
         if peak is not None:
-            text += t(f" (пик {mb(peak)})", f" (peak {mb(peak)})", lang)
+            text += t(f" (пик {mb(peak, lang)})", f" (peak {mb(peak, lang)})", lang)
         parts.append(text)
     label = t("занято на карте процессом тренера (вкл. контекст CUDA и кэш): ",
               "used on the card by the trainer's process (incl. CUDA context and cache): ", lang)
     note = gpu.trainer_mem_note
     if note == TRAINER_MEM_OK and gpu.trainer_mem_mb is not None:
-        parts.append(label + mb(gpu.trainer_mem_mb))
+        parts.append(label + mb(gpu.trainer_mem_mb, lang))
     elif note == TRAINER_MEM_NOT_REPORTED:
         parts.append(label + t("драйвер не сообщает (так бывает в Windows)",
                                "not reported by the driver (usual on Windows)", lang))
@@ -283,7 +279,7 @@ def host_text(host: HostSample | None, lang: str | None = None) -> str:
     if host is None:
         return ""
     cpu = f"{host.cpu_pct:.0f}%" if host.cpu_pct is not None else t("н/д", NA, lang)
-    ram = f"{mb(host.ram_used_mb)} / {mb(host.ram_total_mb)} ({host.ram_fraction:.0%})"
+    ram = f"{mb(host.ram_used_mb, lang)} / {mb(host.ram_total_mb, lang)} ({host.ram_fraction:.0%})"
     return t(f"Компьютер: процессор {cpu} (ядер: {host.cpu_count}) · память {ram}",
              f"Machine: CPU {cpu} ({host.cpu_count} cores) · RAM {ram}", lang)
 
@@ -295,7 +291,7 @@ def trainer_text(trainer: TrainerSample | None, lang: str | None = None) -> str:
         return t(f"Тренер (pid {trainer.pid}): процесс завершился",
                  f"Trainer (pid {trainer.pid}): the process has exited", lang)
     cpu = f"{trainer.cpu_pct:.0f}%" if trainer.cpu_pct is not None else t("н/д", NA, lang)
-    rss = mb(trainer.rss_mb) if trainer.rss_mb is not None else t("н/д", NA, lang)
+    rss = mb(trainer.rss_mb, lang) if trainer.rss_mb is not None else t("н/д", NA, lang)
     procs = ""
     if trainer.processes > 1:
         procs = t(f", процессов: {trainer.processes}", f", {trainer.processes} processes", lang)
