@@ -86,11 +86,14 @@ def test_longer_steps_to_stretches_the_schedule(tmp_path, tiny_data):
 
 
 def test_time_limit_saves_and_ends(tmp_path, tiny_data):
-    run = write_run(tmp_path / "limited", tiny_data, steps_to=100000, limit_min=0.03)
+    run = write_run(tmp_path / "limited", tiny_data, steps_to=100000, limit_min=0.05)
+    began = time.monotonic()
     p = run_trainer(run)
     assert p.returncode == 0, p.stderr
+    assert time.monotonic() - began < 60  # 3 s of limit, plus start-up on a busy machine
     end = events(run, "end")[-1]
-    assert end["reason"] == "time_limit" and 0 < end["step"] < 100000
+    # The limit counts from the process start (on Kaggle the session clock does too).
+    assert end["reason"] == "time_limit" and end["step"] < 100000
     assert (run / "checkpoints" / f"step-{end['step']:08d}.pt").is_file()
     assert events(run, "checkpoint")[-1]["step"] == end["step"]
 
