@@ -27,12 +27,27 @@ def one_thread(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
 
 
+@pytest.fixture(autouse=True)
+def no_orphans():
+    """Trainers are detached on purpose; a test that fails midway must not leave one
+    training on the shared machine: stop (SIGTERM), then kill, whatever is still going."""
+    yield
+    reg = Registry()
+    try:
+        for rec in reg.active():
+            if rec.target_kind == "local" and proc.terminate(rec.pid, rec.pid_started_at):
+                if not proc.wait_exit(rec.pid, 10) and proc.is_alive(rec.pid, rec.pid_started_at):
+                    os.killpg(rec.pid, signal.SIGKILL)
+    finally:
+        reg.close()
+
+
 def config(data_dir, steps_to: int = 30, **training) -> dict:
     return {
         "name": "tiny",
         "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
         "training": {"batch_per_card": 4, "steps_to": steps_to, "eval_every": 10, "eval_segments": 4,
-                     "warmup_steps": 5, "limit_min": 10, **training},
+                     "warmup_steps": 5, "limit_min": 3, **training},
         "data": {"dir": str(data_dir), "constellations": ["tiny"]},
         "target": {"kind": "local", "gpu": "cpu"},
     }
