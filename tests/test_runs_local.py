@@ -147,3 +147,8 @@ def test_a_data_failure_names_the_folder(tmp_path, capsys):
     f = RunManager().failure(rec.id)
     assert f.kind == "data" and f.file == str(missing) and str(missing) in f.advice
     assert "ternit data prepare" in capsys.readouterr().err
+    assert cli.main(["run", "retry", rec.id]) == 2  # fix the data first: nothing is started
+    assert "ternit data prepare" in capsys.readouterr().err and len(Registry().list_runs()) == 1
+    assert cli.main(["run", "show", rec.id]) == 0
+    shown = capsys.readouterr().out
+    assert '"kind": "data"' in shown and rec.id in shown

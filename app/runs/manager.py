@@ -392,6 +392,9 @@ class RunManager:
 
     def retry(self, run_id: str) -> RunRecord:
         """Start the retry as a new run; it continues the failed run's checkpoint if any."""
+        f = self.failure(run_id)
+        if f is not None and not f.can_retry:
+            raise RunError(f.advice)  # e.g. missing data: running again cannot help
         cfg = self.retry_config(run_id)
         parent = run_id if cfg.get("resume_from") else None
         return self.start(cfg, parent_id=parent)
