@@ -149,6 +149,11 @@ def test_push_refused_moves_on_and_nothing_is_pushed_twice(fake, tiny_data):
     assert len(fake.pushes) == 2
     runner.shutdown_followers()
 
+    # The lab stopped after recording the leg's end but before the run's status: settled.
+    store.update_leg(rec.id, state="done", end_reason="steps_reached", message="reached step 30")
+    runner.poll_kaggle_runs(reg2)
+    assert reg2.get(rec.id).status == st.FINISHED
+
     # A named account that refuses is not silently replaced.
     other = reg.create_run(tiny_config(tiny_data, limit_min=60))
     with pytest.raises(Exception, match="GPU sessions"):

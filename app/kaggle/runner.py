@@ -62,6 +62,7 @@ def poll_kaggle_runs(registry: Any) -> None:
     runs = KaggleRuns(registry)
     for leg in runs.store.legs_in_flight():
         runs.ensure_follower(leg["run_id"])
+    runs.settle_finished()
 
 
 def stop_kaggle_run(registry: Any, run_id: str) -> None:
@@ -521,6 +522,19 @@ class KaggleRuns:
                 continue
         self._status(nxt.id, st.FAILED, last_error)
         return nxt.id, t(f"Продолжить негде: {last_error}", f"Nowhere to continue: {last_error}")
+
+    def settle_finished(self) -> None:
+        """A leg recorded as ended whose run still looks active (the lab stopped between the
+        two writes): give the run the leg's outcome."""
+        for rec in self.registry.active():
+            if rec.target_kind != "kaggle":
+                continue
+            leg = self.store.leg(rec.id)
+            if leg is None or leg["state"] not in ("done", "failed"):
+                continue
+            status = {"steps_reached": st.FINISHED, "time_limit": st.TIME_LIMIT,
+                      "stopped": st.STOPPED}.get(leg.get("end_reason") or "", st.FAILED)
+            self._status(rec.id, status, leg.get("message") or "")
 
     def request_stop(self, run_id: str) -> None:
         leg = self.store.leg(run_id)
