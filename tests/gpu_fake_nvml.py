@@ -119,6 +119,8 @@ class FakeNvml:
 
     def nvmlDeviceGetHandleByIndex(self, index: int) -> Any:
         self.calls["nvmlDeviceGetHandleByIndex"] += 1
+        if self.cards[index].lost:
+            raise err(pynvml.NVML_ERROR_GPU_IS_LOST)
         return SimpleNamespace(index=index)
 
     def nvmlSystemGetDriverVersion(self) -> str:

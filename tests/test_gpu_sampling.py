@@ -136,8 +136,9 @@ def test_lost_gpu_is_shown_lost_and_the_other_keeps_going(fake):
     alerts = present.warnings(snap, lang="en")
     assert [a.kind for a in alerts] == ["lost"] and "GPU 1 is lost" in alerts[0].text
     assert "lost" in present.gpu_view(g1, lang="en").title
-    # A card lost before its name was ever read is still listed, by index.
+    # A card lost before the lab started (no handle, no name) is still listed, by index.
     fresh = make_sampler().sample()
+    assert fresh.status == OK and not fresh.gpus[0].lost
     assert fresh.gpus[1].lost and fresh.gpus[1].name == "GPU 1"
 
 

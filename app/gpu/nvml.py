@@ -138,7 +138,7 @@ class NvmlSession:
             return
         try:
             count = int(pynvml.nvmlDeviceGetCount())
-            handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
+            handles = [self._handle(i) for i in range(count)]
         except Exception as exc:
             self._shutdown_quietly()
             self._set(ERROR, "nvml_error", f"{type(exc).__name__}: {exc}")
@@ -156,6 +156,14 @@ class NvmlSession:
             return
         self._initialised = True
         self._set(OK, "", "")
+
+    @staticmethod
+    def _handle(index: int) -> Any:
+        """The card's handle; None for a card already lost (listed, shown as lost)."""
+        try:
+            return pynvml.nvmlDeviceGetHandleByIndex(index)
+        except _LOST:
+            return None
 
     def _set(self, status: str, reason: str, detail: str) -> None:
         self.status, self.reason, self.detail = status, reason, detail
@@ -195,6 +203,8 @@ class NvmlSession:
             handle = self._handles[index]
         except IndexError:
             raise SessionBroken("NVML was re-initialised") from None
+        if handle is None:
+            raise Lost("the card was lost before NVML gave a handle for it")
         try:
             return getattr(pynvml, fn_name)(handle, *args)
         except _UNSUPPORTED as exc:
