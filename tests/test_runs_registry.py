@@ -420,3 +420,41 @@ def test_the_runs_core_never_imports_torch():
             "bad = [m for m in ('torch', 'PySide6', 'kaggle') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_lost_state_file_is_rebuilt_from_the_run_folders(tmp_path):
+    from app import paths
+
+    reg = Registry()
+    parent = reg.create_run(CFG)
+    write_events(parent.events_path, [start(), *steps(1, 10), ev("eval", 10, val_loss=5.1, val_ci95=[5, 5.2]),
+                                      ev("end", 10, reason="time_limit", message="limit")])
+    ck = parent.checkpoints_dir / "step-00000010.pt"
+    ck.write_bytes(b"x")
+    child = reg.create_leg(parent.id, {**CFG, "resume_from": str(ck)})
+    pid, _ = dead_pid()
+    write_events(child.events_path, [start(10) | {"pid": pid, "time": time.time()}, *steps(11, 12)])
+    live = reg.create_run(CFG)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    write_events(live.events_path, [start() | {"pid": sleeper.pid, "time": time.time() + 1}, *steps(1, 2)])
+    never = reg.create_run(CFG)
+    kaggle = reg.create_run({**CFG, "target": {"kind": "kaggle", "account": "bob"}})
+    write_events(kaggle.events_path, [start(), *steps(1, 4), ev("end", 4, reason="steps_reached", message="ok")])
+    reg.close()
+    for suffix in ("", "-wal", "-shm"):  # the state is lost (or moved aside as damaged)
+        Path(str(paths.state_db_path()) + suffix).unlink(missing_ok=True)
+
+    try:
+        m = RunManager(Registry())
+        got = {r.id: r for r in m.registry.list_runs()}
+        assert {r.id for r in m.adopted} == set(got) == {parent.id, child.id, live.id, never.id, kaggle.id}
+        assert (got[parent.id].status, got[parent.id].best_val_loss, got[parent.id].last_step) == ("time_limit", 5.1, 10)
+        c = got[child.id]
+        assert (c.parent_id, c.chain_id, c.leg, c.status, c.end_reason) == (parent.id, parent.id, 2, "failed", "vanished")
+        assert (got[live.id].status, got[live.id].pid) == ("running", sleeper.pid)
+        assert got[never.id].status == "created"
+        assert (got[kaggle.id].status, got[kaggle.id].target_account) == ("finished", "bob")
+        assert m.registry.adopt_folders() == []  # nothing left to adopt
+    finally:
+        sleeper.kill()
+        sleeper.wait()

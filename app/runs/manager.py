@@ -144,6 +144,7 @@ class RunManager:
         self._terminated: set[str] = set()
         self._following: dict[str, str] = {}  # run id -> status last seen while active
         self._rows: dict = {}  # history rows by run id, reused while the run is unchanged
+        self.adopted = self.registry.adopt_folders()  # folders the index lost (see Registry)
         self.reattach()
 
     # ---- listeners -----------------------------------------------------------------

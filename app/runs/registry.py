@@ -16,6 +16,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from .. import paths
 from ..state import State, open_state
 from . import status as st
@@ -144,38 +146,87 @@ class Registry:
         With `parent_id` the run joins the parent's chain as its next leg.
         """
         st.check(status)
-        name = str(config.get("name") or "run")
-        target = config.get("target") or {}
-        training = config.get("training") or {}
         parent = self.get(parent_id) if parent_id else None
-        run_id = new_run_id(name, self.runs_root)
+        run_id = new_run_id(str(config.get("name") or "run"), self.runs_root)
         folder = self.runs_root / run_id
         make_layout(folder)
         atomic_write_json(folder / RUN_JSON, config)
-        now = time.time()
-        rec = RunRecord(
-            id=run_id,
-            name=name,
-            folder=str(folder),
-            parent_id=parent.id if parent else None,
-            chain_id=parent.chain_id if parent else run_id,
-            leg=parent.leg + 1 if parent else 1,
-            target_kind=str(target.get("kind", "local")),
-            target_gpu=str(target.get("gpu", "auto")),
-            target_account=str(target.get("account", "auto")),
-            status=status,
-            created_at=now,
-            updated_at=now,
-            steps_to=training.get("steps_to"),
-            last_step=_resume_step(parent),
-        )
+        rec = _record(run_id, folder, config, parent, status, time.time())
+        self._insert(rec)
+        return rec
+
+    def _insert(self, rec: RunRecord, verb: str = "INSERT OR REPLACE") -> bool:
+        # The creator's row wins (OR REPLACE) over one adopt_folders() may have made from
+        # the same new folder a moment earlier in another process; adopting never
+        # overwrites (OR IGNORE).
         values = [getattr(rec, c) for c in _COLUMNS]
         with self.state.transaction():
-            self._db.execute(
-                f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
+            cur = self._db.execute(
+                f"{verb} INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
                 values,
             )
-        return rec
+        return cur.rowcount > 0
+
+    def adopt_folders(self) -> list[RunRecord]:
+        """Rows for run folders the table does not know (the state file was lost or moved
+        aside as damaged; a folder was copied in): the folders are the truth.
+
+        Parents are found through `resume_from` (a checkpoint inside another run folder);
+        the status comes from the events: their `end`, a trainer still alive (the pid in
+        its `start` event), else failed as vanished.
+        """
+        known = {row[0] for row in self._db.execute("SELECT id FROM runs")}
+        try:
+            folders = sorted(p for p in self.runs_root.iterdir() if p.name not in known and p.is_dir())
+        except OSError:
+            return []
+        adopted = []
+        for folder in folders:  # ids sort by time: a parent comes before its continuations
+            try:
+                config = read_json(folder / RUN_JSON)
+            except (OSError, ValueError):
+                continue
+            if not isinstance(config, dict):
+                continue
+            parent = None
+            resume = config.get("resume_from")
+            if isinstance(resume, str) and resume:
+                owner = Path(resume).parent.parent
+                if owner.parent == self.runs_root and owner.name != folder.name:
+                    try:
+                        parent = self.get(owner.name)
+                    except RunNotFound:
+                        parent = None
+            try:
+                created = (folder / RUN_JSON).stat().st_mtime
+            except OSError:
+                created = time.time()
+            rec = _record(folder.name, folder, config, parent, st.CREATED, created)
+            if not self._insert(rec, "INSERT OR IGNORE"):
+                continue
+            events = self.ingest(rec.id)
+            rec = self.get(rec.id)
+            adopted.append(self._settle_adopted(rec, events))
+        return adopted
+
+    def _settle_adopted(self, rec: RunRecord, events: list[Event]) -> RunRecord:
+        end = next((e for e in reversed(events) if e.get("event") == "end"), None)
+        if end is not None:
+            reason = str(end.get("reason") or "")
+            return self.update(rec.id, status=st.END_REASONS.get(reason, st.FAILED))
+        start = next((e for e in reversed(events) if e.get("event") == "start"), None)
+        if start is None:
+            return rec  # never started: stays "created"
+        pid = start.get("pid")
+        if rec.target_kind == "local" and isinstance(pid, int):
+            try:
+                p = psutil.Process(pid)
+                if p.create_time() <= float(start.get("time") or 0) + 1:
+                    return self.update(rec.id, status=st.RUNNING, pid=pid, pid_started_at=p.create_time())
+            except (psutil.Error, OSError, ValueError):
+                pass
+        return self.update(rec.id, status=st.FAILED, end_reason="vanished",
+                           last_message="the trainer process disappeared (found again in the run folders)")
 
     def create_leg(self, parent_id: str, config: dict[str, Any], status: str = st.CREATED) -> RunRecord:
         """The next leg of the parent's chain (Kaggle continuing on another account, or
@@ -380,8 +431,27 @@ def _num(value: Any) -> float | None:
     return None
 
 
-def _resume_step(parent: RunRecord | None) -> int | None:
-    return parent.last_step if parent else None
+def _record(
+    run_id: str, folder: Path, config: dict[str, Any], parent: RunRecord | None, status: str, now: float
+) -> RunRecord:
+    target = config.get("target") or {}
+    training = config.get("training") or {}
+    return RunRecord(
+        id=run_id,
+        name=str(config.get("name") or "run"),
+        folder=str(folder),
+        parent_id=parent.id if parent else None,
+        chain_id=parent.chain_id if parent else run_id,
+        leg=parent.leg + 1 if parent else 1,
+        target_kind=str(target.get("kind", "local")),
+        target_gpu=str(target.get("gpu", "auto")),
+        target_account=str(target.get("account", "auto")),
+        status=status,
+        created_at=now,
+        updated_at=now,
+        steps_to=training.get("steps_to"),
+        last_step=parent.last_step if parent else None,  # a continuation starts where it left
+    )
 
 
 def _like(text: str) -> str:
