@@ -92,7 +92,6 @@ class NvmlSession:
         self._handles: list[Any] = []
         self._static: dict[int, StaticInfo] = {}
         self._unsupported: set[tuple[int, str]] = set()
-        self.init_calls = 0  # how many times nvmlInit ran (tests check "once")
 
     # -- the session ---------------------------------------------------------------------------
 
@@ -118,7 +117,6 @@ class NvmlSession:
         if pynvml is None:
             self._set(NO_GPU, "nvml_missing", "the nvidia-ml-py package is not installed")
             return
-        self.init_calls += 1
         try:
             pynvml.nvmlInit()
         except _error_class("NVMLError_LibraryNotFound") as exc:
