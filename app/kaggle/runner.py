@@ -300,7 +300,10 @@ class KaggleRuns:
             lock = LegLock(Path(leg["run_dir"]))
             if not lock.acquire():
                 return False  # another lab process follows it
-            th = threading.Thread(target=self._follow_thread, args=(run_id, lock), name=f"kaggle-{run_id}", daemon=True)
+            # Each follower has its own KaggleRuns: messages go to its own run.
+            worker = KaggleRuns(self.registry, self.accounts.creds, self.settings)
+            th = threading.Thread(target=worker._follow_thread, args=(run_id, lock), name=f"kaggle-{run_id}",
+                                  daemon=True)
             _followers[run_id] = th
             th.start()
             return True
@@ -416,11 +419,14 @@ class KaggleRuns:
         run_dir = Path(leg["run_dir"])
         client = self.accounts.client(leg["account"])
         out = run_dir / "outputs"
-        client.output(leg["kernel_ref"], out)
         sink = follow.RunSink(run_dir)
-        sink.reconcile(out / "run" / follow.EVENTS)
-        events = follow.read_events(run_dir / follow.EVENTS)
-        ckpt_msg, ckpt_path, ckpt_sha = self._take_checkpoint(run_dir, out, events)
+        for _attempt in range(2):  # a checkpoint damaged on the way is downloaded once more
+            client.output(leg["kernel_ref"], out)
+            sink.reconcile(out / "run" / follow.EVENTS)
+            events = follow.read_events(run_dir / follow.EVENTS)
+            ckpt_msg, ckpt_path, ckpt_sha = self._take_checkpoint(run_dir, out, events)
+            if ckpt_path or not ckpt_msg:
+                break
         end = next((e for e in reversed(events) if e.get("event") == "end"), None)
         error = next((e for e in reversed(events) if e.get("event") == "error"), None)
         last_step = max((e.get("step", 0) for e in events if isinstance(e.get("step"), int)), default=None)
