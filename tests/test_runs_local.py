@@ -65,19 +65,25 @@ def wait_until(m: RunManager, run_id: str, pred, timeout: float = 60.0):
     raise AssertionError(f"timed out; row: {m.registry.get(run_id)}")
 
 
-def test_cli_start_wait_trains_lists_and_exports(tiny_data, tmp_path, capsys):
+def test_cli_start_wait_trains_resumes_in_place_lists_and_exports(tiny_data, tmp_path, capsys):
     path = tmp_path / "run.json"
     path.write_text(json.dumps(config(tiny_data)))
-    assert cli.main(["run", "start", "--config", str(path), "--wait"]) == 0
+    # Stopped as if by the time limit: exit code 3, a checkpoint saved.
+    assert cli.main(["run", "start", "--config", str(path), "--wait", "--stop-at-step", "20"]) == 3
     out = capsys.readouterr().out
-    assert "35,200" in out and "30/30" in out and "steps_reached" in out
+    assert "35,200" in out and "20/30" in out and "time_limit" in out and "ternit run continue" in out
 
     reg = Registry()
+    m = RunManager(reg)
     rec = reg.list_runs()[0]
+    assert (rec.status, rec.last_step) == ("time_limit", 20)
+    # Resumed in its own folder (--resume latest): the same events file goes on.
+    m.launch(rec.id, resume="latest")
+    rec = m.wait(rec.id, timeout=90)
     assert (rec.status, rec.last_step, rec.tokens_seen, rec.params) == ("finished", 30, 30 * 4 * 32, 35_200)
     assert rec.best_val_loss is not None and rec.best_val_loss < 6.0 and rec.end_reason == "steps_reached"
     assert "parameters: 35,200" in rec.log_path.read_text()
-    s = RunManager(reg).series(rec.id)
+    s = m.series(rec.id)
     assert s.steps == list(range(1, 31)) and s.eval_steps == [10, 20, 30]
 
     assert cli.main(["run", "list"]) == 0
