@@ -14,6 +14,9 @@ from . import paths
 
 LANGUAGES = ("ru", "en")
 _override: str | None = None
+# settings.json read once per change of its modification time: views ask for the language
+# on every label they draw.
+_cached: tuple[float, str] | None = None
 
 
 def set_language(lang: str | None) -> None:
@@ -30,13 +33,27 @@ def current_language() -> str:
     env = os.environ.get("TERNIT_LANG")
     if env in LANGUAGES:
         return env
+    return _language_from_settings()
+
+
+def _language_from_settings() -> str:
+    global _cached
+    path = paths.config_dir() / "settings.json"
     try:
-        settings = json.loads((paths.config_dir() / "settings.json").read_text(encoding="utf-8"))
+        mtime = path.stat().st_mtime
+    except OSError:
+        return "ru"
+    if _cached is not None and _cached[0] == mtime:
+        return _cached[1]
+    lang = "ru"
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
         if settings.get("language") in LANGUAGES:
-            return settings["language"]
+            lang = settings["language"]
     except (OSError, ValueError):
         pass
-    return "ru"
+    _cached = (mtime, lang)
+    return lang
 
 
 def t(ru: str, en: str, lang: str | None = None) -> str:
