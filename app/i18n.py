@@ -16,7 +16,7 @@ LANGUAGES = ("ru", "en")
 _override: str | None = None
 # settings.json read once per change of its modification time: views ask for the language
 # on every label they draw.
-_cached: tuple[float, str] | None = None
+_cached: tuple[str, float, str] | None = None
 
 
 def set_language(lang: str | None) -> None:
@@ -43,8 +43,8 @@ def _language_from_settings() -> str:
         mtime = path.stat().st_mtime
     except OSError:
         return "ru"
-    if _cached is not None and _cached[0] == mtime:
-        return _cached[1]
+    if _cached is not None and _cached[:2] == (str(path), mtime):
+        return _cached[2]
     lang = "ru"
     try:
         settings = json.loads(path.read_text(encoding="utf-8"))
@@ -52,7 +52,7 @@ def _language_from_settings() -> str:
             lang = settings["language"]
     except (OSError, ValueError):
         pass
-    _cached = (mtime, lang)
+    _cached = (str(path), mtime, lang)
     return lang
 
 
