@@ -223,18 +223,30 @@ class KaggleRuns:
             chosen = self.choose(config, account, want, tried)
             if chosen.username is None:
                 raise KaggleError(chosen.reason + ("; " + "; ".join(notes) if notes else ""))
+            lock = LegLock(rec.path)
+            if not lock.acquire():  # a follower (or another start) is already on this run
+                raise KaggleError(t("этот прогон уже отправляется на Kaggle", "this run is already being sent to Kaggle"))
             try:
                 self.launch(rec, chosen, bundles, account)
-                self.ensure_follower(run_id)
-                return
             except (PushRefused, AuthError) as e:
                 if isinstance(e, AuthError):
                     self.store.set_key_status(chosen.username, ACCOUNT_INVALID, str(e))
                 if account != "auto":
+                    self.store.update_leg(run_id, state="failed", message=str(e), ended_at=time.time())
                     raise
                 tried.add(chosen.username)
                 notes.append(str(e))
                 self._message(run_id, str(e) + t(" — пробую следующий аккаунт", " — trying the next account"))
+                continue
+            except BaseException as e:
+                # The caller shows the failure; no follower may pick this leg up and push later.
+                if self.store.leg(run_id) is not None:
+                    self.store.update_leg(run_id, state="failed", message=str(e), ended_at=time.time())
+                raise
+            finally:
+                lock.release()
+            self.ensure_follower(run_id)
+            return
 
     def launch(self, rec: Any, chosen: Pick, bundles: list[datasets.Bundle], choice: str) -> None:
         user = chosen.username
@@ -400,13 +412,13 @@ class KaggleRuns:
             follow.follow(client.log_events(ref), done, sink, record, final=final)
         except (NetworkDown, Transient):
             raise
-        except KaggleError:
-            raise
-        except Exception as e:  # a stream cut mid-way (requests' ChunkedEncodingError & co.)
-            self._message(run_id, t(f"поток журнала прервался ({type(e).__name__}); переподключаюсь",
-                                    f"the log stream broke ({type(e).__name__}); reconnecting"))
-            self._sleep(self.settings.poll_s)
-            return
+        except Exception as e:  # a stream cut mid-way, or no stream for this kernel (yet)
+            self._message(run_id, t(f"поток журнала недоступен ({_brief(e)}); переподключаюсь",
+                                    f"the log stream is unavailable ({_brief(e)}); reconnecting"))
+            if not final:
+                self._sleep(self.settings.poll_s)
+                return
+            # The kernel has ended: its outputs carry events.jsonl, so go on to the download.
         if final:
             self.store.update_leg(run_id, state="downloading", kernel_status=status, message=failure or None)
             self._status(run_id, st.DOWNLOADING, t("скачивание результатов", "downloading the outputs"))
@@ -554,6 +566,11 @@ class KaggleRuns:
             f"A Kaggle kernel cannot be stopped with a save from outside: it stops at its limit and "
             f"no further leg starts. To stop now: {url} → Stop session (without a last checkpoint).",
         ))
+
+
+def _brief(e: BaseException) -> str:
+    text = str(e).splitlines()[0] if str(e) else ""
+    return f"{type(e).__name__}: {text[:160]}" if text else type(e).__name__
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:
