@@ -1,0 +1,538 @@
+"""The economical mode against the normal mode, side by side, in one process.
+
+    python -m trainer.bench_economical [--config RUN.json] [--data DIR] [--steps N]
+        [--series S] [--level selective|full] [--warmup W] [--device auto|cpu|cuda]
+        [--json FILE]
+    (also `ternit bench economical ...`)
+
+Each series trains the normal mode and the economical mode from the same seed on the
+same batches (the trainer's own model, optimizer, schedule, data reader and step),
+alternating which goes first. The first W steps of every run are warm-up and not timed
+(allocator, caches, kernel selection); the step after them is measured for memory and
+not timed either (the CPU's storage tracking slows it). Step times come from CUDA events
+on a GPU, from the wall clock (and the process's CPU time, less disturbed by other
+programs on a shared machine) on the CPU. The data fetch is outside the timed region.
+
+Memory: the step's peak of allocated memory (torch.cuda.max_memory_allocated, or the
+live tensor storages on the CPU: trainer.memory), the activations the forward pass left
+for the backward pass, and on a GPU what the card shows the process using (NVML, where
+the nvidia-ml-py package is installed; else the driver's free/total).
+
+Quality: both trained models are evaluated on the same held-out segments (96 by
+default); the paired per-segment difference (economical − normal), its mean and 95%
+confidence interval are reported.
+
+Without --config the model is the issue's CPU configuration (context 512, width 128,
+4 layers, 4 heads, batch 16, vocabulary 1024) on the CPU, and the lab's default model
+(context 1024, width 512, 8 layers, 8 heads, batch 6, vocabulary 4000) on a GPU. Without
+--data (or data.dir in the config) a synthetic prepared-data folder is made with
+tests/tiny_data.py (run from the repository root).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from . import economical
+from .config import ConfigError, ModelConfig, RunConfig, TrainingConfig, economical_level, load
+from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
+from .memory import measure_step, model_tensors, optimizer_tensors
+from .model import GPT
+from .optim import Schedule, make_optimizer, make_scaler, pick_precision
+from .step import train_step
+
+CPU_MODEL = ModelConfig(context=512, width=128, heads=4, layers=4, vocab=1024)
+CPU_BATCH = 16
+GPU_MODEL = ModelConfig(context=1024, width=512, heads=8, layers=8, vocab=4000)
+GPU_BATCH = 6
+MB = 2**20
+
+
+# ---- set-up ----------------------------------------------------------------------------
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "cuda" or (name == "auto" and torch.cuda.is_available()):
+        if not torch.cuda.is_available():
+            raise SystemExit("error: --device cuda asked for, but torch sees no CUDA device")
+        return torch.device("cuda", torch.cuda.current_device())
+    return torch.device("cpu")
+
+
+def default_config(device: torch.device) -> RunConfig:
+    on_gpu = device.type == "cuda"
+    model = GPU_MODEL if on_gpu else CPU_MODEL
+    training = TrainingConfig(batch_per_card=GPU_BATCH if on_gpu else CPU_BATCH, warmup_steps=20)
+    return RunConfig(name="bench-economical", model=replace(model), training=training)
+
+
+def synthetic_data(vocab: int, context: int, segments: int) -> Path:
+    """A prepared-data folder from tests/tiny_data.py, with enough held-out tokens for
+    `segments` segments of `context` tokens (the val split is a tenth of the text)."""
+    try:
+        from tests.tiny_data import make_prepared
+    except ImportError:
+        raise SystemExit(
+            "error: no data: pass --data DIR (a prepared-data folder) or run from the repository "
+            "root so that tests/tiny_data.py can make one"
+        ) from None
+    # About five tokens per sentence; val is 10 %; a margin of half again.
+    sentences = max(6000, int(segments * (context + 1) * 10 / 5 * 1.5))
+    out = Path(tempfile.mkdtemp(prefix="ternit-bench-econ-"))
+    say(f"making synthetic data ({sentences:,} sentences, vocabulary {vocab}) in {out}")
+    return make_prepared(out, vocab=vocab, sentences=sentences)
+
+
+def say(message: str) -> None:
+    print(message, flush=True)
+
+
+# ---- one run -----------------------------------------------------------------------------
+
+
+class Observed:
+    """What the card shows this process using: NVML's per-process figure where the
+    nvidia-ml-py package is present, else the device's used memory from the driver."""
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.handle: Any = None
+        self.source = "none"
+        if device.type != "cuda":
+            return
+        self.source = "cudaMemGetInfo (whole device)"
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            uuid = str(torch.cuda.get_device_properties(device).uuid)
+            self.handle = pynvml.nvmlDeviceGetHandleByUUID(("GPU-" + uuid).encode())
+            self.nvml = pynvml
+            self.source = "NVML (this process)"
+        except Exception:  # noqa: BLE001 — any NVML trouble falls back to the driver's figure
+            self.handle = None
+
+    def sample(self) -> int | None:
+        if self.device.type != "cuda":
+            return None
+        if self.handle is not None:
+            try:
+                for proc in self.nvml.nvmlDeviceGetComputeRunningProcesses(self.handle):
+                    if proc.pid == os.getpid() and proc.usedGpuMemory is not None:
+                        return int(proc.usedGpuMemory)
+            except Exception:  # noqa: BLE001
+                pass
+        free, total = torch.cuda.mem_get_info(self.device)
+        return int(total - free)
+
+
+def run_mode(
+    cfg: RunConfig,
+    level: str,
+    data: PreparedData,
+    device: torch.device,
+    steps: int,
+    warmup: int,
+    segments: int,
+    observed: Observed,
+) -> dict[str, Any]:
+    """Train `warmup + 1 + steps` steps in one mode; times, memory, losses and the held-out
+    losses of the trained model."""
+    t, n = cfg.training, cfg.model.context
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats(device)
+    gc.collect()
+    torch.manual_seed(t.seed)
+    model = GPT(cfg.model)
+    model.init_weights(t.seed)
+    economical.apply(model, level)
+    model.to(device)
+    precision = pick_precision(t.precision, device)
+    optimizer = make_optimizer(model, t, device)
+    scaler = make_scaler(precision, device)
+    total = warmup + 1 + steps
+    schedule = Schedule.fresh(
+        replace(t, steps_to=total, warmup_steps=min(t.warmup_steps, total // 10))
+    )
+    fetch = Prefetcher(data.train, n, t.batch_per_card, t.seed, 0, device)
+    on_gpu = device.type == "cuda"
+
+    def step_fn(step: int, batch: tuple[torch.Tensor, torch.Tensor]):
+        return lambda: train_step(
+            model, optimizer, scaler, batch, schedule.at(step), precision, device, t.grad_clip
+        )
+
+    losses: list[torch.Tensor] = []
+    wall: list[float] = []
+    cpu: list[float] = []
+    events: list[tuple[Any, Any]] = []
+    memory: dict[str, Any] = {}
+    observed_max = 0
+    for step in range(total):
+        batch = fetch.get(step)
+        fn = step_fn(step, batch)
+        if step == warmup:
+            alive = [*model_tensors(model), *optimizer_tensors(optimizer), *batch]
+            loss, memory = measure_step(fn, alive=alive, device=device, forward_of=model)
+        elif step < warmup:
+            loss = fn()
+        elif on_gpu:
+            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            start.record()
+            loss = fn()
+            end.record()
+            events.append((start, end))
+            if (step - warmup) % 64 == 0:
+                observed_max = max(observed_max, observed.sample() or 0)
+        else:
+            w0, c0 = time.perf_counter(), time.process_time()
+            loss = fn()
+            wall.append(time.perf_counter() - w0)
+            cpu.append(time.process_time() - c0)
+        losses.append(loss)
+    if on_gpu:
+        torch.cuda.synchronize(device)
+        wall = [s.elapsed_time(e) / 1000 for s, e in events]
+        observed_max = max(observed_max, observed.sample() or 0)
+    loss_values = torch.stack(losses).float().cpu().tolist()
+    result = {
+        "level": level,
+        "steps_timed": len(wall),
+        "warmup_steps": warmup,
+        "step_times_s": wall,
+        "step_time_median": statistics.median(wall),
+        "step_time_mean": statistics.fmean(wall),
+        "step_time_iqr": iqr(wall),
+        "peak_bytes": memory["peak_bytes"],
+        "activation_bytes": memory["activation_bytes"],
+        "baseline_bytes": memory["baseline_bytes"],
+        "memory_method": memory["method"],
+        "observed_bytes": observed_max or None,
+        "final_loss": loss_values[-1],
+        "losses": loss_values,
+    }
+    if cpu:
+        result["cpu_times_s"] = cpu
+        result["cpu_time_median"] = statistics.median(cpu)
+    if on_gpu:
+        result["run_peak_bytes"] = torch.cuda.max_memory_allocated(device)
+    result["segment_losses"] = held_out_losses(model, data, cfg, device, segments)
+    return result
+
+
+@torch.no_grad()
+def held_out_losses(
+    model: GPT, data: PreparedData, cfg: RunConfig, device: torch.device, segments: int
+) -> list[float]:
+    """Mean loss of each of the same `segments` validation segments (fp32)."""
+    n = cfg.model.context
+    offsets = eval_offsets(len(data.val), n, segments)
+    model.eval()
+    out: list[float] = []
+    for i in range(0, len(offsets), cfg.training.batch_per_card):
+        rows = np.stack(
+            [
+                np.asarray(data.val[o : o + n + 1], dtype=np.int64)
+                for o in offsets[i : i + cfg.training.batch_per_card]
+            ]
+        )
+        t = torch.from_numpy(rows).to(device)
+        out.extend(model.segment_losses(t[:, :-1], t[:, 1:]).double().cpu().tolist())
+    model.train()
+    return out
+
+
+# ---- statistics --------------------------------------------------------------------------
+
+
+def iqr(values: list[float]) -> list[float]:
+    q = (
+        statistics.quantiles(values, n=4, method="inclusive")
+        if len(values) > 1
+        else [values[0]] * 3
+    )
+    return [q[0], q[2]]
+
+
+def t_quantile_975(df: int) -> float:
+    """Student's t 97.5 % point (Cornish–Fisher expansion around the normal: good to 1e-3
+    for df ≥ 5, which is all a 96-segment comparison needs)."""
+    z = statistics.NormalDist().inv_cdf(0.975)
+    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
+
+
+def paired(normal: list[float], econ: list[float]) -> dict[str, Any]:
+    """Mean paired difference (economical − normal) and its 95 % confidence interval."""
+    diffs = [e - n for n, e in zip(normal, econ, strict=True)]
+    k = len(diffs)
+    mean = statistics.fmean(diffs)
+    if k < 2:
+        return {"segments": k, "diff": mean, "ci95": [float("nan"), float("nan")]}
+    half = t_quantile_975(k - 1) * statistics.stdev(diffs) / math.sqrt(k)
+    return {
+        "segments": k,
+        "normal_loss": statistics.fmean(normal),
+        "economical_loss": statistics.fmean(econ),
+        "diff": mean,
+        "ci95": [mean - half, mean + half],
+        "ci_includes_zero": mean - half <= 0 <= mean + half,
+    }
+
+
+def _median_of(runs: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def pooled(runs: list[dict[str, Any]], key: str = "step_times_s") -> list[float]:
+    return [v for r in runs for v in r[key]]
+
+
+# ---- the whole comparison ------------------------------------------------------------------
+
+
+def compare(
+    cfg: RunConfig,
+    level: str,
+    data: PreparedData,
+    device: torch.device,
+    steps: int,
+    series: int,
+    warmup: int,
+    segments: int,
+) -> dict[str, Any]:
+    observed = Observed(device)
+    modes: dict[str, list[dict[str, Any]]] = {"normal": [], "economical": []}
+    names = {"normal": "off", "economical": level}
+    load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
+    began = time.time()
+    for s in range(series):
+        order = ["normal", "economical"] if s % 2 == 0 else ["economical", "normal"]
+        for position, mode in enumerate(order, 1):
+            say(
+                f"series {s + 1}/{series}: {mode} ({names[mode]}) {'first' if position == 1 else 'second'}, {warmup}+1+{steps} steps"
+            )
+            r = run_mode(cfg, names[mode], data, device, steps, warmup, segments, observed)
+            r.update(series=s + 1, order=position)
+            modes[mode].append(r)
+            say(
+                f"  median {r['step_time_median'] * 1000:.1f} ms, peak {r['peak_bytes'] / MB:.1f} MB"
+            )
+    normal, econ = modes["normal"], modes["economical"]
+    nt, et = pooled(normal), pooled(econ)
+    ratios = {
+        "peak_bytes": _median_of(econ, "peak_bytes") / _median_of(normal, "peak_bytes"),
+        "activation_bytes": _median_of(econ, "activation_bytes")
+        / _median_of(normal, "activation_bytes"),
+        "step_time_median": statistics.median(et) / statistics.median(nt),
+        "step_time_mean": statistics.fmean(et) / statistics.fmean(nt),
+        "step_time_median_by_series": [
+            e["step_time_median"] / n["step_time_median"] for n, e in zip(normal, econ, strict=True)
+        ],
+    }
+    if device.type == "cpu":
+        ratios["cpu_time_median"] = statistics.median(
+            pooled(econ, "cpu_times_s")
+        ) / statistics.median(pooled(normal, "cpu_times_s"))
+    if all(r["observed_bytes"] for r in normal + econ):
+        ratios["observed_bytes"] = _median_of(econ, "observed_bytes") / _median_of(
+            normal, "observed_bytes"
+        )
+    quality = paired(normal[-1]["segment_losses"], econ[-1]["segment_losses"])
+    quality["same_in_every_series"] = all(
+        r["segment_losses"] == modes[m][0]["segment_losses"] for m in modes for r in modes[m]
+    )
+    time_target = 1.02 if device.type == "cuda" else 1.15
+    return {
+        "device": describe_device(device),
+        "observed_source": observed.source,
+        "config": cfg.to_dict(),
+        "level": level,
+        "steps": steps,
+        "series": series,
+        "warmup": warmup,
+        "load_average": {"before": load_before, "after": os.getloadavg() if load_before else None},
+        "seconds": round(time.time() - began, 1),
+        "ratios": ratios,
+        "quality": quality,
+        "targets": {
+            "peak_bytes_at_most": 0.46,
+            "step_time_median_at_most": time_target,
+            "met": {
+                "peak_bytes": ratios["peak_bytes"] <= 0.46,
+                "step_time_median": ratios["step_time_median"] <= time_target,
+                "quality_ci_includes_zero": bool(quality.get("ci_includes_zero")),
+            },
+        },
+        "modes": modes,
+    }
+
+
+def describe_device(device: torch.device) -> dict[str, Any]:
+    if device.type == "cuda":
+        p = torch.cuda.get_device_properties(device)
+        return {
+            "type": "cuda",
+            "name": p.name,
+            "memory_bytes": p.total_memory,
+            "torch": torch.__version__,
+        }
+    return {
+        "type": "cpu",
+        "name": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "torch": torch.__version__,
+    }
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = [
+        f"device: {report['device']['name']} ({report['device']['type']}); level {report['level']}; "
+        f"{report['steps']} timed steps per run, {report['series']} series, {report['warmup']} warm-up",
+        f"{'mode':<11} {'series':>6} {'order':>5} {'median ms':>10} {'mean ms':>9} {'IQR ms':>17} "
+        f"{'peak MB':>9} {'activ. MB':>9} {'observed MB':>11}",
+    ]
+    for mode, runs in report["modes"].items():
+        for r in runs:
+            q1, q3 = r["step_time_iqr"]
+            obs = f"{r['observed_bytes'] / MB:.0f}" if r["observed_bytes"] else "-"
+            lines.append(
+                f"{mode:<11} {r['series']:>6} {r['order']:>5} {r['step_time_median'] * 1000:>10.1f} "
+                f"{r['step_time_mean'] * 1000:>9.1f} {f'{q1 * 1000:.1f}–{q3 * 1000:.1f}':>17} "
+                f"{r['peak_bytes'] / MB:>9.1f} {r['activation_bytes'] / MB:>9.1f} {obs:>11}"
+            )
+    ra, q = report["ratios"], report["quality"]
+    lines.append(
+        f"economical/normal: peak {ra['peak_bytes']:.3f}, activations {ra['activation_bytes']:.3f}, "
+        f"median step {ra['step_time_median']:.3f}, mean step {ra['step_time_mean']:.3f}"
+        + (f", CPU time {ra['cpu_time_median']:.3f}" if "cpu_time_median" in ra else "")
+        + (f", observed {ra['observed_bytes']:.3f}" if "observed_bytes" in ra else "")
+    )
+    lines.append(
+        f"held-out loss on {q['segments']} segments: normal {q.get('normal_loss', float('nan')):.4f}, "
+        f"economical {q.get('economical_loss', float('nan')):.4f}, difference {q['diff']:+.5f} "
+        f"(95% CI {q['ci95'][0]:+.5f} … {q['ci95'][1]:+.5f})"
+    )
+    met = report["targets"]["met"]
+    lines.append(
+        "targets: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in met.items())
+    )
+    return "\n".join(lines)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m trainer.bench_economical", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument(
+        "--config",
+        type=Path,
+        help="a run.json (default: the issue's CPU configuration, or the lab's default model on a GPU)",
+    )
+    p.add_argument(
+        "--data",
+        type=Path,
+        help="a prepared-data folder (default: data.dir of the config, else synthetic)",
+    )
+    p.add_argument(
+        "--steps", type=int, help="timed steps per run (default 1024 on a GPU, 64 on the CPU)"
+    )
+    p.add_argument(
+        "--series",
+        type=int,
+        default=2,
+        help="series, alternating which mode goes first (default 2)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        help="untimed steps at the start of each run (default 20 on a GPU, 3 on the CPU)",
+    )
+    p.add_argument(
+        "--level",
+        choices=["selective", "full"],
+        help="the economical level (default: the config's, else selective)",
+    )
+    p.add_argument(
+        "--segments", type=int, default=96, help="held-out segments for quality (default 96)"
+    )
+    p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument("--json", type=Path, help="write the full report here")
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    device = pick_device(args.device)
+    try:
+        cfg = load(args.config) if args.config else default_config(device)
+        configured = economical_level(cfg.training.economical)
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    level = args.level or (configured if configured != "off" else "selective")
+    on_gpu = device.type == "cuda"
+    steps = args.steps if args.steps is not None else (1024 if on_gpu else 64)
+    warmup = args.warmup if args.warmup is not None else (20 if on_gpu else 3)
+    if steps < 2 or args.series < 1 or warmup < 0:
+        print(
+            "error: --steps must be at least 2, --series at least 1, --warmup at least 0",
+            file=sys.stderr,
+        )
+        return 2
+    data_dir = args.data or (Path(cfg.data.dir) if cfg.data.dir else None)
+    if data_dir is None:
+        data_dir = synthetic_data(cfg.model.vocab, cfg.model.context, args.segments)
+    try:
+        data = open_prepared(data_dir)
+    except DataError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if data.vocab_size > cfg.model.vocab:
+        print(
+            f"error: the data's vocabulary ({data.vocab_size}) is larger than model.vocab ({cfg.model.vocab})",
+            file=sys.stderr,
+        )
+        return 2
+    if device.type == "cuda" and cfg.training.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    say(
+        f"economical ({level}) vs normal on {device}: {steps} timed steps per run, {args.series} series"
+    )
+    report = compare(cfg, level, data, device, steps, args.series, warmup, args.segments)
+    print(table(report), flush=True)
+    if args.json:
+        write_json(args.json, report)
+        say(f"wrote {args.json}")
+    return 0
+
+
+def write_json(path: Path, report: dict[str, Any]) -> None:
+    """Atomically: a temporary file in the same folder, fsync, rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(report, f, indent=1)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

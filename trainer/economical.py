@@ -1,0 +1,311 @@
+"""The economical mode: keep fewer activations for the backward pass, recompute the rest.
+
+Levels (run.json `training.economical`: false = "off", true = "selective", or a name):
+- "off": the normal mode; autograd keeps everything the backward pass reads.
+- "selective": the attention keeps what is expensive to make — the q/k/v projection and
+  the attention kernel's output — and its norm is recomputed; the MLP, whose 4·d-wide
+  activations are the largest thing a block holds, keeps only its input and recomputes
+  norm, up-projection and GELU in the backward pass, a slice of rows at a time
+  (`_TiledMLP`), so its wide activations exist for one slice only, in both passes.
+- "full": the attention is recomputed too (activation checkpointing, non-reentrant):
+  a block keeps only its input and its mid-block residual. The least memory; the
+  attention kernel runs twice.
+
+In both economical levels the loss is `chunked_lm_loss`: the tied output layer and the
+cross-entropy are evaluated a slice of rows at a time, and the gradients with respect
+to the hidden states and the embedding are formed right there, so the (batch·time,
+vocab) logits and their softmax are never held for the backward pass. It does the same
+three matrix products as the normal loss: no recomputation.
+
+The recomputation is written out (two small autograd functions) rather than left to
+torch.utils.checkpoint's selective policies, which gave the same memory on the CPU but
+cost Python work per operator in both passes. The block's forward is restated here
+(trainer.model.Block: x + attn(norm(x)), then x + mlp(norm(x))); the tests compare the
+modes' losses and gradients, so a change to one that the other lacks fails them.
+
+The parameters and their names are untouched: a checkpoint from one mode continues in
+the other. Every operation is deterministic where the kernels are, so a resumed run
+matches an uninterrupted one bit for bit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.utils.checkpoint import checkpoint
+
+from .model import norm
+
+LEVELS = ("off", "selective", "full")
+
+# What each level costs, for the form's advice and the report (figures: docs/PERF.md).
+ABOUT = {
+    "off": "all activations kept: the most memory, the normal speed",
+    "selective": "MLP and norms recomputed, attention kept: about a third of the memory",
+    "full": "attention recomputed as well: the least memory, the slowest",
+}
+
+# The MLP is computed in this many slices of rows (see _TiledMLP).
+MLP_CHUNKS = 4
+_EPS = 1e-5  # F.layer_norm's default, as trainer.model.norm uses
+
+
+def _precision(t: torch.Tensor) -> tuple[torch.dtype, torch.dtype]:
+    """(matrix-product dtype, norm dtype) as autocast would choose them for `t`."""
+    kind = t.device.type
+    if torch.is_autocast_enabled(kind):
+        return torch.get_autocast_dtype(kind), torch.float32  # layer_norm runs in fp32
+    return t.dtype, t.dtype
+
+
+def _layer_norm(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    return torch.native_layer_norm(x, (x.size(-1),), None, None, _EPS)
+
+
+def _layer_norm_backward(
+    grad: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, rstd: torch.Tensor
+) -> torch.Tensor:
+    return torch.ops.aten.native_layer_norm_backward(
+        grad, x, [x.size(-1)], mean, rstd, None, None, [True, False, False]
+    )[0]
+
+
+def _accumulate(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
+    """acc += a @ b, accumulated in acc's (fp32) precision."""
+    if a.dtype == acc.dtype:
+        acc.addmm_(a, b)
+    else:
+        acc += torch.mm(a, b).to(acc.dtype)
+
+
+class _NormLinear(torch.autograd.Function):
+    """linear(layer_norm(x), weight), keeping x (and the norm's statistics) rather than
+    the normed copy: the norm is recomputed in the backward pass."""
+
+    @staticmethod
+    def forward(ctx, x, weight):  # noqa: ANN001, ANN205
+        mm_dtype, ln_dtype = _precision(x)
+        with torch.autocast(x.device.type, enabled=False):
+            xin = x.to(ln_dtype)
+            n, mean, rstd = _layer_norm(xin)
+            out = F.linear(n.to(mm_dtype), weight.to(mm_dtype))
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.dtypes = (mm_dtype, ln_dtype)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):  # noqa: ANN001, ANN205
+        x, weight, mean, rstd = ctx.saved_tensors
+        mm_dtype, ln_dtype = ctx.dtypes
+        d = x.size(-1)
+        xin = x.to(ln_dtype)
+        n = _layer_norm(xin)[0].to(mm_dtype)
+        go = grad_out.to(mm_dtype).reshape(-1, grad_out.size(-1))
+        grad_w = None
+        if ctx.needs_input_grad[1]:
+            grad_w = torch.mm(go.t(), n.reshape(-1, d)).to(weight.dtype)
+        grad_x = None
+        if ctx.needs_input_grad[0]:
+            grad_n = torch.mm(go, weight.to(mm_dtype)).to(ln_dtype).view(x.shape)
+            grad_x = _layer_norm_backward(grad_n, xin, mean, rstd).to(x.dtype)
+        return grad_x, grad_w
+
+
+class _TiledMLP(torch.autograd.Function):
+    """down(gelu(up(layer_norm(x)))) a slice of rows at a time, keeping only x: the
+    backward pass recomputes each slice's norm, up-projection and GELU just before it
+    needs them (the down-projection's output is never needed again)."""
+
+    @staticmethod
+    def forward(ctx, x, w_up, w_down, chunks):  # noqa: ANN001, ANN205
+        mm_dtype, ln_dtype = _precision(x)
+        d = x.size(-1)
+        flat = x.reshape(-1, d)
+        out = torch.empty(flat.size(0), w_down.size(0), dtype=mm_dtype, device=x.device)
+        with torch.autocast(x.device.type, enabled=False):
+            wu, wd = w_up.to(mm_dtype), w_down.to(mm_dtype)
+            for part, dest in zip(
+                flat.split(_rows(flat.size(0), chunks)),
+                out.split(_rows(flat.size(0), chunks)),
+                strict=True,
+            ):
+                n = _layer_norm(part.to(ln_dtype))[0].to(mm_dtype)
+                g = F.gelu(torch.mm(n, wu.t()), approximate="tanh")
+                torch.mm(g, wd.t(), out=dest)
+        ctx.save_for_backward(x, w_up, w_down)
+        ctx.dtypes, ctx.chunks = (mm_dtype, ln_dtype), chunks
+        return out.view(*x.shape[:-1], w_down.size(0))
+
+    @staticmethod
+    def backward(ctx, grad_out):  # noqa: ANN001, ANN205
+        x, w_up, w_down = ctx.saved_tensors
+        mm_dtype, ln_dtype = ctx.dtypes
+        d = x.size(-1)
+        flat = x.reshape(-1, d)
+        rows = _rows(flat.size(0), ctx.chunks)
+        go_all = grad_out.reshape(-1, grad_out.size(-1)).to(mm_dtype)
+        wu, wd = w_up.to(mm_dtype), w_down.to(mm_dtype)
+        grad_x = torch.empty_like(flat)
+        grad_wu = torch.zeros(w_up.shape, dtype=torch.float32, device=x.device)
+        grad_wd = torch.zeros(w_down.shape, dtype=torch.float32, device=x.device)
+        for part, go, gx in zip(
+            flat.split(rows), go_all.split(rows), grad_x.split(rows), strict=True
+        ):
+            xin = part.to(ln_dtype)
+            n, mean, rstd = _layer_norm(xin)
+            n = n.to(mm_dtype)
+            u = torch.mm(n, wu.t())
+            g = F.gelu(u, approximate="tanh")
+            _accumulate(grad_wd, go.t(), g)
+            del g
+            grad_u = torch.ops.aten.gelu_backward(torch.mm(go, wd), u, approximate="tanh")
+            del u
+            _accumulate(grad_wu, grad_u.t(), n)
+            grad_n = torch.mm(grad_u, wu).to(ln_dtype)
+            gx.copy_(_layer_norm_backward(grad_n, xin, mean, rstd))
+        return grad_x.view(x.shape), grad_wu.to(w_up.dtype), grad_wd.to(w_down.dtype), None
+
+
+def _rows(total: int, chunks: int) -> int:
+    """Rows per slice when `total` rows are cut into `chunks` slices."""
+    return max(1, -(-total // chunks))
+
+
+def tiled_mlp(
+    x: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor, chunks: int = MLP_CHUNKS
+) -> torch.Tensor:
+    return _TiledMLP.apply(x, w_up, w_down, chunks)
+
+
+def _attention(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """block.attn(norm(x)) (trainer.model.Attention) with the norm recomputed, not kept."""
+    attn = block.attn
+    b, t, d = x.shape
+    qkv = _NormLinear.apply(x, attn.qkv.weight)
+    q, k, v = qkv.view(b, t, 3, attn.heads, d // attn.heads).unbind(2)
+    y = F.scaled_dot_product_attention(
+        q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), is_causal=True
+    )
+    return attn.proj(y.transpose(1, 2).reshape(b, t, d))
+
+
+def _recomputed_attention(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    # The model has no dropout, so no random state needs restoring for recomputation.
+    return checkpoint(
+        lambda x: block.attn(norm(x)), x, use_reentrant=False, preserve_rng_state=False
+    )
+
+
+def _block_runner(
+    level: str, chunks: int = MLP_CHUNKS
+) -> Callable[[nn.Module, torch.Tensor], torch.Tensor]:
+    if level == "selective":
+        attention = _attention
+    elif level == "full":
+        attention = _recomputed_attention
+    else:
+        raise ValueError(f"unknown economical level {level!r} (known: {', '.join(LEVELS)})")
+
+    def run_block(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+        if not torch.is_grad_enabled():  # evaluation: nothing is kept anyway
+            return block(x)
+        x = x + attention(block, x)
+        return x + tiled_mlp(x, block.mlp.up.weight, block.mlp.down.weight, chunks)
+
+    return run_block
+
+
+def apply(model: nn.Module, level: str | bool) -> nn.Module:
+    """Switch `model` (a trainer.model.GPT) to an economical level, in place.
+
+    Only the model's hooks change (`run_block`, `loss_fn`); parameters, buffers and the
+    state dict stay exactly as they were."""
+    if level is True:
+        level = "selective"
+    if level is False or level == "off":
+        from .model import lm_loss
+
+        model.run_block = lambda block, x: block(x)
+        model.loss_fn = lm_loss
+        return model
+    model.run_block = _block_runner(str(level))
+    model.loss_fn = chunked_lm_loss
+    return model
+
+
+# ---- the loss without the full logits ------------------------------------------------
+
+
+def chunk_rows(vocab: int, budget_bytes: int = 8 << 20) -> int:
+    """Rows per slice so that one slice of fp32 logits takes about `budget_bytes`."""
+    return max(128, budget_bytes // (4 * vocab))
+
+
+class _ChunkedLinearCrossEntropy(torch.autograd.Function):
+    """mean cross-entropy of h @ weightᵀ, with its gradient formed in the forward pass.
+
+    For each slice: logits (in the compute precision), their softmax in fp32, the loss;
+    then softmax − one-hot gives the slice's gradient of the logits, which two matrix
+    products turn into the gradients of h and of the weight. The backward pass only
+    scales those by the incoming gradient (and 1/N)."""
+
+    @staticmethod
+    def forward(ctx, h, weight, targets, rows, compute_dtype):  # noqa: ANN001, ANN205
+        d = h.size(-1)
+        h2 = h.reshape(-1, d)
+        t = targets.reshape(-1)
+        n = h2.size(0)
+        hc = h2.to(compute_dtype)
+        wc = weight.to(compute_dtype)
+        grad_h = torch.empty(n, d, dtype=h.dtype, device=h.device)
+        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
+        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        for start in range(0, n, rows):
+            stop = min(n, start + rows)
+            hs, ts = hc[start:stop], t[start:stop]
+            logits = torch.mm(hs, wc.t()).float()
+            lse = torch.logsumexp(logits, dim=1)
+            total += (lse - logits.gather(1, ts[:, None]).squeeze(1)).sum()
+            # softmax − one-hot, in place in the logits' buffer.
+            grad = logits.sub_(lse[:, None]).exp_()
+            grad[torch.arange(stop - start, device=grad.device), ts] -= 1.0
+            gc = grad.to(compute_dtype)
+            grad_h[start:stop] = torch.mm(gc, wc)
+            if compute_dtype == torch.float32:
+                grad_w.addmm_(gc.t(), hs)
+            else:
+                grad_w += torch.mm(gc.t(), hs).float()
+        ctx.save_for_backward(grad_h, grad_w)
+        ctx.shape, ctx.n, ctx.weight_dtype = h.shape, n, weight.dtype
+        return total / n
+
+    @staticmethod
+    def backward(ctx, grad_loss):  # noqa: ANN001, ANN205
+        grad_h, grad_w = ctx.saved_tensors
+        scale = grad_loss / ctx.n
+        return (
+            (grad_h * scale.to(grad_h.dtype)).view(ctx.shape),
+            (grad_w * scale).to(ctx.weight_dtype),
+            None,
+            None,
+            None,
+        )
+
+
+def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The same value as trainer.model.lm_loss, without holding the (N, V) logits."""
+    device_type = h.device.type
+    if torch.is_autocast_enabled(device_type):
+        compute_dtype = torch.get_autocast_dtype(device_type)
+    else:
+        compute_dtype = torch.promote_types(h.dtype, weight.dtype)
+    if not torch.is_grad_enabled() or not (h.requires_grad or weight.requires_grad):
+        from .model import lm_loss
+
+        return lm_loss(h, weight, targets)
+    rows = chunk_rows(weight.size(0))
+    with torch.autocast(device_type, enabled=False):
+        return _ChunkedLinearCrossEntropy.apply(h, weight, targets, rows, compute_dtype)
