@@ -237,7 +237,7 @@ def test_adding_reports_progress_and_can_be_cancelled(lib, tmp_path):
 
 def test_constellation_summaries_for_the_form(tmp_path):
     from app.data.library import constellation_summaries
-    from app.data.pipeline import prepare
+    from app.data.prepare import prepare
 
     rows = {r["name"]: r for r in constellation_summaries()}  # the lab's own state file
     assert rows["demo"]["builtin"] and rows["demo"]["tokens"] is None and rows["demo"]["characters"] > 0

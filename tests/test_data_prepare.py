@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from app.data import pipeline as prep
+from app.data import prepare as prep
 from app.data.library import Library, LibraryError
-from app.data.pipeline import PrepareError, prepare
+from app.data.prepare import PrepareError, prepare
 from app.data.progress import Cancelled, CancelToken
 from app.data.textgen import documents
 from app.state import open_state
@@ -276,7 +276,7 @@ def test_killed_prepare_leaves_no_complete_looking_folder(tmp_path):
         import sys
         sys.path.insert(0, {str(ROOT)!r})
         from app.data.library import Library
-        from app.data.pipeline import prepare
+        from app.data.prepare import prepare
         lib = Library()
         lib.add({str(src)!r}, name="a", constellation="a")
         def progress(p):

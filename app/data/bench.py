@@ -59,7 +59,7 @@ def make_corpus(root: Path, mb: float, seed: int = 0) -> int:
 
 
 def train_tokenizer(root: Path, out: Path, vocab: int) -> None:
-    from .pipeline import new_tokenizer
+    from .prepare import new_tokenizer
 
     tok, trainer = new_tokenizer(vocab)
     tok.train_from_iterator((doc for _, doc in _iter_docs(root)), trainer)
@@ -91,7 +91,7 @@ def run_encode(root: Path, tok_path: Path, fast: bool) -> int:
 
 
 def run_lab(lib, tok_path: Path, out: Path, context: int) -> int:
-    from .pipeline import prepare
+    from .prepare import prepare
 
     res = prepare(["bench"], out=out, tokenizer=tok_path, context=context, library=lib, use_cache=False)
     return res.meta["train_tokens"] + res.meta["val_tokens"]
@@ -182,7 +182,7 @@ def rss(args: argparse.Namespace) -> int:
 def child(args: argparse.Namespace) -> int:
     """One whole prepare (train a tokenizer, encode, write) in this fresh process."""
     from .library import Library
-    from .pipeline import prepare
+    from .prepare import prepare
 
     tmp = Path(args.child)
     base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -130,7 +130,7 @@ def cmd_constellations(args: argparse.Namespace) -> int:
 
 
 def cmd_prepared(args: argparse.Namespace) -> int:
-    from .pipeline import prepared_entries
+    from .prepare import prepared_entries
 
     rows = [(t("папка", "folder"), t("созвездия", "constellations"), t("словарь", "vocab"),
              "train", "val", t("цела", "intact"))]
@@ -150,7 +150,7 @@ def cmd_remove(args: argparse.Namespace) -> int:
 
 
 def cmd_prepare(args: argparse.Namespace) -> int:
-    from .pipeline import prepare, validate_vocab
+    from .prepare import prepare, validate_vocab
 
     if args.vocab is not None and args.tokenizer is None:
         validate_vocab(args.vocab)  # refused before anything is read
