@@ -48,7 +48,7 @@ def main() -> int:
     bench = out / "bench.json"
     p = subprocess.run([sys.executable, "-m", "trainer.bench", "--device", "cuda", "--context", "1024", "--width", "512",
                         "--heads", "8", "--layers", "8", "--vocab", "4000", "--batch", "16", "--series", "4",
-                        "--steps", "40", "--json", str(bench)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+                        "--steps", "30", "--json", str(bench)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     result["bench"] = json.loads(bench.read_text()) if p.returncode == 0 else {"error": p.stderr[-3000:]}
     (out / "gpu_check_trainer.json").write_text(json.dumps(result, indent=2))
     print(json.dumps(result, indent=2))
