@@ -9,6 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
@@ -35,8 +36,7 @@ from app.kaggle.store import KaggleStore
 
 COLUMNS = (("Аккаунт", "Account"), ("Ключ", "Key"), ("Квота GPU", "GPU quota"),
            ("Хранит", "Holds"), ("Ядра", "Kernels"))
-STATUS_STYLE = {"ok": "color: #1b5e20;", "invalid": "color: #b00020;", "unreachable": "color: #8a5a00;",
-                "missing": "color: #b00020;"}
+STATUS_COLOR = {"ok": "#1b5e20", "invalid": "#b00020", "unreachable": "#8a5a00", "missing": "#b00020"}
 
 
 class _Bridge(QObject):
@@ -71,7 +71,7 @@ def quota_bar(view: AccountView) -> QProgressBar:
         return bar
     bar.setValue(int(round(1000 * q.fraction_left)))
     bar.setFormat(t(f"осталось {hours(q.remaining_s)} из {hours(q.total_s)}",
-                    f"{hours(q.remaining_s)} of {hours(q.total_s)} left"))
+                    f"{hours(q.remaining_s)} of {hours(q.total_s)} left") + " · " + refresh_text(q.refresh_at))
     bar.setToolTip(refresh_text(q.refresh_at) + t(
         f"\nиспользовано {hours(q.used_s)}, занято идущими сессиями {hours(q.reserved_s)}",
         f"\nused {hours(q.used_s)}, reserved by running sessions {hours(q.reserved_s)}"))
@@ -120,7 +120,7 @@ class AccountsDialog(QDialog):
     def __init__(self, parent: QWidget | None = None, store: KaggleStore | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(t("Аккаунты Kaggle", "Kaggle accounts"))
-        self.resize(900, 380)
+        self.resize(1150, 380)
         self._own_store = store is None
         self.store = store or KaggleStore()
         self.accounts = Accounts(self.store)
@@ -139,7 +139,12 @@ class AccountsDialog(QDialog):
         layout.addWidget(rules)
         self.table = QTableWidget(0, len(COLUMNS))
         self.table.setHorizontalHeaderLabels([t(ru, en) for ru, en in COLUMNS])
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        header = self.table.horizontalHeader()
+        for col, mode in enumerate((QHeaderView.ResizeMode.ResizeToContents, QHeaderView.ResizeMode.ResizeToContents,
+                                    QHeaderView.ResizeMode.Fixed, QHeaderView.ResizeMode.ResizeToContents,
+                                    QHeaderView.ResizeMode.Stretch)):
+            header.setSectionResizeMode(col, mode)
+        header.resizeSection(2, 420)  # the quota bar with its whole text
         self.table.setSelectionBehavior(QTableWidget.SelectionBehavior.SelectRows)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         layout.addWidget(self.table)
@@ -173,13 +178,10 @@ class AccountsDialog(QDialog):
         for i, v in enumerate(views):
             self.table.setItem(i, 0, QTableWidgetItem(v.username))
             key = QTableWidgetItem(key_status_text(v))
-            if v.key_reason and v.key_status != "ok":
-                key.setToolTip(v.key_reason)
+            key.setToolTip(v.key_reason or "")
+            if v.key_status in STATUS_COLOR:
+                key.setForeground(QColor(STATUS_COLOR[v.key_status]))
             self.table.setItem(i, 1, key)
-            label = QLabel(key_status_text(v))
-            label.setStyleSheet(STATUS_STYLE.get(v.key_status, ""))
-            label.setToolTip(v.key_reason or "")
-            self.table.setCellWidget(i, 1, label)
             self.table.setCellWidget(i, 2, quota_bar(v))
             holds = ", ".join(d.label or d.ref for d in v.holds) or t("ничего", "nothing")
             item = QTableWidgetItem(holds)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..i18n import t
 from . import settings as kaggle_settings
-from .accounts import Accounts, AccountView
+from .accounts import Accounts, AccountView, key_status_text
 from .datasets import code_bundle, data_hash_cached
 from .picker import Candidate, Pick, Want, pick
 from .store import KaggleStore
@@ -45,7 +45,7 @@ def auto_pick(config: dict[str, Any], store: KaggleStore | None = None) -> Pick:
     try:
         views = Accounts(store).views()
         cands = [Candidate(v.username, v.remaining_s, v.usable,
-                           frozenset(d.content_hash for d in v.holds), v.key_reason or "") for v in views]
+                           frozenset(d.content_hash for d in v.holds), key_status_text(v)) for v in views]
         data_dir = (config.get("data") or {}).get("dir") or ""
         resume = config.get("resume_from") or ""
         want = Want(

@@ -35,7 +35,7 @@ from ..i18n import t
 from ..runs import status as st
 from . import datasets, follow, kernel
 from . import settings as kaggle_settings
-from .accounts import Accounts
+from .accounts import Accounts, key_status_text
 from .backoff import Backoff
 from .client import AccountClient
 from .credentials import CredentialStore, global_token_warning
@@ -164,7 +164,7 @@ class KaggleRuns:
         out = []
         for v in self.accounts.views():
             out.append(Candidate(v.username, v.remaining_s, v.usable,
-                                 frozenset(d.content_hash for d in v.holds), v.key_reason or ""))
+                                 frozenset(d.content_hash for d in v.holds), key_status_text(v)))
         return out
 
     def choose(self, config: dict[str, Any], account: str, want: Want, exclude: set[str]) -> Pick:
@@ -178,8 +178,9 @@ class KaggleRuns:
                                     f"account {account!r} is not added: ternit kaggle add-account"))
             c = named[0]
             if not c.usable:
-                raise AuthError(account, 401, c.why_not or t(f"ключ аккаунта {account} не принят",
-                                                             f"the key of account {account} was refused"))
+                row = self.store.account(account)
+                raise AuthError(account, 401, (row.key_reason if row else None) or t(
+                    f"ключ аккаунта {account} не принят", f"the key of account {account} was refused"))
             left = (c.remaining_s / 60.0) - margin
             if left <= 0:
                 raise KaggleError(t(
