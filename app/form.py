@@ -373,6 +373,19 @@ class RunForm:
     def is_kaggle(self) -> bool:
         return self.values["machine"] != LOCAL_MACHINE
 
+    def machine_note(self) -> str:
+        """For «Авто»: which account it would pick now and why, in one line (app.kaggle)."""
+        if not (self.is_kaggle() and self.values["machine"] == AUTO_MACHINE and self.ctx.accounts):
+            return ""
+        try:
+            from .kaggle import auto_explanation
+        except ImportError:
+            return ""
+        try:
+            return str(auto_explanation(self.run_config()))
+        except Exception:  # the form must keep working whatever the Kaggle state says
+            return ""
+
     # -- data --------------------------------------------------------------------------
 
     def prepared_for_selection(self) -> Prepared | None:
@@ -630,10 +643,12 @@ class RunForm:
         speed_t = t(f"{format_value(int(speed))} ток/с", f"{format_value(int(speed))} tok/s") if speed else ""
         seconds = est.get("seconds_to_steps")
         if seconds is not None:
+            measured = (est.get("tokens_per_s_basis") or {}).get("kind") == "measured"
+            note = ", ".join(x for x in (source, speed_t) if x)
+            if not measured:
+                note += t(" — оценка, не замер", " — an estimate, not a measurement")
             rows.append(SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
-                                "≈ " + human_duration(float(seconds)),
-                                t("оценка, не замер: ", "an estimate, not a measurement: ") + ", ".join(
-                                    x for x in (source, speed_t) if x)))
+                                "≈ " + human_duration(float(seconds)), note))
         stop = est.get("limit_stops_at_step")
         limit_label = t(f"Лимит {format_value(v['limit_min'])} мин", f"Limit {format_value(v['limit_min'])} min")
         if stop is None:
@@ -656,8 +671,9 @@ class RunForm:
             rows.append(SizeRow("memory", t("Память на карту", "Memory per card"),
                                 t(f"≈{_mb(mem['total'])} МБ", f"≈{_mb(mem['total'])} MB") + of,
                                 note, "ok" if fits is not False else "error"))
-        for i, sentence in enumerate(est.get("advice") or []):
-            rows.append(SizeRow(f"advice{i}", t("Совет", "Advice"), "", str(sentence), "ok"))
+        # app.sizing's advice: the first two sentences (speed, time) are the rows above.
+        for i, sentence in enumerate((est.get("advice") or [])[2:]):
+            rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", str(sentence), "ok"))
         return rows
 
     # -- the result --------------------------------------------------------------------

@@ -37,6 +37,7 @@ def window(qtbot, tiny_data):
     qtbot.addWidget(w)
     w.resize(1400, 900)
     w.show()
+    w.ensure_ready()  # the plot is built just after the first show
     yield w
     # Never leave a trainer behind: stop whatever still runs, and wait for it to save.
     for rec in w.runs.registry.active():
@@ -62,13 +63,17 @@ def choose(view, name: str, key: str) -> None:
     combo.activated.emit(i)
 
 
+def tick_only(view, constellation: str) -> None:
+    for name, box in view._constellation_boxes.items():
+        if box.isChecked() != (name == constellation):
+            box.click()
+
+
 def fill_tiny(qtbot, view) -> None:
     type_into(qtbot, view, "name", "tiny")
-    for name, box in view._constellation_boxes.items():
-        if box.isChecked() != (name == "tiny"):
-            box.click()
+    tick_only(view, "tiny")
     for name, text in (("context", "32"), ("width", "32"), ("heads", "2"), ("layers", "2"),
-                       ("batch_per_card", "4"), ("steps_to", "100000"), ("limit_min", "30")):
+                       ("batch_per_card", "4"), ("steps_to", "100000"), ("limit_min", "3")):
         type_into(qtbot, view, name, text)
     choose(view, "gpu", "cpu")
 
@@ -95,6 +100,10 @@ def test_snapshot_cli_writes_a_png_in_english(tmp_path):
 
 def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
     view = window.form_view
+    tick_only(view, "")
+    assert not view.start_button.isEnabled()
+    assert "созвездие" in view.why.text() and "созвездие" in view.messages["constellations"].text()
+    tick_only(view, "tiny")
     assert view.start_button.isEnabled(), view.why.text()
     type_into(qtbot, view, "width", "500")
     assert not view.start_button.isEnabled()

@@ -235,6 +235,11 @@ class LossPlot(QWidget):
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         self.plot.addLegend(offset=(-10, 10))
         self._set_axis_labels()
+        # Said on the empty plot, so an empty frame does not look broken.
+        self.hint = pg.TextItem(t("Запустите прогон или выберите его в истории",
+                                  "Start a run or pick one in the history"), color="#888888", anchor=(0.5, 0.5))
+        self.hint.setPos(0.5, 0.5)
+        self.plot.addItem(self.hint, ignoreBounds=True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(bar)
@@ -282,10 +287,12 @@ class LossPlot(QWidget):
             tr.x_tokens = self.x_tokens
             tr.raw_curve.setVisible(primary and self.show_raw.isChecked())
             self.traces[key] = tr
+            self.hint.setVisible(False)
         return self.traces[key]
 
     def remove(self, key: str) -> None:
         tr = self.traces.pop(key, None)
+        self.hint.setVisible(not self.traces)
         if tr:
             tr.remove()
             if self.plot.legend:

@@ -40,7 +40,6 @@ from app.runs.checkpoints import checkpoint_step, latest_checkpoint
 
 from . import settings
 from .history import HistoryView
-from .loss_plot import LossPlot
 from .run_form import RunFormView
 
 POLL_MS = 500
@@ -182,9 +181,9 @@ class MainWindow(QMainWindow):
         self.timer.timeout.connect(self.tick)
         self.timer.start()
         self.refresh_history()
-        self._follow_initial()
-        if self.monitor is not None:  # sampling starts once the window is up
-            QTimer.singleShot(0, self.monitor.start)
+        # The plot (pyqtgraph, numpy) and the GPU monitor are built just after the window
+        # first shows: it appears at once, and they fill in a moment later.
+        QTimer.singleShot(0, self.ensure_ready)
 
     # -- layout ------------------------------------------------------------------------
 
@@ -197,11 +196,14 @@ class MainWindow(QMainWindow):
         scroll.setWidgetResizable(True)
         # The form wraps its texts to the column: no sideways scrolling.
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(500)
+        scroll.setMinimumWidth(520)
         self.banner = RunBanner()
         self.banner.stop_clicked.connect(lambda: self.followed and self.stop_run(self.followed))
         self.banner.retry_clicked.connect(lambda: self.followed and self.retry_run(self.followed))
-        self.plot = LossPlot()
+        self._plot: Any = None
+        self.monitor: QWidget | None = None
+        self.plot_slot = QLabel(t("Загрузка графика…", "Loading the plot…"))
+        self.plot_slot.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.history = HistoryView()
         self.history.continue_requested.connect(self.continue_run)
         self.history.stop_requested.connect(self.stop_run)
@@ -211,26 +213,54 @@ class MainWindow(QMainWindow):
         self.history.overlay_changed.connect(self.set_overlay)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.history, t("История", "History"))
-        self.monitor = self._monitor_panel()
-        if self.monitor is not None:
-            self.tabs.addTab(self.monitor, t("Видеокарта", "GPU"))
         right_top = QWidget()
         col = QVBoxLayout(right_top)
         col.setContentsMargins(0, 0, 0, 0)
         col.addWidget(self.banner)
-        col.addWidget(self.plot, 1)
+        col.addWidget(self.plot_slot, 1)
+        self._right_col = col
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(right_top)
         right.addWidget(self.tabs)
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
+        left = QWidget()
+        left_col = QVBoxLayout(left)
+        left_col.setContentsMargins(0, 0, 0, 0)
+        left_col.setSpacing(0)
+        left_col.addWidget(scroll, 1)
+        left_col.addWidget(self.form_view.footer)
         main = QSplitter()
-        main.addWidget(scroll)
+        main.addWidget(left)
         main.addWidget(right)
         main.setStretchFactor(1, 1)
-        main.setSizes([540, 1000])
+        main.setSizes([600, 960])
         self.setCentralWidget(main)
         self.statusBar().showMessage(t("Готово", "Ready"))
+
+    def ensure_ready(self) -> None:
+        """Build the deferred parts (the loss plot, the GPU monitor) if not yet built."""
+        if self._plot is not None:
+            return
+        from .loss_plot import LossPlot
+
+        self._plot = LossPlot()
+        self._right_col.replaceWidget(self.plot_slot, self._plot)
+        self.plot_slot.deleteLater()
+        self.monitor = self._monitor_panel()
+        if self.monitor is not None:
+            self.tabs.addTab(self.monitor, t("Видеокарта", "GPU"))
+            self.monitor.start()
+        if self.followed:
+            self.follow(self.followed)
+        else:
+            self._follow_initial()
+
+    @property
+    def plot(self) -> Any:
+        """The loss plot (ui.loss_plot.LossPlot), built on first use."""
+        self.ensure_ready()
+        return self._plot
 
     def _monitor_panel(self) -> QWidget | None:
         """The GPU monitor (ui/monitor_panel.py, its own issue), when it is there."""
@@ -300,6 +330,8 @@ class MainWindow(QMainWindow):
         form = self.form_view.form
         followed, overlays = self.followed, set(self.overlays)
         old = self.centralWidget()
+        if self.monitor is not None:
+            self.monitor.stop()
         self._build(form.ctx)
         old.deleteLater()
         self.form_view.form = form
@@ -504,7 +536,8 @@ class MainWindow(QMainWindow):
         except Exception as e:  # a locked database or a vanished folder: try again next tick
             self.statusBar().showMessage(str(e))
             return
-        self.plot.poll()
+        if self._plot is not None:
+            self._plot.poll()
         if self.monitor is not None and self.followed:
             for u in updates:
                 if u.run.id == self.followed:
@@ -594,7 +627,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         # Closing the window does not stop training: the runs go on and are re-attached later.
         self.timer.stop()
-        if self.monitor is not None:
+        if self.monitor is not None and hasattr(self.monitor, "stop"):
             self.monitor.stop()
         if self.tray is not None:
             self.tray.hide()

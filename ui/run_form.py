@@ -6,6 +6,7 @@ view passes edits in and shows what RunForm says.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +16,6 @@ from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QFormLayout,
-    QGridLayout,
     QGroupBox,
     QHBoxLayout,
     QLabel,
@@ -77,8 +77,8 @@ class RunFormView(QWidget):
             outer.addWidget(box)
         # The live «Как выбрать размер» panel.
         self.size_box = QGroupBox(F.section_title("sizing"))
-        self.size_grid = QGridLayout(self.size_box)
-        self.size_grid.setColumnStretch(2, 1)
+        self.size_layout = QVBoxLayout(self.size_box)
+        self.size_layout.setSpacing(4)
         self.size_box.setToolTip(t(
             "Около 20 токенов данных на вес: 27,7 млн весов хотят около 550 млн токенов; большая "
             "модель на тех же данных недоучится. Время — оценка, не замер: скорость для нового размера "
@@ -90,9 +90,16 @@ class RunFormView(QWidget):
             "reached a plateau and there is enough data; while validation still falls, training "
             "longer is cheaper."))
         outer.addWidget(self.size_box)
-        # Start, and why it cannot start.
+        outer.addStretch(1)
+        # Start, and why it cannot start: a footer the window keeps in sight under the form.
+        self.footer = QWidget()
+        foot = QVBoxLayout(self.footer)
+        foot.setContentsMargins(6, 2, 6, 4)
         row = QHBoxLayout()
         self.prepare_button = QPushButton(t("Подготовить данные", "Prepare data"))
+        self.prepare_button.setToolTip(t(
+            "Обучить токенизатор и разрезать текст отмеченных созвездий на train/val (ternit data prepare)",
+            "Train the tokenizer and split the ticked constellations' text into train/val (ternit data prepare)"))
         self.prepare_button.clicked.connect(lambda: self.prepare_requested.emit(list(self.form.values["constellations"])))
         self.start_button = QPushButton(t("Старт", "Start"))
         self.start_button.setStyleSheet("font-weight: bold; padding: 6px 18px;")
@@ -100,12 +107,11 @@ class RunFormView(QWidget):
         row.addWidget(self.prepare_button)
         row.addStretch(1)
         row.addWidget(self.start_button)
-        outer.addLayout(row)
+        foot.addLayout(row)
         self.why = QLabel()
         self.why.setWordWrap(True)
         self.why.setStyleSheet(ERROR_STYLE)
-        outer.addWidget(self.why)
-        outer.addStretch(1)
+        foot.addWidget(self.why)
 
     def _add_field(self, layout: QFormLayout, spec: F.FieldSpec) -> None:
         name = spec.name
@@ -333,12 +339,14 @@ class RunFormView(QWidget):
         by_field: dict[str, list] = {}
         for issue in issues:
             by_field.setdefault(issue.field, []).append(issue)
+        note = self.form.machine_note()
         for name, label in self.messages.items():
             found = by_field.get(name, [])
-            label.setVisible(bool(found))
-            label.setText("\n".join(i.text for i in found))
+            lines = [i.text for i in found] + ([note] if name == "machine" and note else [])
+            label.setVisible(bool(lines))
+            label.setText("\n".join(lines))
             error = any(i.level == "error" for i in found)
-            label.setStyleSheet(ERROR_STYLE if error else WARNING_STYLE)
+            label.setStyleSheet(ERROR_STYLE if error else (WARNING_STYLE if found else "color: #555555;"))
             w = self.inputs.get(name)
             if isinstance(w, QLineEdit):
                 w.setStyleSheet("border: 1px solid #b00020;" if error else "")
@@ -357,24 +365,24 @@ class RunFormView(QWidget):
         self.start_button.setText(t("Продолжить", "Continue") if self.form.continuing else t("Старт", "Start"))
 
     def _show_sizes(self) -> None:
-        while self.size_grid.count():
-            item = self.size_grid.takeAt(0)
+        while self.size_layout.count():
+            item = self.size_layout.takeAt(0)
             if item.widget():
                 item.widget().deleteLater()
-        for r, row in enumerate(self.form.size_rows()):
-            label = QLabel(row.label)
-            value = QLabel(row.value)
-            value.setStyleSheet("font-weight: bold;" + (ERROR_STYLE if row.level == "error" else ""))
-            value.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-            note = QLabel(row.note)
-            note.setWordWrap(True)
-            if row.level == "warning":
-                note.setStyleSheet(WARNING_STYLE)
-            elif row.level == "error":
-                note.setStyleSheet(ERROR_STYLE)
-            self.size_grid.addWidget(label, r, 0)
-            self.size_grid.addWidget(value, r, 1)
-            self.size_grid.addWidget(note, r, 2)
+        colors = {"warning": "#8a5a00", "error": "#b00020", "ok": "#555555"}
+        for row in self.form.size_rows():
+            color = colors.get(row.level, "#555555")
+            if row.key.startswith("advice"):
+                text = f"<span style='color:{color}'>• {html.escape(row.note)}</span>"
+            else:
+                value_color = "#b00020" if row.level == "error" else "#000000"
+                text = (f"{html.escape(row.label)}: <b style='color:{value_color}'>{html.escape(row.value)}</b>"
+                        + (f"<br><span style='color:{color}'>{html.escape(row.note)}</span>" if row.note else ""))
+            label = QLabel(text)
+            label.setWordWrap(True)
+            label.setTextFormat(Qt.TextFormat.RichText)
+            label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self.size_layout.addWidget(label)
 
     def size_text(self) -> str:
         """The panel as plain text (tests, accessibility)."""
