@@ -49,6 +49,8 @@ FINAL_KERNEL = ("COMPLETE", "ERROR", "CANCEL_REQUESTED", "CANCEL_ACKNOWLEDGED")
 _followers: dict[str, threading.Thread] = {}
 _followers_lock = threading.Lock()
 _shutdown = threading.Event()
+_failed_at: dict[str, float] = {}  # run id -> when its follower last broke on something unexpected
+RESTART_AFTER_FAILURE_S = 30.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -307,6 +309,8 @@ class KaggleRuns:
             th = _followers.get(run_id)
             if th is not None and th.is_alive():
                 return False
+            if time.monotonic() - _failed_at.get(run_id, -1e9) < RESTART_AFTER_FAILURE_S:
+                return False
             leg = self.store.leg(run_id)
             if leg is None or leg["state"] in ("done", "failed"):
                 return False
@@ -325,7 +329,13 @@ class KaggleRuns:
         try:
             next_id = self.follow_leg(run_id)
         except Exception as e:  # noqa: BLE001 — a follower must leave a message, not a traceback
-            self._message(run_id, t(f"слежение за ядром прервано: {e}", f"following the kernel stopped: {e}"))
+            from ..runs.registry import RunNotFound
+
+            if isinstance(e, RunNotFound):  # the run was deleted from the history: stop for good
+                self.store.update_leg(run_id, state="failed", message="run deleted", ended_at=time.time())
+            else:  # tried again by a later poll, not at once
+                _failed_at[run_id] = time.monotonic()
+                self._message(run_id, t(f"слежение за ядром прервано: {e}", f"following the kernel stopped: {e}"))
             next_id = None
         finally:
             lock.release()
