@@ -624,10 +624,13 @@ class RunForm:
         if data:
             per_weight = est.get("tokens_per_weight") or data / params
             level = "ok" if per_weight >= 20 else "warning"
+            pw = f"{per_weight:.1f}" if per_weight >= 1 else f"{per_weight:.2g}"
+            if current_language() == "ru":
+                pw = pw.replace(".", ",")
             rows.append(SizeRow("data", t("Данные", "Data"),
                                 t(f"{human_tokens(data)} токенов", f"{human_tokens(data)} tokens"),
-                                t(f"{per_weight:.1f} токена на вес (совет: ~20, то есть ≈{human_tokens(want)})",
-                                  f"{per_weight:.1f} tokens per weight (the guide: ~20, i.e. ≈{human_tokens(want)})"),
+                                t(f"{pw} токена на вес (совет: ~20, то есть ≈{human_tokens(want)})",
+                                  f"{pw} tokens per weight (the guide: ~20, i.e. ≈{human_tokens(want)})"),
                                 level))
         else:
             rows.append(SizeRow("data", t("Данные", "Data"), "—",
@@ -645,7 +648,7 @@ class RunForm:
         if seconds is not None:
             measured = (est.get("tokens_per_s_basis") or {}).get("kind") == "measured"
             note = ", ".join(x for x in (source, speed_t) if x)
-            if not measured:
+            if not measured and not any(w in source.lower() for w in ("оценк", "estimat")):
                 note += t(" — оценка, не замер", " — an estimate, not a measurement")
             rows.append(SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
                                 "≈ " + human_duration(float(seconds)), note))

@@ -189,7 +189,8 @@ class RunTrace:
             else:
                 text, pen = t("продолжение", "continued"), pg.mkPen("#999999", style=Qt.PenStyle.DashDotLine)
             line = pg.InfiniteLine(pos=m.tokens if self.x_tokens else m.step, angle=90, movable=False, pen=pen,
-                                   label=text, labelOpts={"position": 0.92, "color": "#555555", "rotateAxis": (1, 0)})
+                                   label=text, labelOpts={"position": 0.97, "color": "#555555",
+                                                                "anchors": [(0, 0), (0, 0)]})
             self.plot.addItem(line)
             self._marker_items.append(line)
 
@@ -233,7 +234,7 @@ class LossPlot(QWidget):
         self.widget = pg.PlotWidget()
         self.plot: pg.PlotItem = self.widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.25)
-        self.plot.addLegend(offset=(-10, 10))
+        self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 210))
         self._set_axis_labels()
         # Said on the empty plot, so an empty frame does not look broken.
         self.hint = pg.TextItem(t("Запустите прогон или выберите его в истории",

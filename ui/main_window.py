@@ -224,6 +224,7 @@ class MainWindow(QMainWindow):
         right.addWidget(self.tabs)
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
+        right.setSizes([620, 330])
         left = QWidget()
         left_col = QVBoxLayout(left)
         left_col.setContentsMargins(0, 0, 0, 0)
