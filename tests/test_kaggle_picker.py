@@ -61,6 +61,9 @@ def test_log_lines_survive_chunking_and_replay(tmp_path):
 
     sink = RunSink(tmp_path)
     assert sink.write(["human line", ev1]) == 1
-    assert RunSink(tmp_path).write([ev1, ev2]) == 1  # ev1 was already written before a crash
+    sink.close()
+    again_sink = RunSink(tmp_path)
+    assert again_sink.write([ev1, ev2]) == 1  # ev1 was already written before a crash
+    again_sink.close()
     assert (tmp_path / "events.jsonl").read_text().splitlines() == [ev1, ev2]
     assert "human line" in (tmp_path / "trainer.log").read_text()

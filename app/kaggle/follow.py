@@ -76,30 +76,43 @@ class RunSink:
         self.log_path = self.run_dir / LOG
         self._recent = set(_tail_lines(self.events_path))
         self._dirty = False
+        self._log: Any = None
+        self._events: Any = None
 
     def write(self, lines: list[str]) -> int:
         """Append a batch (flushed; `sync()` makes it durable); returns the event lines written."""
         events = [ln.strip() for ln in lines if is_event_line(ln)]
         events = [e for e in events if e not in self._recent]
-        with open(self.log_path, "a", encoding="utf-8") as log:
-            log.write("".join(ln + "\n" for ln in lines))
+        if self._log is None:
+            self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 — closed in close()
+        self._log.write("".join(ln + "\n" for ln in lines))
+        self._log.flush()
         if events:
-            with open(self.events_path, "a", encoding="utf-8") as f:
-                f.write("".join(e + "\n" for e in events))
+            if self._events is None:
+                self._events = open(self.events_path, "a", encoding="utf-8")  # noqa: SIM115
+            self._events.write("".join(e + "\n" for e in events))
+            self._events.flush()  # the window's tail sees it at once
             self._dirty = True
         return len(events)
 
     def sync(self) -> None:
         """fsync events.jsonl: call before recording how many lines are handled."""
-        if self._dirty and self.events_path.exists():
-            with open(self.events_path, "rb") as f:
-                os.fsync(f.fileno())
+        if self._dirty and self._events is not None:
+            os.fsync(self._events.fileno())
         self._dirty = False
+
+    def close(self) -> None:
+        self.sync()
+        for f in (self._log, self._events):
+            if f is not None:
+                f.close()
+        self._log = self._events = None
 
     def reconcile(self, kernel_events: Path) -> int:
         """Append the events the kernel wrote that the stream missed (by exact line)."""
         if not kernel_events.is_file():
             return 0
+        self.close()
         have = set(_all_lines(self.events_path))
         missing = [ln.strip() for ln in kernel_events.read_text(encoding="utf-8").splitlines()
                    if ln.strip() and ln.strip() not in have and is_event_line(ln)]

@@ -414,6 +414,14 @@ class KaggleRuns:
         if rec.status != st.RUNNING_KAGGLE and not final:
             self._status(run_id, st.RUNNING_KAGGLE, leg.get("kernel_url") or ref)
         sink = follow.RunSink(Path(leg["run_dir"]))
+        try:
+            self._stream(leg, client, sink, final, status, failure)
+        finally:
+            sink.close()
+
+    def _stream(self, leg: dict[str, Any], client: AccountClient, sink: follow.RunSink, final: bool,
+                status: str, failure: str) -> None:
+        run_id, ref = leg["run_id"], leg["kernel_ref"]
         done = leg["log_lines_done"]
 
         def record(count: int) -> None:
