@@ -94,3 +94,15 @@ def test_memory_model_matches_the_trainers_measured_peak(shape, precision):
     # bf16 autocast on the CPU runs the same casts as fp16/bf16 on a GPU.
     assert m.first_step_peak == pytest.approx(first, rel=0.03)
     assert m.peak == pytest.approx(steady, rel=0.03)
+
+
+@pytest.mark.parametrize("level", ["selective", "full"])
+def test_economical_memory_model_matches_the_trainers_measured_peak(level):
+    pytest.importorskip("torch")
+    pytest.importorskip("trainer.economical")
+    shape = Shape(3, 128, 4, 128, 300, 8)
+    for precision in ("fp32", "bf16"):
+        first, steady = _measured_peaks(shape, precision, level)
+        m = estimate_memory(shape, precision, economical=level)
+        assert m.peak == pytest.approx(steady, rel=0.12), precision
+        assert m.peak < estimate_memory(shape, precision).peak

@@ -19,13 +19,17 @@ Head: final norm input 4·BTd + its output as the output layer keeps it a·BTd +
   log-softmax of the fp32 logits 4·BTV. Backward of the loss holds two more B·T·V fp32
   tensors (8·BTV) while all of the above is alive: that is the step's peak for most sizes.
 Under autocast the 16-bit copies of the matrices (2·(12·L·d² + V·d)) stay saved too.
-Economical mode (trainer/economical.py): blocks are checkpointed. "selective" keeps per
-  block its input (4·BTd), the qkv output (3·a·BTd), the attention output (a·BTd) and
-  log-sum-exp; "full" only the input. In the backward pass one block at a time is
-  recomputed (its normal activations live again for a moment). The loss is chunked: no
-  B·T·V tensor is held; it keeps grad_h (4·BTd) and the output layer's gradient (4·V·d).
-The peak is the larger of the backward's start (static + everything saved + the loss's
-backward) and the optimizer step (static + gradients). On the CPU the trainer measures
+Economical mode (trainer/economical.py): each block's attention half and MLP half are
+  checkpointed apart (the MLP recomputed in row slices). "selective" keeps per block the
+  two halves' inputs (x and x + attention, 8·BTd fp32), the qkv output (3·a·BTd), the
+  attention output (a·BTd) and log-sum-exp; "full" only the two inputs. The backward
+  pass then holds one block's recomputation and gradients: a measured constant per
+  B·T·d (RECOMPUTE_PER_BTD). The loss is chunked: no B·T·V tensor is kept; it keeps
+  grad_h (4·BTd) and the output layer's gradient (4·V·d), and two row slices of logits
+  are alive at once while it runs.
+The peak is the largest of: the loss's forward, the start of the backward pass (static +
+everything saved + the loss's backward or one block's recomputation) and the optimizer
+step (static + gradients). On the CPU the trainer measures
 the FIRST step, before AdamW has its state: `first_step_peak` models that.
 Framework (not counted by the allocator, shown apart): CUDA context and kernels plus the
 caching allocator's slack (facts in app.sizing.gpus).
@@ -80,12 +84,14 @@ class Memory:
 
 def block_saved(s: Shape, precision: str, level: str) -> int:
     a, bt, d = act_bytes(precision), s.batch * s.context, s.width
-    stats = (16 + 4 * s.heads) * bt
     if level == "off":
-        return bt * d * (8 + 14 * a) + stats
+        return bt * d * (8 + 14 * a) + (16 + 4 * s.heads) * bt
+    # Economical: the attention half and the MLP half are checkpointed apart, so each
+    # keeps its input (x and x + attention, fp32); selective also keeps qkv and the
+    # attention output with its log-sum-exp.
     if level == "selective":
-        return bt * d * (4 + 4 * a) + 4 * s.heads * bt
-    return bt * d * 4  # full: the block's input only
+        return bt * d * (8 + 4 * a) + 4 * s.heads * bt
+    return bt * d * 8
 
 
 def head_saved(s: Shape, precision: str, level: str) -> int:
@@ -114,8 +120,8 @@ def loss_forward(s: Shape, precision: str, level: str) -> int:
     a, bt, d, v = act_bytes(precision), s.batch * s.context, s.width, s.vocab
     casts = (a * bt * d) if a == 2 else 0  # the normed h as the output layer reads it
     if level == "off":
-        # h (fp32), the logits (16-bit then fp32) and the log-softmax beside the saved one.
-        return 4 * bt * d + casts + bt * v * (4 + (a if a == 2 else 0))
+        # h (fp32), the logits (16-bit, then fp32) and the log-softmax output.
+        return 4 * bt * d + casts + bt * v * (8 + (a if a == 2 else 0))
     # Two slices' logits are alive at once (the loop rebinds its names only after making
     # the next slice); under autocast each slice also has its 16-bit gradient copy, and the
     # weight is cast once.
@@ -124,17 +130,20 @@ def loss_forward(s: Shape, precision: str, level: str) -> int:
     return 4 * bt * d + casts + (a * v * d if a == 2 else 0) + rows * v * per_elem
 
 
+# Economical levels: what the backward pass holds beyond the saved tensors while one
+# block is recomputed and differentiated (a tiled MLP slice, the attention half and the
+# gradients flowing through them), in units of B·T·d bytes. Measured with the trainer's
+# own storage count (trainer.memory) on the CPU for shapes from 2×64 to 4×256, n 64–256,
+# V 300–3000: the residual was 17.5–18 (selective, fp32), 28–35 (selective and full,
+# bf16 autocast) and 30–33 (full, fp32). The larger end is taken.
+RECOMPUTE_PER_BTD = {("selective", 4): 18, ("selective", 2): 32, ("full", 4): 32, ("full", 2): 32}
+
+
 def recompute_bytes(s: Shape, precision: str, level: str) -> int:
-    """What one block's backward holds beyond its saved part in an economical level: its
-    activations recomputed, plus the gradients flowing through it (their size fitted on
-    the CPU's storage counts, docs/PERF.md)."""
+    """What one block's backward holds beyond its saved part in an economical level."""
     if level == "off":
         return 0
-    a, bt, d = act_bytes(precision), s.batch * s.context, s.width
-    full_block = block_saved(s, precision, "off")
-    cast_weights = 2 * 12 * d * d if a == 2 else 0
-    grads_flowing = bt * d * ((4 + 4 * a) if level == "selective" else (8 + 4 * a))
-    return full_block - block_saved(s, precision, level) + cast_weights + grads_flowing
+    return RECOMPUTE_PER_BTD[(level, act_bytes(precision))] * s.batch * s.context * s.width
 
 
 def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool | str = False) -> Memory:
@@ -151,12 +160,11 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
     lf = loss_forward(s, precision, level)
-    # The loss's forward runs before the head has saved anything but the norm's input.
-    head_before = head_saved(s, precision, level) if level == "off" else 0
-    held = max(
-        saved - head_saved(s, precision, level) + head_before + copies + lf,
-        saved + copies + max(lb, rc),
-    )
+    # While the loss's forward runs, everything is saved but (normal mode) the
+    # log-softmax output, which `lf` counts; the chunked loss has made grad_h and the
+    # output layer's gradient already.
+    log_softmax = 4 * s.batch * s.context * s.vocab if level == "off" else 0
+    held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
     backward = weights + opt + ddp + held
     optimizer = weights + opt + ddp + grads
     peak = max(backward, optimizer)
