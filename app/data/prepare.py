@@ -7,9 +7,10 @@
 
 How it works, and why:
 - Streaming. Text is read unit by unit (app.data.readers) and encoded in batches of about
-  BATCH_CHARS characters with `encode_batch_fast` (Rust threads, the GIL released) while a
-  reader thread prepares the next batch: memory holds a couple of batches, however large the
-  input.
+  BATCH_CHARS characters with `encode_batch_fast` (Rust threads, the GIL released), in three
+  overlapping stages: a reader thread reads the next batches, an encoder thread encodes one,
+  and the calling thread writes the one before. Memory holds a few batches, however large
+  the input.
 - The held-out sample is chosen by the hash of each unit's text (a document, or a ~16k-char
   run of a long one's paragraphs), deterministically: the units with the smallest hashes go
   to val until it holds max(1 % of the tokens, 96 segments of the context), never more than
@@ -60,7 +61,7 @@ MIN_VAL_SEGMENTS = 96
 MAX_VAL_FRACTION = 0.10
 CANDIDATE_REGION = 1 << 61  # the lowest 1/8 of the 64-bit hash range
 CANDIDATE_SMALLEST = 256
-BATCH_CHARS = 1 << 20
+BATCH_CHARS = 1 << 19  # enough 16k-char units per batch to keep 16+ cores busy
 TOKENIZER_SAMPLE_CHARS = 100_000_000  # BPE is trained on at most about this much text (its memory grows with the unique words seen)
 REQUIRED = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
 
@@ -526,10 +527,16 @@ def _encode_and_split(lib: Library, sources: list[Source], tok, tmp: Path, conte
     docs_by_source = [0] * len(sources)
     chars_done = 0
     val: _Writer | None = None
+    def encoded(batches: Iterator[Any]) -> Iterator[Any]:
+        # Runs in its own thread: encode_batch_fast releases the GIL, so while Rust encodes
+        # batch N+1 on every core, this thread's consumer turns batch N into uint16 files and
+        # the reader thread reads batch N+2.
+        for texts, src, ends, hashes in batches:
+            yield texts, src, ends, hashes, tok.encode_batch_fast(texts, add_special_tokens=False)
+
     try:
-        for texts, src, ends, hashes in _prefetch(_batches(lib, sources, cancel)):
+        for texts, src, ends, hashes, encodings in _prefetch(encoded(_prefetch(_batches(lib, sources, cancel))), 1):
             check(cancel)
-            encodings = tok.encode_batch_fast(texts, add_special_tokens=False)
             train_ids: list[int] = []
             for enc, s, end, h, text in zip(encodings, src, ends, hashes, texts, strict=True):
                 ids = enc.ids
