@@ -64,13 +64,14 @@ class RunTrace:
         self.raw_curve = pg.PlotDataItem(pen=pg.mkPen(raw_color, width=1), name=raw_name, connect="finite")
         self.smooth_curve = pg.PlotDataItem(pen=pg.mkPen(color=color, width=2),
                                             name=t(f"{label}: сглажено", f"{label}: smoothed"), connect="finite")
-        for item in (self.raw_curve, self.smooth_curve):
-            # Peak downsampling keeps spikes visible; clip-to-view draws only what is shown.
-            item.setDownsampling(auto=True, method="peak")
-            item.setClipToView(True)
         self.raw_curve.setVisible(primary)
         plot.addItem(self.raw_curve)
         plot.addItem(self.smooth_curve)
+        for item in (self.raw_curve, self.smooth_curve):
+            # After addItem (which applies the PlotItem's modes): peak downsampling keeps
+            # spikes visible; clip-to-view draws only what is shown.
+            item.setDownsampling(auto=True, method="peak")
+            item.setClipToView(True)
         self._val_items: list[Any] = []
         self._marker_items: list[pg.InfiniteLine] = []
         self._drawn_val = -1
@@ -234,6 +235,10 @@ class LossPlot(QWidget):
         self.widget = pg.PlotWidget()
         self.plot: pg.PlotItem = self.widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.25)
+        # PlotItem applies its own downsampling and clip-to-view to every item it adds, so
+        # they are set here (peak downsampling keeps spikes; clip-to-view draws what is shown).
+        self.plot.setDownsampling(auto=True, mode="peak")
+        self.plot.setClipToView(True)
         self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 210))
         self._set_axis_labels()
         # Said on the empty plot, so an empty frame does not look broken.
