@@ -156,7 +156,8 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 
 def follow(events: Iterable[dict[str, Any]], skip: int, sink: RunSink,
-           record: Callable[[int], None], final: bool = False, every_s: float = 0.5) -> int:
+           record: Callable[[int], None], final: bool = False, every_s: float = 0.5,
+           stop: Callable[[], bool] = lambda: False) -> int:
     """Feed a stream into the sink. At most every `every_s` (and at the end) the sink is
     synced and `record(count)` called: a crash in between replays a few lines, which the
     sink recognises. Returns the count."""
@@ -165,6 +166,8 @@ def follow(events: Iterable[dict[str, Any]], skip: int, sink: RunSink,
     try:
         for count, lines in lines_from(events, skip, final):
             sink.write(lines)
+            if stop():  # the lab is quitting: what is written is recorded below
+                break
             if time.monotonic() - last >= every_s:
                 sink.sync()
                 record(count)

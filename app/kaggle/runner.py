@@ -48,7 +48,7 @@ FINAL_KERNEL = ("COMPLETE", "ERROR", "CANCEL_REQUESTED", "CANCEL_ACKNOWLEDGED")
 
 _followers: dict[str, threading.Thread] = {}
 _followers_lock = threading.Lock()
-_shutdown = threading.Event()
+_stop_event = threading.Event()  # replaced by a new one at each shutdown; old followers keep theirs set
 _failed_at: dict[str, float] = {}  # run id -> when its follower last broke on something unexpected
 RESTART_AFTER_FAILURE_S = 30.0
 
@@ -72,13 +72,16 @@ def stop_kaggle_run(registry: Any, run_id: str) -> None:
 
 
 def shutdown_followers(timeout: float = 5.0) -> None:
-    """Stop following (the lab is quitting); the state keeps where each leg was."""
-    _shutdown.set()
+    """Stop following (the lab is quitting); the state keeps where each leg was. A follower
+    blocked in a log stream stops at its next line; later polls start new followers."""
+    global _stop_event
     with _followers_lock:
+        old, _stop_event = _stop_event, threading.Event()
         threads = list(_followers.values())
+        _followers.clear()
+    old.set()
     for th in threads:
         th.join(timeout)
-    _shutdown.clear()
 
 
 def wait_followers(timeout: float | None = None) -> bool:
@@ -135,13 +138,14 @@ class KaggleRuns:
         self.registry = registry
         self.settings = settings or kaggle_settings.load()
         self.store = KaggleStore(registry.state)
+        self._stop = _stop_event
         self._sleep = sleep or self._interruptible_sleep
         self._current_run: str | None = None
         self.accounts = Accounts(self.store, creds, self._client)
 
     # -- plumbing -------------------------------------------------------------------------------
     def _interruptible_sleep(self, seconds: float) -> None:
-        _shutdown.wait(seconds)
+        self._stop.wait(seconds)
 
     def _client(self, cred: Any) -> AccountClient:
         base = max(0.05, min(2.0, self.settings.poll_s / 4))
@@ -342,13 +346,13 @@ class KaggleRuns:
             with _followers_lock:
                 if _followers.get(run_id) is threading.current_thread():
                     del _followers[run_id]
-        if next_id and not _shutdown.is_set():
+        if next_id and not self._stop.is_set():
             self.ensure_follower(next_id)
 
     def follow_leg(self, run_id: str) -> str | None:
         """Drive one leg to its end; returns the next leg's run id when the chain goes on."""
         self._current_run = run_id
-        while not _shutdown.is_set():
+        while not self._stop.is_set():
             leg = self.store.leg(run_id)
             assert leg is not None
             state = leg["state"]
@@ -428,7 +432,7 @@ class KaggleRuns:
             self.store.update_leg(run_id, log_lines_done=count)
 
         try:
-            follow.follow(client.log_events(ref), done, sink, record, final=final)
+            follow.follow(client.log_events(ref), done, sink, record, final=final, stop=self._stop.is_set)
         except (NetworkDown, Transient):
             raise
         except Exception as e:  # a stream cut mid-way, or no stream for this kernel (yet)
@@ -438,6 +442,8 @@ class KaggleRuns:
                 self._sleep(self.settings.poll_s)
                 return
             # The kernel has ended: its outputs carry events.jsonl, so go on to the download.
+        if self._stop.is_set():
+            return
         if final:
             self.store.update_leg(run_id, state="downloading", kernel_status=status, message=failure or None)
             self._status(run_id, st.DOWNLOADING, t("скачивание результатов", "downloading the outputs"))
