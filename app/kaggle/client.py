@@ -117,6 +117,12 @@ class AccountClient:
                 f"Kaggle не принял ядро на аккаунте {self.username}: {error}",
                 f"Kaggle refused the kernel on account {self.username}: {error}",
             ))
+        invalid = list(getattr(resp, "invalid_dataset_sources", None) or [])
+        if invalid:  # the kernel would start without its inputs and stop at once
+            raise UploadFailed(t(
+                f"Kaggle не подключил к ядру датасеты {', '.join(invalid)}; запустите прогон ещё раз",
+                f"Kaggle did not attach the datasets {', '.join(invalid)} to the kernel; start the run again",
+            ))
         return resp
 
     def kernel_status(self, ref: str) -> tuple[str, str]:
