@@ -11,7 +11,7 @@ import pytest
 from app.kaggle.backoff import Backoff, retry_after_seconds
 from app.kaggle.client import AccountClient
 from app.kaggle.credentials import Credential
-from app.kaggle.errors import AuthError, NetworkDown, PushRefused, Transient
+from app.kaggle.errors import AuthError, NetworkDown, PushRefused, Transient, UploadFailed
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS
 
@@ -86,4 +86,11 @@ def test_push_refused_inside_http_200(fake, tmp_path):
         "id": "alice/ternit-test", "title": "ternit-test", "code_file": "s.py", "language": "python",
         "kernel_type": "script"}))
     with pytest.raises(PushRefused, match="GPU sessions"):
+        _client([]).push(folder)
+    # Accepted, but an input Kaggle cannot attach (e.g. deleted): said, not left to fail later.
+    del fake.refuse_push["alice"]
+    meta = json.loads((folder / "kernel-metadata.json").read_text())
+    meta["dataset_sources"] = ["alice/ternit-data-gone"]
+    (folder / "kernel-metadata.json").write_text(json.dumps(meta))
+    with pytest.raises(UploadFailed, match="ternit-data-gone"):
         _client([]).push(folder)
