@@ -67,3 +67,23 @@ def test_log_lines_survive_chunking_and_replay(tmp_path):
     again_sink.close()
     assert (tmp_path / "events.jsonl").read_text().splitlines() == [ev1, ev2]
     assert "human line" in (tmp_path / "trainer.log").read_text()
+
+
+def test_downloaded_checkpoint_is_hash_checked(tmp_path):
+    import hashlib
+
+    from app.kaggle.runner import take_checkpoint
+
+    run_dir, out = tmp_path / "run", tmp_path / "run" / "outputs"
+    (out / "run" / "checkpoints").mkdir(parents=True)
+    good = b"weights" * 1000
+    (out / "run" / "checkpoints" / "step-00000010.pt").write_bytes(good[:-1] + b"X")  # damaged
+    events = [{"event": "checkpoint", "step": 10, "path": "/kaggle/working/run/checkpoints/step-00000010.pt",
+               "sha256": hashlib.sha256(good).hexdigest()}]
+    message, path, sha = take_checkpoint(run_dir, out, events)
+    assert path is None and "SHA-256" in message and not (run_dir / "checkpoints" / "latest").exists()
+    (out / "run" / "checkpoints" / "step-00000010.pt").write_bytes(good)
+    message, path, sha = take_checkpoint(run_dir, out, events)
+    assert message == "" and sha == events[0]["sha256"]
+    assert (run_dir / "checkpoints" / "step-00000010.pt").read_bytes() == good
+    assert (run_dir / "checkpoints" / "latest").read_text().strip() == "step-00000010.pt"

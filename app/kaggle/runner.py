@@ -461,7 +461,7 @@ class KaggleRuns:
             client.output(leg["kernel_ref"], out)
             sink.reconcile(out / "run" / follow.EVENTS)
             events = follow.read_events(run_dir / follow.EVENTS)
-            ckpt_msg, ckpt_path, ckpt_sha = self._take_checkpoint(run_dir, out, events)
+            ckpt_msg, ckpt_path, ckpt_sha = take_checkpoint(run_dir, out, events)
             if ckpt_path or not ckpt_msg:
                 break
         end = next((e for e in reversed(events) if e.get("event") == "end"), None)
@@ -508,36 +508,6 @@ class KaggleRuns:
             self.registry.ingest(run_id)
         self._status(run_id, status, message)
         return next_id
-
-    def _take_checkpoint(self, run_dir: Path, out: Path, events: list[dict[str, Any]]) -> tuple[str, str | None, str | None]:
-        """Move the newest checkpoint the events name into RUN_DIR/checkpoints, hash-checked."""
-        ckpts = [e for e in events if e.get("event") == "checkpoint" and e.get("sha256")]
-        if not ckpts:
-            return "", None, None
-        last = ckpts[-1]
-        name = Path(str(last.get("path", ""))).name
-        src = out / "run" / "checkpoints" / name
-        dst_dir = run_dir / "checkpoints"
-        dst = dst_dir / name
-        if dst.is_file() and sha256_file(dst) == last["sha256"]:
-            return "", str(dst), last["sha256"]
-        if not src.is_file():
-            return t(f"Чекпоинт {name} не пришёл в результатах ядра.",
-                     f"Checkpoint {name} is missing from the kernel's outputs."), None, None
-        got = sha256_file(src)
-        if got != last["sha256"]:
-            return t(f"Чекпоинт {name} повреждён при скачивании (SHA-256 не совпал); файл оставлен в outputs/.",
-                     f"Checkpoint {name} was damaged in the download (SHA-256 mismatch); the file is left in outputs/."), None, None
-        dst_dir.mkdir(parents=True, exist_ok=True)
-        tmp = dst_dir / f".{name}.tmp"
-        shutil.copyfile(src, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
-        os.replace(tmp, dst)
-        from ..runs.files import atomic_write_text
-
-        atomic_write_text(dst_dir / "latest", name + "\n")
-        return "", str(dst), got
 
     def _continue(self, rec: Any, leg: dict[str, Any], checkpoint: Path) -> tuple[str | None, str]:
         """Start the next leg of the chain on an account with quota (Auto, or the named
@@ -591,6 +561,37 @@ class KaggleRuns:
             f"A Kaggle kernel cannot be stopped with a save from outside: it stops at its limit and "
             f"no further leg starts. To stop now: {url} → Stop session (without a last checkpoint).",
         ))
+
+
+def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> tuple[str, str | None, str | None]:
+    """Copy the newest checkpoint the events name into RUN_DIR/checkpoints, hash-checked."""
+    ckpts = [e for e in events if e.get("event") == "checkpoint" and e.get("sha256")]
+    if not ckpts:
+        return "", None, None
+    last = ckpts[-1]
+    name = Path(str(last.get("path", ""))).name
+    src = out / "run" / "checkpoints" / name
+    dst_dir = run_dir / "checkpoints"
+    dst = dst_dir / name
+    if dst.is_file() and sha256_file(dst) == last["sha256"]:
+        return "", str(dst), last["sha256"]
+    if not src.is_file():
+        return t(f"Чекпоинт {name} не пришёл в результатах ядра.",
+                 f"Checkpoint {name} is missing from the kernel's outputs."), None, None
+    got = sha256_file(src)
+    if got != last["sha256"]:
+        return t(f"Чекпоинт {name} повреждён при скачивании (SHA-256 не совпал); файл оставлен в outputs/.",
+                 f"Checkpoint {name} was damaged in the download (SHA-256 mismatch); the file is left in outputs/."), None, None
+    dst_dir.mkdir(parents=True, exist_ok=True)
+    tmp = dst_dir / f".{name}.tmp"
+    shutil.copyfile(src, tmp)
+    with open(tmp, "rb") as f:
+        os.fsync(f.fileno())
+    os.replace(tmp, dst)
+    from ..runs.files import atomic_write_text
+
+    atomic_write_text(dst_dir / "latest", name + "\n")
+    return "", str(dst), got
 
 
 def _brief(e: BaseException) -> str:
