@@ -239,9 +239,10 @@ def apply(model: nn.Module, level: str | bool) -> nn.Module:
 # ---- the loss without the full logits ------------------------------------------------
 
 
-def chunk_rows(vocab: int, budget_bytes: int = 8 << 20) -> int:
-    """Rows per slice so that one slice of fp32 logits takes about `budget_bytes`."""
-    return max(128, budget_bytes // (4 * vocab))
+def chunk_rows(rows: int, vocab: int, budget_bytes: int = 4 << 20) -> int:
+    """Rows per slice: one slice of fp32 logits within `budget_bytes`, and at least eight
+    slices, so that a slice stays small next to the activations at any size."""
+    return max(32, min(budget_bytes // (4 * vocab), -(-rows // 8)))
 
 
 class _ChunkedLinearCrossEntropy(torch.autograd.Function):
@@ -273,11 +274,11 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
             grad = logits.sub_(lse[:, None]).exp_()
             grad[torch.arange(stop - start, device=grad.device), ts] -= 1.0
             gc = grad.to(compute_dtype)
-            grad_h[start:stop] = torch.mm(gc, wc)
-            if compute_dtype == torch.float32:
-                grad_w.addmm_(gc.t(), hs)
+            if grad_h.dtype == compute_dtype:
+                torch.mm(gc, wc, out=grad_h[start:stop])
             else:
-                grad_w += torch.mm(gc.t(), hs).float()
+                grad_h[start:stop] = torch.mm(gc, wc)
+            _accumulate(grad_w, gc.t(), hs)
         ctx.save_for_backward(grad_h, grad_w)
         ctx.shape, ctx.n, ctx.weight_dtype = h.shape, n, weight.dtype
         return total / n
@@ -306,6 +307,6 @@ def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
         from .model import lm_loss
 
         return lm_loss(h, weight, targets)
-    rows = chunk_rows(weight.size(0))
+    rows = chunk_rows(h.numel() // h.size(-1), weight.size(0))
     with torch.autocast(device_type, enabled=False):
         return _ChunkedLinearCrossEntropy.apply(h, weight, targets, rows, compute_dtype)

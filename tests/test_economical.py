@@ -1,0 +1,164 @@
+"""The economical mode in-process: same losses and gradients as the normal mode, the same
+state dict, and a peak below 0.46× the normal mode's where activations dominate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from trainer import bench_economical, economical
+from trainer.config import ModelConfig, TrainingConfig
+from trainer.memory import measure_step, model_tensors, optimizer_tensors
+from trainer.model import GPT, lm_loss
+from trainer.optim import autocast, make_optimizer, make_scaler
+from trainer.step import train_step
+
+CPU = torch.device("cpu")
+SMALL = ModelConfig(context=64, width=32, heads=2, layers=2, vocab=200)
+
+
+def batch(cfg: ModelConfig, size: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, cfg.vocab, (size, cfg.context + 1), generator=g)
+    return ids[:, :-1], ids[:, 1:]
+
+
+def model_in(level: str, cfg: ModelConfig = SMALL) -> GPT:
+    m = GPT(cfg)
+    m.init_weights(3)
+    return economical.apply(m, level)
+
+
+def loss_and_grads(level: str, precision: str) -> tuple[float, dict[str, torch.Tensor]]:
+    m = model_in(level)
+    x, y = batch(SMALL, 4)
+    with autocast(precision, CPU):
+        loss = m(x, y)
+    loss.backward()
+    return loss.item(), {n: p.grad for n, p in m.named_parameters()}
+
+
+@pytest.mark.parametrize("precision,tol", [("fp32", 1e-5), ("bf16", 3e-2)])
+def test_levels_give_the_normal_loss_and_gradients(precision, tol):
+    base_loss, base = loss_and_grads("off", precision)
+    for level in ("selective", "full"):
+        loss, grads = loss_and_grads(level, precision)
+        assert loss == pytest.approx(base_loss, rel=tol / 10)
+        assert grads.keys() == base.keys()
+        for name, g in grads.items():
+            scale = base[name].abs().max()
+            assert float((g - base[name]).abs().max()) <= tol * float(scale), (level, name)
+
+
+def test_chunked_loss_matches_the_full_loss_with_uneven_slices():
+    torch.manual_seed(0)
+    h = torch.randn(3, 37, 16, requires_grad=True)
+    w = torch.randn(50, 16, requires_grad=True)
+    t = torch.randint(0, 50, (3, 37))
+    ref = lm_loss(h, w, t)
+    gh, gw = torch.autograd.grad(ref * 3.0, (h, w))
+    # 111 rows in slices of 7: the last slice is short.
+    loss = economical._ChunkedLinearCrossEntropy.apply(h, w, t, 7, torch.float32)
+    ch, cw = torch.autograd.grad(loss * 3.0, (h, w))
+    assert loss.item() == pytest.approx(ref.item(), rel=1e-6)
+    torch.testing.assert_close(ch, gh, rtol=1e-5, atol=1e-7)
+    torch.testing.assert_close(cw, gw, rtol=1e-5, atol=1e-7)
+    # Without gradients (evaluation) it is the plain loss.
+    with torch.no_grad():
+        assert economical.chunked_lm_loss(h, w, t).item() == pytest.approx(ref.item(), rel=1e-6)
+
+
+def test_state_dict_is_the_same_in_every_mode_and_off_restores_the_normal_hooks():
+    normal = model_in("off").state_dict()
+    for level in ("selective", "full", True):
+        sd = model_in(level).state_dict()
+        assert list(sd) == list(normal)
+        assert all(torch.equal(sd[k], normal[k]) for k in sd)
+    m = model_in("selective")
+    economical.apply(m, "off")
+    assert m.loss_fn is lm_loss
+    with pytest.raises(ValueError, match="unknown economical level"):
+        economical.apply(GPT(SMALL), "sometimes")
+
+
+def test_loss_trajectory_and_evaluation_agree_between_modes():
+    """Four optimizer steps with the trainer's own step: the losses stay together, and
+    the evaluation path (no gradients) gives the same segment losses."""
+    t = TrainingConfig()
+    trajectories, evals = {}, {}
+    for level in ("off", "selective", "full"):
+        m = model_in(level)
+        opt = make_optimizer(m, t, CPU)
+        scaler = make_scaler("fp32", CPU)
+        losses = [
+            train_step(m, opt, scaler, batch(SMALL, 4, seed=s), 3e-3, "fp32", CPU, 1.0).item()
+            for s in range(4)
+        ]
+        trajectories[level] = losses
+        evals[level] = m.segment_losses(*batch(SMALL, 3, seed=99))
+    assert trajectories["off"][-1] < trajectories["off"][0]
+    for level in ("selective", "full"):
+        assert trajectories[level] == pytest.approx(trajectories["off"], rel=1e-5)
+        torch.testing.assert_close(evals[level], evals["off"], rtol=1e-5, atol=1e-6)
+
+
+def step_peak(level: str, cfg: ModelConfig, size: int) -> dict:
+    m = model_in(level, cfg)
+    opt = make_optimizer(m, TrainingConfig(), CPU)
+    scaler = make_scaler("fp32", CPU)
+    b = batch(cfg, size)
+
+    def step() -> torch.Tensor:
+        return train_step(m, opt, scaler, b, 1e-3, "fp32", CPU, 1.0)
+
+    step()  # the optimizer's moments exist from now on
+    alive = [*model_tensors(m), *optimizer_tensors(opt), *b]
+    return measure_step(step, alive=alive, forward_of=m)[1]
+
+
+def test_peak_memory_below_0_46_of_normal_where_activations_dominate():
+    cfg = ModelConfig(context=128, width=64, heads=4, layers=4, vocab=512)
+    normal = step_peak("off", cfg, 8)
+    selective = step_peak("selective", cfg, 8)
+    full = step_peak("full", cfg, 8)
+    # Activations dominate the normal mode here, as on a real card.
+    assert normal["activation_bytes"] > 3 * normal["baseline_bytes"]
+    assert selective["peak_bytes"] < 0.46 * normal["peak_bytes"]
+    assert full["peak_bytes"] < selective["peak_bytes"]
+    assert selective["activation_bytes"] < 0.46 * normal["activation_bytes"]
+
+
+def test_benchmark_writes_the_report(tmp_path, tiny_data, capsys):
+    run = {
+        "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
+        "training": {"batch_per_card": 4, "seed": 5},
+        "data": {"dir": str(tiny_data)},
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    out = tmp_path / "report.json"
+    argv = ["--config", str(tmp_path / "run.json"), "--steps", "3", "--series", "2", "--warmup", "1"]
+    assert bench_economical.main([*argv, "--segments", "12", "--device", "cpu", "--json", str(out)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert set(report["ratios"]) >= {"peak_bytes", "activation_bytes", "step_time_median", "step_time_mean"}
+    assert 0 < report["ratios"]["peak_bytes"] < 1
+    assert report["level"] == "selective" and report["device"]["type"] == "cpu"
+    q = report["quality"]
+    assert q["segments"] == 12 and q["ci95"][0] <= q["diff"] <= q["ci95"][1]
+    # Both series trained the same models (CPU, same seed and batches): the same held-out losses.
+    assert q["same_in_every_series"]
+    for mode in ("normal", "economical"):
+        runs = report["modes"][mode]
+        assert [r["series"] for r in runs] == [1, 2] and len(runs[0]["step_times_s"]) == 3
+    # The order alternates between series.
+    assert [r["order"] for r in report["modes"]["normal"]] == [1, 2]
+    assert [r["order"] for r in report["modes"]["economical"]] == [2, 1]
+    printed = capsys.readouterr().out
+    assert "economical/normal: peak" in printed and "95% CI" in printed
+
+
+def test_t_quantile_is_students():
+    # Tabulated: t(0.975; 95) = 1.9853, t(0.975; 10) = 2.2281.
+    assert bench_economical.t_quantile_975(95) == pytest.approx(1.9853, abs=1e-3)
+    assert bench_economical.t_quantile_975(10) == pytest.approx(2.2281, abs=2e-3)
