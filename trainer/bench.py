@@ -164,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     result = {
         "device": torch.cuda.get_device_name() if device.type == "cuda" else f"cpu ({torch.get_num_threads()} threads)",
         "torch": torch.__version__,
-        "shape": vars(args) | {"params": params, "tokens_per_step": tokens_per_step},
+        "shape": {k: v for k, v in vars(args).items() if k != "json"} | {"params": params, "tokens_per_step": tokens_per_step},
         "trainer": summarize(sides["trainer"]),
         "plain": summarize(sides["plain"]),
     }
