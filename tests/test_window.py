@@ -130,7 +130,7 @@ def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
     assert settings["language"] == "en"
 
 
-def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, window, tiny_data):
+def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, window, tiny_data, tmp_path):
     from ui.main_window import LIVE
 
     view = window.form_view
@@ -146,6 +146,22 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     trace = window.plot.traces[LIVE]
     qtbot.waitUntil(lambda: trace.points >= 3, timeout=WAIT_MS)
     assert len(trace.raw_curve.getData()[1]) >= 3 and len(trace.smooth_curve.getData()[1]) >= 3
+
+    # Closing the window does not stop training; a new window re-attaches to the run.
+    from app.runs import process as proc
+    from ui.main_window import MainWindow
+
+    window.close()
+    assert proc.is_alive(rec.pid or window.runs.registry.get(run_id).pid)
+    window = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+    qtbot.addWidget(window)
+    window.show()
+    window.ensure_ready()
+    assert window.followed == run_id
+    view = window.form_view
+    trace = window.plot.traces[LIVE]
+    seen = trace.points
+    qtbot.waitUntil(lambda: trace.points > max(seen, 3), timeout=WAIT_MS)
 
     # Stop: "saving…" until the trainer has saved and exited.
     qtbot.mouseClick(window.banner.stop_button, Qt.MouseButton.LeftButton)
@@ -190,6 +206,20 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     rows = {r.id: r for r in window.history.rows}
     assert rows[child_id].status == st.FINISHED and rows[child_id].can_continue
 
+    # Overlay the parent on the plot from its row's tick.
+    r = next(i for i, row in enumerate(window.history.rows) if row.id == run_id)
+    window.history.table.item(r, 0).setCheckState(Qt.CheckState.Checked)
+    assert f"overlay:{run_id}" in window.plot.traces
+    assert window.plot.traces[f"overlay:{run_id}"].points == parent.last_step
+
+    # Export weights (a child process: the window never loads torch).
+    out = tmp_path / "tiny.safetensors"
+    proc = window.export_weights(child_id, str(out))
+    with qtbot.waitSignal(proc.finished, timeout=WAIT_MS):
+        pass
+    assert out.is_file() and out.stat().st_size > 4 * 35_200, window.statusBar().currentMessage()
+    assert "Веса сохранены" in window.statusBar().currentMessage()
+
 
 def test_failed_run_shows_the_reason_and_which_file(qtbot, window, tiny_data, tmp_path):
     broken = tmp_path / "broken"
@@ -209,3 +239,35 @@ def test_failed_run_shows_the_reason_and_which_file(qtbot, window, tiny_data, tm
     text = window.banner.failure.text()
     assert "val.bin" in text and "Подготовьте данные заново" in text
     assert any(title.endswith("ошибка") for title, _ in window.notifications)
+
+
+def test_out_of_memory_shows_the_batch_that_fits_and_retries_in_one_click(qtbot, window, tiny_data):
+    """A CPU cannot run out of GPU memory, so the trainer's oom event is written here as the
+    trainer writes it; the retry then starts a real run with the advised batch."""
+    import time
+
+    form = window.form_view.form
+    for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 8),
+                        ("steps_to", 3)):
+        form.set(name, value)
+    form.set("gpu", "cpu")
+    form.values["constellations"] = ["tiny"]
+    rec = window.runs.registry.create_run(form.run_config())
+    now = time.time()
+    events = [
+        {"event": "start", "time": now, "step": 0, "params": 35200, "tokens_per_step": 256},
+        {"event": "error", "time": now, "step": 0, "kind": "oom", "message": "CUDA out of memory",
+         "advice": "lower training.batch_per_card", "checkpoint": None, "suggested_batch": 4},
+        {"event": "end", "time": now, "step": 0, "reason": "error", "state_sha256": None, "message": "CUDA out of memory"},
+    ]
+    rec.events_path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    window.runs.registry.ingest(rec.id)
+    assert window.runs.registry.get(rec.id).status == st.FAILED
+    window.follow(rec.id)
+    assert window.banner.failure.isVisible() and "4" in window.banner.failure.text()
+    assert window.banner.retry_button.text() == "Повторить с батчем 4"
+    qtbot.mouseClick(window.banner.retry_button, Qt.MouseButton.LeftButton)
+    retry_id = window.followed
+    assert retry_id != rec.id
+    assert window.runs.registry.get(retry_id).config()["training"]["batch_per_card"] == 4
+    qtbot.waitUntil(lambda: window.runs.registry.get(retry_id).status == st.FINISHED, timeout=WAIT_MS)
