@@ -20,3 +20,16 @@ def auto_explanation(config: dict) -> str:
     from .machine import auto_explanation as impl
 
     return impl(config)
+
+
+def refresh_accounts() -> list:
+    """Ask Kaggle for every account's key status and quota, into the state (network: call it
+    off the GUI thread, e.g. at start and every few minutes; the form then reads the state)."""
+    from .accounts import Accounts
+    from .store import KaggleStore
+
+    store = KaggleStore()
+    try:
+        return Accounts(store).check_all()
+    finally:
+        store.close()
