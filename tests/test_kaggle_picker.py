@@ -66,6 +66,10 @@ def test_log_lines_survive_chunking_and_replay(tmp_path):
     assert again_sink.write([ev1, ev2]) == 1  # ev1 was already written before a crash
     again_sink.close()
     assert (tmp_path / "events.jsonl").read_text().splitlines() == [ev1, ev2]
+    with open(tmp_path / "events.jsonl", "a") as f:  # a crash cut the next write in half
+        f.write(ev2[:7])
+    RunSink(tmp_path).close()
+    assert (tmp_path / "events.jsonl").read_text().splitlines() == [ev1, ev2]
     assert "human line" in (tmp_path / "trainer.log").read_text()
 
 

@@ -171,8 +171,9 @@ def test_kernel_error_shows_the_trainer_error_event(fake, tiny_data):
     assert runner.wait_followers(60)
     got = reg.get(rec.id)
     assert got.status == st.FAILED
-    assert "vocabulary (300)" in got.last_message and "model.vocab" in got.last_message
-    assert _events(got.path, "error")[0]["advice"] in got.last_message
+    error = _events(got.path, "error")[0]
+    assert "model.vocab" in error["message"]  # the trainer's own words about what to change
+    assert error["message"] in got.last_message and error["advice"] in got.last_message
     assert "[ternit-kernel] the trainer exited with code" in (got.path / "trainer.log").read_text()
     assert fake.kernels[got.kaggle_kernel_ref].status == "ERROR"
 

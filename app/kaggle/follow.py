@@ -74,6 +74,7 @@ class RunSink:
         self.run_dir = Path(run_dir)
         self.events_path = self.run_dir / EVENTS
         self.log_path = self.run_dir / LOG
+        _drop_partial_line(self.events_path)
         self._recent = set(_tail_lines(self.events_path))
         self._dirty = False
         self._log: Any = None
@@ -122,6 +123,24 @@ class RunSink:
                 f.flush()
                 os.fsync(f.fileno())
         return len(missing)
+
+
+def _drop_partial_line(path: Path) -> None:
+    """A write cut by a crash can leave half a line at the end; its line was not recorded as
+    handled, so the replay writes it again whole."""
+    try:
+        with open(path, "rb+") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            f.seek(max(0, size - (1 << 20)))
+            tail = f.read()
+            if tail.endswith(b"\n"):
+                return
+            cut = tail.rfind(b"\n")
+            f.truncate(size - len(tail) + cut + 1 if cut >= 0 else max(0, size - len(tail)))
+    except OSError:
+        return
 
 
 def _tail_lines(path: Path, max_bytes: int = 1 << 22) -> list[str]:
