@@ -161,7 +161,10 @@ class _TiledMLP(torch.autograd.Function):
             g = F.gelu(u, approximate="tanh")
             _accumulate(grad_wd, go.t(), g)
             del g
-            grad_u = torch.ops.aten.gelu_backward(torch.mm(go, wd), u, approximate="tanh")
+            # GELU's backward in place in its incoming gradient's buffer (an elementwise
+            # kernel may write over its input exactly): one slice-sized buffer less.
+            grad_g = torch.mm(go, wd)
+            grad_u = torch.ops.aten.gelu_backward.grad_input(grad_g, u, approximate="tanh", grad_input=grad_g)
             del u
             _accumulate(grad_wu, grad_u.t(), n)
             grad_n = torch.mm(grad_u, wu).to(ln_dtype)
