@@ -56,7 +56,8 @@ def http_status(exc: BaseException | None) -> int | None:
 def is_network_error(exc: BaseException) -> bool:
     import requests  # a dependency of kaggle; imported late like kaggle itself
 
-    return isinstance(exc, (requests.ConnectionError, requests.Timeout, ConnectionError, TimeoutError))
+    return isinstance(exc, (requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError,
+                            ConnectionError, TimeoutError))
 
 
 @dataclass

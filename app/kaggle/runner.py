@@ -51,6 +51,7 @@ _followers_lock = threading.Lock()
 _stop_event = threading.Event()  # replaced by a new one at each shutdown; old followers keep theirs set
 _failed_at: dict[str, float] = {}  # run id -> when its follower last broke on something unexpected
 RESTART_AFTER_FAILURE_S = 30.0
+FOLLOW_ERRORS_TOLERATED = 20  # consecutive odd answers while following before the leg is failed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -352,6 +353,7 @@ class KaggleRuns:
     def follow_leg(self, run_id: str) -> str | None:
         """Drive one leg to its end; returns the next leg's run id when the chain goes on."""
         self._current_run = run_id
+        errors = 0
         while not self._stop.is_set():
             leg = self.store.leg(run_id)
             assert leg is not None
@@ -371,10 +373,18 @@ class KaggleRuns:
                 self._message(run_id, t(f"{e} Жду и повторяю; чекпоинты не теряются.",
                                         f"{e} Waiting and retrying; no checkpoint is lost."))
                 self._sleep(max(self.settings.poll_s, 0.05) * 4)
-            except (AuthError, PushRefused, KaggleError) as e:
+            except KaggleError as e:
+                # While a kernel runs, one odd answer must not orphan it: retry a while.
+                errors += 1
+                if state in ("pushed", "running", "downloading") and errors < FOLLOW_ERRORS_TOLERATED:
+                    self._message(run_id, t(f"{e} Повторю попытку.", f"{e} Will try again."))
+                    self._sleep(max(self.settings.poll_s, 0.05) * 4)
+                    continue
                 self.store.update_leg(run_id, state="failed", message=str(e), ended_at=time.time())
                 self._status(run_id, st.FAILED, str(e))
                 return None
+            else:
+                errors = 0
         return None
 
     def _redo_upload(self, leg: dict[str, Any]) -> None:
