@@ -33,3 +33,11 @@ def refresh_accounts() -> list:
         return Accounts(store).check_all()
     finally:
         store.close()
+
+
+def kernel_page(ref: str) -> str:
+    """The kernel's address for the history ('owner/slug' -> its page on kaggle.com)."""
+    import os
+
+    base = os.environ.get("TERNIT_KAGGLE_ENDPOINT", "").strip().rstrip("/") or "https://www.kaggle.com"
+    return f"{base}/code/{ref.strip('/')}"
