@@ -176,3 +176,15 @@ def test_english_texts(ctx):
     assert "heads that work: 1, 2, 4, 5" in texts(form, "heads")[0]
     form.set_text("width", "512")
     assert {r.label for r in form.size_rows()} >= {"How many weights", "Tokens per step", "Data"}
+
+
+def test_a_batch_that_cannot_fit_the_card_blocks_start_and_says_what_fits(ctx):
+    form = RunForm(ctx)
+    form.set("gpu", "rtx3050")
+    form.set_text("batch_per_card", "512")
+    [msg] = texts(form, "batch_per_card")
+    assert "не помещается" in msg and "RTX 3050" in msg and "наибольший, что поместится" in msg
+    best = form.estimate()["max_batch"]
+    assert str(best) in msg and 1 <= best < 512
+    form.set_text("batch_per_card", str(best))
+    assert texts(form, "batch_per_card") == [] and form.can_start(), form.start_blockers()

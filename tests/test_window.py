@@ -202,6 +202,11 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     qtbot.waitUntil(lambda: trace.val_points() >= 1, timeout=10_000)
     assert trace._val_items, "the validation curve and its band are drawn"
 
+    # The runs' measured speed now drives the estimate for this size on this CPU.
+    qtbot.waitUntil(lambda: bool(view.form.ctx.measured), timeout=10_000)
+    view.form.set("gpu", "cpu")
+    assert view.form.estimate()["tokens_per_s_basis"]["kind"] == "measured"
+
     # The history shows both, and the finished child's row offers «Продолжить».
     rows = {r.id: r for r in window.history.rows}
     assert rows[child_id].status == st.FINISHED and rows[child_id].can_continue

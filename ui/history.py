@@ -150,11 +150,14 @@ class HistoryView(QWidget):
                 self.table.setItem(r, 0, tick)
                 name = row.name + (t(f" (этап {row.leg})", f" (leg {row.leg})") if row.leg > 1 else "")
                 best = f"{row.best_val_loss:.4f}" if row.best_val_loss is not None else "—"
-                cells = [name, row.status_label, row.where, row.steps, best,
+                where = row.where + (f" · {row.kernel_ref}" if row.kernel_ref else "")
+                cells = [name, row.status_label, where, row.steps, best,
                          fmt_count(row.tokens_seen), fmt_count(row.params), row.created]
+                tip = "\n".join(x for x in (row.id, row.folder, row.kernel_ref and f"Kaggle: {row.kernel_ref}",
+                                             row.message) if x)
                 for c, text in enumerate(cells, start=1):
                     item = QTableWidgetItem(text)
-                    item.setToolTip(f"{row.id}\n{row.message or ''}".strip())
+                    item.setToolTip(tip)
                     if c == 2:
                         item.setForeground(QColor(STATUS_COLORS.get(row.status, "#333333")))
                     self.table.setItem(r, c, item)

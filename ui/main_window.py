@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +163,8 @@ class RunBanner(QWidget):
 class MainWindow(QMainWindow):
     """`runs`: the RunManager to use (tests give one over their own folders)."""
 
+    measured_loaded = Signal(list)  # measured runs for app.sizing, read off the UI thread
+
     def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None) -> None:
         super().__init__()
@@ -173,6 +176,7 @@ class MainWindow(QMainWindow):
         self.export_processes: list[QProcess] = []
         self.tray: QSystemTrayIcon | None = None
         self.runs.add_listener(self._run_ended)
+        self.measured_loaded.connect(self._measured_loaded)
         self.setWindowTitle("Ternit Lab")
         self._build(ctx if ctx is not None else load_form_context(self.runs, self.extra_prepared))
         self._build_menu()
@@ -256,6 +260,33 @@ class MainWindow(QMainWindow):
             self.follow(self.followed)
         else:
             self._follow_initial()
+        self.load_measured()
+
+    def load_measured(self) -> threading.Thread:
+        """Speeds and memory measured by earlier runs (their events), for the estimates:
+        read in a thread, since a long history means large event files."""
+        root = self.runs.registry.runs_root
+
+        def work() -> None:
+            try:
+                from app.sizing.history import measured_runs
+
+                found = measured_runs(root)
+            except Exception:  # no estimate corrections, but never a broken window
+                found = []
+            try:
+                self.measured_loaded.emit(found)
+            except RuntimeError:  # the window was closed meanwhile
+                pass
+
+        thread = threading.Thread(target=work, name="measured-runs", daemon=True)
+        thread.start()
+        return thread
+
+    def _measured_loaded(self, measured: list) -> None:
+        ctx = self.form_view.form.ctx
+        ctx.measured = list(measured)
+        self.form_view.set_context(ctx)
 
     @property
     def plot(self) -> Any:
@@ -614,6 +645,7 @@ class MainWindow(QMainWindow):
         desktop has no tray)."""
         self.notify(ended.title(), ended.text())
         self._update_banner()
+        self.load_measured()  # the run's speed and memory now correct the estimates
 
     def notify(self, title: str, text: str) -> None:
         self.notifications.append((title, text))
