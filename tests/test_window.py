@@ -276,3 +276,23 @@ def test_out_of_memory_shows_the_batch_that_fits_and_retries_in_one_click(qtbot,
     assert retry_id != rec.id
     assert window.runs.registry.get(retry_id).config()["training"]["batch_per_card"] == 4
     qtbot.waitUntil(lambda: window.runs.registry.get(retry_id).status == st.FINISHED, timeout=WAIT_MS)
+
+
+def test_prepare_data_button_prepares_the_ticked_constellation(qtbot, window):
+    """The demo constellation (Python's own docs) needs no download: «Подготовить данные»
+    runs `ternit data prepare` in a child process, then Start is enabled."""
+    view = window.form_view
+    tick_only(view, "demo")
+    type_into(qtbot, view, "context", "64")
+    assert view.prepare_button.isVisible() and not view.start_button.isEnabled()
+    assert "не подготовлены" in view.why.text()
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as blocker:
+        qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
+    assert blocker.args[0] == 0, window.statusBar().currentMessage()
+    prep = view.form.prepared_for_selection()
+    assert prep is not None and prep.constellations == ("demo",)
+    assert view.start_button.isEnabled(), view.why.text()
+    assert not view.prepare_button.isVisible()
+    # The library now knows the constellation's token count, and the form shows it.
+    label = view._constellation_boxes["demo"].text()
+    assert "токенов" in label and "не посчитаны" not in label, label

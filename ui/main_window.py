@@ -164,6 +164,7 @@ class MainWindow(QMainWindow):
     """`runs`: the RunManager to use (tests give one over their own folders)."""
 
     measured_loaded = Signal(list)  # measured runs for app.sizing, read off the UI thread
+    data_prepared = Signal(int)  # «Подготовить данные» finished: the exit code (0: done)
 
     def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None) -> None:
@@ -443,6 +444,7 @@ class MainWindow(QMainWindow):
                                                f"Preparing the data failed: {last[0][-200:]}"))
             self.reload_context()
             self.form_view.prepare_button.setEnabled(True)
+            self.data_prepared.emit(code)
 
         proc.readyRead.connect(progress)
         proc.finished.connect(done)
