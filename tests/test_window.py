@@ -78,13 +78,15 @@ def fill_tiny(qtbot, view) -> None:
     choose(view, "gpu", "cpu")
 
 
-def test_window_process_never_imports_torch():
-    code = ("import sys; import ui.main_window, ui.main, app.form, app.runs; "
-            "print('torch' in sys.modules)")
+def test_window_process_never_imports_torch(tmp_path):
+    # The whole window, built and shown with its plot and GPU monitor, in a fresh process.
+    code = ("import sys; from ui.main_window import MainWindow, app_instance; app = app_instance(); "
+            "w = MainWindow(); w.show(); w.ensure_ready(); app.processEvents(); w.close(); "
+            "print('torch' in sys.modules, 'ui.loss_plot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "QT_QPA_PLATFORM": "offscreen"})
+                         env={**os.environ, "QT_QPA_PLATFORM": "offscreen", "TERNIT_HOME": str(tmp_path)})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
+    assert out.stdout.split() == ["False", "True"]
 
 
 def test_snapshot_cli_writes_a_png_in_english(tmp_path):
