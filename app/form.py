@@ -584,12 +584,15 @@ class RunForm:
         estimate = _sizing_estimate()
         if estimate is None:
             return None
-        steps = max(1, int(v["steps_to"]) - self.start_step())
+        base_training = (self.continuing.config.get("training") or {}) if self.continuing else {}
         kwargs: dict[str, Any] = dict(
             layers=v["layers"], width=v["width"], heads=v["heads"], context=v["context"],
-            vocab=self.vocab(), batch=v["batch_per_card"], gpu=v["gpu"], steps_to=steps,
-            limit_min=v["limit_min"], data_tokens=self.data_tokens(), economical=bool(v["economical"]),
-            measured=self.ctx.measured or None, lang=current_language(),
+            vocab=self.vocab(), batch=v["batch_per_card"], gpu=v["gpu"], steps_to=int(v["steps_to"]),
+            start_step=self.start_step(), limit_min=v["limit_min"], data_tokens=self.data_tokens(),
+            economical=bool(v["economical"]), measured=self.ctx.measured or None, lang=current_language(),
+            local_name=self.ctx.local_gpu,
+            eval_every=int(base_training.get("eval_every") or 200),
+            eval_segments=int(base_training.get("eval_segments") or 96),
         )
         params = inspect.signature(estimate).parameters
         if "card_memory_mb" in params and v["gpu"] == "local" and self.ctx.local_card_memory_mb:
@@ -658,7 +661,7 @@ class RunForm:
             rows.append(SizeRow("limit", limit_label, t("не обрежет", "will not cut it"),
                                 t("прогон успеет дойти до «Шагов до»", "the run reaches «Steps to» in time")))
         else:
-            at = int(stop) + self.start_step()
+            at = int(stop)  # a step number on the run's own scale (a continuation's included)
             rows.append(SizeRow("limit", limit_label, t(f"остановит на шаге ≈{format_value(at)}",
                                                         f"stops it at step ≈{format_value(at)}"),
                                 t("чекпоинт сохранится; продолжите одной кнопкой",

@@ -188,3 +188,18 @@ def test_a_batch_that_cannot_fit_the_card_blocks_start_and_says_what_fits(ctx):
     assert str(best) in msg and 1 <= best < 512
     form.set_text("batch_per_card", str(best))
     assert texts(form, "batch_per_card") == [] and form.can_start(), form.start_blockers()
+
+
+def test_continuing_estimates_time_from_the_checkpoints_step(ctx):
+    form = RunForm(FormContext())
+    parent = {"model": {"context": 1024, "width": 512, "heads": 8, "layers": 8, "vocab": 4000},
+              "training": {"steps_to": 20000}, "data": {"constellations": []}}
+    form.continue_from(ContinueFrom("p", parent, step=15000))
+    form.set("gpu", "t4x2")
+    form.set_text("limit_min", "5")
+    rows = {r.key: r for r in form.size_rows()}
+    # 5,000 steps of 12,288 tokens at the 2×T4 reference (102,000 tokens/s): about 10 minutes.
+    assert rows["time"].value == "≈ 10 мин" and "2×T4" in rows["time"].note
+    # The limit's stop is a step on the run's own scale, after the checkpoint's 15,000.
+    stop = int(rows["limit"].value.split("≈")[1].replace("\u00a0", ""))
+    assert 15000 < stop < 20000

@@ -8,6 +8,7 @@ load time) never imports torch: the trainer is always its own process.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 import threading
@@ -69,7 +70,25 @@ def load_form_context(runs: RunManager | None = None, extra_prepared: list[str] 
         if prep:
             ctx.add_prepared(prep)
     _add_accounts(ctx)
+    _add_local_gpu(ctx)
     return ctx
+
+
+def _add_local_gpu(ctx: FormContext) -> None:
+    """This PC's first card (NVML through app.gpu); no driver or no card: the CPU."""
+    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
+        return  # every GPU hidden from the trainer: local runs use the CPU
+    try:
+        from app.gpu.nvml import OK, session
+
+        nvml = session()
+        if nvml.ensure() != OK or nvml.count() < 1:
+            return
+        info = nvml.static(0)
+    except Exception:  # a broken driver must not stop the window opening
+        return
+    ctx.local_gpu = info.name
+    ctx.local_card_memory_mb = info.mem_total_mb
 
 
 def _add_library(ctx: FormContext) -> None:
