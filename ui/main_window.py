@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,7 @@ from .history import HistoryView
 from .run_form import RunFormView
 
 POLL_MS = 500
+HISTORY_EVERY_S = 2.0
 LIVE = "live"
 
 
@@ -194,6 +196,8 @@ class MainWindow(QMainWindow):
         self.overlays: set[str] = set()
         self.notifications: list[tuple[str, str]] = []
         self.export_processes: list[QProcess] = []
+        self._failures: dict[str, Any] = {}
+        self._history_at = 0.0
         self.tray: QSystemTrayIcon | None = None
         self.runs.add_listener(self._run_ended)
         self.measured_loaded.connect(self._measured_loaded)
@@ -602,7 +606,10 @@ class MainWindow(QMainWindow):
                         self.monitor.set_trainer_pid(u.run.pid if active else None)
         if updates or self.followed:
             self._update_banner()
-        if any(u.events or u.status_changed for u in updates):
+        # A status change shows at once; new steps refresh the history every few seconds.
+        now = time.monotonic()
+        if any(u.status_changed for u in updates) or (
+                any(u.events for u in updates) and now - self._history_at > HISTORY_EVERY_S):
             self.refresh_history()
 
     def _update_banner(self) -> None:
@@ -614,10 +621,15 @@ class MainWindow(QMainWindow):
         except KeyError:
             self.banner.show_run(None)
             return
-        failure = self.runs.failure(rec.id) if rec.status == st.FAILED else None
+        failure = None
+        if rec.status == st.FAILED:  # final: read its events once, not on every tick
+            if rec.id not in self._failures:
+                self._failures[rec.id] = self.runs.failure(rec.id)
+            failure = self._failures[rec.id]
         self.banner.show_run(rec, failure)
 
     def refresh_history(self) -> None:
+        self._history_at = time.monotonic()
         rows = self.runs.history(limit=200)
         self.history.set_rows(rows)
         self.form_view.set_checkpoints([(r.id, f"{r.name} · {r.steps} · {r.created}") for r in rows if r.can_continue])
