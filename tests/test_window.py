@@ -298,3 +298,14 @@ def test_prepare_data_button_prepares_the_ticked_constellation(qtbot, window):
     # The library now knows the constellation's token count, and the form shows it.
     label = view._constellation_boxes["demo"].text()
     assert "токенов" in label and "не посчитаны" not in label, label
+
+
+def test_a_damaged_state_file_is_reported_not_a_crash(tmp_path):
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "state.sqlite").write_bytes(b"not a database " * 20)
+    out = subprocess.run([sys.executable, "-m", "ui.main", "--snapshot", str(tmp_path / "x.png"), "--lang", "en"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "TERNIT_HOME": str(tmp_path)})
+    assert out.returncode == 1
+    assert "The lab could not open" in out.stderr and "state.sqlite" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -28,14 +28,34 @@ def main(argv: list[str] | None = None) -> int:
     if args.snapshot:
         # Offscreen: no display needed, and nothing flashes on screen.
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from app.i18n import set_language
+    from app.i18n import set_language, t
 
     if args.lang:
         set_language(args.lang)
+    if (sys.platform.startswith("linux") and not os.environ.get("QT_QPA_PLATFORM")
+            and not os.environ.get("DISPLAY") and not os.environ.get("WAYLAND_DISPLAY")):
+        print(t("ternit-lab: нет дисплея (DISPLAY/WAYLAND_DISPLAY не заданы). Запустите окно на рабочем столе, "
+                "снимок сделайте так: ternit-lab --snapshot FILE.png; без окна — команда ternit.",
+                "ternit-lab: no display (DISPLAY/WAYLAND_DISPLAY are not set). Start the window on a desktop; "
+                "for a picture use ternit-lab --snapshot FILE.png; without a window, the ternit command."),
+              file=sys.stderr)
+        return 2
     from .main_window import MainWindow, app_instance
 
     app = app_instance([sys.argv[0]])
-    window = MainWindow()
+    try:
+        window = MainWindow()
+    except Exception as e:  # the lab's state or folders cannot be opened: say so, lose nothing
+        from app import paths
+
+        text = t(f"Лаборатория не открылась: {e}\nПапка данных: {paths.data_dir()}",
+                 f"The lab could not open: {e}\nData folder: {paths.data_dir()}")
+        print(text, file=sys.stderr)
+        if not args.snapshot and not args.print_startup:
+            from PySide6.QtWidgets import QMessageBox
+
+            QMessageBox.critical(None, "Ternit Lab", text)
+        return 1
     if args.snapshot:
         return snapshot(app, window, args.snapshot, args.size)
     window.resize(1500, 950)
