@@ -68,6 +68,6 @@ def step_cost(layers: int, width: int, context: int, vocab: int, small_width: fl
     grows with L·d, not L·d² (norms, GELU, residual adds, the optimizer's pass over the
     weights: memory-bound work), so narrow models run at a lower FLOP rate; the device's
     `small_width` (a width in units of d) carries that. It is 0 for the GPUs (their figure
-    is not measured here) and measured for the CPU (docs/PERF.md).
+    is not measured here) and 36 per thread for the CPU, measured (app.sizing.gpus).
     """
     return flops_per_token(layers, width, context, vocab) * (1.0 + small_width / width)

@@ -13,6 +13,7 @@ shown apart.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,12 +107,18 @@ GPUS: dict[str, GpuFacts] = {
         {"ru": "процессор (CPU)", "en": "the CPU"},
         "cpu", 1, None, None, False,
         {"ru": "оценка по скорости процессора", "en": "an estimate from the CPU's arithmetic rate"},
-        None, "fp32", context_mb=350.0, cache_slack=0.0, small_width=73.0, on={"ru": "на процессоре", "en": "on the CPU"},
+        None, "fp32", context_mb=350.0, cache_slack=0.0, on={"ru": "на процессоре", "en": "on the CPU"},
     ),
 }
 
-# Achieved fp32 training FLOP/s per thread at large width (see small_width), AVX-512 and not.
+# Achieved fp32 training FLOP/s per thread at large width, and the narrow-width penalty
+# (formulas.step_cost) per thread: rate(d) = threads · 101 GFLOP/s · d / (d + 36 · threads).
+# Measured with the trainer's own step on the build machine (AMD EPYC, AVX-512): one
+# thread, L×d from 2×64 to 3×384, fitted within 2.5 %; two threads (a quiet moment) gave
+# 2 × 101 and d0 ≈ 73 (docs/PERF.md). Without AVX-512 the vector units are half as wide:
+# 50 GFLOP/s per thread is an estimate, not a measurement.
 CPU_FLOPS_PER_THREAD = {"avx512": 101e9, "avx2": 50e9}
+CPU_SMALL_WIDTH_PER_THREAD = 36.0
 
 
 @dataclass(frozen=True)
@@ -121,8 +128,10 @@ class LocalCard:
     compute_capability: tuple[int, int] | None = None
 
 
+@functools.lru_cache(maxsize=1)
 def local_card() -> LocalCard | None:
-    """The first NVIDIA card through NVML, or None (no driver, no card, any NVML error)."""
+    """The first NVIDIA card through NVML, or None (no driver, no card, any NVML error).
+    Asked once per process: a card's name and memory do not change while the lab runs."""
     try:
         import pynvml  # nvidia-ml-py; imported here so the lab starts without a driver
     except ImportError:
@@ -162,7 +171,11 @@ def known_card(name: str) -> GpuFacts | None:
 
 
 def cpu_threads() -> int:
-    """Threads PyTorch uses for one process: the physical cores (it does not use SMT twins)."""
+    """Threads PyTorch uses for one process: OMP_NUM_THREADS when set, else the physical
+    cores this process may run on (it does not use SMT twins)."""
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
     try:
         import psutil
 
@@ -173,6 +186,13 @@ def cpu_threads() -> int:
         cores = os.cpu_count() or 1
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
     return max(1, min(cores, affinity))
+
+
+def small_width(facts: GpuFacts) -> float:
+    """The device's narrow-width penalty for formulas.step_cost (per thread on the CPU)."""
+    if facts.kind == "cpu":
+        return CPU_SMALL_WIDTH_PER_THREAD * cpu_threads()
+    return facts.small_width
 
 
 def cpu_has_avx512() -> bool:
