@@ -180,7 +180,8 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     qtbot.mouseClick(window.history.buttons["continue"], Qt.MouseButton.LeftButton)
     assert view.form.continuing is not None and view.form.continuing.run_id == run_id
     for name in ("context", "width", "heads", "layers"):
-        assert view.inputs[name].isReadOnly() and view.labels[name].text().startswith("🔒")
+        assert view.inputs[name].isReadOnly() and "чекпоинта" in view.inputs[name].toolTip()
+    assert view.model_locked_note.isVisible()
     assert view.start_button.isEnabled(), view.why.text()
     assert view.start_button.text() == "Продолжить"
     start_step = view.form.continuing.step

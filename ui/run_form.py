@@ -32,7 +32,8 @@ from app.i18n import t
 
 ERROR_STYLE = "color: #b00020;"
 WARNING_STYLE = "color: #8a5a00;"
-LOCK = "🔒 "
+LOCKED_LABEL = "color: #777777;"
+LOCKED_INPUT = "background: #eeeeee; color: #555555;"
 
 
 class RunFormView(QWidget):
@@ -73,6 +74,14 @@ class RunFormView(QWidget):
                 if spec.section != section:
                     continue
                 self._add_field(layout, spec)
+            if section == "model":
+                self.model_locked_note = QLabel(t(
+                    "Модель — из чекпоинта: веса другой формы не загрузить, поэтому поля заблокированы.",
+                    "The model is the checkpoint's: weights of another shape cannot be loaded, so these "
+                    "fields are locked."))
+                self.model_locked_note.setWordWrap(True)
+                self.model_locked_note.setStyleSheet("color: #555555; font-style: italic;")
+                layout.insertRow(0, self.model_locked_note)
             self.groups[section] = box
             outer.addWidget(box)
         # The live «Как выбрать размер» panel.
@@ -176,10 +185,7 @@ class RunFormView(QWidget):
         layout.addRow(label, holder)
 
     def _fill_constellations(self) -> None:
-        while self.constellation_layout.count():
-            item = self.constellation_layout.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+        _clear(self.constellation_layout)
         self._constellation_boxes.clear()
         names = list(self.form.ctx.constellations)
         names += [c for c in self.form.values["constellations"] if c not in names]
@@ -275,6 +281,7 @@ class RunFormView(QWidget):
         combo: QComboBox = self.inputs["checkpoint"]  # type: ignore[assignment]
         if combo.findData(info.run_id) < 0:
             combo.addItem(info.label or info.run_id, info.run_id)
+        combo.setCurrentIndex(combo.findData(info.run_id))
         self._fill_constellations()
         self.refresh()
 
@@ -300,6 +307,7 @@ class RunFormView(QWidget):
         self.scratch_radio.setChecked(form.continuing is None and v["start_from"] == "scratch")
         self.continue_radio.setChecked(v["start_from"] == "checkpoint")
         self.inputs["checkpoint"].setEnabled(v["start_from"] == "checkpoint")
+        self.model_locked_note.setVisible(form.continuing is not None)
         for cname, box in self._constellation_boxes.items():
             box.setChecked(cname in v["constellations"])
         for spec in F.FIELDS:
@@ -326,11 +334,11 @@ class RunFormView(QWidget):
                     i = w.count() - 1
                 w.setCurrentIndex(i)
             label = self.labels[name]
-            text = "" if spec.kind == "bool" else spec.label_text()
-            label.setText((LOCK + text) if locked and text else text)
+            label.setText("" if spec.kind == "bool" else spec.label_text())
+            label.setStyleSheet(LOCKED_LABEL if locked else "")
             tip = form.tooltip(name)
             if locked:
-                tip += t("\n\n🔒 Заблокировано: берётся из чекпоинта.", "\n\n🔒 Locked: taken from the checkpoint.")
+                tip += t("\n\nЗаблокировано: берётся из чекпоинта.", "\n\nLocked: taken from the checkpoint.")
             w.setToolTip(tip)
             label.setToolTip(tip)
 
@@ -349,7 +357,8 @@ class RunFormView(QWidget):
             label.setStyleSheet(ERROR_STYLE if error else (WARNING_STYLE if found else "color: #555555;"))
             w = self.inputs.get(name)
             if isinstance(w, QLineEdit):
-                w.setStyleSheet("border: 1px solid #b00020;" if error else "")
+                locked = LOCKED_INPUT if self.form.locked(name) else ""
+                w.setStyleSheet("border: 1px solid #b00020;" if error else locked)
         blockers = [i.text for i in issues if i.level == "error"]
         self.start_button.setEnabled(not blockers)
         if blockers:
@@ -365,10 +374,7 @@ class RunFormView(QWidget):
         self.start_button.setText(t("Продолжить", "Continue") if self.form.continuing else t("Старт", "Start"))
 
     def _show_sizes(self) -> None:
-        while self.size_layout.count():
-            item = self.size_layout.takeAt(0)
-            if item.widget():
-                item.widget().deleteLater()
+        _clear(self.size_layout)
         colors = {"warning": "#8a5a00", "error": "#b00020", "ok": "#555555"}
         for row in self.form.size_rows():
             color = colors.get(row.level, "#555555")
@@ -387,6 +393,17 @@ class RunFormView(QWidget):
     def size_text(self) -> str:
         """The panel as plain text (tests, accessibility)."""
         return "\n".join(f"{r.label}: {r.value} {r.note}".strip() for r in self.form.size_rows())
+
+
+def _clear(layout: QVBoxLayout) -> None:
+    """Empty a layout now: the old widgets leave the window at once (deleteLater alone
+    would leave them painted under the new ones until the event loop comes round)."""
+    while layout.count():
+        item = layout.takeAt(0)
+        w = item.widget()
+        if w is not None:
+            w.setParent(None)
+            w.deleteLater()
 
 
 def _plain(value: Any) -> str:
