@@ -370,3 +370,45 @@ def test_cli_plateau_of_a_run_folder(tmp_path, capsys):
     assert main(["estimate", "--plateau", str(d), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["state"] == "falling"
     assert main(["estimate", "--plateau", str(tmp_path / "none")]) == 2
+
+
+def test_cpu_speed_is_the_per_thread_rate_slowed_for_narrow_models(monkeypatch):
+    from app.sizing.gpus import CPU_FLOPS_PER_THREAD, cpu_has_avx512
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "2")
+    rate = 2 * CPU_FLOPS_PER_THREAD["avx512" if cpu_has_avx512() else "avx2"]
+    e = est(gpu="cpu", layers=2, width=128, heads=4, context=128, vocab=512, batch=8)
+    want = rate / (flops_per_token(2, 128, 128, 512) * (1 + 2 * 36 / 128))
+    assert e["tokens_per_s"] == pytest.approx(want)
+    # A measured CPU run is scaled with the same narrow-width term.
+    m = run_entry("cpu1", gpu="cpu", layers=4, width=256, context=128, batch=8,
+                  params=param_count(4, 256, 128, 512), tokens_per_s=1000.0)
+    scaled = est(gpu="cpu", layers=2, width=128, heads=4, context=128, vocab=512, batch=8, measured=[m])
+    cost = lambda L, d: flops_per_token(L, d, 128, 512) * (1 + 72 / d)  # noqa: E731
+    assert scaled["tokens_per_s"] == pytest.approx(1000.0 * cost(4, 256) / cost(2, 128))
+
+
+def test_bench_analysis_reports_prediction_errors(monkeypatch):
+    from app.sizing import bench
+    from app.sizing.formulas import step_cost
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+
+    def entry(size, tps, peak):
+        _, layers, width, heads, context, vocab, batch = size
+        return {"run": size[0], "gpu": "cpu", "params": param_count(layers, width, context, vocab),
+                "layers": layers, "width": width, "heads": heads, "context": context, "vocab": vocab,
+                "batch": batch, "economical": "off", "tokens_per_s": tps, "mem_peak_mb": peak,
+                "tokens_per_s_fast": tps, "tokens_per_s_median": tps * 0.9}
+
+    runs = {}
+    for size in bench.SIZES[:3]:
+        _, layers, width, heads, context, vocab, batch = size
+        true = 1e11 / step_cost(layers, width, context, vocab, 36.0)
+        mem = estimate_memory(Shape(layers, width, heads, context, vocab, batch), "fp32")
+        runs[size[0]] = [entry(size, true * (1.1 if size[0] == "A" else 1.0), mem.first_step_peak / MiB)]
+    r = bench.analyse(runs, [], "cpu")
+    errors = {(x["from"], x["to"]): x["error"] for x in r["speed"]}
+    assert errors[("B", "C")] == pytest.approx(0, abs=1e-9)
+    assert errors[("A", "B")] == pytest.approx(0.1) and errors[("B", "A")] == pytest.approx(1 / 1.1 - 1)
+    assert all(row["error"] == pytest.approx(0, abs=1e-3) for row in r["memory"])

@@ -35,12 +35,17 @@ from .memory import MiB, estimate_memory
 
 REPO = Path(__file__).resolve().parents[2]
 
-# (name, layers, width, heads, context, vocab, batch): compute per token spans ~8×.
+# (name, layers, width, heads, context, vocab, batch): compute per token spans ~12×.
+# The CPU's constants (app.sizing.gpus) were fitted on shapes like A, B and C; D (narrow
+# and deep, another vocabulary) and E (wide and shallow) were not part of that fit.
 SIZES = [
     ("A", 2, 128, 4, 128, 512, 8),
     ("B", 4, 192, 4, 128, 512, 8),
     ("C", 4, 256, 4, 256, 512, 4),
+    ("D", 8, 96, 4, 128, 1024, 8),
+    ("E", 2, 448, 7, 128, 512, 2),
 ]
+HELD_OUT = {"D", "E"}
 
 
 def make_data(folder: Path, vocab: int, tokens: int = 400_000) -> Path:
@@ -257,6 +262,10 @@ def report(r: dict[str, Any]) -> None:
     errs = [abs(x["error"]) for x in r["speed"]]
     if errs:
         print(f"  median |error| {statistics.median(errs) * 100:.1f} %, worst {max(errs) * 100:.1f} %")
+    held = [abs(x["error"]) for x in r["speed"] if x["to"] in HELD_OUT]
+    if held:
+        print(f"  predicting the sizes outside the CPU fit ({', '.join(sorted(HELD_OUT))}): median |error| "
+              f"{statistics.median(held) * 100:.1f} %, worst {max(held) * 100:.1f} %")
     print("speed with no measurement (the CPU rate estimate):")
     for row in r["speed_without_measurement"]:
         print(f"  {row['size']}: predicted {row['predicted']:.0f}, measured {row['measured']:.0f}: {pct(row['error'])}")
