@@ -239,7 +239,7 @@ class LossPlot(QWidget):
         # they are set here (peak downsampling keeps spikes; clip-to-view draws what is shown).
         self.plot.setDownsampling(auto=True, mode="peak")
         self.plot.setClipToView(True)
-        self.plot.addLegend(offset=(-10, 10), brush=pg.mkBrush(255, 255, 255, 210))
+        self.plot.addLegend(offset=(10, -10), brush=pg.mkBrush(255, 255, 255, 210))  # bottom left: loss falls away from it
         self._set_axis_labels()
         # Said on the empty plot, so an empty frame does not look broken.
         self.hint = pg.TextItem(t("Запустите прогон или выберите его в истории",
