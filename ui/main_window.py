@@ -96,11 +96,11 @@ def _add_local_gpu(ctx: FormContext) -> None:
 def _add_library(ctx: FormContext) -> None:
     """Constellations from app.data's library (with token counts where known)."""
     try:
-        from app.data import library  # type: ignore[attr-defined]
+        from app.data import library
     except ImportError:
         return
     try:
-        for c in library.constellation_summaries():  # type: ignore[attr-defined]
+        for c in library.constellation_summaries():
             ctx.constellations[c["name"]] = c.get("tokens")
     except Exception:  # the library's own errors must not stop the window opening
         return
@@ -108,7 +108,7 @@ def _add_library(ctx: FormContext) -> None:
 
 def _add_accounts(ctx: FormContext) -> None:
     try:
-        from app.kaggle import accounts_for_form  # type: ignore[attr-defined]
+        from app.kaggle import accounts_for_form
     except ImportError:
         return
     try:
@@ -363,7 +363,7 @@ class MainWindow(QMainWindow):
 
     def _kaggle_action(self) -> QAction | None:
         try:
-            from . import kaggle_accounts  # type: ignore[attr-defined]
+            from . import kaggle_accounts
         except Exception:
             return None
         dialog_cls = getattr(kaggle_accounts, "AccountsDialog", None)
