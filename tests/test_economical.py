@@ -158,6 +158,22 @@ def test_benchmark_writes_the_report(tmp_path, tiny_data, capsys):
     assert "economical/normal: peak" in printed and "95% CI" in printed
 
 
+def test_benchmark_sequential_schedule(tmp_path, tiny_data):
+    run = {
+        "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
+        "training": {"batch_per_card": 4, "economical": "full"},
+        "data": {"dir": str(tiny_data)},
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    out = tmp_path / "report.json"
+    argv = ["--config", str(tmp_path / "run.json"), "--steps", "2", "--series", "1", "--warmup", "0"]
+    assert bench_economical.main([*argv, "--schedule", "sequential", "--segments", "4", "--json", str(out)]) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    assert report["level"] == "full" and report["schedule"] == "sequential"
+    assert "step_time_paired_median" not in report["ratios"]
+    assert report["ratios"]["peak_bytes"] < 1
+
+
 def test_t_quantile_is_students():
     # Tabulated: t(0.975; 95) = 1.9853, t(0.975; 10) = 2.2281.
     assert bench_economical.t_quantile_975(95) == pytest.approx(1.9853, abs=1e-3)

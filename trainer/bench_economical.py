@@ -3,11 +3,16 @@
     python -m trainer.bench_economical [--config RUN.json] [--data DIR] [--steps N]
         [--series S] [--level selective|full] [--warmup W] [--device auto|cpu|cuda]
         [--json FILE]
+        [--schedule sequential|interleaved]
     (also `ternit bench economical ...`)
 
 Each series trains the normal mode and the economical mode from the same seed on the
 same batches (the trainer's own model, optimizer, schedule, data reader and step),
-alternating which goes first. The first W steps of every run are warm-up and not timed
+alternating which goes first. On a GPU the two runs of a series go one after the other
+(`--schedule sequential`); on the CPU, by default, step by step in ABBA order
+(`--schedule interleaved`): on a shared machine whose load changes from minute to
+minute, step i of one mode then meets the same load as step i of the other, and the
+median of the per-step ratios is reported besides the ratio of the medians. The first W steps of every run are warm-up and not timed
 (allocator, caches, kernel selection); the step after them is measured for memory and
 not timed either (the CPU's storage tracking slows it). Step times come from CUDA events
 on a GPU, from the wall clock (and the process's CPU time, less disturbed by other
@@ -141,99 +146,124 @@ class Observed:
         return int(total - free)
 
 
-def run_mode(
-    cfg: RunConfig,
-    level: str,
-    data: PreparedData,
-    device: torch.device,
-    steps: int,
-    warmup: int,
-    segments: int,
-    observed: Observed,
-) -> dict[str, Any]:
-    """Train `warmup + 1 + steps` steps in one mode; times, memory, losses and the held-out
-    losses of the trained model."""
-    t, n = cfg.training, cfg.model.context
+class ModeRun:
+    """One mode's training run of `warmup + 1 + steps` steps, driven a step at a time so
+    that two runs can go one after the other or interleaved step by step."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        level: str,
+        data: PreparedData,
+        device: torch.device,
+        steps: int,
+        warmup: int,
+        observed: Observed,
+    ) -> None:
+        t = cfg.training
+        self.cfg, self.level, self.data, self.device = cfg, level, data, device
+        self.warmup, self.total, self.observed = warmup, warmup + 1 + steps, observed
+        torch.manual_seed(t.seed)
+        self.model = GPT(cfg.model)
+        self.model.init_weights(t.seed)
+        economical.apply(self.model, level)
+        self.model.to(device)
+        self.precision = pick_precision(t.precision, device)
+        self.optimizer = make_optimizer(self.model, t, device)
+        self.scaler = make_scaler(self.precision, device)
+        warm = min(t.warmup_steps, self.total // 10)
+        self.schedule = Schedule.fresh(replace(t, steps_to=self.total, warmup_steps=warm))
+        self.fetch = Prefetcher(data.train, cfg.model.context, t.batch_per_card, t.seed, 0, device)
+        self.losses: list[torch.Tensor] = []
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+        self.events: list[tuple[Any, Any]] = []
+        self.memory: dict[str, Any] = {}
+        self.observed_max = 0
+
+    def _train(self, step: int, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        t = self.cfg.training
+        lr = self.schedule.at(step)
+        return train_step(
+            self.model,
+            self.optimizer,
+            self.scaler,
+            batch,
+            lr,
+            self.precision,
+            self.device,
+            t.grad_clip,
+        )
+
+    def step(self, step: int) -> None:
+        batch = self.fetch.get(step)  # outside the timed region
+        if step < self.warmup:
+            loss = self._train(step, batch)
+        elif step == self.warmup:
+            alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *batch]
+            loss, self.memory = measure_step(
+                lambda: self._train(step, batch),
+                alive=alive,
+                device=self.device,
+                forward_of=self.model,
+            )
+        elif self.device.type == "cuda":
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            loss = self._train(step, batch)
+            end.record()
+            self.events.append((start, end))
+            if (step - self.warmup) % 64 == 0:
+                self.observed_max = max(self.observed_max, self.observed.sample() or 0)
+        else:
+            w0, c0 = time.perf_counter(), time.process_time()
+            loss = self._train(step, batch)
+            self.wall.append(time.perf_counter() - w0)
+            self.cpu.append(time.process_time() - c0)
+        self.losses.append(loss)
+
+    def finish(self, segments: int) -> dict[str, Any]:
+        """Times, memory, losses and the held-out losses of the trained model."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            self.wall = [s.elapsed_time(e) / 1000 for s, e in self.events]
+            self.observed_max = max(self.observed_max, self.observed.sample() or 0)
+        wall, mem = self.wall, self.memory
+        loss_values = torch.stack(self.losses).float().cpu().tolist()
+        result = {
+            "level": self.level,
+            "steps_timed": len(wall),
+            "warmup_steps": self.warmup,
+            "step_times_s": wall,
+            "step_time_median": statistics.median(wall),
+            "step_time_mean": statistics.fmean(wall),
+            "step_time_iqr": iqr(wall),
+            "peak_bytes": mem["peak_bytes"],
+            "activation_bytes": mem["activation_bytes"],
+            "baseline_bytes": mem["baseline_bytes"],
+            "memory_method": mem["method"],
+            "observed_bytes": self.observed_max or None,
+            "final_loss": loss_values[-1],
+            "losses": loss_values,
+        }
+        if self.cpu:
+            result["cpu_times_s"] = self.cpu
+            result["cpu_time_median"] = statistics.median(self.cpu)
+        if self.device.type == "cuda":
+            result["run_peak_bytes"] = torch.cuda.max_memory_allocated(self.device)
+        result["segment_losses"] = held_out_losses(
+            self.model, self.data, self.cfg, self.device, segments
+        )
+        return result
+
+
+def fresh_device(device: torch.device) -> None:
+    """Let a run start from a clean allocator, so its peak and NVML figures are its own."""
+    gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
-    gc.collect()
-    torch.manual_seed(t.seed)
-    model = GPT(cfg.model)
-    model.init_weights(t.seed)
-    economical.apply(model, level)
-    model.to(device)
-    precision = pick_precision(t.precision, device)
-    optimizer = make_optimizer(model, t, device)
-    scaler = make_scaler(precision, device)
-    total = warmup + 1 + steps
-    schedule = Schedule.fresh(
-        replace(t, steps_to=total, warmup_steps=min(t.warmup_steps, total // 10))
-    )
-    fetch = Prefetcher(data.train, n, t.batch_per_card, t.seed, 0, device)
-    on_gpu = device.type == "cuda"
-
-    def step_fn(step: int, batch: tuple[torch.Tensor, torch.Tensor]):
-        return lambda: train_step(
-            model, optimizer, scaler, batch, schedule.at(step), precision, device, t.grad_clip
-        )
-
-    losses: list[torch.Tensor] = []
-    wall: list[float] = []
-    cpu: list[float] = []
-    events: list[tuple[Any, Any]] = []
-    memory: dict[str, Any] = {}
-    observed_max = 0
-    for step in range(total):
-        batch = fetch.get(step)
-        fn = step_fn(step, batch)
-        if step == warmup:
-            alive = [*model_tensors(model), *optimizer_tensors(optimizer), *batch]
-            loss, memory = measure_step(fn, alive=alive, device=device, forward_of=model)
-        elif step < warmup:
-            loss = fn()
-        elif on_gpu:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            loss = fn()
-            end.record()
-            events.append((start, end))
-            if (step - warmup) % 64 == 0:
-                observed_max = max(observed_max, observed.sample() or 0)
-        else:
-            w0, c0 = time.perf_counter(), time.process_time()
-            loss = fn()
-            wall.append(time.perf_counter() - w0)
-            cpu.append(time.process_time() - c0)
-        losses.append(loss)
-    if on_gpu:
-        torch.cuda.synchronize(device)
-        wall = [s.elapsed_time(e) / 1000 for s, e in events]
-        observed_max = max(observed_max, observed.sample() or 0)
-    loss_values = torch.stack(losses).float().cpu().tolist()
-    result = {
-        "level": level,
-        "steps_timed": len(wall),
-        "warmup_steps": warmup,
-        "step_times_s": wall,
-        "step_time_median": statistics.median(wall),
-        "step_time_mean": statistics.fmean(wall),
-        "step_time_iqr": iqr(wall),
-        "peak_bytes": memory["peak_bytes"],
-        "activation_bytes": memory["activation_bytes"],
-        "baseline_bytes": memory["baseline_bytes"],
-        "memory_method": memory["method"],
-        "observed_bytes": observed_max or None,
-        "final_loss": loss_values[-1],
-        "losses": loss_values,
-    }
-    if cpu:
-        result["cpu_times_s"] = cpu
-        result["cpu_time_median"] = statistics.median(cpu)
-    if on_gpu:
-        result["run_peak_bytes"] = torch.cuda.max_memory_allocated(device)
-    result["segment_losses"] = held_out_losses(model, data, cfg, device, segments)
-    return result
 
 
 @torch.no_grad()
@@ -320,6 +350,7 @@ def compare(
     series: int,
     warmup: int,
     segments: int,
+    schedule: str = "sequential",
 ) -> dict[str, Any]:
     observed = Observed(device)
     modes: dict[str, list[dict[str, Any]]] = {"normal": [], "economical": []}
@@ -328,16 +359,43 @@ def compare(
     began = time.time()
     for s in range(series):
         order = ["normal", "economical"] if s % 2 == 0 else ["economical", "normal"]
-        for position, mode in enumerate(order, 1):
+        if schedule == "sequential":
+            for position, mode in enumerate(order, 1):
+                say(
+                    f"series {s + 1}/{series}: {mode} ({names[mode]}) run {position} of 2, {warmup}+1+{steps} steps"
+                )
+                fresh_device(device)
+                run = ModeRun(cfg, names[mode], data, device, steps, warmup, observed)
+                for i in range(run.total):
+                    run.step(i)
+                r = run.finish(segments)
+                del run
+                r.update(series=s + 1, order=position)
+                modes[mode].append(r)
+                say(
+                    f"  median {r['step_time_median'] * 1000:.1f} ms, peak {r['peak_bytes'] / MB:.1f} MB"
+                )
+        else:
             say(
-                f"series {s + 1}/{series}: {mode} ({names[mode]}) {'first' if position == 1 else 'second'}, {warmup}+1+{steps} steps"
+                f"series {s + 1}/{series}: both modes step by step, {order[0]} first, {warmup}+1+{steps} steps"
             )
-            r = run_mode(cfg, names[mode], data, device, steps, warmup, segments, observed)
-            r.update(series=s + 1, order=position)
-            modes[mode].append(r)
-            say(
-                f"  median {r['step_time_median'] * 1000:.1f} ms, peak {r['peak_bytes'] / MB:.1f} MB"
-            )
+            fresh_device(device)
+            runs = {
+                mode: ModeRun(cfg, names[mode], data, device, steps, warmup, observed)
+                for mode in order
+            }
+            for i in range(runs["normal"].total):
+                # ABBA...: which mode goes first alternates every step.
+                for mode in order if i % 2 == 0 else order[::-1]:
+                    runs[mode].step(i)
+            for position, mode in enumerate(order, 1):
+                r = runs[mode].finish(segments)
+                r.update(series=s + 1, order=position)
+                modes[mode].append(r)
+                say(
+                    f"  {mode}: median {r['step_time_median'] * 1000:.1f} ms, peak {r['peak_bytes'] / MB:.1f} MB"
+                )
+            del runs
     normal, econ = modes["normal"], modes["economical"]
     nt, et = pooled(normal), pooled(econ)
     ratios = {
@@ -350,6 +408,15 @@ def compare(
             e["step_time_median"] / n["step_time_median"] for n, e in zip(normal, econ, strict=True)
         ],
     }
+    if schedule == "interleaved":
+        # Step i of one mode ran next to step i of the other: under a load that changes
+        # with time, the median of these ratios is the steadier figure.
+        pairs = [
+            e / n
+            for rn, re in zip(normal, econ, strict=True)
+            for n, e in zip(rn["step_times_s"], re["step_times_s"], strict=True)
+        ]
+        ratios["step_time_paired_median"] = statistics.median(pairs)
     if device.type == "cpu":
         ratios["cpu_time_median"] = statistics.median(
             pooled(econ, "cpu_times_s")
@@ -371,6 +438,7 @@ def compare(
         "steps": steps,
         "series": series,
         "warmup": warmup,
+        "schedule": schedule,
         "load_average": {"before": load_before, "after": os.getloadavg() if load_before else None},
         "seconds": round(time.time() - began, 1),
         "ratios": ratios,
@@ -409,7 +477,8 @@ def describe_device(device: torch.device) -> dict[str, Any]:
 def table(report: dict[str, Any]) -> str:
     lines = [
         f"device: {report['device']['name']} ({report['device']['type']}); level {report['level']}; "
-        f"{report['steps']} timed steps per run, {report['series']} series, {report['warmup']} warm-up",
+        f"{report['steps']} timed steps per run, {report['series']} series ({report['schedule']}), "
+        f"{report['warmup']} warm-up",
         f"{'mode':<11} {'series':>6} {'order':>5} {'median ms':>10} {'mean ms':>9} {'IQR ms':>17} "
         f"{'peak MB':>9} {'activ. MB':>9} {'observed MB':>11}",
     ]
@@ -426,6 +495,11 @@ def table(report: dict[str, Any]) -> str:
     lines.append(
         f"economical/normal: peak {ra['peak_bytes']:.3f}, activations {ra['activation_bytes']:.3f}, "
         f"median step {ra['step_time_median']:.3f}, mean step {ra['step_time_mean']:.3f}"
+        + (
+            f", paired median {ra['step_time_paired_median']:.3f}"
+            if "step_time_paired_median" in ra
+            else ""
+        )
         + (f", CPU time {ra['cpu_time_median']:.3f}" if "cpu_time_median" in ra else "")
         + (f", observed {ra['observed_bytes']:.3f}" if "observed_bytes" in ra else "")
     )
@@ -478,6 +552,12 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         "--segments", type=int, default=96, help="held-out segments for quality (default 96)"
     )
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    p.add_argument(
+        "--schedule",
+        choices=["sequential", "interleaved"],
+        help="whole runs one after the other (default on a GPU), or both modes step by step, "
+        "ABBA (default on the CPU: fairer on a shared machine; CPU memory is counted per model)",
+    )
     p.add_argument("--json", type=Path, help="write the full report here")
     return p.parse_args(argv)
 
@@ -520,7 +600,14 @@ def main(argv: list[str] | None = None) -> int:
     say(
         f"economical ({level}) vs normal on {device}: {steps} timed steps per run, {args.series} series"
     )
-    report = compare(cfg, level, data, device, steps, args.series, warmup, args.segments)
+    schedule = args.schedule or ("sequential" if on_gpu else "interleaved")
+    if schedule == "interleaved" and on_gpu:
+        print(
+            "error: --schedule interleaved is for the CPU: on a GPU the allocator's peak would mix both models",
+            file=sys.stderr,
+        )
+        return 2
+    report = compare(cfg, level, data, device, steps, args.series, warmup, args.segments, schedule)
     print(table(report), flush=True)
     if args.json:
         write_json(args.json, report)
