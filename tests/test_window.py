@@ -310,3 +310,21 @@ def test_a_damaged_state_file_is_reported_not_a_crash(tmp_path):
     assert out.returncode == 1
     assert "The lab could not open" in out.stderr and "state.sqlite" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_a_kaggle_start_runs_off_the_ui_thread_and_reports_its_failure(qtbot, window, tiny_data):
+    """No Kaggle account here: the start fails in its thread, the window says why and the
+    run's row says failed; the window kept answering meanwhile."""
+    form = window.form_view.form
+    for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 4)):
+        form.set(name, value)
+    form.values["constellations"] = ["tiny"]
+    cfg = form.run_config()
+    cfg["target"] = {"kind": "kaggle", "gpu": "auto", "account": "auto"}
+    with qtbot.waitSignal(window.launch_done, timeout=WAIT_MS) as done:
+        rec = window.start_run(cfg)
+        assert rec is not None and window.followed == rec.id
+    run_id, error = done.args
+    assert run_id == rec.id and error
+    assert "не запустился" in window.statusBar().currentMessage()
+    assert window.runs.registry.get(rec.id).status == st.FAILED

@@ -186,6 +186,7 @@ class MainWindow(QMainWindow):
 
     measured_loaded = Signal(list)  # measured runs for app.sizing, read off the UI thread
     data_prepared = Signal(int)  # «Подготовить данные» finished: the exit code (0: done)
+    launch_done = Signal(str, str)  # a background (Kaggle) start ended: run id, error or ""
 
     def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None) -> None:
@@ -201,6 +202,7 @@ class MainWindow(QMainWindow):
         self.tray: QSystemTrayIcon | None = None
         self.runs.add_listener(self._run_ended)
         self.measured_loaded.connect(self._measured_loaded)
+        self.launch_done.connect(self._launch_done)
         self.setWindowTitle("Ternit Lab")
         self._build(ctx if ctx is not None else load_form_context(self.runs, self.extra_prepared))
         self._build_menu()
@@ -480,11 +482,22 @@ class MainWindow(QMainWindow):
     # -- runs --------------------------------------------------------------------------
 
     def start_run(self, config: dict[str, Any]) -> RunRecord | None:
-        """Start (or continue, when the form continues a checkpoint) and follow the run."""
+        """Start (or continue, when the form continues a checkpoint) and follow the run.
+
+        A local start only spawns the trainer. A Kaggle start uploads data and pushes a
+        kernel over the network, so it runs in a thread; `launch_done` reports its end."""
         form = self.form_view.form
+        parent = form.continuing.run_id if form.continuing is not None else None
+        kaggle = (config.get("target") or {}).get("kind") == "kaggle"
         try:
-            if form.continuing is not None:
-                rec = self.runs.start_continue(form.continuing.run_id, config)
+            if kaggle:
+                if parent is not None:
+                    check = self.runs.check_continue(parent, config)
+                    if check.model_changed:
+                        raise ContinueError(check.warning or "model changed")
+                rec = self.runs.create(config, parent_id=parent)
+            elif parent is not None:
+                rec = self.runs.start_continue(parent, config)
             else:
                 rec = self.runs.start(config)
         except (RunError, ContinueError, OSError, ValueError) as e:
@@ -492,12 +505,40 @@ class MainWindow(QMainWindow):
             self.banner.failure.setVisible(True)
             self.statusBar().showMessage(str(e))
             return None
-        self.statusBar().showMessage(t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        if kaggle:
+            self._launch_in_background(rec.id)
+            self.statusBar().showMessage(t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
+        else:
+            self.statusBar().showMessage(t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
         self.refresh_history()
         self.follow(rec.id)
         self.form_view.form.from_scratch()
         self.form_view.refresh()
         return rec
+
+    def _launch_in_background(self, run_id: str) -> threading.Thread:
+        def work() -> None:
+            try:
+                self.runs.launch(run_id)
+                error = ""
+            except Exception as e:  # shown in the window; the run's row says failed
+                error = str(e) or type(e).__name__
+            try:
+                self.launch_done.emit(run_id, error)
+            except RuntimeError:  # the window was closed meanwhile
+                pass
+
+        thread = threading.Thread(target=work, name=f"launch-{run_id}", daemon=True)
+        thread.start()
+        return thread
+
+    def _launch_done(self, run_id: str, error: str) -> None:
+        if error:
+            self.statusBar().showMessage(t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}"))
+        else:
+            self.statusBar().showMessage(t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle"))
+        self.refresh_history()
+        self._update_banner()
 
     def stop_run(self, run_id: str) -> None:
         rec = self.runs.stop(run_id)
@@ -695,6 +736,9 @@ class MainWindow(QMainWindow):
         self.timer.stop()
         if self.monitor is not None and hasattr(self.monitor, "stop"):
             self.monitor.stop()
+        runner = sys.modules.get("app.kaggle.runner")  # Kaggle followers, if any ran here
+        if runner is not None and hasattr(runner, "shutdown_followers"):
+            runner.shutdown_followers(timeout=2.0)
         if self.tray is not None:
             self.tray.hide()
         super().closeEvent(event)
