@@ -388,3 +388,12 @@ def test_tokenizer_trains_on_a_fixed_sample_of_large_inputs(lib, tmp_path, two_c
     m = prepare(["world"], out=tmp_path / "o", vocab=400, context=32, library=lib).meta
     assert 0.1 * total < sum(fed) < 0.45 * total
     assert m["sources"][0]["documents"] == lib.dataset("mixed").documents
+
+
+def test_one_tokenizer_instance_per_content_is_reused(lib, tmp_path, two_constellations):
+    """tokenizers keeps memory per dropped instance: the lab reuses one per tokenizer.json."""
+    a = prepare(["world"], out=tmp_path / "a", vocab=400, context=32, library=lib)
+    first = prep.load_tokenizer(a.path / "tokenizer.json")
+    copy = tmp_path / "copy.json"
+    copy.write_bytes((a.path / "tokenizer.json").read_bytes())
+    assert prep.load_tokenizer(copy) is first  # same content, same instance (the trained one)

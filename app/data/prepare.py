@@ -38,6 +38,7 @@ import shutil
 import threading
 import time
 from array import array
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -113,11 +114,35 @@ def new_tokenizer(vocab: int):
     return tok, trainer
 
 
-def load_tokenizer(path: Path):
+# tokenizers 0.23 keeps ~10 MB per Tokenizer that has encoded text even after it is dropped
+# (seen here: RSS +10..17 MB per load-encode-drop, none when one instance is reused; cf.
+# huggingface/tokenizers#1539). The window prepares many times in one process, so loaded
+# and trained tokenizers are kept and reused by the sha256 of their tokenizer.json.
+_TOKENIZERS: OrderedDict[str, Any] = OrderedDict()
+_TOKENIZERS_LOCK = threading.Lock()
+_TOKENIZERS_KEPT = 4
+
+
+def _remember_tokenizer(sha: str, tok: Any) -> Any:
+    with _TOKENIZERS_LOCK:
+        tok = _TOKENIZERS.setdefault(sha, tok)
+        _TOKENIZERS.move_to_end(sha)
+        while len(_TOKENIZERS) > _TOKENIZERS_KEPT:
+            _TOKENIZERS.popitem(last=False)
+        return tok
+
+
+def load_tokenizer(path: Path, sha: str | None = None):
+    """The tokenizer in `path`, checked (ids fit uint16, has the end-of-text token); one
+    instance per content in this process."""
     from tokenizers import Tokenizer
 
     if not path.is_file():
         raise PrepareError(t(f"нет файла токенизатора: {path}", f"no tokenizer file: {path}"), exit_code=2)
+    sha = sha or _sha256_file(path)
+    with _TOKENIZERS_LOCK:
+        if sha in _TOKENIZERS:
+            return _TOKENIZERS[sha]
     try:
         tok = Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises plain Exception for a bad file
@@ -135,7 +160,7 @@ def load_tokenizer(path: Path):
             f"в токенизаторе {path} нет токена {EOT}, который разделяет документы",
             f"the tokenizer {path} lacks the {EOT} token that separates documents",
         ))
-    return tok
+    return _remember_tokenizer(sha, tok)
 
 
 def _sha256_file(path: Path) -> str:
@@ -255,13 +280,13 @@ def prepare(
     tok = None
     tok_path = Path(tokenizer).expanduser() if tokenizer else None
     if tok_path is not None:
-        tok = load_tokenizer(tok_path)
+        tok_sha = _sha256_file(tok_path) if tok_path.is_file() else None
+        tok = load_tokenizer(tok_path, tok_sha)
         if vocab is not None and vocab != tok.get_vocab_size():
             warnings.append(t(
                 f"словарь берётся из {tok_path.name}: {tok.get_vocab_size()} (а не {vocab})",
                 f"the vocabulary comes from {tok_path.name}: {tok.get_vocab_size()} (not {vocab})",
             ))
-        tok_sha = _sha256_file(tok_path)
         vocab_requested = tok.get_vocab_size()
     else:
         vocab_requested = DEFAULT_VOCAB if vocab is None else vocab
@@ -299,6 +324,7 @@ def prepare(
         if tok is None:
             tok = _train_tokenizer(lib, sources, vocab_requested, total_chars, report, cancel)
             tok.save(str(tmp / "tokenizer.json"))
+            _remember_tokenizer(_sha256_file(tmp / "tokenizer.json"), tok)
             if tok.get_vocab_size() < vocab_requested:
                 warnings.append(t(
                     f"текста мало для словаря {vocab_requested}: в токенизаторе {tok.get_vocab_size()} токенов",
