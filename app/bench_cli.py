@@ -15,6 +15,7 @@ BENCHES: dict[str, tuple[str, str, str]] = {
     "data": ("module", "app.data.bench", "data preparation throughput"),
     "sizing": ("module", "app.sizing.bench", "estimate accuracy against the real trainer"),
     "monitor": ("module", "app.gpu.bench", "GPU sampling cost"),
+    "window": ("process", "ui.bench_window", "time to first window; the loss plot at 100,000 points"),
 }
 
 
