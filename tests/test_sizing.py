@@ -378,14 +378,16 @@ def test_cpu_speed_is_the_per_thread_rate_slowed_for_narrow_models(monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "2")
     rate = 2 * CPU_FLOPS_PER_THREAD["avx512" if cpu_has_avx512() else "avx2"]
     e = est(gpu="cpu", layers=2, width=128, heads=4, context=128, vocab=512, batch=8)
-    want = rate / (flops_per_token(2, 128, 128, 512) * (1 + 2 * 36 / 128))
+    want = rate / (flops_per_token(2, 128, 128, 512) * (1 + 2 * 36 / 128) * (1 + 2 * 32 / 1024))
     assert e["tokens_per_s"] == pytest.approx(want)
     # A measured CPU run is scaled with the same narrow-width term.
     m = run_entry("cpu1", gpu="cpu", layers=4, width=256, context=128, batch=8,
                   params=param_count(4, 256, 128, 512), tokens_per_s=1000.0)
     scaled = est(gpu="cpu", layers=2, width=128, heads=4, context=128, vocab=512, batch=8, measured=[m])
     cost = lambda L, d: flops_per_token(L, d, 128, 512) * (1 + 72 / d)  # noqa: E731
-    assert scaled["tokens_per_s"] == pytest.approx(1000.0 * cost(4, 256) / cost(2, 128))
+    assert scaled["tokens_per_s"] == pytest.approx(1000.0 * cost(4, 256) / cost(2, 128))  # same rows
+    fewer = est(gpu="cpu", layers=2, width=128, heads=4, context=128, vocab=512, batch=2, measured=[m])
+    assert fewer["tokens_per_s"] == pytest.approx(scaled["tokens_per_s"] * (1 + 64 / 1024) / (1 + 64 / 256))
 
 
 def test_bench_analysis_reports_prediction_errors(monkeypatch):
@@ -404,7 +406,7 @@ def test_bench_analysis_reports_prediction_errors(monkeypatch):
     runs = {}
     for size in bench.SIZES[:3]:
         _, layers, width, heads, context, vocab, batch = size
-        true = 1e11 / step_cost(layers, width, context, vocab, 36.0)
+        true = 1e11 / step_cost(layers, width, context, vocab, 36.0, batch * context, 32.0)
         mem = estimate_memory(Shape(layers, width, heads, context, vocab, batch), "fp32")
         runs[size[0]] = [entry(size, true * (1.1 if size[0] == "A" else 1.0), mem.first_step_peak / MiB)]
     r = bench.analyse(runs, [], "cpu")

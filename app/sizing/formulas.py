@@ -60,14 +60,22 @@ def vocab_from_params(params: int, layers: int, width: int, context: int) -> int
     return max(1, round((params - 12 * layers * width**2 - context * width) / width))
 
 
-def step_cost(layers: int, width: int, context: int, vocab: int, small_width: float = 0.0) -> float:
-    """Relative time per token on one device: FLOPs per token × (1 + small_width / d).
+def step_cost(
+    layers: int, width: int, context: int, vocab: int, small_width: float = 0.0,
+    rows: int | None = None, small_rows: float = 0.0,
+) -> float:
+    """Relative time per token on one device:
+    FLOPs per token × (1 + small_width / d) × (1 + small_rows / rows).
 
-    Speed is scaled between sizes by this cost. With small_width = 0 it is compute per
+    Speed is scaled between sizes by this cost. With both terms 0 it is compute per
     token, as the guide says (24 layers ≈ 3× slower than 8). A CPU also spends time that
     grows with L·d, not L·d² (norms, GELU, residual adds, the optimizer's pass over the
-    weights: memory-bound work), so narrow models run at a lower FLOP rate; the device's
-    `small_width` (a width in units of d) carries that. It is 0 for the GPUs (their figure
-    is not measured here) and 36 per thread for the CPU, measured (app.sizing.gpus).
+    weights: memory-bound work), so narrow models run at a lower FLOP rate: the device's
+    `small_width` (a width in units of d) carries that. Likewise matrix products over few
+    rows (rows = batch per card × n tokens in a step) run less efficiently: `small_rows`.
+    Both are 0 for the GPUs (not measured here) and measured for the CPU (app.sizing.gpus).
     """
-    return flops_per_token(layers, width, context, vocab) * (1.0 + small_width / width)
+    cost = flops_per_token(layers, width, context, vocab) * (1.0 + small_width / width)
+    if rows:
+        cost *= 1.0 + small_rows / rows
+    return cost

@@ -111,14 +111,17 @@ GPUS: dict[str, GpuFacts] = {
     ),
 }
 
-# Achieved fp32 training FLOP/s per thread at large width, and the narrow-width penalty
-# (formulas.step_cost) per thread: rate(d) = threads · 101 GFLOP/s · d / (d + 36 · threads).
-# Measured with the trainer's own step on the build machine (AMD EPYC, AVX-512): one
-# thread, L×d from 2×64 to 3×384, fitted within 2.5 %; two threads (a quiet moment) gave
-# 2 × 101 and d0 ≈ 73 (docs/PERF.md). Without AVX-512 the vector units are half as wide:
-# 50 GFLOP/s per thread is an estimate, not a measurement.
-CPU_FLOPS_PER_THREAD = {"avx512": 101e9, "avx2": 50e9}
+# Achieved fp32 training FLOP/s per thread at large width and many rows, and the
+# penalties of formulas.step_cost: rate = threads · 104 GFLOP/s / ((1 + 36·threads / d) ·
+# (1 + 32·threads / rows)), rows = batch × n. Measured with the trainer's own step on the
+# build machine (AMD EPYC, AVX-512), one thread: L×d from 2×64 to 3×384 at 1024 rows
+# (fitted within 2.5 %), 128 to 2048 rows at 2×448 (within 1 %). Two threads (one quiet
+# moment) gave twice the rate and d0 ≈ 73, hence "per thread"; the rows term per thread is
+# assumed the same way. Without AVX-512 the vector units are half as wide: 52 GFLOP/s per
+# thread is an estimate, not a measurement.
+CPU_FLOPS_PER_THREAD = {"avx512": 104e9, "avx2": 52e9}
 CPU_SMALL_WIDTH_PER_THREAD = 36.0
+CPU_SMALL_ROWS_PER_THREAD = 32.0
 
 
 @dataclass(frozen=True)
@@ -193,6 +196,11 @@ def small_width(facts: GpuFacts) -> float:
     if facts.kind == "cpu":
         return CPU_SMALL_WIDTH_PER_THREAD * cpu_threads()
     return facts.small_width
+
+
+def small_rows(facts: GpuFacts) -> float:
+    """The device's few-rows penalty for formulas.step_cost (0 on the GPUs: not measured)."""
+    return CPU_SMALL_ROWS_PER_THREAD * cpu_threads() if facts.kind == "cpu" else 0.0
 
 
 def cpu_has_avx512() -> bool:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .formulas import Shape, param_count, step_cost, vocab_from_params
-from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_width
+from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
 from .memory import economical_level
 
 
@@ -42,7 +42,9 @@ def economical_factor(s: Shape, level: str) -> float:
 
 
 def _cost(s: Shape, facts: GpuFacts, level: str) -> float:
-    return step_cost(s.layers, s.width, s.context, s.vocab, small_width(facts)) * economical_factor(s, level)
+    return step_cost(
+        s.layers, s.width, s.context, s.vocab, small_width(facts), s.batch * s.context, small_rows(facts)
+    ) * economical_factor(s, level)
 
 
 def measured_shape(m: dict[str, Any]) -> Shape:
