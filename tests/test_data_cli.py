@@ -117,3 +117,23 @@ def test_bench_data_runs_and_reports_ratios(capsys):
     # The lab's tokens are the same text plus one end-of-text per document.
     assert result["lab"]["tokens"] > result["encode"]["tokens"] == result["encode_fast"]["tokens"]
     assert result["ratio_lab_vs_encode_wall"] > 0
+
+
+def test_ctrl_c_during_prepare_exits_130_and_leaves_nothing(tmp_path, capsys, monkeypatch, english):
+    """Ctrl-C arrives (as KeyboardInterrupt in the main thread) in the middle of tokenizing."""
+    from app.data import cli as data_cli
+
+    root = corpus(tmp_path)
+    assert main(["data", "add", str(root), "--name", "books", "--constellation", "library"]) == 0
+
+    class InterruptedBar(data_cli.TextBar):
+        def __call__(self, p):
+            super().__call__(p)
+            if p.phase == "tokenize":
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(data_cli, "TextBar", InterruptedBar)
+    dest = tmp_path / "out"
+    assert main(["data", "prepare", "--constellations", "library", "--vocab", "300", "--out", str(dest)]) == 130
+    assert "interrupted, nothing written" in capsys.readouterr().err
+    assert not dest.exists() and [p for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
