@@ -397,3 +397,16 @@ def test_one_tokenizer_instance_per_content_is_reused(lib, tmp_path, two_constel
     copy = tmp_path / "copy.json"
     copy.write_bytes((a.path / "tokenizer.json").read_bytes())
     assert prep.load_tokenizer(copy) is first  # same content, same instance (the trained one)
+
+
+def test_choose_val_keeps_equal_hashes_together_and_respects_cap_and_target():
+    h = np.array([50, 10, 30, 10, 20, 40], dtype=np.uint64)
+    n = np.array([5, 3, 4, 3, 2, 6], dtype=np.int64)
+    # smallest hashes first: 10 (two units, 6 tokens), 20 (2), 30 (4) ...
+    assert prep._choose_val(h, n, 1 << 64, target=7, cap=100).tolist() == [False, True, False, True, True, False]
+    # target 1 still takes the whole first group (both units with hash 10): never split text
+    assert prep._choose_val(h, n, 1 << 64, target=1, cap=100).tolist() == [False, True, False, True, False, False]
+    # a cap below the first group: nothing fits
+    assert not prep._choose_val(h, n, 1 << 64, target=1, cap=5).any()
+    # only below the limit are all units known to be candidates
+    assert prep._choose_val(h, n, 25, target=100, cap=100).tolist() == [False, True, False, True, True, False]

@@ -7,6 +7,7 @@
                         [--context 1024] [--no-cache]
     ternit data prepared
     ternit data remove NAME
+    ternit data bench [...]          (the same as `ternit bench data`)
 
 Errors are one line on stderr: exit 2 for a missing/unreadable path or a refused argument,
 1 for other failures, 130 when interrupted (nothing half-written is left).
@@ -50,6 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("list", help=t("наборы данных", "datasets"))
     sub.add_parser("constellations", help=t("созвездия", "constellations"))
     sub.add_parser("prepared", help=t("подготовленные папки", "prepared folders"))
+    sub.add_parser("bench", help=t("замер скорости подготовки (= ternit bench data)",
+                                   "preparation throughput benchmark (= ternit bench data)"), add_help=False)
     r = sub.add_parser("remove", help=t("убрать набор из библиотеки (файлы не трогаются)",
                                         "remove a dataset from the library (files stay)"))
     r.add_argument("name")
@@ -67,6 +70,10 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["bench"]:
+        from .bench import main as bench_main
+
+        return bench_main(argv[1:])
     args = _parser().parse_args(argv)
     from .library import LibraryError
 
