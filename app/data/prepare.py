@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 
 from .. import paths
 from ..i18n import t
@@ -193,6 +194,8 @@ def _intact(folder: Path, key: str | None = None) -> dict[str, Any] | None:
 
 
 def _fsync(path: Path) -> None:
+    if os.name == "nt" and path.is_dir():
+        return  # Windows cannot open a folder to fsync it; NTFS journals the rename itself
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -205,13 +208,11 @@ def _clean_stale_temps(out: Path) -> None:
     for p in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f".{out.name}.old-*")]:
         try:
             pid = int(re.split(r"\.(?:tmp|old)-", p.name)[-1].split("-")[0])
-            os.kill(pid, 0)
-            continue  # still running
-        except ProcessLookupError:
-            pass
-        except (ValueError, IndexError, PermissionError, OSError):
+        except (ValueError, IndexError):
             continue
-        shutil.rmtree(p, ignore_errors=True)
+        # psutil, not os.kill(pid, 0): on Windows that call terminates the process
+        if pid != os.getpid() and not psutil.pid_exists(pid):
+            shutil.rmtree(p, ignore_errors=True)
 
 
 def _replace_dir(tmp: Path, out: Path) -> None:
