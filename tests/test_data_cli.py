@@ -137,3 +137,20 @@ def test_ctrl_c_during_prepare_exits_130_and_leaves_nothing(tmp_path, capsys, mo
     assert main(["data", "prepare", "--constellations", "library", "--vocab", "300", "--out", str(dest)]) == 130
     assert "interrupted, nothing written" in capsys.readouterr().err
     assert not dest.exists() and [p for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_check_reports_changed_and_missing_datasets(tmp_path, capsys, english):
+    root = corpus(tmp_path)
+    single = tmp_path / "single.txt"
+    single.write_text("Один файл.\n", encoding="utf-8")
+    assert main(["data", "add", str(root), "--name", "books"]) == 0
+    assert main(["data", "add", str(single), "--name", "single"]) == 0
+    capsys.readouterr()
+    assert main(["data", "check"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["books: unchanged", "single: unchanged"]
+    (root / "000.txt").write_text("Изменён.\n", encoding="utf-8")
+    single.unlink()
+    assert main(["data", "check"]) == 2
+    out, err = capsys.readouterr()
+    assert out.splitlines() == ["books: changed", "  ~ 000.txt"]
+    assert "single" in err and "no longer exists" in err

@@ -7,6 +7,7 @@
                         [--context 1024] [--no-cache]
     ternit data prepared
     ternit data remove NAME
+    ternit data check [NAME...]
     ternit data bench [...]          (the same as `ternit bench data`)
 
 Errors are one line on stderr: exit 2 for a missing/unreadable path or a refused argument,
@@ -53,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("prepared", help=t("подготовленные папки", "prepared folders"))
     sub.add_parser("bench", help=t("замер скорости подготовки (= ternit bench data)",
                                    "preparation throughput benchmark (= ternit bench data)"), add_help=False)
+    ch = sub.add_parser("check", help=t("перепроверить файлы наборов (изменения, пропажи)",
+                                        "re-check datasets' files (changes, missing paths)"))
+    ch.add_argument("names", nargs="*", help=t("наборы (по умолчанию все)", "datasets (default: all)"))
     r = sub.add_parser("remove", help=t("убрать набор из библиотеки (файлы не трогаются)",
                                         "remove a dataset from the library (files stay)"))
     r.add_argument("name")
@@ -149,6 +153,26 @@ def cmd_prepared(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    from .library import LibraryError
+
+    lib = _library()
+    names = args.names or [d.name for d in lib.datasets() if d.kind != "builtin"]
+    worst = 0
+    for name in names:
+        try:
+            res = lib.refresh(name)
+        except LibraryError as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            worst = max(worst, exc.exit_code)
+            continue
+        status = {"unchanged": t("без изменений", "unchanged"), "changed": t("изменился", "changed")}[res.status]
+        print(f"{name}: {status}")
+        for c in res.changes:
+            print(f"  {c}")
+    return worst
+
+
 def cmd_remove(args: argparse.Namespace) -> int:
     _library().remove(args.name)
     print(t(f"набор «{args.name}» убран из библиотеки (файлы на месте)",
@@ -188,6 +212,7 @@ COMMANDS = {
     "constellations": cmd_constellations,
     "prepared": cmd_prepared,
     "remove": cmd_remove,
+    "check": cmd_check,
     "prepare": cmd_prepare,
 }
 
