@@ -410,3 +410,26 @@ def test_choose_val_keeps_equal_hashes_together_and_respects_cap_and_target():
     assert not prep._choose_val(h, n, 1 << 64, target=1, cap=5).any()
     # only below the limit are all units known to be candidates
     assert prep._choose_val(h, n, 25, target=100, cap=100).tolist() == [False, True, False, True, True, False]
+
+
+def test_a_full_disk_is_a_clear_error_and_no_thread_is_left(lib, tmp_path, two_constellations, monkeypatch):
+    import errno
+    import threading
+
+    before = threading.active_count()
+    real = prep._Writer.write
+    calls = []
+
+    def failing(self, arr):
+        calls.append(len(arr))
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        real(self, arr)
+
+    monkeypatch.setattr(prep._Writer, "write", failing)
+    monkeypatch.setattr(prep, "BATCH_CHARS", 20_000)  # several batches, so it fails mid-way
+    with pytest.raises(PrepareError, match="No space left") as e:
+        prepare(["world"], out=tmp_path / "o", vocab=300, context=32, library=lib)
+    assert "--out" in str(e.value)
+    assert not (tmp_path / "o").exists() and [p for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+    assert threading.active_count() == before  # reader and encoder threads ended

@@ -357,6 +357,14 @@ def prepare(
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
         check(cancel)
         _replace_dir(tmp, out)
+    except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise PrepareError(t(
+            f"подготовка не удалась: {exc}. Проверьте свободное место и доступ к {out.parent} "
+            "(или укажите другую папку --out); ничего не записано",
+            f"preparing failed: {exc}. Check free space and access to {out.parent} "
+            "(or choose another --out); nothing was written",
+        )) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -508,20 +516,24 @@ def _prefetch(gen: Iterator[Any], depth: int = 2) -> Iterator[Any]:
     stop = threading.Event()
     done = object()
 
+    def put(entry: tuple[str, Any]) -> bool:
+        # Never block for good: once the consumer has gone (stop), give up.
+        while not stop.is_set():
+            try:
+                q.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
     def run() -> None:
         try:
             for item in gen:
-                while not stop.is_set():
-                    try:
-                        q.put(("item", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if stop.is_set():
+                if not put(("item", item)):
                     return
-            q.put(("end", done))
+            put(("end", done))
         except BaseException as exc:  # handed to the consumer, raised there
-            q.put(("error", exc))
+            put(("error", exc))
 
     th = threading.Thread(target=run, name="ternit-data-reader", daemon=True)
     th.start()
@@ -554,6 +566,7 @@ def _encode_and_split(lib: Library, sources: list[Source], tok, tmp: Path, conte
     docs_by_source = [0] * len(sources)
     chars_done = 0
     val: _Writer | None = None
+
     def encoded(batches: Iterator[Any]) -> Iterator[Any]:
         # Runs in its own thread: encode_batch_fast releases the GIL, so while Rust encodes
         # batch N+1 on every core, this thread's consumer turns batch N into uint16 files and
