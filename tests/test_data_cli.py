@@ -154,3 +154,12 @@ def test_check_reports_changed_and_missing_datasets(tmp_path, capsys, english):
     out, err = capsys.readouterr()
     assert out.splitlines() == ["books: changed", "  ~ 000.txt"]
     assert "single" in err and "no longer exists" in err
+
+
+def test_a_damaged_state_file_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch, english):
+    from app import paths
+
+    paths.state_db_path().write_bytes(b"not a database " * 50)
+    assert main(["data", "list"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "state" in err and "Traceback" not in err

@@ -17,9 +17,11 @@ Errors are one line on stderr: exit 2 for a missing/unreadable path or a refused
 from __future__ import annotations
 
 import argparse
+import sqlite3
 import sys
 
 from ..i18n import t
+from ..state import StateError
 from .progress import Cancelled, TextBar
 
 
@@ -86,6 +88,13 @@ def main(argv: list[str]) -> int:
     except LibraryError as exc:
         print(f"ternit data: {exc}", file=sys.stderr)
         return exc.exit_code
+    except (StateError, sqlite3.Error) as exc:
+        print(t(f"ternit data: база состояния лаборатории: {exc}", f"ternit data: the lab's state database: {exc}"),
+              file=sys.stderr)
+        return 1
+    except OSError as exc:
+        print(f"ternit data: {exc}", file=sys.stderr)
+        return 1
     except (Cancelled, KeyboardInterrupt):
         print(t("\nternit data: прервано, ничего не записано", "\nternit data: interrupted, nothing written"),
               file=sys.stderr)
