@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -84,9 +85,15 @@ def run_once(root: Path, tag: str, size: tuple, data: Path, steps: int, device: 
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
     with open(d / "trainer.log", "w", encoding="utf-8") as log:
-        rc = subprocess.call(
+        proc = subprocess.Popen(
             [sys.executable, "-m", "trainer", "--run", str(d), "--stop-at-step", str(steps), "--device", device],
             stdout=subprocess.DEVNULL, stderr=log, cwd=REPO, env=env)
+        try:
+            rc = proc.wait()
+        except BaseException:  # Ctrl-C or a kill: never leave a trainer running behind
+            proc.terminate()
+            proc.wait()
+            raise
     if rc != 0:
         tail = (d / "trainer.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-3:]
         raise RuntimeError(f"the trainer failed on size {name} (exit {rc}): " + " / ".join(tail))
@@ -108,6 +115,10 @@ def run_once(root: Path, tag: str, size: tuple, data: Path, steps: int, device: 
     return m
 
 
+def _terminated(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt  # unwinds through run_once, which stops its trainer
+
+
 def pct(x: float) -> str:
     return f"{x * 100:+.1f} %"
 
@@ -122,6 +133,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--economical", action="store_true", help="also measure memory in the economical levels")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
     args = p.parse_args(argv)
+    signal.signal(signal.SIGTERM, _terminated)
     gpu = "cpu" if args.device == "cpu" else "local"
     if args.threads:  # the estimate's CPU model reads the same setting as the trainers
         os.environ["OMP_NUM_THREADS"] = str(args.threads)
