@@ -19,14 +19,14 @@ Head: final norm input 4·BTd + its output as the output layer keeps it a·BTd +
   log-softmax of the fp32 logits 4·BTV. Backward of the loss holds two more B·T·V fp32
   tensors (8·BTV) while all of the above is alive: that is the step's peak for most sizes.
 Under autocast the 16-bit copies of the matrices (2·(12·L·d² + V·d)) stay saved too.
-Economical mode (trainer/economical.py): each block's attention half and MLP half are
-  checkpointed apart (the MLP recomputed in row slices). "selective" keeps per block the
+Economical mode (trainer/economical.py): the attention half and the MLP half of a block
+  keep their inputs only (the MLP recomputed in row slices). "selective" keeps per block the
   two halves' inputs (x and x + attention, 8·BTd fp32), the qkv output (3·a·BTd), the
-  attention output (a·BTd) and log-sum-exp; "full" only the two inputs. The backward
-  pass then holds one block's recomputation and gradients: a measured constant per
-  B·T·d (RECOMPUTE_PER_BTD). The loss is chunked: no B·T·V tensor is kept; it keeps
-  grad_h (4·BTd) and the output layer's gradient (4·V·d), and two row slices of logits
-  are alive at once while it runs.
+  attention output (a·BTd), norm statistics and log-sum-exp; "full" only the two inputs.
+  The backward pass then holds one block's recomputation and gradients: a measured
+  constant per B·T·d (RECOMPUTE_PER_BTD). The loss is chunked: no B·T·V tensor is kept;
+  it keeps grad_h (4·BTd) and the output layer's gradient (4·V·d), and while it runs a
+  slice of logits and the previous slice's gradient are alive.
 The peak is the largest of: the loss's forward, the start of the backward pass (static +
 everything saved + the loss's backward or one block's recomputation) and the optimizer
 step (static + gradients). On the CPU the trainer measures
@@ -90,7 +90,7 @@ def block_saved(s: Shape, precision: str, level: str) -> int:
     # keeps its input (x and x + attention, fp32); selective also keeps qkv and the
     # attention output with its log-sum-exp.
     if level == "selective":
-        return bt * d * (8 + 4 * a) + 4 * s.heads * bt
+        return bt * d * (8 + 4 * a) + (8 + 4 * s.heads) * bt
     return bt * d * 8
 
 
@@ -110,9 +110,10 @@ def loss_backward(s: Shape, precision: str, level: str) -> int:
     return 4 * bt * d + 4 * v * d
 
 
-def chunk_rows(vocab: int) -> int:
-    """Rows per slice of the chunked loss (trainer.economical.chunk_rows: ~8 MiB of fp32)."""
-    return max(128, (8 << 20) // (4 * vocab))
+def chunk_rows(rows: int, vocab: int) -> int:
+    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows: one slice of
+    fp32 logits within 4 MiB, and at least eight slices."""
+    return max(32, min((4 << 20) // (4 * vocab), -(-rows // 8)))
 
 
 def loss_forward(s: Shape, precision: str, level: str) -> int:
@@ -122,21 +123,21 @@ def loss_forward(s: Shape, precision: str, level: str) -> int:
     if level == "off":
         # h (fp32), the logits (16-bit, then fp32) and the log-softmax output.
         return 4 * bt * d + casts + bt * v * (8 + (a if a == 2 else 0))
-    # Two slices' logits are alive at once (the loop rebinds its names only after making
-    # the next slice); under autocast each slice also has its 16-bit gradient copy, and the
-    # weight is cast once.
-    rows = min(bt, 2 * chunk_rows(v))
-    per_elem = 4 if a == 4 else 6
-    return 4 * bt * d + casts + (a * v * d if a == 2 else 0) + rows * v * per_elem
+    # A slice's fp32 logits and their log-softmax (8 bytes a cell) while the previous
+    # slice's gradient (4, and its 16-bit copy) is still bound; the weight cast once.
+    r = min(bt, chunk_rows(bt, v))
+    per_cell = 12 if a == 4 else 14
+    return 4 * bt * d + casts + (a * v * d if a == 2 else 0) + r * v * per_cell
 
 
 # Economical levels: what the backward pass holds beyond the saved tensors while one
-# block is recomputed and differentiated (a tiled MLP slice, the attention half and the
-# gradients flowing through them), in units of B·T·d bytes. Measured with the trainer's
+# block is differentiated (the tiled MLP's slice recomputed, the attention's gradients,
+# the gradient flowing in and out), in units of B·T·d bytes. Measured with the trainer's
 # own storage count (trainer.memory) on the CPU for shapes from 2×64 to 4×256, n 64–256,
-# V 300–3000: the residual was 17.5–18 (selective, fp32), 28–35 (selective and full,
-# bf16 autocast) and 30–33 (full, fp32). The larger end is taken.
-RECOMPUTE_PER_BTD = {("selective", 4): 18, ("selective", 2): 32, ("full", 4): 32, ("full", 2): 32}
+# V 300–3000 (trainer/economical.py as of 30 Nov 00:30 UTC): 16–18 (selective, fp32),
+# 14.5–19.5 (selective, bf16 autocast), 30–33 (full, fp32: the recomputed attention's
+# backward), 14–18.5 (full, bf16). The larger end is taken.
+RECOMPUTE_PER_BTD = {("selective", 4): 18, ("selective", 2): 20, ("full", 4): 33, ("full", 2): 20}
 
 
 def recompute_bytes(s: Shape, precision: str, level: str) -> int:

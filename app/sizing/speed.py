@@ -30,14 +30,16 @@ class Speed:
 def economical_factor(s: Shape, level: str) -> float:
     """Extra compute of recomputation, as a multiple of the normal step's compute.
 
-    selective recomputes each block's MLP (8·d² weights) and output projection (d²): a
-    second forward of 9·d² per block, 2·9·d²·L FLOPs per token; full recomputes the whole
-    block forward (2·12·d²·L + the attention's 4·L·n·d). The chunked loss adds nothing."""
+    trainer/economical.py recomputes, per block and token: selective, the MLP's
+    up-projection (4·d² weights; the down-projection's output is never needed again) and
+    the norms: 2·4·d² FLOPs; full, also the attention half (qkv 3·d², output projection
+    d², the kernel's 4·n·d): 2·8·d² + 4·n·d. The chunked loss does no extra product.
+    Not measured here (the economical mode's own benchmark times it)."""
     if level == "off":
         return 1.0
     L, d, n = s.layers, s.width, s.context
     base = 6 * param_count(L, d, n, s.vocab) + 12 * L * n * d
-    extra = 2 * 9 * d * d * L if level == "selective" else 2 * 12 * d * d * L + 4 * L * n * d
+    extra = 2 * 4 * d * d * L if level == "selective" else (2 * 8 * d * d + 4 * n * d) * L
     return (base + extra) / base
 
 
