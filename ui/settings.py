@@ -6,11 +6,9 @@ app.i18n reads the "language" key; this writes it, atomically, keeping any other
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 
-from app import paths
+from app import atomic, paths
 from app.i18n import LANGUAGES, set_language
 
 SETTINGS = "settings.json"
@@ -35,14 +33,5 @@ def save_language(lang: str) -> None:
     data = load()
     data["language"] = lang
     path = settings_path()
-    fd, tmp = tempfile.mkstemp(prefix=".settings.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f, ensure_ascii=False, indent=2)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_json(path, data)
     set_language(lang)

@@ -14,13 +14,12 @@ drive it with a fake clock and fake samples.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import atomic
 from .samples import Snapshot
 
 PAUSE_FILE = "PAUSE"
@@ -41,19 +40,7 @@ class GuardStatus:
 
 def write_atomic(path: Path, text: str) -> None:
     """Temp file in the same folder + fsync + rename: the file is whole or absent."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    atomic.write_text(path, text)
 
 
 class HeatGuard:

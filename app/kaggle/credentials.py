@@ -11,11 +11,10 @@ import json
 import os
 import re
 import stat
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import paths
+from .. import atomic, paths
 from ..i18n import t
 
 FILE_NAME = "kaggle_credentials.json"
@@ -127,20 +126,8 @@ class CredentialStore:
     def _write(self, creds: dict[str, Credential]) -> None:
         data = {"version": 1, "accounts": [{"username": c.username, "key": c.key}
                                            for c in sorted(creds.values(), key=lambda c: c.username)]}
-        folder = self.path.parent
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=".tmp", dir=folder)
-        try:
-            os.chmod(tmp, 0o600)  # before any byte of a key is written
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                json.dump(data, f, indent=2)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        _fsync_dir(folder)
+        # Owner-only from the first byte: the mode is set on the temporary file.
+        atomic.write_json(self.path, data, mode=0o600)
 
     def _tighten(self) -> None:
         # A copy restored from a backup may have come back world-readable.
@@ -148,18 +135,6 @@ class CredentialStore:
             mode = stat.S_IMODE(self.path.stat().st_mode)
             if mode & 0o077:
                 os.chmod(self.path, 0o600)
-
-
-def _fsync_dir(folder: Path) -> None:
-    if os.name != "posix":
-        return
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def global_token_sources() -> list[str]:

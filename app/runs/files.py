@@ -8,12 +8,12 @@ SQLite registry is only the index the history reads fast.
 from __future__ import annotations
 
 import json
-import os
 import re
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+from .. import atomic
 
 RUN_JSON = "run.json"
 EVENTS = "events.jsonl"
@@ -25,39 +25,12 @@ STOP_FILE = "STOP"
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write so that a crash leaves either the old file or the new one, never half of one."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # The rename itself is durable only once the folder entry is flushed (POSIX only).
-    if os.name != "posix":
-        return
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    atomic.write_text(path, text)
 
 
 def atomic_write_json(path: Path, data: Any) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    atomic.write_json(path, data)
+
 
 
 def read_json(path: Path) -> Any:
