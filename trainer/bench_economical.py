@@ -558,12 +558,20 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="whole runs one after the other (default on a GPU), or both modes step by step, "
         "ABBA (default on the CPU: fairer on a shared machine; CPU memory is counted per model)",
     )
+    p.add_argument(
+        "--threads",
+        type=int,
+        help="CPU threads for torch (default: torch's own choice); with 1 the process's CPU "
+        "time measures the work itself, even while other programs share the cores",
+    )
     p.add_argument("--json", type=Path, help="write the full report here")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     device = pick_device(args.device)
     try:
         cfg = load(args.config) if args.config else default_config(device)

@@ -48,8 +48,19 @@ ABOUT = {
     "full": "attention recomputed as well: the least memory, the slowest",
 }
 
-# The MLP is computed in this many slices of rows (see _TiledMLP).
-MLP_CHUNKS = 4
+# The MLP is computed in slices of rows (see _TiledMLP), (forward, backward) counts.
+MLP_CHUNKS = (4, 4)
+
+
+def mlp_chunks(layers: int) -> tuple[int, int]:
+    """Slices for the tiled MLP: a block keeps about 6 rows·width of activations, one
+    slice of the MLP briefly holds about 9/slices rows·width; cut so that the slice stays
+    near a tenth of what all layers keep (4 slices at 4 layers, 2 at 8, 1 from 16 on:
+    fewer, larger products where the memory allows, which a GPU runs faster)."""
+    n = max(1, min(4, -(-16 // max(1, layers))))
+    return (n, n)
+
+
 _EPS = 1e-5  # F.layer_norm's default, as trainer.model.norm uses
 
 
@@ -127,11 +138,8 @@ class _TiledMLP(torch.autograd.Function):
         out = torch.empty(flat.size(0), w_down.size(0), dtype=mm_dtype, device=x.device)
         with torch.autocast(x.device.type, enabled=False):
             wu, wd = w_up.to(mm_dtype), w_down.to(mm_dtype)
-            for part, dest in zip(
-                flat.split(_rows(flat.size(0), chunks)),
-                out.split(_rows(flat.size(0), chunks)),
-                strict=True,
-            ):
+            rows = _rows(flat.size(0), chunks[0])
+            for part, dest in zip(flat.split(rows), out.split(rows), strict=True):
                 n = _layer_norm(part.to(ln_dtype))[0].to(mm_dtype)
                 g = F.gelu(torch.mm(n, wu.t()), approximate="tanh")
                 torch.mm(g, wd.t(), out=dest)
@@ -145,7 +153,7 @@ class _TiledMLP(torch.autograd.Function):
         mm_dtype, ln_dtype = ctx.dtypes
         d = x.size(-1)
         flat = x.reshape(-1, d)
-        rows = _rows(flat.size(0), ctx.chunks)
+        rows = _rows(flat.size(0), ctx.chunks[1])
         go_all = grad_out.reshape(-1, grad_out.size(-1)).to(mm_dtype)
         wu, wd = w_up.to(mm_dtype), w_down.to(mm_dtype)
         grad_x = torch.empty_like(flat)
@@ -164,7 +172,9 @@ class _TiledMLP(torch.autograd.Function):
             # GELU's backward in place in its incoming gradient's buffer (an elementwise
             # kernel may write over its input exactly): one slice-sized buffer less.
             grad_g = torch.mm(go, wd)
-            grad_u = torch.ops.aten.gelu_backward.grad_input(grad_g, u, approximate="tanh", grad_input=grad_g)
+            grad_u = torch.ops.aten.gelu_backward.grad_input(
+                grad_g, u, approximate="tanh", grad_input=grad_g
+            )
             del u
             _accumulate(grad_wu, grad_u.t(), n)
             grad_n = torch.mm(grad_u, wu).to(ln_dtype)
@@ -178,7 +188,10 @@ def _rows(total: int, chunks: int) -> int:
 
 
 def tiled_mlp(
-    x: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor, chunks: int = MLP_CHUNKS
+    x: torch.Tensor,
+    w_up: torch.Tensor,
+    w_down: torch.Tensor,
+    chunks: tuple[int, int] = MLP_CHUNKS,
 ) -> torch.Tensor:
     return _TiledMLP.apply(x, w_up, w_down, chunks)
 
@@ -203,7 +216,7 @@ def _recomputed_attention(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def _block_runner(
-    level: str, chunks: int = MLP_CHUNKS
+    level: str, chunks: tuple[int, int] = MLP_CHUNKS
 ) -> Callable[[nn.Module, torch.Tensor], torch.Tensor]:
     if level == "selective":
         attention = _attention
@@ -234,7 +247,7 @@ def apply(model: nn.Module, level: str | bool) -> nn.Module:
         model.run_block = lambda block, x: block(x)
         model.loss_fn = lm_loss
         return model
-    model.run_block = _block_runner(str(level))
+    model.run_block = _block_runner(str(level), mlp_chunks(len(model.blocks)))
     model.loss_fn = chunked_lm_loss
     return model
 
@@ -242,17 +255,18 @@ def apply(model: nn.Module, level: str | bool) -> nn.Module:
 # ---- the loss without the full logits ------------------------------------------------
 
 
-def chunk_rows(rows: int, vocab: int, budget_bytes: int = 4 << 20) -> int:
-    """Rows per slice: one slice of fp32 logits within `budget_bytes`, and at least eight
-    slices, so that a slice stays small next to the activations at any size."""
-    return max(32, min(budget_bytes // (4 * vocab), -(-rows // 8)))
+def chunk_rows(rows: int, vocab: int, width: int) -> int:
+    """Rows per slice of the loss: a slice of fp32 logits about as large as the hidden
+    states themselves (vocab / width slices, 1 to 16)."""
+    slices = max(1, min(16, -(-vocab // width)))
+    return -(-rows // slices)
 
 
 class _ChunkedLinearCrossEntropy(torch.autograd.Function):
     """mean cross-entropy of h @ weightᵀ, with its gradient formed in the forward pass.
 
-    For each slice: logits (in the compute precision), their softmax in fp32, the loss;
-    then softmax − one-hot gives the slice's gradient of the logits, which two matrix
+    For each slice: logits (in the compute precision), their log-softmax in fp32, the
+    loss; then softmax − one-hot gives the slice's gradient of the logits, which two matrix
     products turn into the gradients of h and of the weight. The backward pass only
     scales those by the incoming gradient (and 1/N)."""
 
@@ -267,15 +281,15 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
         grad_h = torch.empty(n, d, dtype=h.dtype, device=h.device)
         grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
         total = torch.zeros((), dtype=torch.float32, device=h.device)
+        minus_one = torch.full((min(rows, n), 1), -1.0, dtype=torch.float32, device=h.device)
         for start in range(0, n, rows):
             stop = min(n, start + rows)
-            hs, ts = hc[start:stop], t[start:stop]
-            logits = torch.mm(hs, wc.t()).float()
-            lse = torch.logsumexp(logits, dim=1)
-            total += (lse - logits.gather(1, ts[:, None]).squeeze(1)).sum()
-            # softmax − one-hot, in place in the logits' buffer.
-            grad = logits.sub_(lse[:, None]).exp_()
-            grad[torch.arange(stop - start, device=grad.device), ts] -= 1.0
+            hs, ts = hc[start:stop], t[start:stop, None]
+            # One fused kernel for the row-wise log-softmax (fp32, as the normal loss).
+            logp = torch.log_softmax(torch.mm(hs, wc.t()).float(), dim=1)
+            total -= logp.gather(1, ts).sum()
+            # softmax − one-hot, in place in the log-probabilities' buffer.
+            grad = logp.exp_().scatter_add_(1, ts, minus_one[: stop - start])
             gc = grad.to(compute_dtype)
             if grad_h.dtype == compute_dtype:
                 torch.mm(gc, wc, out=grad_h[start:stop])
@@ -310,6 +324,6 @@ def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
         from .model import lm_loss
 
         return lm_loss(h, weight, targets)
-    rows = chunk_rows(h.numel() // h.size(-1), weight.size(0))
+    rows = chunk_rows(h.numel() // h.size(-1), weight.size(0), h.size(-1))
     with torch.autocast(device_type, enabled=False):
         return _ChunkedLinearCrossEntropy.apply(h, weight, targets, rows, compute_dtype)
