@@ -414,3 +414,10 @@ def test_bench_analysis_reports_prediction_errors(monkeypatch):
     assert errors[("B", "C")] == pytest.approx(0, abs=1e-9)
     assert errors[("A", "B")] == pytest.approx(0.1) and errors[("B", "A")] == pytest.approx(1 / 1.1 - 1)
     assert all(row["error"] == pytest.approx(0, abs=1e-3) for row in r["memory"])
+
+
+def test_advice_kinds_name_each_sentence():
+    e = est(limit_min=10, data_tokens=50_000_000)
+    assert e["advice_kinds"] == ["speed", "time", "limit", "memory", "data", "passes"]
+    assert len(e["advice"]) == len(e["advice_kinds"])
+    assert est()["advice_kinds"] == ["speed", "time", "memory", "data"]

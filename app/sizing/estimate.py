@@ -187,7 +187,11 @@ def estimate(
     if data_tokens:
         out["tokens_per_weight"] = data_tokens / params
         out["passes"] = steps * tps_step / data_tokens
-    out["advice"] = _advice(out, s, facts, lang, limit_min, econ_fits, local_name)
+    advice = _advice(out, s, facts, lang, limit_min, econ_fits, local_name)
+    out["advice"] = [text for _, text in advice]
+    # What each sentence is about (speed, time, limit, memory, data, passes), so a view
+    # that shows some of them as rows of its own can leave those out of the advice.
+    out["advice_kinds"] = [kind for kind, _ in advice]
     return out
 
 
@@ -214,26 +218,26 @@ def _max_batch(s: Shape, prec: str, cards: int, level: str, facts: GpuFacts, fac
 
 
 def _advice(e: dict[str, Any], s: Shape, facts: GpuFacts, lang: str, limit_min: float | None,
-            econ_fits: bool | None, local_name: str | None) -> list[str]:
-    out: list[str] = []
+            econ_fits: bool | None, local_name: str | None) -> list[tuple[str, str]]:
+    out: list[tuple[str, str]] = []
     card = facts.on[lang] if facts.name != "local" or not local_name else _t(lang, "на ", "on ") + local_name
     # Speed and time.
     kind = e["tokens_per_s_basis"]["kind"]
     speed = int_text(int(round(e["tokens_per_s"], -2 if e["tokens_per_s"] >= 1000 else 0)), lang)
     note = "" if kind == "measured" else _t(lang, " — оценка, не замер", " — an estimate, not a measurement")
-    out.append(_t(lang,
+    out.append(("speed", _t(lang,
         f"Скорость ≈ {speed} токенов/с {card} ({e['tokens_per_s_source']}){note}.",
-        f"Speed ≈ {speed} tokens/s {card} ({e['tokens_per_s_source']}){note}."))
-    out.append(_t(lang,
+        f"Speed ≈ {speed} tokens/s {card} ({e['tokens_per_s_source']}){note}.")))
+    out.append(("time", _t(lang,
         f"{int_text(e['steps'], lang)} {plural_ru(e['steps'], 'шаг', 'шага', 'шагов')} по {int_text(e['tokens_per_step'], lang)} "
         f"{plural_ru(e['tokens_per_step'], 'токену', 'токена', 'токенов')} займут ≈ {duration_text(e['seconds_to_steps'], lang)}.",
-        f"{int_text(e['steps'], lang)} steps of {int_text(e['tokens_per_step'], lang)} tokens take ≈ {duration_text(e['seconds_to_steps'], lang)}."))
+        f"{int_text(e['steps'], lang)} steps of {int_text(e['tokens_per_step'], lang)} tokens take ≈ {duration_text(e['seconds_to_steps'], lang)}.")))
     if e["limit_stops_at_step"] is not None and limit_min is not None:
-        out.append(_t(lang,
+        out.append(("limit", _t(lang,
             f"Лимит {limit_min:g} мин остановит обучение около шага {int_text(e['limit_stops_at_step'], lang)}: "
             "продолжите с чекпоинта или уменьшите «Шагов до».",
             f"The {limit_min:g}-min limit stops training near step {int_text(e['limit_stops_at_step'], lang)}: "
-            "continue from the checkpoint or lower «Steps to»."))
+            "continue from the checkpoint or lower «Steps to».")))
     # Memory.
     mem, have = e["memory_mb"], e["card_memory_mb"]
     calib = e["memory_calibration"]
@@ -244,47 +248,47 @@ def _advice(e: dict[str, Any], s: Shape, facts: GpuFacts, lang: str, limit_min: 
         f"выделит программа {mb_text(mem['allocated_peak'], lang)}{cal}, ещё {mb_text(mem['framework'], lang)} — сам фреймворк",
         f"the program allocates {mb_text(mem['allocated_peak'], lang)}{cal}, the framework itself {mb_text(mem['framework'], lang)} more")
     if have is None:
-        out.append(_t(lang,
+        out.append(("memory", _t(lang,
             f"Память: ≈ {mb_text(mem['total'], lang)} ({parts}); объём карты неизвестен — проверьте, что она видна системе.",
-            f"Memory: ≈ {mb_text(mem['total'], lang)} ({parts}); the card's memory is unknown — check that the system sees it."))
+            f"Memory: ≈ {mb_text(mem['total'], lang)} ({parts}); the card's memory is unknown — check that the system sees it.")))
     elif e["fits"]:
-        out.append(_t(lang,
+        out.append(("memory", _t(lang,
             f"Память: ≈ {mb_text(mem['total'], lang)} из {mb_text(have, lang)} ({parts}) — помещается; наибольший батч на карту ≈ {e['max_batch']}.",
-            f"Memory: ≈ {mb_text(mem['total'], lang)} of {mb_text(have, lang)} ({parts}) — fits; the largest batch per card ≈ {e['max_batch']}."))
+            f"Memory: ≈ {mb_text(mem['total'], lang)} of {mb_text(have, lang)} ({parts}) — fits; the largest batch per card ≈ {e['max_batch']}.")))
     else:
         fix = (_t(lang, f"уменьшите батч до {e['max_batch']}", f"lower the batch to {e['max_batch']}")
                if e["max_batch"] else _t(lang, "уменьшите модель или контекст", "shrink the model or the context"))
         if econ_fits:
             fix += _t(lang, " или включите экономный режим", " or turn on the economical mode")
-        out.append(_t(lang,
+        out.append(("memory", _t(lang,
             f"Память: ≈ {mb_text(mem['total'], lang)} при {mb_text(have, lang)} на карте ({parts}) — не поместится: {fix}.",
-            f"Memory: ≈ {mb_text(mem['total'], lang)} with {mb_text(have, lang)} on the card ({parts}) — does not fit: {fix}."))
+            f"Memory: ≈ {mb_text(mem['total'], lang)} with {mb_text(have, lang)} on the card ({parts}) — does not fit: {fix}.")))
     # Data.
     params_t, want_t = count_text(e["params"], lang), count_text(e["tokens_wanted"], lang, 2)
     data = e["data_tokens"]
     if not data:
-        out.append(_t(lang,
+        out.append(("data", _t(lang,
             f"{params_t} весов хотят около {want_t} токенов данных (~20 на вес).",
-            f"{params_t} weights want about {want_t} tokens of data (~20 per weight)."))
+            f"{params_t} weights want about {want_t} tokens of data (~20 per weight).")))
     else:
         have_t = count_text(data, lang)
         if e["tokens_per_weight"] < TOKENS_PER_WEIGHT * 0.75:
-            out.append(_t(lang,
+            out.append(("data", _t(lang,
                 f"{params_t} весов хотят около {want_t} токенов, у вас {have_t} — модель поменьше или больше данных.",
-                f"{params_t} weights want about {want_t} tokens: you have {have_t} — a smaller model or more data."))
+                f"{params_t} weights want about {want_t} tokens: you have {have_t} — a smaller model or more data.")))
         else:
-            out.append(_t(lang,
+            out.append(("data", _t(lang,
                 f"{params_t} весов хотят около {want_t} токенов, у вас {have_t} ({e['tokens_per_weight']:.0f} на вес) — данных хватает.",
-                f"{params_t} weights want about {want_t} tokens: you have {have_t} ({e['tokens_per_weight']:.0f} per weight) — enough data."))
+                f"{params_t} weights want about {want_t} tokens: you have {have_t} ({e['tokens_per_weight']:.0f} per weight) — enough data.")))
         passes = e["passes"]
         read_t = count_text(e["tokens_read"], lang)
         if passes > 1.0:
             p = f"{passes:.1f}"
-            out.append(_t(lang,
+            out.append(("passes", _t(lang,
                 f"Прогон прочтёт {read_t} токенов — это {p.replace('.', ',')} прохода по данным; после нескольких проходов валидация перестаёт падать.",
-                f"The run reads {read_t} tokens — {p} passes over the data; after a few passes validation stops improving."))
+                f"The run reads {read_t} tokens — {p} passes over the data; after a few passes validation stops improving.")))
         else:
-            out.append(_t(lang,
+            out.append(("passes", _t(lang,
                 f"Прогон прочтёт {read_t} токенов — {passes:.0%} данных.".replace("%", " %"),
-                f"The run reads {read_t} tokens — {passes:.0%} of the data."))
+                f"The run reads {read_t} tokens — {passes:.0%} of the data.")))
     return out
