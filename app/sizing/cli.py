@@ -88,9 +88,11 @@ def human(e: dict[str, Any], lang: str) -> str:
     card = "—" if e["card_memory_mb"] is None else mb_text(e["card_memory_mb"], lang)
     rows.append((t("Память карты", "Card memory", lang), card))
     fits = {True: t("да", "yes", lang), False: t("нет", "no", lang), None: "?"}[e["fits"]]
-    rows.append((t("Помещается", "Fits", lang), fits + (f" (max batch {e['max_batch']})" if e["max_batch"] is not None else "")))
+    best = "" if e["max_batch"] is None else t(f" (наибольший батч {e['max_batch']})", f" (largest batch {e['max_batch']})", lang)
+    rows.append((t("Помещается", "Fits", lang), fits + best))
     if e["tokens_per_weight"] is not None:
-        rows.append((t("Токенов на вес", "Tokens per weight", lang), f"{e['tokens_per_weight']:.1f}"))
+        per = f"{e['tokens_per_weight']:.1f}"
+        rows.append((t("Токенов на вес", "Tokens per weight", lang), per.replace(".", ",") if lang == "ru" else per))
     width = max(len(r[0]) for r in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines.append("")
