@@ -24,7 +24,7 @@ Economical mode (trainer/economical.py): the attention half and the MLP half of 
   two halves' inputs (x and x + attention, 8·BTd fp32), the qkv output (3·a·BTd), the
   attention output (a·BTd), norm statistics and log-sum-exp; "full" only the two inputs.
   The backward pass then holds one block's recomputation and gradients: a measured
-  constant per B·T·d (RECOMPUTE_PER_BTD). The loss is chunked: no B·T·V tensor is kept;
+  constant per B·T·d (recompute_bytes). The loss is chunked: no B·T·V tensor is kept;
   it keeps grad_h (4·BTd) and the output layer's gradient (4·V·d), and while it runs a
   slice of logits and the previous slice's gradient are alive.
 The peak is the largest of: the loss's forward, the start of the backward pass (static +
@@ -110,10 +110,17 @@ def loss_backward(s: Shape, precision: str, level: str) -> int:
     return 4 * bt * d + 4 * v * d
 
 
-def chunk_rows(rows: int, vocab: int) -> int:
-    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows: one slice of
-    fp32 logits within 4 MiB, and at least eight slices."""
-    return max(32, min((4 << 20) // (4 * vocab), -(-rows // 8)))
+def chunk_rows(rows: int, vocab: int, width: int) -> int:
+    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows: vocab / width
+    slices (1 to 16), so a slice of fp32 logits is about as large as the hidden states."""
+    slices = max(1, min(16, -(-vocab // width)))
+    return -(-rows // slices)
+
+
+def mlp_slices(layers: int) -> int:
+    """Row slices of the tiled MLP, as trainer.economical.mlp_chunks: 4 up to 4 layers,
+    2 at 8, 1 from 16 on."""
+    return max(1, min(4, -(-16 // max(1, layers))))
 
 
 def loss_forward(s: Shape, precision: str, level: str) -> int:
@@ -125,26 +132,30 @@ def loss_forward(s: Shape, precision: str, level: str) -> int:
         return 4 * bt * d + casts + bt * v * (8 + (a if a == 2 else 0))
     # A slice's fp32 logits and their log-softmax (8 bytes a cell) while the previous
     # slice's gradient (4, and its 16-bit copy) is still bound; the weight cast once.
-    r = min(bt, chunk_rows(bt, v))
+    r = min(bt, chunk_rows(bt, v, d))
     per_cell = 12 if a == 4 else 14
     return 4 * bt * d + casts + (a * v * d if a == 2 else 0) + r * v * per_cell
 
 
 # Economical levels: what the backward pass holds beyond the saved tensors while one
-# block is differentiated (the tiled MLP's slice recomputed, the attention's gradients,
-# the gradient flowing in and out), in units of B·T·d bytes. Measured with the trainer's
-# own storage count (trainer.memory) on the CPU for shapes from 2×64 to 4×256, n 64–256,
-# V 300–3000 (trainer/economical.py as of 30 Nov 00:30 UTC): 16–18 (selective, fp32),
-# 14.5–19.5 (selective, bf16 autocast), 30–33 (full, fp32: the recomputed attention's
-# backward), 14–18.5 (full, bf16). The larger end is taken.
-RECOMPUTE_PER_BTD = {("selective", 4): 18, ("selective", 2): 20, ("full", 4): 33, ("full", 2): 20}
+# block is differentiated, in units of B·T·d bytes. The tiled MLP's backward holds the
+# gradient flowing in (4, fp32) and out (4), its 16-bit copy (a, under autocast) and one
+# slice's recomputed norm, up-projection and GELU with their gradients ((9·a + 4) / slices);
+# the attention's backward holds a part measured per level and precision (the recomputed
+# attention of "full" in fp32 is the largest). Measured with the trainer's own storage
+# count (trainer.memory) on the CPU, shapes 2×64 … 16×64, n 64–256, V 300–3000
+# (trainer/economical.py as of 30 Nov 00:40 UTC).
+ATTENTION_BACKWARD_PER_BTD = {("selective", 4): 16, ("selective", 2): 12, ("full", 4): 33, ("full", 2): 18}
 
 
 def recompute_bytes(s: Shape, precision: str, level: str) -> int:
     """What one block's backward holds beyond its saved part in an economical level."""
     if level == "off":
         return 0
-    return RECOMPUTE_PER_BTD[(level, act_bytes(precision))] * s.batch * s.context * s.width
+    a = act_bytes(precision)
+    mlp = 8 + (a if a == 2 else 0) + (9 * a + 4) / mlp_slices(s.layers)
+    per_btd = max(mlp, ATTENTION_BACKWARD_PER_BTD[(level, a)])
+    return int(per_btd * s.batch * s.context * s.width)
 
 
 def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool | str = False) -> Memory:
