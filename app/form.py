@@ -177,6 +177,10 @@ def _sizing_gpus() -> dict[str, Any]:
     return dict(GPUS)
 
 
+# Advice sentences whose facts the panel already shows as rows of their own.
+ROW_ADVICE_KINDS = frozenset({"speed", "time", "limit"})
+
+
 def _sizing_estimate():
     try:
         from .sizing import estimate
@@ -677,8 +681,11 @@ class RunForm:
             rows.append(SizeRow("memory", t("Память на карту", "Memory per card"),
                                 t(f"≈{_mb(mem['total'])} МБ", f"≈{_mb(mem['total'])} MB") + of,
                                 note, "ok" if fits is not False else "error"))
-        # app.sizing's advice: the first two sentences (speed, time) are the rows above.
-        for i, sentence in enumerate((est.get("advice") or [])[2:]):
+        # app.sizing's advice, less what the rows above already say (speed, time, limit).
+        advice = est.get("advice") or []
+        kinds = est.get("advice_kinds") or [""] * len(advice)
+        shown = [s for s, kind in zip(advice, kinds, strict=True) if kind not in ROW_ADVICE_KINDS]
+        for i, sentence in enumerate(shown):
             rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", str(sentence), "ok"))
         return rows
 

@@ -129,6 +129,19 @@ def test_sizing_panel_shows_the_guides_numbers(ctx):
     assert rows["data"].level == "warning" and "~20" in rows["data"].note
 
 
+def test_advice_does_not_repeat_the_rows_above_it(ctx):
+    form = RunForm(ctx)
+    form.set("gpu", "t4x2")
+    form.set("limit_min", 30)  # far too short for 20,000 steps: the limit row says where it stops
+    rows = form.size_rows()
+    limit = next(r for r in rows if r.key == "limit")
+    assert "остановит на шаге" in limit.value
+    advice = [r.note for r in rows if r.key.startswith("advice")]
+    assert advice  # the data and memory advice still come through
+    assert not any("Лимит" in a or "лимит" in a for a in advice)
+    assert not any("ток/с" in a for a in advice)
+
+
 def _continue_info(cfg: dict, step: int = 40) -> ContinueFrom:
     cfg = dict(cfg, resume_from="/runs/parent/checkpoints/step-00000040.pt")
     return ContinueFrom(run_id="parent", config=cfg, step=step, label="parent · 40")
