@@ -15,6 +15,9 @@ if str(ROOT) not in sys.path:
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 os.environ["CUDA_VISIBLE_DEVICES"] = ""
+# One compute thread for torch in the tests and the trainers they start: on a busy 2-core
+# machine two OpenMP threads contend and a tiny step can take 100× longer.
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(autouse=True)
