@@ -24,7 +24,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 
 DATA="$OUT/data"
 if [ ! -f "$DATA/meta.json" ]; then
-  $PY -c "from pathlib import Path; from tests.tiny_data import make_prepared; make_prepared(Path('$DATA'), vocab=4000, sentences=150000)" \
+  $PY -c "from pathlib import Path; from tests.tiny_data import make_prepared; make_prepared(Path('$DATA'), vocab=4000, sentences=300000)" \
     || { echo "FAIL: could not make the synthetic data (needs tokenizers)"; exit 4; }
 fi
 

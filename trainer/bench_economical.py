@@ -96,7 +96,7 @@ def synthetic_data(vocab: int, context: int, segments: int) -> Path:
             "error: no data: pass --data DIR (a prepared-data folder) or run from the repository "
             "root so that tests/tiny_data.py can make one"
         ) from None
-    # About five tokens per sentence; val is 10 %; a margin of half again.
+    # About five tokens per sentence (six, seen); val is 10 %; a margin of half again.
     sentences = max(6000, int(segments * (context + 1) * 10 / 5 * 1.5))
     out = Path(tempfile.mkdtemp(prefix="ternit-bench-econ-"))
     say(f"making synthetic data ({sentences:,} sentences, vocabulary {vocab}) in {out}")

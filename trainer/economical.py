@@ -48,17 +48,19 @@ ABOUT = {
     "full": "attention recomputed as well: the least memory, the slowest",
 }
 
-# The MLP is computed in slices of rows (see _TiledMLP), (forward, backward) counts.
-MLP_CHUNKS = (4, 4)
+# The MLP's rows are cut into slices (see _TiledMLP): (forward, backward) counts.
+MLP_CHUNKS = (1, 2)
 
 
 def mlp_chunks(layers: int) -> tuple[int, int]:
-    """Slices for the tiled MLP: a block keeps about 6 rows·width of activations, one
-    slice of the MLP briefly holds about 9/slices rows·width; cut so that the slice stays
-    near a tenth of what all layers keep (4 slices at 4 layers, 2 at 8, 1 from 16 on:
-    fewer, larger products where the memory allows, which a GPU runs faster)."""
-    n = max(1, min(4, -(-16 // max(1, layers))))
-    return (n, n)
+    """Slices for the tiled MLP. Every slice costs a dozen more operator calls, and on a
+    CPU shared with other programs each call can wait for a descheduled thread (seen
+    here: 4 slices 1.10×, 2 slices 1.04×, 1 slice 1.02× the normal step under load), so
+    slices are few: the forward pass runs whole (its 9·rows·width of MLP temporaries
+    live only while the block runs), and the backward pass in two slices while the
+    depth is small (below 8 layers), where one block's temporaries would otherwise
+    stand out against what all the layers keep (about 6·rows·width each)."""
+    return (1, 2 if layers < 8 else 1)
 
 
 _EPS = 1e-5  # F.layer_norm's default, as trainer.model.norm uses
@@ -141,7 +143,8 @@ class _TiledMLP(torch.autograd.Function):
             rows = _rows(flat.size(0), chunks[0])
             for part, dest in zip(flat.split(rows), out.split(rows), strict=True):
                 n = _layer_norm(part.to(ln_dtype))[0].to(mm_dtype)
-                g = F.gelu(torch.mm(n, wu.t()), approximate="tanh")
+                # GELU in place: the forward pass needs no pre-activation copy.
+                g = torch.ops.aten.gelu_(torch.mm(n, wu.t()), approximate="tanh")
                 torch.mm(g, wd.t(), out=dest)
         ctx.save_for_backward(x, w_up, w_down)
         ctx.dtypes, ctx.chunks = (mm_dtype, ln_dtype), chunks
@@ -256,9 +259,10 @@ def apply(model: nn.Module, level: str | bool) -> nn.Module:
 
 
 def chunk_rows(rows: int, vocab: int, width: int) -> int:
-    """Rows per slice of the loss: a slice of fp32 logits about as large as the hidden
-    states themselves (vocab / width slices, 1 to 16)."""
-    slices = max(1, min(16, -(-vocab // width)))
+    """Rows per slice of the loss: a slice of fp32 logits about twice as large as the
+    hidden states (vocab / (2·width) slices, 1 to 16): small next to the activations,
+    few operator calls."""
+    slices = max(1, min(16, -(-vocab // (2 * width))))
     return -(-rows // slices)
 
 
