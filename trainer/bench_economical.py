@@ -505,8 +505,8 @@ def table(report: dict[str, Any]) -> str:
     )
     lines.append(
         f"held-out loss on {q['segments']} segments: normal {q.get('normal_loss', float('nan')):.4f}, "
-        f"economical {q.get('economical_loss', float('nan')):.4f}, difference {q['diff']:+.5f} "
-        f"(95% CI {q['ci95'][0]:+.5f} … {q['ci95'][1]:+.5f})"
+        f"economical {q.get('economical_loss', float('nan')):.4f}, difference {q['diff']:+.3g} "
+        f"(95% CI {q['ci95'][0]:+.3g} … {q['ci95'][1]:+.3g})"
     )
     met = report["targets"]["met"]
     lines.append(
