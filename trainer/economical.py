@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .model import norm
+from .model import GELU_APPROXIMATE, norm
 
 LEVELS = ("off", "selective", "full")
 
@@ -144,7 +144,7 @@ class _TiledMLP(torch.autograd.Function):
             for part, dest in zip(flat.split(rows), out.split(rows), strict=True):
                 n = _layer_norm(part.to(ln_dtype))[0].to(mm_dtype)
                 # GELU in place: the forward pass needs no pre-activation copy.
-                g = torch.ops.aten.gelu_(torch.mm(n, wu.t()), approximate="tanh")
+                g = torch.ops.aten.gelu_(torch.mm(n, wu.t()), approximate=GELU_APPROXIMATE)
                 torch.mm(g, wd.t(), out=dest)
         ctx.save_for_backward(x, w_up, w_down)
         ctx.dtypes, ctx.chunks = (mm_dtype, ln_dtype), chunks
@@ -169,14 +169,14 @@ class _TiledMLP(torch.autograd.Function):
             n, mean, rstd = _layer_norm(xin)
             n = n.to(mm_dtype)
             u = torch.mm(n, wu.t())
-            g = F.gelu(u, approximate="tanh")
+            g = F.gelu(u, approximate=GELU_APPROXIMATE)
             _accumulate(grad_wd, go.t(), g)
             del g
             # GELU's backward in place in its incoming gradient's buffer (an elementwise
             # kernel may write over its input exactly): one slice-sized buffer less.
             grad_g = torch.mm(go, wd)
             grad_u = torch.ops.aten.gelu_backward.grad_input(
-                grad_g, u, approximate="tanh", grad_input=grad_g
+                grad_g, u, approximate=GELU_APPROXIMATE, grad_input=grad_g
             )
             del u
             _accumulate(grad_wu, grad_u.t(), n)

@@ -111,16 +111,16 @@ def loss_backward(s: Shape, precision: str, level: str) -> int:
 
 
 def chunk_rows(rows: int, vocab: int, width: int) -> int:
-    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows: vocab / width
-    slices (1 to 16), so a slice of fp32 logits is about as large as the hidden states."""
-    slices = max(1, min(16, -(-vocab // width)))
+    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows: vocab / (2·width)
+    slices (1 to 16), so a slice of fp32 logits is about twice as large as the hidden states."""
+    slices = max(1, min(16, -(-vocab // (2 * width))))
     return -(-rows // slices)
 
 
 def mlp_slices(layers: int) -> int:
-    """Row slices of the tiled MLP, as trainer.economical.mlp_chunks: 4 up to 4 layers,
-    2 at 8, 1 from 16 on."""
-    return max(1, min(4, -(-16 // max(1, layers))))
+    """Row slices of the tiled MLP's backward pass, as trainer.economical.mlp_chunks: 2 below
+    8 layers, else 1 (its forward pass runs whole)."""
+    return 2 if layers < 8 else 1
 
 
 def loss_forward(s: Shape, precision: str, level: str) -> int:
