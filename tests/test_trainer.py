@@ -305,3 +305,20 @@ def test_export_writes_safetensors_with_config(tmp_path, tiny_data):
         assert json.loads(meta["model"])["width"] == 32
         total = sum(f.get_tensor(k).numel() for k in f.keys())
     assert total == 12 * 2 * 32**2 + 300 * 32 + 32 * 32 == int(meta["params"])
+
+
+def test_fp16_with_grad_scaler_resumes_bit_exact(tmp_path, tiny_data):
+    """A T4's precision (fp16 autocast + GradScaler), run on the CPU: the scaler's state
+    travels in the checkpoint and the resumed run ends where the uninterrupted one does."""
+    whole = write_run(tmp_path / "whole", tiny_data, steps_to=20, precision="fp16")
+    assert run_trainer(whole).returncode == 0
+    parted = write_run(tmp_path / "parted", tiny_data, steps_to=20, precision="fp16")
+    assert run_trainer(parted, "--stop-at-step", "9").returncode == 0
+    from trainer.checkpoint import load
+
+    scaler = load(parted / "checkpoints" / "step-00000009.pt")["scaler"]
+    assert scaler["scale"] > 1 and scaler["_growth_tracker"] == 9  # a live scaler, not a disabled one
+    p = run_trainer(parted, "--resume", "latest")
+    assert p.returncode == 0, p.stderr
+    assert events(parted, "start")[-1]["precision"] == "fp16"
+    assert events(parted, "end")[-1]["state_sha256"] == events(whole, "end")[-1]["state_sha256"]
