@@ -143,7 +143,11 @@ def test_total_adds_the_framework_apart_and_fits_against_the_card():
     assert mem["framework"] == pytest.approx(400 + 0.04 * mem["allocated_peak"])
     assert e["card_memory_mb"] == 15_360
     assert e["fits"] is True
-    assert mem["allocated_peak"] == pytest.approx(estimate_memory(Shape(), "fp16", 2).peak / MiB)
+    # The allocator's peak: the step's parts plus a T4's two cuBLAS workspaces.
+    from app.sizing.memory import cublas_workspace_bytes
+
+    ws = cublas_workspace_bytes((7, 5))
+    assert mem["allocated_peak"] == pytest.approx(estimate_memory(Shape(), "fp16", 2, workspace=ws).peak / MiB)
 
 
 def test_max_batch_is_the_largest_that_fits():
@@ -444,3 +448,32 @@ def test_the_local_card_is_read_through_nvml(monkeypatch):
     assert e["card_memory_mb"] == 8192 and e["fits"] is True
     assert e["tokens_per_s"] == pytest.approx(0.7 * 49_000)
     assert e["advice"][0].startswith("Speed ≈ 34,300 tokens/s on NVIDIA GeForce RTX 3050 (")
+
+
+def test_gpu_peak_counts_cublas_workspaces_as_measured_on_an_h200():
+    """The trainer's mem_peak_mb on an H200 (docs/gpu-2026-11-30/trainer.json, n 256, d 256,
+    4 layers, V 1024, batch 8) against the model with cuBLAS's two 32 MiB workspaces."""
+    import json
+    from pathlib import Path
+
+    from app.sizing.memory import MiB, Shape, cublas_workspace_bytes, estimate_memory
+
+    runs = json.loads((Path(__file__).parent.parent / "docs/gpu-2026-11-30/trainer.json").read_text())["resume"]
+    measured = {("bf16" if r["precision"] == "auto" else r["precision"]): r["mem_peak_mb"] for r in runs}
+    s = Shape(layers=4, width=256, heads=4, context=256, vocab=1024, batch=8)
+    ws = cublas_workspace_bytes((9, 0))
+    assert ws == 64 * MiB
+    for precision, mb in measured.items():
+        assert estimate_memory(s, precision).peak / MiB < 0.8 * mb  # without the term: a third short
+        assert estimate_memory(s, precision, workspace=ws).peak / MiB == pytest.approx(mb, rel=0.03)
+    assert cublas_workspace_bytes((7, 5)) == 2 * (4096 * 2 + 16 * 8) * 1024  # a T4
+    assert cublas_workspace_bytes(None) == 0
+
+
+def test_the_estimate_adds_the_workspace_on_gpus_only():
+    from app.sizing import estimate
+
+    args = dict(layers=2, width=64, heads=2, context=64, vocab=300, batch=2, steps_to=10)
+    t4 = estimate(gpu="t4", **args)["memory_mb"]
+    assert t4["cublas_workspace"] == pytest.approx(2 * 8.125)
+    assert estimate(gpu="cpu", **args)["memory_mb"]["cublas_workspace"] == 0

@@ -9,7 +9,7 @@ from typing import Any
 from ..i18n import current_language
 from .formulas import Shape, flops_per_token, param_count, tokens_per_step
 from .gpus import GPUS, GpuFacts, local_card, ram_mb
-from .memory import MiB, economical_level, estimate_memory
+from .memory import MiB, cublas_workspace_bytes, economical_level, estimate_memory
 from .numbers import count_text, duration_text, int_text, mb_text, plural_ru
 from .speed import Speed, estimate_speed, measured_shape, nearest_measured
 
@@ -52,14 +52,22 @@ def _framework_mb(facts: GpuFacts, allocated_mb: float) -> float:
     return facts.context_mb + facts.cache_slack * allocated_mb
 
 
+def _workspace(facts: GpuFacts, cc: tuple[int, int] | None) -> int:
+    """cuBLAS's workspaces on a GPU (the local card's capability when NVML gave it, else the
+    table's; an unknown card gets the non-Hopper size); none on the CPU."""
+    if facts.kind == "cpu":
+        return 0
+    return cublas_workspace_bytes(cc or facts.compute_capability or (0, 0))
+
+
 def _calibration(s: Shape, gpu: str, level: str, precision: str, cards: int,
-                 measured: Iterable[dict[str, Any]] | None) -> tuple[float, str | None]:
+                 measured: Iterable[dict[str, Any]] | None, workspace: int = 0) -> tuple[float, str | None]:
     """measured mem_peak_mb / this model's prediction for the nearest measured run."""
     near = nearest_measured(s, gpu, level, measured, key="mem_peak_mb")
     if near is None:
         return 1.0, None
     m, _ = near
-    pred = estimate_memory(measured_shape(m), precision, cards, level)
+    pred = estimate_memory(measured_shape(m), precision, cards, level, workspace)
     # The trainer measures every step on a GPU, only the first step on the CPU.
     pred_mb = (pred.first_step_peak if GPUS[gpu].kind == "cpu" else pred.peak) / MiB
     if pred_mb <= 0:
@@ -132,8 +140,9 @@ def estimate(
         if limit_min * 60 < seconds:
             limit_step = start_step + int(limit_min * 60 / per_step_s)
 
-    mem = estimate_memory(s, prec, cards, level)
-    factor, calib_run = _calibration(s, gpu, level, prec, cards, measured)
+    ws = _workspace(facts, cc)
+    mem = estimate_memory(s, prec, cards, level, ws)
+    factor, calib_run = _calibration(s, gpu, level, prec, cards, measured, ws)
     alloc_mb = mem.peak / MiB * factor
     framework_mb = _framework_mb(facts, alloc_mb)
     total_mb = alloc_mb + framework_mb
@@ -145,15 +154,16 @@ def estimate(
         "autocast_copies": mem.autocast_copies / MiB,
         "activations": mem.activations / MiB,
         "loss_and_recompute": max(mem.loss_backward, mem.loss_forward, mem.recompute) / MiB,
+        "cublas_workspace": mem.cublas_workspace / MiB,
         "allocated_peak": alloc_mb,
         "framework": framework_mb,
         "total": total_mb,
     }
     fits = None if card_mb is None else total_mb <= card_mb
-    max_batch = None if card_mb is None else _max_batch(s, prec, cards, level, facts, factor, card_mb)
+    max_batch = None if card_mb is None else _max_batch(s, prec, cards, level, facts, factor, card_mb, ws)
     econ_fits = None
     if fits is False and level == "off":
-        e = estimate_memory(s, prec, cards, "selective").peak / MiB * factor
+        e = estimate_memory(s, prec, cards, "selective", ws).peak / MiB * factor
         econ_fits = e + _framework_mb(facts, e) <= card_mb  # type: ignore[operator]
 
     out: dict[str, Any] = {
@@ -195,13 +205,14 @@ def estimate(
     return out
 
 
-def _max_batch(s: Shape, prec: str, cards: int, level: str, facts: GpuFacts, factor: float, card_mb: float) -> int:
+def _max_batch(s: Shape, prec: str, cards: int, level: str, facts: GpuFacts, factor: float, card_mb: float,
+               workspace: int = 0) -> int:
     """The largest batch per card whose total fits (0: not even batch 1). Memory grows
     with the batch, so a doubling search then a bisection finds it exactly."""
 
     def fits(b: int) -> bool:
         sb = Shape(s.layers, s.width, s.heads, s.context, s.vocab, b)
-        alloc = estimate_memory(sb, prec, cards, level).peak / MiB * factor
+        alloc = estimate_memory(sb, prec, cards, level, workspace).peak / MiB * factor
         return alloc + _framework_mb(facts, alloc) <= card_mb
 
     if not fits(1):

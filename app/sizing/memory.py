@@ -77,6 +77,7 @@ class Memory:
     peak: int
     first_step_peak: int
     peak_phase: str  # "backward" or "optimizer"
+    cublas_workspace: int = 0  # on a GPU: see cublas_workspace_bytes
 
     def mib(self) -> dict[str, float]:
         return {k: v / MiB for k, v in self.__dict__.items() if isinstance(v, int)}
@@ -158,7 +159,23 @@ def recompute_bytes(s: Shape, precision: str, level: str) -> int:
     return int(per_btd * s.batch * s.context * s.width)
 
 
-def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool | str = False) -> Memory:
+def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
+    """cuBLAS workspaces, which the CUDA caching allocator counts as allocated (so they are
+    in the trainer's mem_peak_mb). PyTorch gives each cuBLAS handle — one per thread and
+    stream: the forward pass on the main thread, the backward on autograd's own — 32 MiB on
+    compute capability 9.0 and 4096·2 + 16·8 KiB elsewhere (its CublasHandlePool default).
+    Measured: on an H200 the model without this term fell short by 64–66 MB in bf16 and
+    fp32 alike (docs/PERF.md). `None` means no GPU: 0."""
+    if compute_capability is None:
+        return 0
+    per_handle = 32 * MiB if tuple(compute_capability) == (9, 0) else (4096 * 2 + 16 * 8) * 1024
+    return 2 * per_handle
+
+
+def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool | str = False,
+                    workspace: int = 0) -> Memory:
+    """Bytes per card of one training step's parts and peak; `workspace` is the GPU's
+    cuBLAS share (cublas_workspace_bytes), alive through the whole step."""
     level = economical_level(economical)
     p = param_count(s.layers, s.width, s.context, s.vocab)
     matrices = 12 * s.layers * s.width**2 + s.vocab * s.width
@@ -179,10 +196,10 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
     backward = weights + opt + ddp + held
     optimizer = weights + opt + ddp + grads
-    peak = max(backward, optimizer)
+    peak = max(backward, optimizer) + workspace
     # First step: no AdamW state until the update creates it (then weights + grads + state).
-    first = max(weights + ddp + held, weights + ddp + grads + opt)
+    first = max(weights + ddp + held, weights + ddp + grads + opt) + workspace
     return Memory(
         weights, grads, opt, ddp, copies, saved, lb, lf, rc, peak, first,
-        "backward" if backward >= optimizer else "optimizer",
+        "backward" if backward >= optimizer else "optimizer", workspace,
     )
