@@ -24,7 +24,7 @@ from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepar
 from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, say
 from .model import GPT, count_parameters
-from .optim import Schedule, make_optimizer, make_scaler, pick_precision
+from .optim import Schedule, autocast, make_optimizer, make_scaler, pick_precision
 from .step import train_step
 
 EXIT_OK, EXIT_CONFIG, EXIT_TRAINING = 0, 2, 3
@@ -232,8 +232,6 @@ class Trainer:
         losses = torch.zeros(len(offsets), dtype=torch.float64, device=self.device)
         mine = np.arange(len(offsets))[self.world.rank :: self.world.size]
         self.model.eval()
-        from .optim import autocast
-
         for i in range(0, len(mine), batch):
             idx = mine[i : i + batch]
             rows = np.stack([np.asarray(self.data.val[o : o + n + 1], dtype=np.int64) for o in offsets[idx]])

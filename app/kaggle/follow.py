@@ -38,31 +38,27 @@ def lines_from(events: Iterable[dict[str, Any]], skip: int, final: bool = False)
     too; otherwise it may be a line cut by a dropped connection, and waits for the replay."""
     buffers: dict[str, str] = {}
     count = 0
+
+    def take(lines: list[str]) -> list[str]:
+        """Count `lines`; return those past `skip`."""
+        nonlocal count
+        first = count
+        count += len(lines)
+        return [line.rstrip("\r") for line in lines[max(0, skip - first):]]
+
     for ev in events:
         data = ev.get("data")
         if not isinstance(data, str) or not data:
             continue
         name = str(ev.get("stream_name") or "stdout")
-        buf = buffers.get(name, "") + data
-        *complete, rest = buf.split("\n")
-        buffers[name] = rest
-        fresh = []
-        for line in complete:
-            count += 1
-            if count > skip:
-                fresh.append(line.rstrip("\r"))
+        *complete, buffers[name] = (buffers.get(name, "") + data).split("\n")
+        fresh = take(complete)
         if fresh:
             yield count, fresh
-    if not final:
-        return
-    tail = [b for b in buffers.values() if b]
-    fresh = []
-    for line in tail:
-        count += 1
-        if count > skip:
-            fresh.append(line.rstrip("\r"))
-    if fresh:
-        yield count, fresh
+    if final:
+        fresh = take([b for b in buffers.values() if b])
+        if fresh:
+            yield count, fresh
 
 
 class RunSink:
