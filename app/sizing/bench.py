@@ -7,6 +7,10 @@ reads tokens_per_s and mem_peak_mb from each run's events.jsonl. Then:
   `app.sizing.estimate(measured=[that run])` — the product's own path — and the error is
   reported (target: within 20 %); the plain compute-per-token scaling (no narrow-width
   term) is shown beside it, and the CPU's rate estimate with no measurement at all;
+- speed, leave-one-out: each size predicted from all the others at once, again through
+  `estimate(measured=others)` — with three or more sizes that is the fitted step time
+  (fixed + compute, app.sizing.speed.fit_step_time) — next to the nearest other size's
+  plain scaling (what the estimate did before the fit);
 - memory: the predicted peak against the trainer's measured mem_peak_mb (on the CPU the
   trainer counts live tensor storages over its first step; on a GPU the allocator's peak
   every step), and the activation part alone (peak − weights, or − the static parts).
@@ -33,6 +37,7 @@ from .estimate import estimate
 from .formulas import Shape, param_count
 from .history import WARMUP_STEPS, measured_from_run_dir, read_events
 from .memory import MiB, estimate_memory
+from .speed import nearest_measured
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -173,6 +178,9 @@ def main(argv: list[str]) -> int:
         errs = [abs(x["error"]) for x in med]
         print(f"  (with each run's median step instead of its fastest fifth: median |error| "
               f"{statistics.median(errs) * 100:.1f} %, worst {max(errs) * 100:.1f} %)")
+    med_loo = result["by_median_steps"]["leave_one_out"]
+    if med_loo:
+        print(f"  (leave-one-out with median steps: {_loo_summary(med_loo)})")
     if args.out:
         args.out.write_text(json.dumps(result, indent=2), encoding="utf-8")
     return 0
@@ -203,15 +211,29 @@ def analyse(runs: dict[str, list[dict[str, Any]]], econ: list[dict[str, Any]], g
         for dst in measured:
             if src == dst:
                 continue
-            s = _shape(by_name[dst])
-            kw = dict(layers=s.layers, width=s.width, heads=s.heads, context=s.context, vocab=s.vocab,
-                      batch=s.batch, gpu=gpu, steps_to=100, lang="en", card_memory_mb=1e9)
+            kw = _estimate_kw(by_name[dst], gpu)
             pred = estimate(measured=[measured[src]["entry"]], **kw)["tokens_per_s"]
             meas = measured[dst]["entry"]["tokens_per_s"]
             fl_src, fl_dst = (_flops(by_name[x]) for x in (src, dst))
             plain = measured[src]["entry"]["tokens_per_s"] * fl_src / fl_dst
             speed_rows.append({"from": src, "to": dst, "predicted": pred, "measured": meas,
                                "error": pred / meas - 1, "flops_only_error": plain / meas - 1})
+    loo = []
+    for dst in measured:
+        others = [measured[o]["entry"] for o in measured if o != dst]
+        kw = _estimate_kw(by_name[dst], gpu)
+        got = estimate(measured=others, **kw)
+        meas = measured[dst]["entry"]["tokens_per_s"]
+        near = nearest_measured(_shape(by_name[dst]), gpu, "off", others)
+        if near is None:
+            continue
+        near_pred = estimate(measured=[near[0]], **kw)["tokens_per_s"]
+        fit = got["tokens_per_s_fit"]
+        loo.append({"size": dst, "measured": meas, "predicted": got["tokens_per_s"],
+                    "error": got["tokens_per_s"] / meas - 1, "kind": got["tokens_per_s_basis"]["kind"],
+                    "fixed_ms_per_step": fit["fixed_ms_per_step"] if fit else None,
+                    "nearest": str(near[0]["run"]).removeprefix("bench-"),
+                    "nearest_predicted": near_pred, "nearest_error": near_pred / meas - 1})
     no_measure = []
     for name in measured:
         s = _shape(by_name[name])
@@ -233,7 +255,22 @@ def analyse(runs: dict[str, list[dict[str, Any]]], econ: list[dict[str, Any]], g
                           "tokens_per_s": measured[n]["entry"]["tokens_per_s"],
                           "tokens_per_s_runs": measured[n]["tokens_per_s_runs"],
                           "spread": measured[n]["spread"]} for n in measured},
-            "speed": speed_rows, "speed_without_measurement": no_measure, "memory": mem_rows}
+            "speed": speed_rows, "leave_one_out": loo, "speed_without_measurement": no_measure,
+            "memory": mem_rows}
+
+
+def _estimate_kw(size: tuple, gpu: str) -> dict[str, Any]:
+    s = _shape(size)
+    return dict(layers=s.layers, width=s.width, heads=s.heads, context=s.context, vocab=s.vocab,
+                batch=s.batch, gpu=gpu, steps_to=100, lang="en", card_memory_mb=1e9)
+
+
+def _loo_summary(rows: list[dict[str, Any]]) -> str:
+    fit = [abs(x["error"]) for x in rows]
+    near = [abs(x["nearest_error"]) for x in rows]
+    return (f"from all the others median |error| {statistics.median(fit) * 100:.1f} %, worst "
+            f"{max(fit) * 100:.1f} %; the nearest run's scaling median {statistics.median(near) * 100:.1f} %, "
+            f"worst {max(near) * 100:.1f} %")
 
 
 def _lwnv(size: tuple) -> tuple[int, int, int, int]:
@@ -281,6 +318,14 @@ def report(r: dict[str, Any]) -> None:
     if held:
         print(f"  predicting the sizes outside the CPU fit ({', '.join(sorted(HELD_OUT))}): median |error| "
               f"{statistics.median(held) * 100:.1f} %, worst {max(held) * 100:.1f} %")
+    if r.get("leave_one_out"):
+        print("speed, leave-one-out: each size from all the others (the fitted step time where it holds):")
+        for row in r["leave_one_out"]:
+            how = (f"fitted, {row['fixed_ms_per_step']:.2f} ms fixed" if row["fixed_ms_per_step"] is not None
+                   else row["kind"])
+            print(f"  {row['size']}: predicted {row['predicted']:.0f} ({how}), measured {row['measured']:.0f}: "
+                  f"error {pct(row['error'])}; nearest run ({row['nearest']}) scaled: {pct(row['nearest_error'])}")
+        print(f"  {_loo_summary(r['leave_one_out'])}")
     print("speed with no measurement (the CPU rate estimate):")
     for row in r["speed_without_measurement"]:
         print(f"  {row['size']}: predicted {row['predicted']:.0f}, measured {row['measured']:.0f}: {pct(row['error'])}")

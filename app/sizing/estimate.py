@@ -178,6 +178,13 @@ def estimate(
         "tokens_per_s": tps,
         "tokens_per_s_source": speed.source[lang],
         "tokens_per_s_basis": {"kind": speed.kind, "run": speed.run, "is_measurement": speed.kind == "measured"},
+        # For "fitted_measured": the runs fitted (nearest first), the fixed part of a step
+        # and its share of this shape's step. None otherwise.
+        "tokens_per_s_fit": None if speed.fit is None else {
+            "runs": list(speed.fit.runs),
+            "fixed_ms_per_step": speed.fit.fixed_s * 1000,
+            "fixed_share": speed.fit.fixed_s * tps / tps_step,
+        },
         "steps": steps,
         "seconds_to_steps": seconds,
         "eval_seconds": eval_s,

@@ -1,10 +1,18 @@
-"""Tokens per second for a model shape on a card: from a measured run when the lab has one,
+"""Tokens per second for a model shape on a card: from measured runs when the lab has them,
 else from the card's reference figure, scaled by compute per token (formulas.step_cost).
 
 A measured run is a dict as the run history gives it (the trainer's `start` and `step`
 events): {"run", "gpu", "params", "layers", "width", "context", "batch", "tokens_per_s",
-"mem_peak_mb", "economical"}. The nearest size on the same card and in the same
-economical level is used, and the result says which run it was.
+"mem_peak_mb", "economical"}. Only runs on the same card and in the same economical level
+count. In order:
+- a run of exactly the asked shape: its figure ("measured");
+- two or more runs whose step compute differs (by more than MIN_SPREAD): a fitted step
+  time, seconds per step = fixed + per-compute × compute per card-step ("fitted_measured",
+  see fit_step_time). A step has a part that does not grow with arithmetic (kernel
+  launches, the optimizer's and the loop's fixed work): on an H200 at a launch-bound size
+  16 layers ran 0.70× as fast as 8 where compute scaling says 0.53× (docs/PERF.md);
+- else the nearest measured size, scaled by compute per token ("scaled_measured").
+Every result says which it was.
 """
 
 from __future__ import annotations
@@ -17,14 +25,36 @@ from typing import Any
 from .formulas import Shape, param_count, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
 from .memory import economical_level
+from .numbers import plural_ru
+
+# Runs are fitted only when their step compute spans more than this ratio: closer sizes
+# pin the fixed part down no better than their own noise (a few per cent run to run).
+MIN_SPREAD = 1.1
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """seconds per step = fixed_s + per_cost_s × compute per card-step (the `_cost` of the
+    shape × batch × n), fitted to measured runs on one card (fit_step_time)."""
+
+    fixed_s: float
+    per_cost_s: float
+    runs: tuple[str, ...]
+
+    def step_seconds(self, compute: float) -> float:
+        return self.fixed_s + self.per_cost_s * compute
 
 
 @dataclass(frozen=True)
 class Speed:
     tokens_per_s: float
-    kind: str  # "measured", "scaled_measured", "reference", "spec_estimate", "assumed_t4", "cpu_rate"
+    # "measured", "fitted_measured", "scaled_measured", "reference", "spec_estimate",
+    # "assumed_t4", "cpu_rate"
+    kind: str
+    # The run used; for "fitted_measured" the nearest of the fitted runs (the one weighted most).
     run: str | None
     source: dict[str, str]  # the sentence shown next to the figure, ru and en
+    fit: StepFit | None = None  # set for "fitted_measured"
 
 
 def economical_factor(s: Shape, level: str) -> float:
@@ -58,15 +88,15 @@ def measured_shape(m: dict[str, Any]) -> Shape:
     return Shape(layers, width, heads, context, vocab, int(m["batch"]))
 
 
-def nearest_measured(
+def _candidates(
     s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None, key: str = "tokens_per_s"
-) -> tuple[dict[str, Any], float] | None:
-    """The measured run on `gpu` in the same economical level closest in size to `s`:
+) -> list[tuple[dict[str, Any], Shape, float]]:
+    """(run, its shape, its distance from `s`) for every usable run on `gpu` in `level`:
     distance = |ln(compute ratio)| + ½·|ln(tokens per card-step ratio)|."""
-    best: tuple[dict[str, Any], float] | None = None
+    out: list[tuple[dict[str, Any], Shape, float]] = []
     facts = GPUS.get(gpu)
     if facts is None:
-        return None
+        return out
     for m in measured or ():
         try:
             if m.get("gpu") != gpu or economical_level(m.get("economical", False)) != level:
@@ -80,9 +110,92 @@ def nearest_measured(
         dist = abs(math.log(_cost(ms, facts, level) / _cost(s, facts, level))) + 0.5 * abs(
             math.log((ms.batch * ms.context) / (s.batch * s.context))
         )
+        out.append((m, ms, dist))
+    return out
+
+
+def nearest_measured(
+    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None, key: str = "tokens_per_s"
+) -> tuple[dict[str, Any], float] | None:
+    """The measured run on `gpu` in the same economical level closest in size to `s`
+    (the distance of _candidates; the first of equals)."""
+    best: tuple[dict[str, Any], float] | None = None
+    for m, _, dist in _candidates(s, gpu, level, measured, key):
         if best is None or dist < best[1]:
             best = (m, dist)
     return best
+
+
+def step_compute(s: Shape, facts: GpuFacts, level: str) -> float:
+    """Compute per card-step in step_cost's units: the shape's cost per token × batch × n.
+    Every card of a multi-card target does this much in one step, side by side."""
+    return _cost(s, facts, level) * s.batch * s.context
+
+
+def fit_step_time(
+    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None
+) -> StepFit | None:
+    """Fit seconds per step = a + b × compute per card-step to the measured runs on `gpu`
+    in `level`, for predicting `s`; None when the fit cannot be trusted.
+
+    A run's seconds per step are its tokens per step over its tokens/s: batch × cards × n
+    / tokens_per_s, the trainer's tokens_per_s being for all cards together (2×T4: both
+    cards' tokens, while each card does one card-step of compute) — the same reading the
+    nearest-run scaling makes, so with a = 0 the two agree exactly.
+
+    Weighted least squares on relative residuals ((a + b·x)/y − 1, so a long step does not
+    outweigh a short one), each run weighted exp(−distance) with _candidates' distance: a
+    run with twice or half the asked shape's compute counts half as much as one of its
+    size. Two runs are met exactly whatever the weights. None (the caller falls back to
+    the nearest run) when fewer than two runs, when their step compute spans no more than
+    MIN_SPREAD (one size, in effect), or when the fit says a < 0 or b ≤ 0 (a step cannot
+    take less than no time, nor get faster with more arithmetic: noise, not a law).
+    """
+    facts = GPUS.get(gpu)
+    if facts is None:
+        return None
+    cands = _candidates(s, gpu, level, measured)
+    if len(cands) < 2:
+        return None
+    x0 = step_compute(s, facts, level)  # compute is scaled by the asked shape's: b·1 is its part
+    xs = [step_compute(ms, facts, level) / x0 for _, ms, _ in cands]
+    if max(xs) <= MIN_SPREAD * min(xs):
+        return None
+    ys = [ms.batch * facts.cards * ms.context / float(m["tokens_per_s"]) for m, ms, _ in cands]
+    ws = [math.exp(-dist) for _, _, dist in cands]
+    # Normal equations of Σ w·(a·u + b·v − 1)², u = 1/y, v = x/y.
+    suu = sum(w / y / y for w, y in zip(ws, ys, strict=True))
+    svv = sum(w * (x / y) ** 2 for w, x, y in zip(ws, xs, ys, strict=True))
+    suv = sum(w * x / y / y for w, x, y in zip(ws, xs, ys, strict=True))
+    su = sum(w / y for w, y in zip(ws, ys, strict=True))
+    sv = sum(w * x / y for w, x, y in zip(ws, xs, ys, strict=True))
+    det = suu * svv - suv * suv
+    if not det > 1e-12 * suu * svv:
+        return None
+    a = (su * svv - sv * suv) / det
+    b = (sv * suu - su * suv) / det
+    if not (a >= 0 and b > 0):
+        return None
+    order = sorted(cands, key=lambda c: c[2])  # nearest first
+    return StepFit(a, b / x0, tuple(str(m.get("run", "?")) for m, _, _ in order))
+
+
+def _ms_text(seconds: float, lang: str) -> str:
+    ms = seconds * 1000
+    text = f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}" if ms >= 1 else f"{ms:.2f}"
+    return text.replace(".", ",") if lang == "ru" else text
+
+
+def _fit_source(fit: StepFit, facts: GpuFacts) -> dict[str, str]:
+    k = len(fit.runs)
+    cpu = facts.kind == "cpu"
+    return {
+        "ru": f"по {k} {plural_ru(k, 'замеру', 'замерам', 'замерам')} "
+              f"{'на этом процессоре' if cpu else 'на этой карте'}: "
+              f"{_ms_text(fit.fixed_s, 'ru')} мс на шаг постоянно + вычисления",
+        "en": f"fitted to {k} measured runs on this {'CPU' if cpu else 'card'}: "
+              f"{_ms_text(fit.fixed_s, 'en')} ms per step fixed + compute",
+    }
 
 
 def _shape_text(s: Shape) -> str:
@@ -100,6 +213,7 @@ def estimate_speed(
     facts = GPUS[gpu]
     level = economical_level(economical)
     cost = _cost(s, facts, level)
+    measured = list(measured or ())  # read twice below: a generator would be spent
     near = nearest_measured(s, gpu, level, measured)
     if near is not None:
         m, dist = near
@@ -108,6 +222,10 @@ def estimate_speed(
         run = str(m.get("run", "?"))
         if dist < 1e-9 and ms == Shape(s.layers, s.width, ms.heads, s.context, s.vocab, s.batch):
             return Speed(tps, "measured", run, {"ru": f"замер в прогоне {run}", "en": f"measured in run {run}"})
+        fit = fit_step_time(s, gpu, level, measured)
+        if fit is not None:
+            tps = s.batch * facts.cards * s.context / fit.step_seconds(step_compute(s, facts, level))
+            return Speed(tps, "fitted_measured", run, _fit_source(fit, facts), fit)
         return Speed(tps, "scaled_measured", run, {
             "ru": f"пересчёт замера прогона {run} ({_shape_text(ms)}) по вычислениям на токен",
             "en": f"scaled from the measurement of run {run} ({_shape_text(ms)}) by compute per token",
