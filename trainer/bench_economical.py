@@ -58,6 +58,7 @@ from .config import ConfigError, ModelConfig, RunConfig, TrainingConfig, economi
 from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
 from .memory import measure_step, model_tensors, optimizer_tensors
 from .model import GPT
+from .opcount import count_step
 from .optim import Schedule, make_optimizer, make_scaler, pick_precision
 from .step import train_step
 
@@ -179,6 +180,7 @@ class ModeRun:
         self.cpu: list[float] = []
         self.events: list[tuple[Any, Any]] = []
         self.memory: dict[str, Any] = {}
+        self.work: dict[str, Any] = {}
         self.observed_max = 0
 
     def _train(self, step: int, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -197,7 +199,10 @@ class ModeRun:
 
     def step(self, step: int) -> None:
         batch = self.fetch.get(step)  # outside the timed region
-        if step < self.warmup:
+        if step == self.warmup - 1:
+            # The last warm-up step, counted: kernels launched and FLOPs (trainer.opcount).
+            loss, self.work = count_step(lambda: self._train(step, batch))
+        elif step < self.warmup:
             loss = self._train(step, batch)
         elif step == self.warmup:
             alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *batch]
@@ -243,6 +248,9 @@ class ModeRun:
             "activation_bytes": mem["activation_bytes"],
             "baseline_bytes": mem["baseline_bytes"],
             "memory_method": mem["method"],
+            "ops_per_step": self.work.get("ops"),
+            "flops_per_step": self.work.get("flops"),
+            "top_ops": self.work.get("top_ops"),
             "observed_bytes": self.observed_max or None,
             "final_loss": loss_values[-1],
             "losses": loss_values,
@@ -408,6 +416,10 @@ def compare(
             e["step_time_median"] / n["step_time_median"] for n, e in zip(normal, econ, strict=True)
         ],
     }
+    if normal[0]["ops_per_step"] and econ[0]["ops_per_step"]:
+        # What a launch-bound GPU and a compute-bound one would feel (trainer.opcount).
+        ratios["ops_per_step"] = econ[0]["ops_per_step"] / normal[0]["ops_per_step"]
+        ratios["flops_per_step"] = econ[0]["flops_per_step"] / normal[0]["flops_per_step"]
     if schedule == "interleaved":
         # Step i of one mode ran next to step i of the other: under a load that changes
         # with time, the median of these ratios is the steadier figure.
@@ -503,6 +515,13 @@ def table(report: dict[str, Any]) -> str:
         + (f", CPU time {ra['cpu_time_median']:.3f}" if "cpu_time_median" in ra else "")
         + (f", observed {ra['observed_bytes']:.3f}" if "observed_bytes" in ra else "")
     )
+    if "ops_per_step" in ra:
+        n0, e0 = report["modes"]["normal"][0], report["modes"]["economical"][0]
+        lines.append(
+            f"work per step: operator calls (kernel launches) {e0['ops_per_step']} vs "
+            f"{n0['ops_per_step']} ({ra['ops_per_step']:.3f}), FLOPs {e0['flops_per_step']:.3g} vs "
+            f"{n0['flops_per_step']:.3g} ({ra['flops_per_step']:.3f})"
+        )
     lines.append(
         f"held-out loss on {q['segments']} segments: normal {q.get('normal_loss', float('nan')):.4f}, "
         f"economical {q.get('economical_loss', float('nan')):.4f}, difference {q['diff']:+.3g} "

@@ -30,7 +30,9 @@ matches an uninterrupted one bit for bit.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
+from functools import partial
 
 import torch
 import torch.nn.functional as F
@@ -86,12 +88,15 @@ def _layer_norm_backward(
     )[0]
 
 
-def _accumulate(acc: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> None:
-    """acc += a @ b, accumulated in acc's (fp32) precision."""
+def _accumulate(acc: torch.Tensor | None, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """acc + a @ b in fp32 (acc None: the first term). Products in 16-bit are added to the
+    fp32 sum by one mixed-dtype add (no separate cast), and the first one is only cast:
+    no zero-filled accumulator, a kernel launch fewer per term on a GPU."""
+    if acc is None:
+        return torch.mm(a, b).to(torch.float32)
     if a.dtype == acc.dtype:
-        acc.addmm_(a, b)
-    else:
-        acc += torch.mm(a, b).to(acc.dtype)
+        return acc.addmm_(a, b)
+    return acc.add_(torch.mm(a, b))
 
 
 class _NormLinear(torch.autograd.Function):
@@ -159,18 +164,19 @@ class _TiledMLP(torch.autograd.Function):
         rows = _rows(flat.size(0), ctx.chunks[1])
         go_all = grad_out.reshape(-1, grad_out.size(-1)).to(mm_dtype)
         wu, wd = w_up.to(mm_dtype), w_down.to(mm_dtype)
-        grad_x = torch.empty_like(flat)
-        grad_wu = torch.zeros(w_up.shape, dtype=torch.float32, device=x.device)
-        grad_wd = torch.zeros(w_down.shape, dtype=torch.float32, device=x.device)
-        for part, go, gx in zip(
-            flat.split(rows), go_all.split(rows), grad_x.split(rows), strict=True
-        ):
+        slices = list(zip(flat.split(rows), go_all.split(rows), strict=True))
+        # One slice (the usual case from 8 layers up) writes its gradient as it is made;
+        # several fill a buffer. Either way no zero-filled accumulators (see _accumulate).
+        grad_x = torch.empty_like(flat) if len(slices) > 1 else None
+        grad_wu = grad_wd = None
+        start = 0
+        for part, go in slices:
             xin = part.to(ln_dtype)
             n, mean, rstd = _layer_norm(xin)
             n = n.to(mm_dtype)
             u = torch.mm(n, wu.t())
             g = F.gelu(u, approximate=GELU_APPROXIMATE)
-            _accumulate(grad_wd, go.t(), g)
+            grad_wd = _accumulate(grad_wd, go.t(), g)
             del g
             # GELU's backward in place in its incoming gradient's buffer (an elementwise
             # kernel may write over its input exactly): one slice-sized buffer less.
@@ -179,10 +185,21 @@ class _TiledMLP(torch.autograd.Function):
                 grad_g, u, approximate=GELU_APPROXIMATE, grad_input=grad_g
             )
             del u
-            _accumulate(grad_wu, grad_u.t(), n)
+            grad_wu = _accumulate(grad_wu, grad_u.t(), n)
             grad_n = torch.mm(grad_u, wu).to(ln_dtype)
-            gx.copy_(_layer_norm_backward(grad_n, xin, mean, rstd))
-        return grad_x.view(x.shape), grad_wu.to(w_up.dtype), grad_wd.to(w_down.dtype), None
+            gx = _layer_norm_backward(grad_n, xin, mean, rstd)
+            if grad_x is None:
+                grad_x = gx
+            else:
+                grad_x[start : start + part.size(0)].copy_(gx)
+            start += part.size(0)
+        assert grad_x is not None and grad_wu is not None and grad_wd is not None
+        return (
+            grad_x.to(x.dtype).view(x.shape),
+            grad_wu.to(w_up.dtype),
+            grad_wd.to(w_down.dtype),
+            None,
+        )
 
 
 def _rows(total: int, chunks: int) -> int:
@@ -251,28 +268,37 @@ def apply(model: nn.Module, level: str | bool) -> nn.Module:
         model.loss_fn = lm_loss
         return model
     model.run_block = _block_runner(str(level), mlp_chunks(len(model.blocks)))
-    model.loss_fn = chunked_lm_loss
+    model.loss_fn = partial(chunked_lm_loss, layers=len(model.blocks))
     return model
 
 
 # ---- the loss without the full logits ------------------------------------------------
 
 
-def chunk_rows(rows: int, vocab: int, width: int) -> int:
-    """Rows per slice of the loss: a slice of fp32 logits about twice as large as the
-    hidden states (vocab / (2·width) slices, 1 to 16): small next to the activations,
-    few operator calls."""
-    slices = max(1, min(16, -(-vocab // (2 * width))))
-    return -(-rows // slices)
+def loss_slices(vocab: int, width: int, layers: int) -> int:
+    """How many row slices the loss is cut into: enough that one slice's temporaries
+    (fp32 log-probabilities and their 16-bit copy, ~12–14 bytes per logit) stay under
+    half of what the blocks keep for the backward pass (≥ 16·d bytes per token and
+    layer in the selective level): 1.75·V / (d·L) slices, 1 to 16. Every slice costs ten
+    kernel launches, which a GPU at the lab's sizes feels (docs/PERF.md), so slices are as
+    few as that memory bound allows; with few layers the logits are relatively large and
+    get more slices."""
+    return max(1, min(16, math.ceil(1.75 * vocab / (width * max(1, layers)))))
+
+
+def chunk_rows(rows: int, vocab: int, width: int, layers: int) -> int:
+    """Rows per slice of the loss (see loss_slices)."""
+    return -(-rows // loss_slices(vocab, width, layers))
 
 
 class _ChunkedLinearCrossEntropy(torch.autograd.Function):
     """mean cross-entropy of h @ weightᵀ, with its gradient formed in the forward pass.
 
     For each slice: logits (in the compute precision), their log-softmax in fp32, the
-    loss; then softmax − one-hot gives the slice's gradient of the logits, which two matrix
-    products turn into the gradients of h and of the weight. The backward pass only
-    scales those by the incoming gradient (and 1/N)."""
+    picked log-probabilities; then softmax − one-hot gives the slice's gradient of the
+    logits, which two matrix products turn into the gradients of h (kept in the compute
+    precision, as the normal mode's matrix product makes it) and of the weight (summed in
+    fp32). The backward pass only scales those by the incoming gradient and 1/N, in fp32."""
 
     @staticmethod
     def forward(ctx, h, weight, targets, rows, compute_dtype):  # noqa: ANN001, ANN205
@@ -282,43 +308,48 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
         n = h2.size(0)
         hc = h2.to(compute_dtype)
         wc = weight.to(compute_dtype)
-        grad_h = torch.empty(n, d, dtype=h.dtype, device=h.device)
-        grad_w = torch.zeros(weight.shape, dtype=torch.float32, device=weight.device)
-        total = torch.zeros((), dtype=torch.float32, device=h.device)
+        grad_h = torch.empty(n, d, dtype=compute_dtype, device=h.device)
+        grad_w = None
+        picked = torch.empty(n, 1, dtype=torch.float32, device=h.device)
         minus_one = torch.full((min(rows, n), 1), -1.0, dtype=torch.float32, device=h.device)
         for start in range(0, n, rows):
             stop = min(n, start + rows)
             hs, ts = hc[start:stop], t[start:stop, None]
             # One fused kernel for the row-wise log-softmax (fp32, as the normal loss).
             logp = torch.log_softmax(torch.mm(hs, wc.t()).float(), dim=1)
-            total -= logp.gather(1, ts).sum()
+            torch.gather(logp, 1, ts, out=picked[start:stop])
             # softmax − one-hot, in place in the log-probabilities' buffer.
             grad = logp.exp_().scatter_add_(1, ts, minus_one[: stop - start])
             gc = grad.to(compute_dtype)
-            if grad_h.dtype == compute_dtype:
-                torch.mm(gc, wc, out=grad_h[start:stop])
-            else:
-                grad_h[start:stop] = torch.mm(gc, wc)
-            _accumulate(grad_w, gc.t(), hs)
+            torch.mm(gc, wc, out=grad_h[start:stop])
+            grad_w = _accumulate(grad_w, gc.t(), hs)
         ctx.save_for_backward(grad_h, grad_w)
-        ctx.shape, ctx.n, ctx.weight_dtype = h.shape, n, weight.dtype
-        return total / n
+        ctx.shape, ctx.n = h.shape, n
+        ctx.dtypes = (h.dtype, weight.dtype)
+        return picked.sum().div_(-n)
 
     @staticmethod
     def backward(ctx, grad_loss):  # noqa: ANN001, ANN205
         grad_h, grad_w = ctx.saved_tensors
-        scale = grad_loss / ctx.n
+        h_dtype, weight_dtype = ctx.dtypes
+        scale = grad_loss.float() / ctx.n
+        gh = grad_h.to(torch.float32)
+        # A fresh fp32 copy is scaled in place; the saved tensor itself never changes.
+        gh = gh.mul_(scale) if gh is not grad_h else gh * scale
         return (
-            (grad_h * scale.to(grad_h.dtype)).view(ctx.shape),
-            (grad_w * scale).to(ctx.weight_dtype),
+            gh.to(h_dtype).view(ctx.shape),
+            (grad_w * scale).to(weight_dtype),
             None,
             None,
             None,
         )
 
 
-def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """The same value as trainer.model.lm_loss, without holding the (N, V) logits."""
+def chunked_lm_loss(
+    h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, layers: int = 1
+) -> torch.Tensor:
+    """The same value as trainer.model.lm_loss, without holding the (N, V) logits.
+    `layers` is the model's depth (it sets the slices: loss_slices)."""
     device_type = h.device.type
     if torch.is_autocast_enabled(device_type):
         compute_dtype = torch.get_autocast_dtype(device_type)
@@ -328,6 +359,6 @@ def chunked_lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor
         from .model import lm_loss
 
         return lm_loss(h, weight, targets)
-    rows = chunk_rows(h.numel() // h.size(-1), weight.size(0), h.size(-1))
+    rows = chunk_rows(h.numel() // h.size(-1), weight.size(0), h.size(-1), layers)
     with torch.autocast(device_type, enabled=False):
         return _ChunkedLinearCrossEntropy.apply(h, weight, targets, rows, compute_dtype)

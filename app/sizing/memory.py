@@ -37,6 +37,7 @@ caching allocator's slack (facts in app.sizing.gpus).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from .formulas import Shape, param_count
@@ -99,8 +100,9 @@ def head_saved(s: Shape, precision: str, level: str) -> int:
     a, bt, d, v = act_bytes(precision), s.batch * s.context, s.width, s.vocab
     if level == "off":
         return bt * (4 * d + a * d + 4 * v) + 8 * bt
-    # chunked loss: norm input, grad_h (fp32) and the output layer's gradient.
-    return bt * 8 * d + 8 * bt + 4 * v * d
+    # chunked loss: norm input (fp32), grad_h (in the compute precision) and the output
+    # layer's gradient (fp32).
+    return bt * (4 + a) * d + 8 * bt + 4 * v * d
 
 
 def loss_backward(s: Shape, precision: str, level: str) -> int:
@@ -111,11 +113,15 @@ def loss_backward(s: Shape, precision: str, level: str) -> int:
     return 4 * bt * d + 4 * v * d
 
 
-def chunk_rows(rows: int, vocab: int, width: int) -> int:
-    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows: vocab / (2·width)
-    slices (1 to 16), so a slice of fp32 logits is about twice as large as the hidden states."""
-    slices = max(1, min(16, -(-vocab // (2 * width))))
-    return -(-rows // slices)
+def loss_slices(vocab: int, width: int, layers: int) -> int:
+    """Row slices of the chunked loss, as trainer.economical.loss_slices: 1.75·V / (d·L),
+    1 to 16 (a slice's temporaries stay under half of what the blocks keep)."""
+    return max(1, min(16, math.ceil(1.75 * vocab / (width * max(1, layers)))))
+
+
+def chunk_rows(rows: int, vocab: int, width: int, layers: int) -> int:
+    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows."""
+    return -(-rows // loss_slices(vocab, width, layers))
 
 
 def mlp_slices(layers: int) -> int:
@@ -133,7 +139,7 @@ def loss_forward(s: Shape, precision: str, level: str) -> int:
         return 4 * bt * d + casts + bt * v * (8 + (a if a == 2 else 0))
     # A slice's fp32 logits and their log-softmax (8 bytes a cell) while the previous
     # slice's gradient (4, and its 16-bit copy) is still bound; the weight cast once.
-    r = min(bt, chunk_rows(bt, v, d))
+    r = min(bt, chunk_rows(bt, v, d, s.layers))
     per_cell = 12 if a == 4 else 14
     return 4 * bt * d + casts + (a * v * d if a == 2 else 0) + r * v * per_cell
 
