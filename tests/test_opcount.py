@@ -85,3 +85,17 @@ def test_economical_mode_launches_few_more_kernels_at_the_lab_depth():
     normal, econ = step_work(m, 1, "off", "bf16"), step_work(m, 1, "selective", "bf16")
     assert econ["ops"] / normal["ops"] <= 1.30
     assert econ["flops"] / normal["flops"] <= 1.11
+
+
+@pytest.mark.parametrize("level", ["selective", "full"])
+def test_the_sizing_model_counts_the_recomputation_the_trainer_does(level):
+    """app.sizing scales speed by the economical level's extra arithmetic; it must be the
+    arithmetic the trainer really adds (the sizing formula counts the position table as
+    multiplied, hence the small tolerance)."""
+    from app.sizing.formulas import Shape
+    from app.sizing.speed import economical_factor
+
+    L, d, n, V, B = 3, 64, 32, 200, 2
+    m = ModelConfig(context=n, width=d, heads=2, layers=L, vocab=V)
+    counted = step_work(m, B, level)["flops"] / step_work(m, B, "off")["flops"]
+    assert economical_factor(Shape(L, d, 2, n, V, B), level) == pytest.approx(counted, rel=0.01)

@@ -491,6 +491,7 @@ def table(report: dict[str, Any]) -> str:
         f"device: {report['device']['name']} ({report['device']['type']}); level {report['level']}; "
         f"{report['steps']} timed steps per run, {report['series']} series ({report['schedule']}), "
         f"{report['warmup']} warm-up",
+        f"level {report['level']}: {economical.ABOUT.get(report['level'], '')}",
         f"{'mode':<11} {'series':>6} {'order':>5} {'median ms':>10} {'mean ms':>9} {'IQR ms':>17} "
         f"{'peak MB':>9} {'activ. MB':>9} {'observed MB':>11}",
     ]

@@ -62,14 +62,15 @@ def economical_factor(s: Shape, level: str) -> float:
 
     trainer/economical.py recomputes, per block and token: selective, the MLP's
     up-projection (4·d² weights; the down-projection's output is never needed again) and
-    the norms: 2·4·d² FLOPs; full, also the attention half (qkv 3·d², output projection
-    d², the kernel's 4·n·d): 2·8·d² + 4·n·d. The chunked loss does no extra product.
-    Not measured here (the economical mode's own benchmark times it)."""
+    the norms: 2·4·d² FLOPs; full, also the attention up to what its backward needs
+    (qkv 3·d² and the kernel's 4·n·d; the checkpoint stops before the output projection):
+    2·7·d² + 4·n·d. The chunked loss does no extra product. Counted in the real trainer
+    by trainer.opcount (tests/test_opcount.py); the time it costs is not measured here."""
     if level == "off":
         return 1.0
     L, d, n = s.layers, s.width, s.context
     base = 6 * param_count(L, d, n, s.vocab) + 12 * L * n * d
-    extra = 2 * 4 * d * d * L if level == "selective" else (2 * 8 * d * d + 4 * n * d) * L
+    extra = 2 * 4 * d * d * L if level == "selective" else (2 * 7 * d * d + 4 * n * d) * L
     return (base + extra) / base
 
 
