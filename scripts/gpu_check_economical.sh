@@ -100,7 +100,8 @@ for name in ("bench_selective", "bench_full"):
     ra, q = r["ratios"], r["quality"]
     print(f"{name}: {r['device']['name']}: peak {ra['peak_bytes']:.3f}x, activations {ra['activation_bytes']:.3f}x, "
           f"median step {ra['step_time_median']:.3f}x, mean {ra['step_time_mean']:.3f}x, observed "
-          f"{ra.get('observed_bytes', float('nan')):.3f}x, quality diff {q['diff']:+.4f} CI {q['ci95']}, "
+          f"{ra.get('observed_bytes', float('nan')):.3f}x, kernels {ra.get('ops_per_step', float('nan')):.3f}x, "
+          f"FLOPs {ra.get('flops_per_step', float('nan')):.3f}x, quality diff {q['diff']:+.4f} CI {q['ci95']}, "
           f"targets {r['targets']['met']}")
 PYEOF
 echo "GPU CHECK $([ $status -eq 0 ] && echo PASS || echo FAIL) (files in $OUT)"
