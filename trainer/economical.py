@@ -53,7 +53,7 @@ ABOUT = {
     "normal step time on the CPU; +7.9% arithmetic and +25% kernel launches per step at "
     "the lab's default model",
     "full": "attention recomputed as well: 0.22x the peak memory at 1.13x the step time on "
-    "the CPU; +13% arithmetic and +30% kernel launches at the lab's default model",
+    "the CPU; +22% arithmetic and +32% kernel launches at the lab's default model",
 }
 
 # The MLP's rows are cut into slices (see _TiledMLP): (forward, backward) counts.
