@@ -14,6 +14,7 @@ BENCHES: dict[str, tuple[str, str, str]] = {
     "economical": ("process", "trainer.bench_economical", "economical vs normal mode"),
     "data": ("module", "app.data.bench", "data preparation throughput"),
     "sizing": ("module", "app.sizing.bench", "estimate accuracy against the real trainer"),
+    "sizing-gpu": ("module", "app.sizing.probe_check", "estimates against a GPU probe (scripts/gpu_probe.py)"),
     "monitor": ("module", "app.gpu.bench", "GPU sampling cost"),
     "window": ("process", "ui.bench_window", "time to first window; the loss plot at 100,000 points"),
 }
