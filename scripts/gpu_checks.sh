@@ -26,7 +26,8 @@ echo "economical: exit $?"; tail -4 "$OUT/economical.log"
 cp "$WORK"/economical/bench_*.json "$OUT/" 2>/dev/null
 timeout 200 $PY scripts/gpu_probe.py "$OUT/probe.json" > "$OUT/probe.log" 2>&1
 echo "probe: exit $?"
-# The sizing model against the probe (pure arithmetic; the same runs anywhere later with
+# The sizing model against the probe (pure arithmetic, but app/ needs platformdirs: carry its
+# wheel to a bare GPU machine; the same runs anywhere later with
 # `ternit bench sizing-gpu OUT/probe.json`).
 $PY -c "import sys; from app.sizing.probe_check import main; sys.exit(main(sys.argv[1:]))" "$OUT/probe.json" || true
 timeout 45 $PY scripts/gpu_check_monitor.py --load-seconds 8 --bench-seconds 3 > "$OUT/monitor.json" 2> "$OUT/monitor.err"
