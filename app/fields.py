@@ -39,6 +39,11 @@ class FieldSpec:
     locked_on_continue: bool = False
     # Where the value goes in run.json ("model.width"); None: the form's own field.
     path: str | None = None
+    # A "choice" field with fixed options: key -> label per language, in display order
+    # (choices that depend on the lab's state, like «Машина», are the form's to list).
+    options: dict[str, dict[str, str]] = field(default_factory=dict)
+    # What each fixed option means and costs, for the option's own tooltip.
+    option_tooltips: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def label_text(self, lang: str | None = None) -> str:
         return self.label[lang or current_language()]
@@ -47,10 +52,22 @@ class FieldSpec:
         return self.unit[lang or current_language()]
 
     def tooltip_text(self, lang: str | None = None, default: Any = None) -> str:
-        """The tooltip with the current default filled in."""
+        """The tooltip with the current default filled in (a fixed option by its label)."""
         lang = lang or current_language()
         value = self.default if default is None else default
-        return self.tooltip[lang].replace("{default}", format_value(value, lang))
+        shown = self.option_label(value, lang) if value in self.options else format_value(value, lang)
+        return self.tooltip[lang].replace("{default}", shown)
+
+    def option_label(self, key: str, lang: str | None = None) -> str:
+        return self.options[key][lang or current_language()]
+
+    def option_tooltip(self, key: str, lang: str | None = None) -> str:
+        tips = self.option_tooltips.get(key)
+        return tips[lang or current_language()] if tips else ""
+
+    def option_choices(self, lang: str | None = None) -> list[tuple[str, str]]:
+        """(key, label) of the fixed options in display order."""
+        return [(key, self.option_label(key, lang)) for key in self.options]
 
 
 def format_value(value: Any, lang: str | None = None) -> str:
@@ -67,6 +84,81 @@ def format_value(value: Any, lang: str | None = None) -> str:
     if value is None:
         return "—"
     return str(value)
+
+
+# The economical mode's levels (trainer/economical.py; trainer.config accepts false, true,
+# "off", "selective" and "full"). One level cannot serve both a card with memory to spare
+# and a small home card, so the form offers all three and says what each costs.
+ECONOMICAL_LEVELS: tuple[str, ...] = ("off", "selective", "full")
+ECONOMICAL_OPTIONS: dict[str, dict[str, str]] = {
+    "off": {"ru": "Выкл", "en": "Off"},
+    "selective": {"ru": "Выборочный", "en": "Selective"},
+    "full": {"ru": "Полный", "en": "Full"},
+}
+# The figures are trainer.economical.ABOUT's and docs/PERF.md's (issue 8): memory and step
+# time measured on the CPU at the issue's configuration; arithmetic and kernel launches
+# counted (trainer.opcount) at the lab's default model, not timed.
+ECONOMICAL_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
+    "off": {
+        "ru": "все промежуточные результаты хранятся: больше всего памяти, обычная скорость.",
+        "en": "every intermediate result is kept: the most memory, the normal speed.",
+    },
+    "selective": {
+        "ru": "MLP и нормировки пересчитываются, внимание хранится: пик памяти 0,39× от "
+        "обычного при обычном времени шага (на процессоре); на модели по умолчанию +7,9 % "
+        "арифметики и +25 % запусков ядер за шаг.",
+        "en": "the MLP and the norms are recomputed, attention is kept: 0.39× the normal peak "
+        "memory at the normal step time (on the CPU); at the default model +7.9 % arithmetic "
+        "and +25 % kernel launches per step.",
+    },
+    "full": {
+        "ru": "пересчитывается и внимание: пик памяти 0,22× от обычного при 1,13× времени шага "
+        "(на процессоре); на модели по умолчанию +22 % арифметики и +32 % запусков ядер за шаг.",
+        "en": "attention is recomputed as well: 0.22× the normal peak memory at 1.13× the step "
+        "time (on the CPU); at the default model +22 % arithmetic and +32 % kernel launches "
+        "per step.",
+    },
+}
+_ECONOMICAL_NOT_MEASURED = {
+    "ru": "Время шага на видеокарте для этих уровней ещё не измерено: доли арифметики и "
+    "запусков ядер посчитаны, а не замерены (на быстрой карте шаг малой модели упирается "
+    "как раз в запуски ядер).",
+    "en": "The GPU step time of these levels is not measured yet: the arithmetic and "
+    "kernel-launch shares are counted, not timed (on a fast card a small model's step is "
+    "bound by the kernel launches).",
+}
+
+
+def economical_level(value: Any) -> str | None:
+    """run.json's `training.economical` as a level: false → "off", true → "selective" (what
+    a checkbox meant before the levels), a level name as it is; None for anything else."""
+    if value is None or value is False:
+        return "off"
+    if value is True:
+        return "selective"
+    return value if value in ECONOMICAL_LEVELS else None
+
+
+def economical_run_value(level: str) -> bool | str:
+    """What run.json gets: false for off, so readers that know only true/false still work."""
+    return False if level == "off" else level
+
+
+def economical_step_up(level: str, lang: str | None = None, to: str | None = None) -> str:
+    """The advice phrase that saves memory by way of the economical mode, for a run now at
+    `level` ("" at the full level: the mode has nothing more to give). `to` names the level
+    that would help when the caller knows it (off → full skips the selective level)."""
+    lang = lang or current_language()
+    to = to or {"off": "selective", "selective": "full"}.get(level)
+    if to is None or ECONOMICAL_LEVELS.index(to) <= ECONOMICAL_LEVELS.index(level):
+        return ""
+    if level == "off" and to == "selective":
+        return "включите экономный режим" if lang == "ru" else "turn on the economical mode"
+    if level == "off":
+        return ("включите экономный режим, уровень «Полный»" if lang == "ru"
+                else "turn on the economical mode at the «Full» level")
+    return ("выберите полный уровень экономного режима" if lang == "ru"
+            else "choose the full economical level")
 
 
 _TOKENS = {"ru": "токенов", "en": "tokens"}
@@ -331,23 +423,45 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="economical",
         section="training",
-        kind="bool",
+        kind="choice",
         path="training.economical",
-        default=False,
+        default="off",
         label={"ru": "Экономный режим", "en": "Economical mode"},
+        options=ECONOMICAL_OPTIONS,
+        option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
         tooltip={
             "ru": "Экономия памяти: меньше промежуточных результатов хранится для обратного "
-            "прохода, остальное пересчитывается. На модели в 1,67 млрд весов рабочие буферы "
-            "заняли 5 536 МБ вместо 12 004 МБ — меньше половины — почти при той же скорости "
-            "(шаг около 149 мс на RTX 5070 Ti); карта с собственными накладными показала "
-            "около 6 149 МБ. Качество на 96 отложенных сегментах не изменилось в пределах "
-            "доверительных интервалов. По умолчанию: {default}.",
+            "прохода, остальное пересчитывается. Заметка лаборатории: на модели в 1,67 млрд "
+            "весов рабочие буферы заняли 5 536 МБ вместо 12 004 МБ — меньше половины — почти "
+            "при той же скорости (шаг около 149 мс на RTX 5070 Ti); карта с собственными "
+            "накладными показала около 6 149 МБ. Качество на 96 отложенных сегментах не "
+            "изменилось в пределах доверительных интервалов.\n\n"
+            "Уровни и их цена:\n"
+            f"• «{ECONOMICAL_OPTIONS['off']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['off']['ru']}\n"
+            f"• «{ECONOMICAL_OPTIONS['selective']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['selective']['ru']}\n"
+            f"• «{ECONOMICAL_OPTIONS['full']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['ru']}\n"
+            f"{_ECONOMICAL_NOT_MEASURED['ru']} "
+            "Одна настройка не подходит всем картам: карте с запасом памяти (T4, 15 ГБ) "
+            "хватит уровня подешевле, на маленькую домашнюю может поместиться только «Полный»; "
+            "панель «Как выбрать размер» показывает память при выбранном уровне. Чекпоинт, "
+            "сохранённый в одном уровне, продолжается в любом другом. "
+            "По умолчанию: {default}.",
             "en": "Saves memory: fewer intermediate results are kept for the backward pass and "
-            "the rest is recomputed. On a 1.67-billion-weight model the working buffers took "
-            "5,536 MB instead of 12,004 MB — less than half — at practically the normal speed "
-            "(a step about 149 ms on an RTX 5070 Ti); with the card's own overhead it showed "
-            "about 6,149 MB. Quality on 96 held-out segments did not change beyond the "
-            "confidence intervals. Default: {default}.",
+            "the rest is recomputed. The lab's note: on a 1.67-billion-weight model the working "
+            "buffers took 5,536 MB instead of 12,004 MB — less than half — at practically the "
+            "normal speed (a step about 149 ms on an RTX 5070 Ti); with the card's own overhead "
+            "it showed about 6,149 MB. Quality on 96 held-out segments did not change beyond "
+            "the confidence intervals.\n\n"
+            "The levels and what they cost:\n"
+            f"• «{ECONOMICAL_OPTIONS['off']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['off']['en']}\n"
+            f"• «{ECONOMICAL_OPTIONS['selective']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['selective']['en']}\n"
+            f"• «{ECONOMICAL_OPTIONS['full']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['en']}\n"
+            f"{_ECONOMICAL_NOT_MEASURED['en']} "
+            "One setting does not suit every card: a card with memory to spare (a T4's 15 GB) "
+            "does with a cheaper level, a small home card may fit only «Full»; the «How to "
+            "choose a size» panel shows the memory at the chosen level. A checkpoint saved at "
+            "one level continues at any other. "
+            "Default: {default}.",
         },
     ),
 )

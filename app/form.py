@@ -285,7 +285,11 @@ class RunForm:
             if node is None:
                 continue
             if spec.name == "economical":
-                node = node not in (False, "off")
+                # true (the old checkbox) shows as «Выборочный»; a value the trainer would
+                # refuse leaves the form's level as it was rather than guess one.
+                node = F.economical_level(node)
+                if node is None:
+                    continue
             self.values[spec.name] = list(node) if spec.kind == "multi" else node
             self.texts.pop(spec.name, None)
         target = cfg.get("target") or {}
@@ -335,6 +339,12 @@ class RunForm:
             return
         if name == "start_from" and value == "scratch":
             self.from_scratch()
+            return
+        if name == "economical":
+            level = F.economical_level(value)
+            if level is None:
+                raise ValueError(f"economical must be one of {', '.join(F.ECONOMICAL_LEVELS)}, not {value!r}")
+            self.values["economical"] = level
             return
         self.values[name] = list(value) if F.spec(name).kind == "multi" else value
 
@@ -543,9 +553,13 @@ class RunForm:
                 have = est.get("card_memory_mb")
                 best = est.get("max_batch")
                 card = gpu_label(v["gpu"])
-                hint = (t(f"наибольший, что поместится, — {best}", f"the largest that fits is {best}")
-                        if best else t("не поместится даже батч 1: уменьшите модель или включите экономный режим",
-                                       "not even batch 1 fits: shrink the model or turn on the economical mode"))
+                if best:
+                    hint = t(f"наибольший, что поместится, — {best}", f"the largest that fits is {best}")
+                else:
+                    # What the economical mode can still give depends on the chosen level.
+                    more = F.economical_step_up(self.economical())
+                    hint = t("не поместится даже батч 1: уменьшите модель", "not even batch 1 fits: shrink the model")
+                    hint += t(f" или {more}", f" or {more}") if more else ""
                 out.append(Issue("batch_per_card", "error", t(
                     f"Батч {v['batch_per_card']} не помещается в {card} (нужно ≈{_mb(need)} из {_mb(have)} МБ): {hint}",
                     f"Batch {v['batch_per_card']} does not fit {card} (needs ≈{_mb(need)} of {_mb(have)} MB): {hint}")))
@@ -565,6 +579,10 @@ class RunForm:
         return not self.start_blockers()
 
     # -- sizing ------------------------------------------------------------------------
+
+    def economical(self) -> str:
+        """The chosen economical level: "off", "selective" or "full"."""
+        return F.economical_level(self.values["economical"]) or "off"
 
     def start_step(self) -> int:
         return self.continuing.step if self.continuing else 0
@@ -593,7 +611,7 @@ class RunForm:
             layers=v["layers"], width=v["width"], heads=v["heads"], context=v["context"],
             vocab=self.vocab(), batch=v["batch_per_card"], gpu=v["gpu"], steps_to=int(v["steps_to"]),
             start_step=self.start_step(), limit_min=v["limit_min"], data_tokens=self.data_tokens(),
-            economical=bool(v["economical"]), measured=self.ctx.measured or None, lang=current_language(),
+            economical=self.economical(), measured=self.ctx.measured or None, lang=current_language(),
             local_name=self.ctx.local_gpu,
             eval_every=int(base_training.get("eval_every") or 200),
             eval_segments=int(base_training.get("eval_segments") or 96),
@@ -701,7 +719,8 @@ class RunForm:
         training = dict(base.get("training") or {})
         training.update(
             batch_per_card=int(v["batch_per_card"]), steps_to=int(v["steps_to"]),
-            limit_min=v["limit_min"], lr=float(v["lr"]), economical=bool(v["economical"]))
+            limit_min=v["limit_min"], lr=float(v["lr"]),
+            economical=F.economical_run_value(self.economical()))
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}
         else:

@@ -63,8 +63,81 @@ def test_defaults_ranges_and_locking():
     assert set(F.LOCKED_ON_CONTINUE) == {"context", "width", "heads", "layers"}
     d = F.defaults()
     assert (d["context"], d["width"], d["heads"], d["layers"], d["batch_per_card"]) == (1024, 512, 8, 8, 6)
-    assert d["steps_to"] == 20000 and d["limit_min"] == 630 and d["economical"] is False
+    assert d["steps_to"] == 20000 and d["limit_min"] == 630 and d["economical"] == "off"
     # Every field that lands in run.json names a real place in it.
     for spec in F.FIELDS:
         if spec.path:
             assert re.fullmatch(r"(name|(model|training|data|target)\.[a-z_]+)", spec.path), spec.path
+
+
+def test_economical_is_a_choice_of_three_levels_with_their_labels():
+    spec = F.spec("economical")
+    assert spec.kind == "choice" and spec.path == "training.economical" and not spec.locked_on_continue
+    assert spec.option_choices("ru") == [("off", "Выкл"), ("selective", "Выборочный"), ("full", "Полный")]
+    assert spec.option_choices("en") == [("off", "Off"), ("selective", "Selective"), ("full", "Full")]
+    assert spec.label["ru"] == "Экономный режим" and spec.label["en"] == "Economical mode"
+    # The default is named by its label, not by its key.
+    assert spec.tooltip_text("ru").endswith("По умолчанию: Выкл.")
+    assert spec.tooltip_text("en").endswith("Default: Off.")
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_economical_tooltip_keeps_the_note_and_says_what_each_level_costs(lang):
+    spec = F.spec("economical")
+    tip = spec.tooltip_text(lang)
+    comma = "," if lang == "ru" else "."
+    # The lab's note (GUIDE.md) stays.
+    assert ("5 536" in tip and "12 004" in tip) if lang == "ru" else ("5,536" in tip and "12,004" in tip)
+    # Every level by its label, with the trainer's figures (trainer.economical.ABOUT).
+    for _key, label in spec.option_choices(lang):
+        assert f"«{label}»" in tip
+    for figure in (f"0{comma}39×", f"7{comma}9 %", "25 %", f"0{comma}22×", f"1{comma}13×", "22 %", "32 %"):
+        assert figure in tip, figure
+    # Honest about what was measured: the GPU step time was not; arithmetic and launches are counted.
+    if lang == "ru":
+        assert "не измерено" in tip and "посчитаны" in tip
+    else:
+        assert "not measured" in tip and "counted, not timed" in tip
+    # Each option carries its own cost for the combo's per-item tooltip.
+    assert f"0{comma}39×" in spec.option_tooltip("selective", lang)
+    assert f"1{comma}13×" in spec.option_tooltip("full", lang)
+    assert spec.option_tooltip("off", lang)
+
+
+def test_economical_values_in_run_json():
+    # Reading accepts what trainer.config accepts; true was the old checkbox: selective.
+    assert [F.economical_level(v) for v in (False, None, True, "off", "selective", "full")] == [
+        "off", "off", "selective", "off", "selective", "full"]
+    assert F.economical_level("half") is None and F.economical_level(1) is None
+    # Writing keeps false for off, so readers that know only true/false still work.
+    assert [F.economical_run_value(lv) for lv in F.ECONOMICAL_LEVELS] == [False, "selective", "full"]
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_economical_advice_depends_on_the_level(lang):
+    on = F.economical_step_up("off", lang)
+    more = F.economical_step_up("selective", lang)
+    assert on == ("включите экономный режим" if lang == "ru" else "turn on the economical mode")
+    assert more == ("выберите полный уровень экономного режима" if lang == "ru" else "choose the full economical level")
+    assert F.economical_step_up("full", lang) == ""  # nothing more to give
+    # From off straight to full when only full would help.
+    assert ("Полный" if lang == "ru" else "Full") in F.economical_step_up("off", lang, to="full")
+    assert F.economical_step_up("full", lang, to="selective") == ""
+
+
+def test_economical_levels_and_figures_match_the_trainer():
+    """The form's levels are the trainer's and the sizing's; its figures are the trainer's
+    own ABOUT (a stale tooltip fails here when the trainer's measured costs change)."""
+    from app.sizing.memory import ECONOMICAL
+    from trainer.config import ECONOMICAL_LEVELS
+
+    assert F.ECONOMICAL_LEVELS == tuple(ECONOMICAL_LEVELS) == tuple(ECONOMICAL)
+    pytest.importorskip("torch")
+    from trainer.economical import ABOUT
+
+    assert set(ABOUT) == set(F.ECONOMICAL_LEVELS)
+    en = F.spec("economical").option_tooltips
+    for level, figures in (("selective", ("0.39x", "7.9%", "25%")), ("full", ("0.22x", "1.13x", "22%", "32%"))):
+        for figure in figures:
+            assert figure in ABOUT[level], (level, figure)
+            assert figure.replace("x", "×").replace("%", " %") in en[level]["en"], (level, figure)

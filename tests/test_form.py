@@ -104,13 +104,13 @@ def test_run_config_is_a_valid_run_json(ctx, tiny_data):
 
     form = tiny(RunForm(ctx))
     form.set("name", "tiny-run")
-    form.set("economical", True)
+    form.set("economical", True)  # what the old checkbox meant: the selective level
     cfg = form.run_config()
     parsed = from_dict(cfg)  # the trainer's own validation accepts it
     assert parsed.model.vocab == Prepared.read(tiny_data).vocab
     assert cfg["data"] == {"dir": str(tiny_data), "constellations": ["tiny"]}
     assert cfg["target"] == {"kind": "local", "gpu": "cpu", "account": "auto"}
-    assert cfg["resume_from"] is None and cfg["training"]["economical"] is True
+    assert cfg["resume_from"] is None and cfg["training"]["economical"] == "selective"
     rows = {r.key: r for r in form.size_rows()}
     assert rows["params"].value.replace("\u00a0", "") == str(parameter_count(parsed.model))
     assert rows["tokens_per_step"].value == "128"  # batch 4 × 1 card × n 32
@@ -216,3 +216,120 @@ def test_continuing_estimates_time_from_the_checkpoints_step(ctx):
     # The limit's stop is a step on the run's own scale, after the checkpoint's 15,000.
     stop = int(rows["limit"].value.split("≈")[1].replace("\u00a0", ""))
     assert 15000 < stop < 20000
+
+
+# -- the economical level (issue 8) -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("level", "written"), [("off", False), ("selective", "selective"), ("full", "full")])
+def test_each_economical_level_goes_to_run_json_and_comes_back(ctx, level, written):
+    from trainer.config import economical_level, from_dict
+
+    form = tiny(RunForm(ctx))
+    form.set("economical", level)
+    cfg = form.run_config()
+    # false for off (older readers know only true/false), the level's name otherwise
+    assert cfg["training"]["economical"] == written and type(cfg["training"]["economical"]) is type(written)
+    assert economical_level(from_dict(cfg).training.economical) == level  # the trainer reads the same level
+    back = RunForm(ctx)
+    back.set("economical", "full" if level == "off" else "off")  # not what the file says
+    back.load_config(cfg)
+    assert back.values["economical"] == level and back.economical() == level
+
+
+def test_an_old_run_json_with_true_shows_as_selective_and_a_bad_value_changes_nothing(ctx):
+    form = RunForm(ctx)
+    form.load_config({"training": {"economical": True}})
+    assert form.values["economical"] == "selective"
+    form.load_config({"training": {"economical": False}})
+    assert form.values["economical"] == "off"
+    form.set("economical", "full")
+    form.load_config({"training": {"economical": "half"}})
+    assert form.values["economical"] == "full"
+    with pytest.raises(ValueError):
+        form.set("economical", "half")
+
+
+def test_the_sizing_gets_the_chosen_level_and_full_needs_less_memory(ctx, monkeypatch):
+    import app.sizing as sizing
+
+    seen: list = []
+    real = sizing.estimate
+
+    def spy(**kwargs):
+        seen.append(kwargs["economical"])
+        return real(**kwargs)
+
+    monkeypatch.setattr(sizing, "estimate", spy)
+    form = RunForm(ctx)
+    form.set("gpu", "t4x2")  # the default model on a card: activations matter
+    totals = {}
+    for level in ("off", "selective", "full"):
+        form.set("economical", level)
+        seen.clear()
+        est = form.estimate()
+        form.start_blockers()  # Start's checks ask the sizing too
+        assert seen and set(seen) == {level}
+        assert est["economical"] == level
+        totals[level] = est["memory_mb"]["total"]
+    assert totals["full"] < totals["selective"] < totals["off"]
+
+
+def _advice_at(form: RunForm) -> str:
+    return " ".join(r.note for r in form.size_rows() if r.key.startswith("advice"))
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_memory_advice_names_the_next_level_or_nothing(ctx, lang):
+    set_language(lang)
+    form = RunForm(ctx)
+    form.set("gpu", "t4x2")
+    turn_on = "включите экономный режим" if lang == "ru" else "turn on the economical mode"
+    go_full = "выберите полный уровень" if lang == "ru" else "choose the full economical level"
+    for level, want in (("off", turn_on), ("selective", go_full), ("full", None)):
+        form.set("economical", level)
+        form.set("batch_per_card", 6)
+        form.set("batch_per_card", form.estimate()["max_batch"] + 1)  # just too big at this level
+        est = form.estimate()
+        assert est["fits"] is False
+        advice = _advice_at(form)
+        if want:
+            assert want in advice, (level, advice)
+        else:
+            assert "экономн" not in advice and "economical" not in advice, advice
+        if level != "full":
+            other = go_full if want == turn_on else turn_on
+            assert other not in advice
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
+    set_language(lang)
+    form = RunForm(ctx)
+    form.set("gpu", "t4x2")
+    form.set("batch_per_card", 1)
+    form.set_text("width", "8192")
+    form.set_text("layers", "64")
+    texts_by_level = {}
+    for level in ("off", "selective", "full"):
+        form.set("economical", level)
+        [text] = [i.text for i in form.field_issues("batch_per_card")]
+        texts_by_level[level] = text
+    ru = lang == "ru"
+    assert ("или включите экономный режим" if ru else "or turn on the economical mode") in texts_by_level["off"]
+    assert ("или выберите полный уровень экономного режима" if ru else "or choose the full economical level") in (
+        texts_by_level["selective"])
+    assert "экономн" not in texts_by_level["full"] and "economical" not in texts_by_level["full"]
+
+
+def test_continuing_keeps_the_level_editable(ctx, tiny_data):
+    parent = tiny(RunForm(ctx))
+    parent.set("economical", True)
+    parent_cfg = parent.run_config()
+    form = RunForm(ctx)
+    form.continue_from(_continue_info(parent_cfg))
+    assert form.values["economical"] == "selective" and not form.locked("economical")
+    form.set("economical", "full")  # a checkpoint from one level continues in another
+    assert form.run_config()["training"]["economical"] == "full"
+    form.set("economical", "off")
+    assert form.run_config()["training"]["economical"] is False

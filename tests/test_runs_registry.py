@@ -219,6 +219,27 @@ def test_failures_carry_advice_and_a_retry_config():
     assert ru.retry_label() == "Повторить с батчем 2" and "Батч на карту" in ru.advice
 
 
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_oom_at_batch_1_names_what_the_economical_level_can_still_give(lang):
+    set_language(lang)
+    try:
+        advice = {}
+        for value in (False, True, "off", "selective", "full"):
+            cfg = {**CFG, "training": {**CFG["training"], "batch_per_card": 1, "economical": value}}
+            f = failure_from_events([ev("error", 0, kind="oom", message="CUDA out of memory", advice="")], cfg)
+            assert f.suggested_batch is None and not f.can_retry
+            advice[value] = f.advice
+    finally:
+        set_language(None)
+    ru = lang == "ru"
+    turn_on = "включите экономный режим" if ru else "turn on the economical mode"
+    go_full = "выберите полный уровень экономного режима" if ru else "choose the full economical level"
+    assert turn_on in advice[False] and advice[False] == advice["off"]
+    assert go_full in advice[True] and advice[True] == advice["selective"]  # true is the selective level
+    assert "экономн" not in advice["full"] and "economical" not in advice["full"]
+    assert advice["full"].endswith(".") and ("размер модели" if ru else "model size") in advice["full"]
+
+
 # ---- series ------------------------------------------------------------------------------
 def test_series_joins_a_chain_and_marks_data_changes_pauses_and_redone_steps():
     reg = Registry()

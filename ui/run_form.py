@@ -158,6 +158,13 @@ class RunFormView(QWidget):
             widget = box
         elif spec.kind == "choice":
             combo = QComboBox()
+            # Fixed options (the economical levels) are listed once, each with what it costs
+            # as its own tooltip; the lab-dependent ones (GPU, machine) on every refresh.
+            for i, (key, text) in enumerate(spec.option_choices()):
+                combo.addItem(text, key)
+                tip = spec.option_tooltip(key)
+                if tip:
+                    combo.setItemData(i, f"{text}: {tip}", Qt.ItemDataRole.ToolTipRole)
             combo.activated.connect(lambda _i, n=name, c=combo: self._edited(n, c.currentData()))
             widget = combo
         else:
@@ -333,6 +340,9 @@ class RunFormView(QWidget):
                     w.addItem(str(v[name]), v[name])
                     i = w.count() - 1
                 w.setCurrentIndex(i)
+            elif isinstance(w, QComboBox) and spec.options:
+                w.setCurrentIndex(max(0, w.findData(v[name])))
+                w.setEnabled(not locked)
             label = self.labels[name]
             label.setText("" if spec.kind == "bool" else spec.label_text())
             label.setStyleSheet(LOCKED_LABEL if locked else "")

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..fields import economical_level, economical_step_up
 from ..i18n import t
 from .events import Event
 
@@ -102,9 +103,14 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
             )
         else:
             f.suggested_batch = None
+            # The economical mode helps only up to its full level: name the next level, or
+            # nothing when the run already used the full one.
+            more = economical_step_up(economical_level(training.get("economical")) or "off")
             f.advice = t(
-                "Не помещается даже батч 1: уменьшите контекст или размер модели, или включите экономный режим.",
-                "Even batch 1 does not fit: lower the context or the model size, or turn on the economical mode.",
+                "Не помещается даже батч 1: уменьшите контекст или размер модели"
+                + (f", или {more}." if more else "."),
+                "Even batch 1 does not fit: lower the context or the model size"
+                + (f", or {more}." if more else "."),
             )
     elif kind == "nan":
         f.lr = training.get("lr")

@@ -6,10 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..fields import economical_step_up
 from ..i18n import current_language
 from .formulas import Shape, flops_per_token, param_count, tokens_per_step
 from .gpus import GPUS, GpuFacts, local_card, ram_mb
-from .memory import MiB, cublas_workspace_bytes, economical_level, estimate_memory
+from .memory import ECONOMICAL, MiB, cublas_workspace_bytes, economical_level, estimate_memory
 from .numbers import count_text, duration_text, int_text, mb_text, plural_ru
 from .speed import Speed, estimate_speed, measured_shape, nearest_measured
 
@@ -161,10 +162,15 @@ def estimate(
     }
     fits = None if card_mb is None else total_mb <= card_mb
     max_batch = None if card_mb is None else _max_batch(s, prec, cards, level, facts, factor, card_mb, ws)
-    econ_fits = None
-    if fits is False and level == "off":
-        e = estimate_memory(s, prec, cards, "selective", ws).peak / MiB * factor
-        econ_fits = e + _framework_mb(facts, e) <= card_mb  # type: ignore[operator]
+    # The lowest economical level above the chosen one at which this batch would fit, so
+    # the advice names a level that helps (none at "full": the mode has no more to give).
+    econ_fix = None
+    if fits is False:
+        for higher in ECONOMICAL[ECONOMICAL.index(level) + 1:]:
+            e = estimate_memory(s, prec, cards, higher, ws).peak / MiB * factor
+            if e + _framework_mb(facts, e) <= card_mb:  # type: ignore[operator]
+                econ_fix = higher
+                break
 
     out: dict[str, Any] = {
         "gpu": gpu,
@@ -195,6 +201,7 @@ def estimate(
         "card_memory_mb": card_mb,
         "fits": fits,
         "max_batch": max_batch,
+        "economical_fits_at": econ_fix,
         "tokens_wanted": TOKENS_PER_WEIGHT * params,
         "tokens_read": steps * tps_step,
         "data_tokens": data_tokens,
@@ -204,7 +211,7 @@ def estimate(
     if data_tokens:
         out["tokens_per_weight"] = data_tokens / params
         out["passes"] = steps * tps_step / data_tokens
-    advice = _advice(out, s, facts, lang, limit_min, econ_fits, local_name)
+    advice = _advice(out, s, facts, lang, limit_min, econ_fix, local_name)
     out["advice"] = [text for _, text in advice]
     # What each sentence is about (speed, time, limit, memory, data, passes), so a view
     # that shows some of them as rows of its own can leave those out of the advice.
@@ -236,7 +243,7 @@ def _max_batch(s: Shape, prec: str, cards: int, level: str, facts: GpuFacts, fac
 
 
 def _advice(e: dict[str, Any], s: Shape, facts: GpuFacts, lang: str, limit_min: float | None,
-            econ_fits: bool | None, local_name: str | None) -> list[tuple[str, str]]:
+            econ_fix: str | None, local_name: str | None) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     card = facts.on[lang] if facts.name != "local" or not local_name else _t(lang, "на ", "on ") + local_name
     # Speed and time.
@@ -276,8 +283,9 @@ def _advice(e: dict[str, Any], s: Shape, facts: GpuFacts, lang: str, limit_min: 
     else:
         fix = (_t(lang, f"уменьшите батч до {e['max_batch']}", f"lower the batch to {e['max_batch']}")
                if e["max_batch"] else _t(lang, "уменьшите модель или контекст", "shrink the model or the context"))
-        if econ_fits:
-            fix += _t(lang, " или включите экономный режим", " or turn on the economical mode")
+        more = economical_step_up(e["economical"], lang, to=econ_fix) if econ_fix else ""
+        if more:
+            fix += _t(lang, f" или {more}", f" or {more}")
         out.append(("memory", _t(lang,
             f"Память: ≈ {mb_text(mem['total'], lang)} при {mb_text(have, lang)} на карте ({parts}) — не поместится: {fix}.",
             f"Memory: ≈ {mb_text(mem['total'], lang)} with {mb_text(have, lang)} on the card ({parts}) — does not fit: {fix}.")))
