@@ -37,6 +37,17 @@ def isolated_home(tmp_path_factory, monkeypatch):
     return home
 
 
+@pytest.fixture
+def russian():
+    """The interface in Russian (its default language) for one test, whatever an earlier
+    test chose; the interface's own choice is restored after."""
+    from app.i18n import set_language
+
+    set_language("ru")
+    yield
+    set_language(None)
+
+
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> Path:
     """A real prepared-data folder (BPE tokenizer, train.bin, val.bin, meta.json), tiny."""

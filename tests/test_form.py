@@ -8,12 +8,7 @@ import pytest
 from app.form import Account, ContinueFrom, FormContext, Prepared, RunForm, heads_that_work
 from app.i18n import set_language
 
-
-@pytest.fixture(autouse=True)
-def russian():
-    set_language("ru")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
 
 @pytest.fixture

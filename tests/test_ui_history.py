@@ -6,16 +6,10 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from app.i18n import set_language
 from app.runs import HistoryRow
 from app.runs import status as st
 
-
-@pytest.fixture(autouse=True)
-def russian():
-    set_language("ru")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
 
 def row(run_id: str, status: str, **kw) -> HistoryRow:

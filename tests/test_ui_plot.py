@@ -8,15 +8,9 @@ import math
 
 import pytest
 
-from app.i18n import set_language
 from app.runs.series import DATA_CHANGED, LEG, PAUSE
 
-
-@pytest.fixture(autouse=True)
-def russian():
-    set_language("ru")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
 
 @pytest.fixture

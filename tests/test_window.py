@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt
 
-from app.i18n import set_language
 from app.runs import RunManager
 from app.runs import status as st
 
@@ -22,11 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 WAIT_MS = 90_000  # generous: the CI machine is small and shared
 
 
-@pytest.fixture(autouse=True)
-def russian():
-    set_language("ru")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
 
 @pytest.fixture

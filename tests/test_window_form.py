@@ -10,12 +10,7 @@ from PySide6.QtWidgets import QComboBox
 from app.form import ContinueFrom, FormContext, Prepared
 from app.i18n import set_language
 
-
-@pytest.fixture(autouse=True)
-def russian():
-    set_language("ru")
-    yield
-    set_language(None)
+pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
 
 @pytest.fixture
