@@ -173,8 +173,14 @@ def test_benchmark_writes_the_report(tmp_path, tiny_data, capsys):
     # The order alternates between series.
     assert [r["order"] for r in report["modes"]["normal"]] == [1, 2]
     assert [r["order"] for r in report["modes"]["economical"]] == [2, 1]
+    # The rounding control: one nudged normal run per series, each moved off the normal model.
+    rc = q["rounding"]
+    assert len(rc["control_diffs"]) == 2 and all(d != 0 for d in rc["control_diffs"])
+    assert rc["control_rms"] > 0 and rc["ratio_to_control"] >= 0
+    assert report["targets"]["met"]["quality_within_rounding_noise"] == rc["within_rounding_noise"]
     printed = capsys.readouterr().out
     assert "economical/normal: peak" in printed and "95% CI" in printed
+    assert "rounding control" in printed
 
 
 def test_benchmark_sequential_schedule(tmp_path, tiny_data):
@@ -197,14 +203,42 @@ def test_benchmark_sequential_schedule(tmp_path, tiny_data):
     ]
     assert (
         bench_economical.main(
-            [*argv, "--schedule", "sequential", "--segments", "4", "--json", str(out)]
+            [*argv, "--schedule", "sequential", "--segments", "4", "--no-control", "--json", str(out)]
         )
         == 0
     )
     report = json.loads(out.read_text(encoding="utf-8"))
     assert report["level"] == "full" and report["schedule"] == "sequential"
     assert "step_time_paired_median" not in report["ratios"]
+    assert "rounding" not in report["quality"]  # --no-control
     assert report["ratios"]["peak_bytes"] < 1
+
+
+def test_rounding_control_tells_noise_from_a_change():
+    normal = [1.0, 2.0, 3.0, 4.0]
+    controls = [[x + 1e-5 for x in normal], [x - 2e-5 for x in normal]]  # RMS 1.58e-5
+    within = bench_economical.rounding_control(normal, [x + 3e-5 for x in normal], controls)
+    assert within["within_rounding_noise"] and within["ratio_to_control"] == pytest.approx(1.897, rel=1e-3)
+    beyond = bench_economical.rounding_control(normal, [x + 1e-3 for x in normal], controls)
+    assert not beyond["within_rounding_noise"]
+    same = bench_economical.rounding_control(normal, normal, [normal])
+    assert same["within_rounding_noise"] and same["ratio_to_control"] == 0
+
+
+def test_perturbation_is_one_rounding_step_and_seeded():
+    from trainer.config import ModelConfig
+    from trainer.model import GPT
+
+    m = ModelConfig(context=8, width=16, heads=2, layers=1, vocab=50)
+    a, b, c = (GPT(m) for _ in range(3))
+    for x in (a, b, c):
+        x.init_weights(3)
+    bench_economical.perturb_weights(b, 7)
+    bench_economical.perturb_weights(c, 7)
+    for pa, pb, pc in zip(a.parameters(), b.parameters(), c.parameters(), strict=True):
+        assert torch.equal(pb, pc)  # the same seed, the same nudge
+        rel = ((pb - pa) / pa).detach().abs()
+        assert float(rel.max()) <= 2.0**-22 and not torch.equal(pa, pb)
 
 
 def test_t_quantile_is_students():

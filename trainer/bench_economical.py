@@ -25,7 +25,12 @@ the nvidia-ml-py package is installed; else the driver's free/total).
 
 Quality: both trained models are evaluated on the same held-out segments (96 by
 default); the paired per-segment difference (economical − normal), its mean and 95%
-confidence interval are reported.
+confidence interval are reported. That interval measures the segments only: in 16-bit
+precision two trainings that differ in nothing but the order of float sums end a little
+apart, consistently over all segments, and the interval excludes zero. So each series also
+trains a control, untimed: the normal mode from initial weights nudged by one fp32
+rounding step (2⁻²³); the economical difference is compared with the controls'
+(`quality.rounding`; --no-control skips it).
 
 Without --config the model is the issue's CPU configuration (context 512, width 128,
 4 layers, 4 heads, batch 16, vocabulary 1024) on the CPU, and the lab's default model
@@ -160,6 +165,7 @@ class ModeRun:
         steps: int,
         warmup: int,
         observed: Observed,
+        perturb: int | None = None,
     ) -> None:
         t = cfg.training
         self.cfg, self.level, self.data, self.device = cfg, level, data, device
@@ -167,6 +173,8 @@ class ModeRun:
         torch.manual_seed(t.seed)
         self.model = GPT(cfg.model)
         self.model.init_weights(t.seed)
+        if perturb is not None:
+            perturb_weights(self.model, perturb)
         economical.apply(self.model, level)
         self.model.to(device)
         self.precision = pick_precision(t.precision, device)
@@ -266,6 +274,53 @@ class ModeRun:
         return result
 
 
+# The control's nudge to the initial weights: one part in 2²³, an fp32 rounding step.
+PERTURBATION = 2.0**-23
+
+
+@torch.no_grad()
+def perturb_weights(model: GPT, seed: int) -> None:
+    """Scale every initial weight by 1 ± 2⁻²³ (random signs from `seed`): a change of the
+    size of one rounding, so the normal mode trained from it shows how far rounding alone
+    moves the trained model's held-out loss (the control for the quality comparison)."""
+    g = torch.Generator().manual_seed(seed)
+    for p in model.parameters():
+        sign = torch.randint(0, 2, p.shape, generator=g).to(p.dtype) * 2 - 1
+        p.mul_(1 + PERTURBATION * sign)
+
+
+def run_control(
+    cfg: RunConfig, data: PreparedData, device: torch.device, steps: int, warmup: int,
+    observed: Observed, segments: int, seed: int,
+) -> list[float]:
+    """The normal mode from initial weights nudged by a rounding step: its held-out
+    losses (not timed)."""
+    fresh_device(device)
+    run = ModeRun(cfg, "off", data, device, steps, warmup, observed, perturb=seed)
+    for i in range(run.total):
+        run.step(i)
+    return run.finish(segments)["segment_losses"]
+
+
+def rounding_control(normal: list[float], econ: list[float], controls: list[list[float]]) -> dict[str, Any]:
+    """Is the economical mode's held-out difference of the size rounding alone makes?
+
+    Two trainings that differ only in the order of float sums end at slightly different
+    models, and with 96 paired segments even a difference of 1e-5 has a confidence
+    interval clear of zero (seen in bf16: docs/PERF.md) — that interval measures the
+    segments, not training's sensitivity to rounding. The controls measure that: the
+    normal mode retrained from weights nudged by one rounding step. The economical mode
+    counts as within rounding noise when its mean difference is at most 3× the controls'
+    root-mean-square difference (about three standard deviations of a rounding-sized
+    change, if those differences are centred on zero)."""
+    diffs = [paired(normal, c)["diff"] for c in controls]
+    rms = math.sqrt(statistics.fmean(d * d for d in diffs))
+    econ_diff = paired(normal, econ)["diff"]
+    ratio = abs(econ_diff) / rms if rms > 0 else (0.0 if econ_diff == 0 else math.inf)
+    return {"control_diffs": diffs, "control_rms": rms, "ratio_to_control": ratio,
+            "within_rounding_noise": ratio <= 3.0}
+
+
 def fresh_device(device: torch.device) -> None:
     """Let a run start from a clean allocator, so its peak and NVML figures are its own."""
     gc.collect()
@@ -359,8 +414,10 @@ def compare(
     warmup: int,
     segments: int,
     schedule: str = "sequential",
+    control: bool = True,
 ) -> dict[str, Any]:
     observed = Observed(device)
+    controls: list[list[float]] = []
     modes: dict[str, list[dict[str, Any]]] = {"normal": [], "economical": []}
     names = {"normal": "off", "economical": level}
     load_before = os.getloadavg() if hasattr(os, "getloadavg") else None
@@ -404,6 +461,9 @@ def compare(
                     f"  {mode}: median {r['step_time_median'] * 1000:.1f} ms, peak {r['peak_bytes'] / MB:.1f} MB"
                 )
             del runs
+        if control:
+            say(f"series {s + 1}/{series}: control, the normal mode from weights nudged by 2^-23, not timed")
+            controls.append(run_control(cfg, data, device, steps, warmup, observed, segments, 1000 + s))
     normal, econ = modes["normal"], modes["economical"]
     nt, et = pooled(normal), pooled(econ)
     ratios = {
@@ -441,6 +501,10 @@ def compare(
     quality["same_in_every_series"] = all(
         r["segment_losses"] == modes[m][0]["segment_losses"] for m in modes for r in modes[m]
     )
+    if controls:
+        quality["rounding"] = rounding_control(
+            normal[-1]["segment_losses"], econ[-1]["segment_losses"], controls
+        )
     time_target = 1.02 if device.type == "cuda" else 1.15
     return {
         "device": describe_device(device),
@@ -462,6 +526,11 @@ def compare(
                 "peak_bytes": ratios["peak_bytes"] <= 0.46,
                 "step_time_median": ratios["step_time_median"] <= time_target,
                 "quality_ci_includes_zero": bool(quality.get("ci_includes_zero")),
+                **(
+                    {"quality_within_rounding_noise": quality["rounding"]["within_rounding_noise"]}
+                    if "rounding" in quality
+                    else {}
+                ),
             },
         },
         "modes": modes,
@@ -528,6 +597,14 @@ def table(report: dict[str, Any]) -> str:
         f"economical {q.get('economical_loss', float('nan')):.4f}, difference {q['diff']:+.3g} "
         f"(95% CI {q['ci95'][0]:+.3g} … {q['ci95'][1]:+.3g})"
     )
+    if "rounding" in q:
+        rc = q["rounding"]
+        lines.append(
+            "rounding control (normal mode from weights nudged by 2^-23): differences "
+            + ", ".join(f"{d:+.3g}" for d in rc["control_diffs"])
+            + f"; the economical difference is {rc['ratio_to_control']:.2f}x their RMS"
+            + (" — within rounding noise" if rc["within_rounding_noise"] else " — beyond rounding noise")
+        )
     met = report["targets"]["met"]
     lines.append(
         "targets: " + ", ".join(f"{k} {'met' if v else 'NOT met'}" for k, v in met.items())
@@ -584,6 +661,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="CPU threads for torch (default: torch's own choice); with 1 the process's CPU "
         "time measures the work itself, even while other programs share the cores",
     )
+    p.add_argument(
+        "--no-control",
+        dest="control",
+        action="store_false",
+        help="skip the rounding control (a third, untimed run per series: the normal mode "
+        "from weights nudged by one rounding step, to tell a quality change from rounding noise)",
+    )
     p.add_argument("--json", type=Path, help="write the full report here")
     return p.parse_args(argv)
 
@@ -635,7 +719,9 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    report = compare(cfg, level, data, device, steps, args.series, warmup, args.segments, schedule)
+    report = compare(
+        cfg, level, data, device, steps, args.series, warmup, args.segments, schedule, args.control
+    )
     print(table(report), flush=True)
     if args.json:
         write_json(args.json, report)
