@@ -34,7 +34,7 @@ $PY -m trainer.bench_economical --device cuda --data "$DATA" --steps "$STEPS" --
     --level selective --json "$OUT/bench_selective.json" 2>&1 | tee "$OUT/bench_selective.txt" || status=1
 echo "== 1b. benchmark, full level, 256 steps x 2 series"
 $PY -m trainer.bench_economical --device cuda --data "$DATA" --steps 256 --series 2 \
-    --level full --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench_full.txt" || status=1
+    --level full --no-control --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench_full.txt" || status=1
 
 echo "== 2. bit-exact resume on CUDA (deterministic algorithms)"
 $PY - "$OUT" "$DATA" <<'PYEOF' 2>&1 | tee "$OUT/resume.txt"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every GPU check of the lab in one run, for a session with an NVIDIA card (about 8 minutes
-# on an H200; each part is time-boxed, so one that hangs cannot starve the others):
+# on an H200; each part is time-boxed, so one that hangs cannot starve the others, and all
+# together stay under 9½ minutes: one device call). STEPS=512 halves the benchmark's part.
 #     bash scripts/gpu_checks.sh OUT_DIR
 # In order of importance:
 #   economical.log, bench_selective.json, bench_full.json: the economical mode against the normal one (scripts/gpu_check_economical.sh:
@@ -21,16 +22,16 @@ export PYTHONUNBUFFERED=1 PYTHON="$PY"
 nvidia-smi --query-gpu=name,driver_version,memory.total,temperature.gpu --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 # Its data and run folders stay in $WORK; the two reports come to OUT (a device session
 # brings back only a few files).
-OUT="$WORK/economical" STEPS=${STEPS:-1024} timeout 300 bash scripts/gpu_check_economical.sh > "$OUT/economical.log" 2>&1
+OUT="$WORK/economical" STEPS=${STEPS:-1024} timeout 330 bash scripts/gpu_check_economical.sh > "$OUT/economical.log" 2>&1
 echo "economical: exit $?"; tail -4 "$OUT/economical.log"
 cp "$WORK"/economical/bench_*.json "$OUT/" 2>/dev/null
-timeout 200 $PY scripts/gpu_probe.py "$OUT/probe.json" > "$OUT/probe.log" 2>&1
+timeout 180 $PY scripts/gpu_probe.py "$OUT/probe.json" > "$OUT/probe.log" 2>&1
 echo "probe: exit $?"
 # The sizing model against the probe (pure arithmetic, but app/ needs platformdirs: carry its
 # wheel to a bare GPU machine; the same runs anywhere later with
 # `ternit bench sizing-gpu OUT/probe.json`).
 $PY -c "import sys; from app.sizing.probe_check import main; sys.exit(main(sys.argv[1:]))" "$OUT/probe.json" || true
-timeout 45 $PY scripts/gpu_check_monitor.py --load-seconds 8 --bench-seconds 3 > "$OUT/monitor.json" 2> "$OUT/monitor.err"
+timeout 40 $PY scripts/gpu_check_monitor.py --load-seconds 8 --bench-seconds 3 > "$OUT/monitor.json" 2> "$OUT/monitor.err"
 echo "monitor: exit $?"
 if [ "${TRAINER:-0}" = 1 ]; then
   timeout 130 $PY scripts/gpu_check_trainer.py "$WORK/trainer" > "$OUT/trainer.log" 2>&1
