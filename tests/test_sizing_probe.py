@@ -87,3 +87,17 @@ def test_reads_what_the_probe_script_really_writes(tmp_path):
     assert probe["cases"] and all("error" not in c for c in probe["cases"])
     (e,) = r["economical"]  # the smoke run times the normal and the selective mode at one size
     assert e["level"] == "selective" and e["measured_ratio"] > 0
+
+
+def test_the_probe_profiler_runs_where_there_is_no_gpu():
+    """Its CUDA kernel list is empty on the CPU, but the code path (profiler, event filter,
+    summary) runs: a GPU session should not be the first to execute it."""
+    import importlib.util
+
+    import torch
+
+    spec = importlib.util.spec_from_file_location("gpu_probe", ROOT / "scripts" / "gpu_probe.py")
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    busy, kernels, top = probe.profile_step(lambda: torch.ones(64, 64) @ torch.ones(64, 64), lambda: None)
+    assert (busy, kernels, top) == (0, 0, [])
