@@ -89,6 +89,7 @@ def test_reads_what_the_probe_script_really_writes(tmp_path):
     assert e["level"] == "selective" and e["measured_ratio"] > 0
 
 
+@pytest.mark.filterwarnings("ignore:CUDA is not available")
 def test_the_probe_profiler_runs_where_there_is_no_gpu():
     """Its CUDA kernel list is empty on the CPU, but the code path (profiler, event filter,
     summary) runs: a GPU session should not be the first to execute it."""
