@@ -8,8 +8,9 @@ Levels (run.json `training.economical`: false = "off", true = "selective", or a 
   norm, up-projection and GELU in the backward pass, in slices of rows (`_TiledMLP`;
   see `mlp_chunks`), so its wide temporaries are never all alive at once.
 - "full": the attention is recomputed too (activation checkpointing, non-reentrant):
-  a block keeps only its input and its mid-block residual. The least memory; the
-  attention kernel runs twice.
+  a block keeps only its input and its mid-block residual. The least memory; q/k/v and
+  the attention kernel run twice (the checkpoint stops before the output projection,
+  whose output the backward pass does not need).
 
 In both economical levels the loss is `chunked_lm_loss`: the tied output layer and the
 cross-entropy are evaluated a slice of rows at a time, and the gradients with respect
@@ -22,6 +23,13 @@ torch.utils.checkpoint's selective policies, which held more (0.42× against 0.3
 the normal peak here) and cost Python work per operator in both passes. The block's forward is restated here
 (trainer.model.Block: x + attn(norm(x)), then x + mlp(norm(x))); the tests compare the
 modes' losses and gradients, so a change to one that the other lacks fails them.
+
+On a fast GPU a step of the lab's small models waits mostly for kernel launches, so the
+written-out passes launch as few as they can: no zero-filled accumulators, no copies a
+single slice does not need, few loss slices (`loss_slices`). trainer.opcount counts a
+step's launches and FLOPs; tests/test_opcount.py holds the selective level to ≤ 1.3× the
+normal step's launches (1.25× at the lab's default model) and to exactly the FLOPs it
+says it redoes.
 
 The parameters and their names are untouched: a checkpoint from one mode continues in
 the other. Every operation is deterministic where the kernels are, so a resumed run
