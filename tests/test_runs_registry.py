@@ -240,6 +240,25 @@ def test_oom_at_batch_1_names_what_the_economical_level_can_still_give(lang):
     assert advice["full"].endswith(".") and ("размер модели" if ru else "model size") in advice["full"]
 
 
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_oom_above_batch_1_offers_the_next_economical_level_beside_a_smaller_batch(lang):
+    set_language(lang)
+    try:
+        advice = {}
+        for value in ("off", "selective", "full"):
+            cfg = {**CFG, "training": {**CFG["training"], "batch_per_card": 4, "economical": value}}
+            f = failure_from_events([ev("error", 0, kind="oom", message="oom", suggested_batch=2)], cfg)
+            assert f.suggested_batch == 2 and f.retry_config(cfg)["training"]["batch_per_card"] == 2
+            advice[value] = f.advice
+    finally:
+        set_language(None)
+    ru = lang == "ru"
+    assert ("с 4 до 2" if ru else "from 4 to 2") in advice["off"]
+    assert ("включите экономный режим" if ru else "turn on the economical mode") in advice["off"]
+    assert ("выберите полный уровень" if ru else "choose the full economical level") in advice["selective"]
+    assert ("экономн" if ru else "economical") not in advice["full"]
+
+
 # ---- series ------------------------------------------------------------------------------
 def test_series_joins_a_chain_and_marks_data_changes_pauses_and_redone_steps():
     reg = Registry()

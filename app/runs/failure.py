@@ -96,16 +96,20 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
     if kind == "oom":
         f.batch = training.get("batch_per_card")
         f.suggested_batch = err.get("suggested_batch") or (max(1, f.batch // 2) if f.batch else None)
+        # The economical mode's next level, if there is one, keeps the batch (and so the
+        # training's dynamics) as it is: offered beside the smaller batch.
+        more = economical_step_up(economical_level(training.get("economical")) or "off")
         if f.batch and f.batch > 1:
             f.advice = t(
-                f"Не хватило памяти видеокарты. Уменьшите «Батч на карту» с {f.batch} до {f.suggested_batch}.",
-                f"The GPU ran out of memory. Lower «Batch per card» from {f.batch} to {f.suggested_batch}.",
+                f"Не хватило памяти видеокарты. Уменьшите «Батч на карту» с {f.batch} до {f.suggested_batch}"
+                + (f" или {more} — батч останется прежним." if more else "."),
+                f"The GPU ran out of memory. Lower «Batch per card» from {f.batch} to {f.suggested_batch}"
+                + (f", or {more} and keep the batch." if more else "."),
             )
         else:
             f.suggested_batch = None
-            # The economical mode helps only up to its full level: name the next level, or
+            # The economical mode helps only up to its full level: the next level, or
             # nothing when the run already used the full one.
-            more = economical_step_up(economical_level(training.get("economical")) or "off")
             f.advice = t(
                 "Не помещается даже батч 1: уменьшите контекст или размер модели"
                 + (f", или {more}." if more else "."),
