@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt
 
 from app.runs import RunManager
 from app.runs import status as st
+from tests.ui_actions import choose
 
 ROOT = Path(__file__).resolve().parent.parent
 WAIT_MS = 90_000  # generous: the CI machine is small and shared
@@ -48,14 +49,6 @@ def type_into(qtbot, view, name: str, text: str) -> None:
     edit = view.inputs[name]
     edit.selectAll()
     qtbot.keyClicks(edit, text)
-
-
-def choose(view, name: str, key: str) -> None:
-    combo = view.inputs[name]
-    i = combo.findData(key)
-    assert i >= 0, (name, key)
-    combo.setCurrentIndex(i)
-    combo.activated.emit(i)
 
 
 def tick_only(view, constellation: str) -> None:

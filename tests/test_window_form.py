@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QComboBox
 
 from app.form import ContinueFrom, FormContext, Prepared
 from app.i18n import set_language
+from tests.ui_actions import choose
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
@@ -22,15 +23,6 @@ def view(qtbot, tiny_data):
     v = RunFormView(ctx)
     qtbot.addWidget(v)
     return v
-
-
-def choose(view, name: str, key: str) -> None:
-    """Pick an option as a user does: the combo's index changes, then `activated` fires."""
-    combo = view.inputs[name]
-    i = combo.findData(key)
-    assert i >= 0, (name, key)
-    combo.setCurrentIndex(i)
-    combo.activated.emit(i)
 
 
 def items(combo: QComboBox) -> list[tuple[str, str]]:
