@@ -23,13 +23,13 @@ from typing import Any
 
 from .formulas import Shape
 from .memory import MiB, cublas_workspace_bytes, estimate_memory
-from .speed import economical_factor, estimate_speed, nearest_measured
+from .speed import economical_factor, estimate_speed, measured_shape, nearest_measured
 
 GPU = "local"  # the probe's card is the machine's own
 
 
 def _shape(case: dict[str, Any]) -> Shape:
-    return Shape(case["layers"], case["width"], case["heads"], case["context"], case["vocab"], case["batch"])
+    return measured_shape(case)  # a probe case has the fields of a measured run
 
 
 def _as_run(case: dict[str, Any], index: int) -> dict[str, Any]:
