@@ -30,6 +30,10 @@ from .numbers import plural_ru
 # Runs are fitted only when their step compute spans more than this ratio: closer sizes
 # pin the fixed part down no better than their own noise (a few per cent run to run).
 MIN_SPREAD = 1.1
+# A fitted fixed part below this share of the nearest run's step is not told from noise
+# (measured runs of one size spread by a few per cent, docs/PERF.md): the nearest run's
+# scaling is then used, which on the CPU predicted as well with a smaller worst case.
+MIN_FIXED_SHARE = 0.10
 
 
 @dataclass(frozen=True)
@@ -150,7 +154,8 @@ def fit_step_time(
     size. Two runs are met exactly whatever the weights. None (the caller falls back to
     the nearest run) when fewer than two runs, when their step compute spans no more than
     MIN_SPREAD (one size, in effect), or when the fit says a < 0 or b ≤ 0 (a step cannot
-    take less than no time, nor get faster with more arithmetic: noise, not a law).
+    take less than no time, nor get faster with more arithmetic: noise, not a law), or
+    when the fixed part is under MIN_FIXED_SHARE of the nearest run's step.
     """
     facts = GPUS.get(gpu)
     if facts is None:
@@ -177,8 +182,10 @@ def fit_step_time(
     b = (sv * suu - su * suv) / det
     if not (a >= 0 and b > 0):
         return None
-    order = sorted(cands, key=lambda c: c[2])  # nearest first
-    return StepFit(a, b / x0, tuple(str(m.get("run", "?")) for m, _, _ in order))
+    order = sorted(range(len(cands)), key=lambda i: cands[i][2])  # nearest first
+    if a < MIN_FIXED_SHARE * ys[order[0]]:
+        return None
+    return StepFit(a, b / x0, tuple(str(cands[i][0].get("run", "?")) for i in order))
 
 
 def _ms_text(seconds: float, lang: str) -> str:
