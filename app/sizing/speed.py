@@ -10,7 +10,8 @@ count. In order:
   time, seconds per step = fixed + per-compute × compute per card-step ("fitted_measured",
   see fit_step_time). A step has a part that does not grow with arithmetic (kernel
   launches, the optimizer's and the loop's fixed work): on an H200 at a launch-bound size
-  16 layers ran 0.70× as fast as 8 where compute scaling says 0.53× (docs/PERF.md);
+  16 layers ran 0.70× as fast as 8 where compute scaling says 0.53× (docs/PERF.md).
+  Used when that fixed part is at least MIN_FIXED_SHARE of the nearest run's step;
 - else the nearest measured size, scaled by compute per token ("scaled_measured").
 Every result says which it was.
 """
