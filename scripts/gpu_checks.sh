@@ -3,6 +3,10 @@
 # on an H200; each part is time-boxed, so one that hangs cannot starve the others, and all
 # together stay under 9½ minutes: one device call). STEPS=512 halves the benchmark's part.
 #     bash scripts/gpu_checks.sh OUT_DIR
+# Needs torch with CUDA, numpy, tokenizers; nvidia-ml-py for the monitor and the observed
+# memory; platformdirs for the sizing check (on a bare machine: bring its wheel, e.g.
+# `python3 -m pip install -q --no-index --no-deps --target /tmp/site platformdirs-*.whl`
+# and `export PYTHONPATH=/tmp/site`).
 # In order of importance:
 #   economical.log, bench_selective.json, bench_full.json: the economical mode against the normal one (scripts/gpu_check_economical.sh:
 #                the side-by-side benchmark, the `full` level, bit-exact resume on CUDA)
