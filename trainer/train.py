@@ -348,12 +348,14 @@ def run(opts: Options) -> int:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     device_type = "cpu" if opts.device == "cpu" or not torch.cuda.is_available() else "cuda"
     world = init_world(device_type)
+    code: int | None = None
     try:
         device = pick_device(opts.device, world)
         trainer = Trainer(cfg, opts, world, device)
-        return _run(trainer, opts)
+        code = _run(trainer, opts)
+        return code
     finally:
-        shutdown(world)
+        shutdown(world, together=code == EXIT_OK)
 
 
 def _run(trainer: Trainer, opts: Options) -> int:
