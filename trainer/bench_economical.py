@@ -289,17 +289,16 @@ def perturb_weights(model: GPT, seed: int) -> None:
         p.mul_(1 + PERTURBATION * sign)
 
 
-def run_control(
-    cfg: RunConfig, data: PreparedData, device: torch.device, steps: int, warmup: int,
-    observed: Observed, segments: int, seed: int,
-) -> list[float]:
-    """The normal mode from initial weights nudged by a rounding step: its held-out
-    losses (not timed)."""
+def run_whole(
+    cfg: RunConfig, level: str, data: PreparedData, device: torch.device, steps: int, warmup: int,
+    observed: Observed, segments: int, perturb: int | None = None,
+) -> dict[str, Any]:
+    """One mode's run from a clean allocator to its finish (ModeRun.finish's report)."""
     fresh_device(device)
-    run = ModeRun(cfg, "off", data, device, steps, warmup, observed, perturb=seed)
+    run = ModeRun(cfg, level, data, device, steps, warmup, observed, perturb=perturb)
     for i in range(run.total):
         run.step(i)
-    return run.finish(segments)["segment_losses"]
+    return run.finish(segments)
 
 
 def rounding_control(normal: list[float], econ: list[float], controls: list[list[float]]) -> dict[str, Any]:
@@ -429,12 +428,7 @@ def compare(
                 say(
                     f"series {s + 1}/{series}: {mode} ({names[mode]}) run {position} of 2, {warmup}+1+{steps} steps"
                 )
-                fresh_device(device)
-                run = ModeRun(cfg, names[mode], data, device, steps, warmup, observed)
-                for i in range(run.total):
-                    run.step(i)
-                r = run.finish(segments)
-                del run
+                r = run_whole(cfg, names[mode], data, device, steps, warmup, observed, segments)
                 r.update(series=s + 1, order=position)
                 modes[mode].append(r)
                 say(
@@ -463,7 +457,9 @@ def compare(
             del runs
         if control:
             say(f"series {s + 1}/{series}: control, the normal mode from weights nudged by 2^-23, not timed")
-            controls.append(run_control(cfg, data, device, steps, warmup, observed, segments, 1000 + s))
+            # The normal mode from initial weights nudged by a rounding step (not timed).
+            control = run_whole(cfg, "off", data, device, steps, warmup, observed, segments, perturb=1000 + s)
+            controls.append(control["segment_losses"])
     normal, econ = modes["normal"], modes["economical"]
     nt, et = pooled(normal), pooled(econ)
     ratios = {
