@@ -21,15 +21,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .formulas import Shape
 from .memory import MiB, cublas_workspace_bytes, estimate_memory
 from .speed import economical_factor, estimate_speed, measured_shape, nearest_measured
 
 GPU = "local"  # the probe's card is the machine's own
-
-
-def _shape(case: dict[str, Any]) -> Shape:
-    return measured_shape(case)  # a probe case has the fields of a measured run
 
 
 def _as_run(case: dict[str, Any], index: int) -> dict[str, Any]:
@@ -52,7 +47,7 @@ def speed_rows(cases: list[dict[str, Any]], device: str) -> list[dict[str, Any]]
     rows = []
     for i, c in enumerate(cases):
         others = runs[:i] + runs[i + 1 :]
-        s = _shape(c)
+        s = measured_shape(c)
         fitted = estimate_speed(s, GPU, measured=others, local_name=device)
         near = nearest_measured(s, GPU, "off", others)
         assert near is not None
@@ -73,7 +68,7 @@ def memory_rows(cases: list[dict[str, Any]], compute_capability: tuple[int, int]
     for c in cases:
         if c.get("peak_mb") is None:
             continue
-        m = estimate_memory(_shape(c), "bf16", 1, c["level"], cublas_workspace_bytes(compute_capability))
+        m = estimate_memory(measured_shape(c), "bf16", 1, c["level"], cublas_workspace_bytes(compute_capability))
         rows.append({"size": _label(c), "level": c["level"], "measured_mb": c["peak_mb"],
                      "predicted_mb": m.peak / MiB, "error": m.peak / MiB / c["peak_mb"] - 1})
     return rows
@@ -89,7 +84,7 @@ def economical_rows(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
             continue
         rows.append({"size": _label(c), "level": c["level"],
                      "measured_ratio": c["wall_ms"] / base["wall_ms"],
-                     "arithmetic_ratio": economical_factor(_shape(c), c["level"]),
+                     "arithmetic_ratio": economical_factor(measured_shape(c), c["level"]),
                      "kernel_ratio": (c["kernels"] / base["kernels"]) if c.get("kernels") and base.get("kernels") else None})
     return rows
 
