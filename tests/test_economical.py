@@ -139,29 +139,24 @@ def test_peak_memory_below_0_46_of_normal_where_activations_dominate():
     assert selective["activation_bytes"] < 0.46 * normal["activation_bytes"]
 
 
-def test_benchmark_writes_the_report(tmp_path, tiny_data, capsys):
+def run_benchmark(tmp_path, tiny_data, training: dict, *args: str) -> dict:
+    """`python -m trainer.bench_economical` on a tiny model over the test data; its JSON."""
     run = {
         "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
-        "training": {"batch_per_card": 4, "seed": 5},
+        "training": {"batch_per_card": 4, **training},
         "data": {"dir": str(tiny_data)},
     }
     (tmp_path / "run.json").write_text(json.dumps(run), encoding="utf-8")
     out = tmp_path / "report.json"
-    argv = [
-        "--config",
-        str(tmp_path / "run.json"),
-        "--steps",
-        "3",
-        "--series",
-        "2",
-        "--warmup",
-        "1",
-    ]
-    assert (
-        bench_economical.main([*argv, "--segments", "12", "--device", "cpu", "--json", str(out)])
-        == 0
+    assert bench_economical.main(["--config", str(tmp_path / "run.json"), *args, "--json", str(out)]) == 0
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_benchmark_writes_the_report(tmp_path, tiny_data, capsys):
+    report = run_benchmark(
+        tmp_path, tiny_data, {"seed": 5},
+        "--steps", "3", "--series", "2", "--warmup", "1", "--segments", "12", "--device", "cpu",
     )
-    report = json.loads(out.read_text(encoding="utf-8"))
     assert set(report["ratios"]) >= {
         "peak_bytes",
         "activation_bytes",
@@ -191,30 +186,11 @@ def test_benchmark_writes_the_report(tmp_path, tiny_data, capsys):
 
 
 def test_benchmark_sequential_schedule(tmp_path, tiny_data):
-    run = {
-        "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
-        "training": {"batch_per_card": 4, "economical": "full"},
-        "data": {"dir": str(tiny_data)},
-    }
-    (tmp_path / "run.json").write_text(json.dumps(run), encoding="utf-8")
-    out = tmp_path / "report.json"
-    argv = [
-        "--config",
-        str(tmp_path / "run.json"),
-        "--steps",
-        "2",
-        "--series",
-        "1",
-        "--warmup",
-        "0",
-    ]
-    assert (
-        bench_economical.main(
-            [*argv, "--schedule", "sequential", "--segments", "4", "--no-control", "--json", str(out)]
-        )
-        == 0
+    report = run_benchmark(
+        tmp_path, tiny_data, {"economical": "full"},
+        "--steps", "2", "--series", "1", "--warmup", "0", "--schedule", "sequential",
+        "--segments", "4", "--no-control",
     )
-    report = json.loads(out.read_text(encoding="utf-8"))
     assert report["level"] == "full" and report["schedule"] == "sequential"
     assert "step_time_paired_median" not in report["ratios"]
     assert "rounding" not in report["quality"]  # --no-control
