@@ -123,7 +123,7 @@ class HistoryView(QWidget):
         row = self.selected()
         self.buttons["continue"].setEnabled(bool(row and row.can_continue))
         self.buttons["stop"].setEnabled(bool(row and row.can_stop))
-        self.buttons["export"].setEnabled(bool(row and row.can_continue))
+        self.buttons["export"].setEnabled(bool(row and row.can_export and not row.can_stop))
         for key in ("show", "folder"):
             self.buttons[key].setEnabled(row is not None)
 

@@ -39,7 +39,7 @@ from app.form import ContinueFrom, FormContext, Prepared, scan_prepared
 from app.i18n import current_language, t
 from app.runs import ContinueError, RunEnded, RunError, RunManager, RunRecord
 from app.runs import status as st
-from app.runs.checkpoints import checkpoint_step, latest_checkpoint
+from app.runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
 
 from . import settings
 from .history import HistoryView
@@ -171,7 +171,7 @@ class RunBanner(QWidget):
         self.stop_button.setEnabled(rec.active and not stopping)
         self.stop_button.setText(t("Сохранение…", "Saving…") if stopping else t("Остановить", "Stop"))
         if failure is not None:
-            self.failure.setText(f"{failure.message}\n{failure.advice}")
+            self.failure.setText("\n".join(x for x in (failure.message, failure.advice) if x))
             label = failure.retry_label()
             self.retry_button.setText(label or "")
             self.retry_button.setVisible(bool(label))
@@ -566,7 +566,7 @@ class MainWindow(QMainWindow):
         except (ContinueError, KeyError, OSError, ValueError) as e:
             self.statusBar().showMessage(str(e))
             return None
-        ckpt = latest_checkpoint(rec.path)
+        ckpt = usable_checkpoint(rec.path)
         step = (checkpoint_step(ckpt) if ckpt else None) or rec.last_step or 0
         parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
         return ContinueFrom(run_id=run_id, config=cfg, step=int(step),

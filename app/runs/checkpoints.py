@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 LATEST = "latest"  # a one-line text file naming the newest checkpoint (written atomically)
@@ -21,6 +22,24 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
         best = [c for c in (_in_folder(f) for f in folders) if c is not None]
         if best:
             return max(best, key=lambda p: (checkpoint_step(p) or -1, str(p)))
+    return None
+
+
+def usable_checkpoint(run_dir: Path) -> Path | None:
+    """The checkpoint «Продолжить» starts from: the run's own newest, else the one the run
+    itself started from (run.json's resume_from) — a continuation killed or failed before
+    it saved its first checkpoint still has its chain's latest weights to go on from."""
+    run_dir = Path(run_dir)
+    own = latest_checkpoint(run_dir)
+    if own is not None:
+        return own
+    try:
+        config = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    resume = config.get("resume_from") if isinstance(config, dict) else None
+    if isinstance(resume, str) and resume and Path(resume).is_file():
+        return Path(resume)
     return None
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import t
-from .checkpoints import checkpoint_step, latest_checkpoint
+from .checkpoints import checkpoint_step, usable_checkpoint
 from .events import read_events
 from .registry import Registry, RunRecord
 
@@ -80,7 +80,7 @@ def continue_config(registry: Registry, run_id: str, steps_to: int | None = None
     the parent's when it had reached it (continuing to the same step would do nothing).
     """
     parent = registry.get(run_id)
-    ckpt = latest_checkpoint(parent.path)
+    ckpt = usable_checkpoint(parent.path)
     if ckpt is None:
         raise ContinueError(
             t(
@@ -112,7 +112,7 @@ def check_continue(registry: Registry, run_id: str, config: dict[str, Any]) -> C
     parent = registry.get(run_id)
     start = _last_start(parent) or {}
     model = parent_model(parent)
-    ckpt = config.get("resume_from") or str(latest_checkpoint(parent.path) or "")
+    ckpt = config.get("resume_from") or str(usable_checkpoint(parent.path) or "")
     model_changed = {k: v for k, v in (config.get("model") or {}).items() if model.get(k) != v} != {}
     anew = data_changed(start.get("config") or parent.config(), start.get("data_id"), config)
     warning = None

@@ -146,11 +146,13 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
     return f
 
 
-def vanished(last_step: int | None, checkpoint: str | None) -> Failure:
-    """A run whose process is gone without an `end` event."""
+def vanished(last_step: int | None, checkpoint: str | None, log_line: str | None = None) -> Failure:
+    """A run whose process is gone without an `end` event. `log_line`: the last line the
+    trainer wrote for humans (its events are not news), shown as the message."""
     return Failure(
         kind=VANISHED,
-        message=VANISHED_MESSAGE,
+        message=t(f"Последняя строка trainer.log: {log_line}", f"The last line of trainer.log: {log_line}")
+        if log_line else "",
         advice=t(
             "Процесс обучения пропал (его завершили или компьютер выключился). "
             + ("Продолжите с последнего чекпоинта." if checkpoint else "Чекпоинта нет: запустите заново."),
@@ -160,3 +162,25 @@ def vanished(last_step: int | None, checkpoint: str | None) -> Failure:
         step=last_step,
         checkpoint=checkpoint,
     )
+
+
+_VANISHED_FORMS = re.compile(
+    r"^" + re.escape(VANISHED_MESSAGE) + r"(?: \((?:last line of trainer\.log: (?P<line>.*)|(?P<adopted>found again in the run folders))\))?$",
+    re.DOTALL,
+)
+
+
+def shown_message(message: str | None, lang: str | None = None) -> str | None:
+    """A run's stored last message as the history shows it: the lab's own English record
+    of a vanished trainer in the interface language; anything else (the trainer's own
+    words) as it is."""
+    m = _VANISHED_FORMS.match(message or "")
+    if m is None:
+        return message
+    text = t("Процесс обучения пропал", "The trainer process disappeared", lang)
+    if m.group("line"):
+        text += t(f" (последняя строка trainer.log: {m.group('line')})",
+                  f" (the last line of trainer.log: {m.group('line')})", lang)
+    elif m.group("adopted"):
+        text += t(" (найден снова в папках прогонов)", " (found again in the run folders)", lang)
+    return text

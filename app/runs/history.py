@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from ..i18n import current_language, t
 from . import status as st
-from .checkpoints import latest_checkpoint
+from .checkpoints import latest_checkpoint, usable_checkpoint
+from .failure import shown_message
 from .registry import Registry, RunRecord
 
 
@@ -32,7 +33,9 @@ class HistoryRow:
     kernel_ref: str | None
     message: str | None
     can_stop: bool
-    can_continue: bool      # has a checkpoint and is not running
+    can_continue: bool      # has a checkpoint to go on from (its own or the one it
+                            # started from) and is not running
+    can_export: bool = False  # has a checkpoint of its own
 
 
 def where_label(rec: RunRecord, lang: str | None = None) -> str:
@@ -78,9 +81,10 @@ def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
         created=time.strftime("%Y-%m-%d %H:%M", time.localtime(rec.created_at)),
         folder=rec.folder,
         kernel_ref=rec.kaggle_kernel_ref,
-        message=rec.last_message,
+        message=shown_message(rec.last_message, lang),
         can_stop=rec.active,
-        can_continue=not rec.active and latest_checkpoint(rec.path) is not None,
+        can_continue=not rec.active and usable_checkpoint(rec.path) is not None,
+        can_export=latest_checkpoint(rec.path) is not None,
     )
 
 

@@ -21,7 +21,7 @@ from ..i18n import t
 from . import kaggle_bridge
 from . import process as proc
 from . import status as st
-from .checkpoints import latest_checkpoint
+from .checkpoints import usable_checkpoint
 from .continuing import ContinueCheck, ContinueError, check_continue, continue_config
 from .events import Event, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, vanished
@@ -377,9 +377,12 @@ class RunManager:
             config = {}
         f = failure_from_events(read_events(rec.events_path), config)
         if f is None:
-            ckpt = latest_checkpoint(rec.path)
-            f = vanished(rec.last_step, str(ckpt) if ckpt else None)
-            if rec.last_message and rec.last_message != VANISHED_MESSAGE:
+            # No error event: the process vanished, or the lab could not start it (then
+            # the row's message says why). A continuation that died before its first
+            # checkpoint goes on from the one it started from.
+            ckpt = usable_checkpoint(rec.path)
+            f = vanished(rec.last_step, str(ckpt) if ckpt else None, _log_tail(rec.log_path) or None)
+            if rec.last_message and not rec.last_message.startswith(VANISHED_MESSAGE):
                 f.message = rec.last_message
         return f
 
@@ -401,7 +404,9 @@ class RunManager:
         return self.start(cfg, parent_id=parent)
 
 
-def _log_tail(path: Path, max_bytes: int = 4096) -> str:
+def _log_tail(path: Path, max_bytes: int = 16384) -> str:
+    """The last line the trainer wrote for humans. It echoes its events into the log too;
+    those are in events.jsonl already, and the last one says nothing about why it died."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
@@ -410,4 +415,5 @@ def _log_tail(path: Path, max_bytes: int = 4096) -> str:
             lines = [ln.strip() for ln in f.read().decode("utf-8", "replace").splitlines() if ln.strip()]
     except OSError:
         return ""
+    lines = [ln for ln in lines if not (ln.startswith('{"event"') or ln.startswith('{"event" '))]
     return lines[-1][:300] if lines else ""

@@ -1,0 +1,59 @@
+"""A local run's life as a user meets it, with the real trainer on the CPU: a continuation
+killed before it saved a checkpoint of its own, and what the lab then says and offers."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+
+import pytest
+
+from app.runs import Registry, RunManager, status
+from app.runs import process as proc
+from app.runs.checkpoints import latest_checkpoint
+from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401 (fixtures)
+
+pytestmark = pytest.mark.timeout(150)
+CYRILLIC = re.compile("[А-Яа-яЁё]")
+
+
+def test_a_continuation_killed_before_its_first_checkpoint_goes_on_from_the_chains_last(tiny_data, russian):
+    m = RunManager()
+    parent = m.start(config(tiny_data, steps_to=100_000, eval_every=1000), stop_at_step=8)
+    parent = wait_until(m, parent.id, lambda r: r.status == status.TIME_LIMIT)
+    ckpt = latest_checkpoint(parent.path)
+    assert ckpt is not None and ckpt.name == "step-00000008.pt"
+
+    child = m.start_continue(parent.id, steps_to=100_000)
+    wait_until(m, child.id, lambda r: (r.last_step or 0) >= 12)
+    os.killpg(os.getpgid(child.pid), signal.SIGKILL)  # as if the PC lost power mid-run
+    proc.wait_exit(child.pid, 30)
+    dead = wait_until(m, child.id, lambda r: r.status == status.FAILED)
+    assert latest_checkpoint(dead.path) is None  # its own first checkpoint was 30 min away
+
+    # What the window's banner shows: Russian, the parent's checkpoint offered, and not the
+    # trainer's last echoed event posing as the last words of the log.
+    f = m.failure(child.id)
+    assert f.kind == "vanished" and f.checkpoint == str(ckpt)
+    assert "Продолжите с последнего чекпоинта" in f.advice and "Чекпоинта нет" not in f.advice
+    assert '{"event"' not in f.message
+    assert not f.message or CYRILLIC.search(f.message), f.message
+    row = next(r for r in m.history() if r.id == child.id)
+    assert row.can_continue and not row.can_export  # the weights to export are the parent's
+    assert row.message.startswith("Процесс обучения пропал") and '{"event"' not in row.message
+
+    # «Продолжить» on the killed run: from the parent's checkpoint, as the chain's next leg.
+    cfg = m.continue_config(child.id, steps_to=14)
+    assert cfg["resume_from"] == str(ckpt.resolve())
+    leg3 = m.start_continue(child.id, cfg)
+    done = wait_until(m, leg3.id, lambda r: not r.active, timeout=90)
+    assert (done.status, done.last_step, done.leg) == (status.FINISHED, 14, 3)
+    assert m.series(leg3.id).run_ids == [parent.id, child.id, leg3.id]
+    m.registry.close()
+
+    # The lab restarted: the row's message is still in the interface language.
+    again = RunManager(Registry())
+    row = next(r for r in again.history(lang="en") if r.id == child.id)
+    assert row.message.startswith("The trainer process disappeared")
+    assert not CYRILLIC.search(row.message)
