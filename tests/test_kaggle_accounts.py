@@ -133,3 +133,25 @@ def test_cli_add_and_list_accounts(fake, tmp_path, capsys):
     assert cli.main(["add-account", "--username", "carol", "--key", "x"]) == 2
     assert cli.main(["remove-account", "bob"]) == 0
     assert CredentialStore().names() == ["alice"]
+
+
+def test_a_global_token_asks_kaggle_nothing_and_keeps_each_key_status(fake, monkeypatch, capsys):
+    # With KAGGLE_API_TOKEN set the client sends that token instead of the account's key:
+    # a check then would mark a good key refused (or show the token owner's quota).
+    from app.kaggle import cli
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=2)
+    add_lab_accounts("alice")
+    store = KaggleStore()
+    accounts = Accounts(store)
+    assert accounts.check("alice").ok
+    asked = len(fake.calls)
+    monkeypatch.setenv("KAGGLE_API_TOKEN", "KGAT_someone_elses_token")
+    result = accounts.check("alice")
+    assert not result.ok and "KAGGLE_API_TOKEN" in result.message
+    assert cli.main(["accounts"]) == 0
+    assert len(fake.calls) == asked  # nothing went to Kaggle as the token's owner
+    view = {v.username: v for v in accounts.views()}["alice"]
+    assert view.key_status == "ok" and view.usable and view.remaining_s == pytest.approx(28 * 3600)
+    assert "ключ работает" in capsys.readouterr().out
+    store.close()

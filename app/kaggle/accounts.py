@@ -14,7 +14,7 @@ from ..i18n import t
 from .backoff import Backoff
 from .client import AccountClient
 from .credentials import Credential, CredentialStore, read_kaggle_json
-from .errors import AuthError, KaggleError, NetworkDown, Transient
+from .errors import AuthError, GlobalTokenSet, KaggleError, NetworkDown, Transient
 from .quota import Quota
 from .store import ACCOUNT_INVALID, ACCOUNT_UNREACHABLE, DatasetRow, KaggleStore
 
@@ -80,6 +80,8 @@ class Accounts:
         try:
             client = self.client(username)
             q = client.quota()
+        except GlobalTokenSet as e:  # nothing was asked: the key's status stays as it was
+            return CheckResult(username, False, str(e))
         except AuthError as e:
             self.store.set_key_status(username, ACCOUNT_INVALID, str(e))
             return CheckResult(username, False, str(e))

@@ -23,8 +23,8 @@ from typing import Any
 
 from ..i18n import t
 from .backoff import Backoff
-from .credentials import Credential
-from .errors import KaggleError, NotFound, PushRefused, UploadFailed
+from .credentials import Credential, global_token_warning
+from .errors import GlobalTokenSet, KaggleError, NotFound, PushRefused, UploadFailed
 from .quota import Quota
 
 ENDPOINT_ENV = "TERNIT_KAGGLE_ENDPOINT"
@@ -77,6 +77,11 @@ class AccountClient:
         self.on_wait = on_wait
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        # The client sends a global token instead of this account's key: a request now
+        # would go as the token's owner (wrong quota, or a good key reported as refused).
+        warning = global_token_warning()
+        if warning:
+            raise GlobalTokenSet(warning)
         return self.backoff.call(fn, what, self.username, self.on_wait)
 
     # -- account -----------------------------------------------------------------------

@@ -32,6 +32,12 @@ class NetworkDown(KaggleError):
     """Kaggle could not be reached at all (no connection, DNS, timeout)."""
 
 
+class GlobalTokenSet(KaggleError):
+    """A global Kaggle token (KAGGLE_API_TOKEN, ~/.kaggle/access_token) is set: the client
+    would send it instead of the account's own key, so the lab asks Kaggle nothing. Says
+    nothing about the account's key; it passes once the token is removed."""
+
+
 class PushRefused(KaggleError):
     """Kaggle answered HTTP 200 but refused the kernel (response.error), e.g. the maximum
     number of GPU sessions is running. Auto tries the next account."""

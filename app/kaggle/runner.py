@@ -39,7 +39,15 @@ from .accounts import Accounts, key_status_text
 from .backoff import Backoff
 from .client import AccountClient
 from .credentials import CredentialStore, global_token_warning
-from .errors import AuthError, KaggleError, NetworkDown, NotFound, PushRefused, Transient
+from .errors import (
+    AuthError,
+    GlobalTokenSet,
+    KaggleError,
+    NetworkDown,
+    NotFound,
+    PushRefused,
+    Transient,
+)
 from .picker import Candidate, Pick, Want, pick
 from .quota import hours
 from .store import ACCOUNT_INVALID, KaggleStore, sha256_file
@@ -218,7 +226,7 @@ class KaggleRuns:
     def start(self, run_id: str, account: str = "auto") -> None:
         warning = global_token_warning()
         if warning:
-            raise KaggleError(warning)
+            raise GlobalTokenSet(warning)
         rec = self.registry.get(run_id)
         config = rec.config()
         self._current_run = run_id
@@ -369,7 +377,9 @@ class KaggleRuns:
                     return self._finish(leg)
                 else:
                     return leg.get("next_run_id")
-            except (NetworkDown, Transient) as e:
+            except (NetworkDown, Transient, GlobalTokenSet) as e:
+                # A global token set mid-run: the kernel goes on; following waits until
+                # it is removed rather than asking Kaggle as someone else.
                 self._message(run_id, t(f"{e} Жду и повторяю; чекпоинты не теряются.",
                                         f"{e} Waiting and retrying; no checkpoint is lost."))
                 self._sleep(max(self.settings.poll_s, 0.05) * 4)
