@@ -232,3 +232,23 @@ def test_global_token_blocks_kaggle_runs_and_stop_says_what_happens(fake, tiny_d
     assert leg["stop_requested_at"] is not None
     message = reg.get(rec.id).last_message
     assert "Stop session" in message and leg["kernel_url"] in message
+
+
+def test_no_quota_anywhere_says_when_it_refreshes(fake, tiny_data):
+    from app.i18n import set_language
+    from app.kaggle.quota import refresh_text
+    from app.runs.manager import RunError
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=30)
+    fake.add_account("bob", KEYS["bob"], quota_h=30, used_h=29.999)
+    add_lab_accounts("alice", "bob")
+    set_language("en")
+    try:
+        with pytest.raises(RunError) as info:
+            RunManager(Registry()).start(tiny_config(tiny_data, limit_min=60), target="kaggle", account="auto")
+        expected = refresh_text(fake.refresh_time.timestamp())
+    finally:
+        set_language(None)
+    assert "wait for the quota to refresh" in str(info.value)
+    assert expected.startswith("refreshes ") and expected in str(info.value)  # when waiting helps
+    assert fake.pushes == []

@@ -45,7 +45,8 @@ def auto_pick(config: dict[str, Any], store: KaggleStore | None = None) -> Pick:
     try:
         views = Accounts(store).views()
         cands = [Candidate(v.username, v.remaining_s, v.usable,
-                           frozenset(d.content_hash for d in v.holds), key_status_text(v)) for v in views]
+                           frozenset(d.content_hash for d in v.holds), key_status_text(v),
+                           v.quota.refresh_at if v.quota else None) for v in views]
         data_dir = (config.get("data") or {}).get("dir") or ""
         resume = config.get("resume_from") or ""
         want = Want(

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..i18n import t
-from .quota import hours
+from .quota import hours, refresh_text
 
 
 @dataclass(frozen=True)
@@ -23,6 +23,7 @@ class Candidate:
     usable: bool = True                         # False: key refused (or missing)
     holds: frozenset[str] = field(default_factory=frozenset)
     why_not: str = ""                           # shown when skipped
+    refresh_at: float | None = None             # when its weekly quota refreshes (unix s)
 
 
 @dataclass(frozen=True)
@@ -64,6 +65,15 @@ def _holds_text(c: Candidate, want: Want) -> str:
     return t(" и ", " and ").join(parts) + t(" уже там", " already there")
 
 
+def _next_refresh(cands: list[Candidate]) -> str:
+    """When waiting helps first: the earliest refresh among accounts whose key works."""
+    known = [c for c in cands if c.usable and c.refresh_at is not None]
+    if not known:
+        return ""
+    first = min(known, key=lambda c: c.refresh_at or 0.0)
+    return f" ({first.username}: {refresh_text(first.refresh_at)})"
+
+
 def pick(candidates: Iterable[Candidate], limit_min: float, margin_min: float,
          want: Want = Want(), exclude: Iterable[str] = ()) -> Pick:
     excluded = set(exclude)
@@ -79,9 +89,9 @@ def pick(candidates: Iterable[Candidate], limit_min: float, margin_min: float,
     if not usable:
         return Pick(None, False, 0.0, t(
             f"Авто: нет аккаунта с квотой больше запаса {margin_min:g} мин — добавьте аккаунт или дождитесь "
-            f"обновления квоты{skip_note}",
+            f"обновления квоты{_next_refresh(cands)}{skip_note}",
             f"Auto: no account has more quota than the {margin_min:g} min margin — add an account or wait "
-            f"for the quota to refresh{skip_note}",
+            f"for the quota to refresh{_next_refresh(cands)}{skip_note}",
         ))
     covering = [c for c in usable if c.remaining_s >= need_s]
     if covering:

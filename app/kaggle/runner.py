@@ -179,7 +179,8 @@ class KaggleRuns:
         out = []
         for v in self.accounts.views():
             out.append(Candidate(v.username, v.remaining_s, v.usable,
-                                 frozenset(d.content_hash for d in v.holds), key_status_text(v)))
+                                 frozenset(d.content_hash for d in v.holds), key_status_text(v),
+                                 v.quota.refresh_at if v.quota else None))
         return out
 
     def choose(self, config: dict[str, Any], account: str, want: Want, exclude: set[str]) -> Pick:
