@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
 import os
@@ -248,3 +249,36 @@ def test_constellation_summaries_for_the_form(tmp_path):
         st.close()
     rows = {r["name"]: r for r in constellation_summaries()}
     assert rows["demo"]["tokens"] == m["tokens_by_constellation"]["demo"]
+
+
+RUSSIAN = ("«Съешь же ещё этих мягких французских булок», — сказал он, — «да выпей чаю».\n\n"
+           "В чащах юга жил бы цитрус? Да, но фальшивый экземпляр! Версия 2.0 вышла в 2024 году.\n")
+
+
+def test_russian_text_in_windows_1251_is_read_as_cyrillic(lib, tmp_path, monkeypatch):
+    """A Russian .txt saved by an old Windows editor (cp1251) is text, not a page of U+FFFD."""
+    f = tmp_path / "war_and_peace.txt"
+    f.write_bytes((RUSSIAN * 40).encode("cp1251"))
+    # As the reader was before: every Cyrillic byte replaced, and that count stored.
+    monkeypatch.setattr(readers, "looks_cp1251", lambda head: False)
+    first = lib.add(f)
+    assert first.dataset.replaced > 1000
+    monkeypatch.undo()
+    # Same bytes, same mtime: the file is read again because it had replacements.
+    res = lib.add(f)
+    assert res.status == "unchanged" and res.dataset.sha256 == first.dataset.sha256
+    assert res.dataset.replaced == 0 and lib.files(res.dataset.name)[0].replaced == 0
+    assert any("Windows-1251" in n for n in res.notes)
+    docs, stats = readers.read_whole(f, "text")
+    assert docs == [RUSSIAN * 40] and stats.replaced == 0
+
+
+def test_utf8_and_latin1_are_not_taken_for_windows_1251():
+    text = RUSSIAN * 40
+    assert not readers.looks_cp1251(text.encode("utf-8")[:8192])
+    assert not readers.looks_cp1251(text.encode("utf-8")[:8191])  # cut inside a letter
+    assert not readers.looks_cp1251(codecs.BOM_UTF8 + text.encode("utf-8")[:8000])
+    french = "Le cœur a ses raisons que la raison ne connaît point. Où est l'élève ?\n" * 40
+    assert not readers.looks_cp1251(french.encode("latin-1", "replace")[:8192])
+    # A UTF-8 file with one stray byte stays UTF-8 (the byte is replaced and counted).
+    assert not readers.looks_cp1251(text.encode("utf-8")[:4000] + b"\xff" + text.encode("utf-8")[4000:8000])

@@ -138,7 +138,9 @@ def scan(kind: str, path: Path, previous: dict[str, FileRecord] | None = None,
             out.append(FileRecord(rel, 0, 0, "", "unreadable", note=str(exc.strerror or exc)))
             continue
         old = previous.get(rel)
-        if old and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns and old.sha256:
+        # A file that had bytes replaced is read again even if unchanged: the reader may
+        # read it better now (cp1251 text was once read as broken UTF-8).
+        if old and old.size == st.st_size and old.mtime_ns == st.st_mtime_ns and old.sha256 and not old.replaced:
             out.append(old)
             continue
         stats = readers.FileStats()
@@ -247,7 +249,8 @@ class Library:
         old_files = self._files(row["id"]) if row is not None else {}
         new_files = {f.relpath: f for f in files}
         if row is not None and row["sha256"] == sha and set(old_files) == set(new_files) and all(
-            (o.size, o.mtime_ns) == (new_files[k].size, new_files[k].mtime_ns) for k, o in old_files.items()
+            (o.size, o.mtime_ns, o.replaced) == (new_files[k].size, new_files[k].mtime_ns, new_files[k].replaced)
+            for k, o in old_files.items()
         ):
             return AddResult(self.dataset(name), "unchanged", [], notes)
         changes = [f"+ {k}" for k in new_files if k not in old_files]

@@ -53,7 +53,7 @@ from .library import Dataset, Library, LibraryError
 from .progress import CancelToken, ProgressFn, Reporter, check
 
 FORMAT = 1
-PIPELINE = "ternit-prepare-1"  # change when the same inputs would give different files
+PIPELINE = "ternit-prepare-2"  # change when the same inputs would give different files (2: cp1251 text)
 EOT = "<|endoftext|>"
 DEFAULT_VOCAB = 4000
 DEFAULT_CONTEXT = 1024

@@ -107,6 +107,28 @@ def looks_binary(head: bytes) -> bool:
     return control > len(head) * 0.1
 
 
+def looks_cp1251(head: bytes) -> bool:
+    """Russian text saved in the Windows code page (cp1251), not UTF-8: read as UTF-8 every
+    Cyrillic letter would become U+FFFD and the dataset would be all question marks. It is
+    taken for cp1251 only when the bytes are not UTF-8, most of its non-ASCII characters are
+    then Cyrillic letters and they are a good part of all letters: a UTF-8 file with a stray
+    bad byte stays UTF-8, and so does Latin-1 text (its few accented letters, é ü, would
+    read as Cyrillic ones among many Latin letters)."""
+    if not head or head.startswith(codecs.BOM_UTF8):
+        return False
+    try:
+        head.decode("utf-8")
+        return False
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(head) - 3 and exc.reason == "unexpected end of data":
+            return False  # valid UTF-8 cut mid-character by the sniff's length
+    text = head.decode("cp1251", errors="replace")
+    high = [c for c in text if ord(c) >= 0x80]
+    cyrillic = sum(1 for c in high if "\u0400" <= c <= "\u04ff")
+    latin = sum(1 for c in text if c.isascii() and c.isalpha())
+    return cyrillic >= 8 and cyrillic >= 0.75 * len(high) and cyrillic >= 0.25 * (cyrillic + latin)
+
+
 def iter_file_units(path: Path, fmt: str, stats: FileStats) -> Iterator[tuple[str, bool]]:
     """(text, ends_document) for each unit of one file; fills `stats` as it goes.
 
@@ -132,6 +154,10 @@ def iter_file_units(path: Path, fmt: str, stats: FileStats) -> Iterator[tuple[st
         elif looks_binary(head):
             stats.status, stats.note = "binary", t("двоичный файл (не текст), пропущен", "binary file (not text), skipped")
             return
+        elif looks_cp1251(head):
+            encoding = "cp1251"
+            stats.note = t("не UTF-8: прочитан как Windows-1251 (кириллица)",
+                           "not UTF-8: read as Windows-1251 (Cyrillic)")
         text = io.TextIOWrapper(stream, encoding=encoding, errors="ternit_count_replace", newline=None)
         if fmt == "jsonl":
             yield from _jsonl_units(text, stats)
