@@ -282,3 +282,19 @@ def test_utf8_and_latin1_are_not_taken_for_windows_1251():
     assert not readers.looks_cp1251(french.encode("latin-1", "replace")[:8192])
     # A UTF-8 file with one stray byte stays UTF-8 (the byte is replaced and counted).
     assert not readers.looks_cp1251(text.encode("utf-8")[:4000] + b"\xff" + text.encode("utf-8")[4000:8000])
+
+
+@pytest.mark.parametrize("content, why", [(b"", "нет текста"), (b"\x89PNG\r\n\x1a\n\x00\x00" * 50, "двоичный")])
+def test_a_file_with_no_text_is_refused_not_added_as_an_empty_dataset(lib, tmp_path, content, why, russian):
+    f = tmp_path / "oops.txt"
+    f.write_bytes(content)
+    with pytest.raises(LibraryError) as e:
+        lib.add(f, constellation="мои")
+    assert e.value.exit_code == 2 and "oops.txt" in str(e.value) and why in str(e.value)
+    assert "oops" not in [d.name for d in lib.datasets()]
+    assert "мои" not in [c.name for c in lib.constellations()]
+    # A folder whose files are all like that is refused too.
+    (tmp_path / "dir").mkdir()
+    (tmp_path / "dir" / "a.txt").write_bytes(content)
+    with pytest.raises(LibraryError):
+        lib.add(tmp_path / "dir")

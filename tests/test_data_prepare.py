@@ -212,9 +212,10 @@ def test_smallest_vocabulary_works(lib, tmp_path, two_constellations):
 
 def test_empty_and_unknown_constellations_are_named(lib, tmp_path):
     (tmp_path / "e").mkdir()
-    (tmp_path / "e" / "empty.txt").write_text("")
+    (tmp_path / "e" / "empty.txt").write_text("Был текст.\n", encoding="utf-8")
     (tmp_path / "e" / "bin.txt").write_bytes(b"\x00\x01\x02" * 100)
     lib.add(tmp_path / "e", name="nothing", constellation="пустое")
+    (tmp_path / "e" / "empty.txt").write_text("")  # emptied after adding (no text is refused at add)
     with pytest.raises(PrepareError, match="пустое"):
         prepare(["demo", "пустое"], library=lib)
     lib.create_constellation("hollow")
@@ -355,8 +356,9 @@ def test_window_style_worker_thread_with_cancel_and_progress(lib, tmp_path, two_
 
 
 def test_dataset_with_no_text_is_skipped_with_a_note(lib, tmp_path, two_constellations):
-    (tmp_path / "blank.txt").write_text("\n\n")
+    (tmp_path / "blank.txt").write_text("Был текст.\n", encoding="utf-8")
     lib.add(tmp_path / "blank.txt", name="blank", constellation="world")
+    (tmp_path / "blank.txt").write_text("\n\n")  # emptied after adding (no text is refused at add)
     res = prepare(["world"], out=tmp_path / "o", vocab=400, context=32, library=lib)
     assert any("blank" in w for w in res.warnings)
     assert [s["dataset"] for s in res.meta["sources"]] == ["mixed"]

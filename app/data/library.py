@@ -205,6 +205,14 @@ class Library:
                 f"в папке {p} нет текстовых файлов (.txt, .md, .jsonl, .gz)",
                 f"the folder {p} has no text files (.txt, .md, .jsonl, .gz)",
             ))
+        if row is None and not any(f.status == "ok" for f in files):
+            # A binary or empty file added by mistake would otherwise sit in the library
+            # (and in its constellation) as a dataset of nothing.
+            why = "; ".join(f"{f.relpath}: {f.note}" for f in files[:3] if f.note)
+            raise LibraryError(t(
+                f"в {p} нет текста ({why}): ничего не добавлено",
+                f"{p} holds no text ({why}): nothing was added",
+            ), exit_code=2)
         result = self._store(row, name, p, kind, files)
         if constellation:
             self.add_to_constellation(constellation, name)
