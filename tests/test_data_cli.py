@@ -163,3 +163,58 @@ def test_a_damaged_state_file_is_one_line_not_a_traceback(tmp_path, capsys, monk
     assert main(["data", "list"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "state" in err and "Traceback" not in err
+
+
+def test_sigterm_during_prepare_exits_like_ctrl_c_and_leaves_no_temporary_folder(tmp_path):
+    """`kill PID` (or a closed terminal) mid-prepare: the real CLI process removes its hidden
+    temporary folder and says so, as for Ctrl-C (it used to die at once and leave it)."""
+    import os
+    import signal
+    import textwrap
+
+    root = corpus(tmp_path)
+    home = tmp_path / "home"
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from app.data import cli as data_cli
+        from app.cli import main
+
+        class Bar(data_cli.TextBar):
+            def __call__(self, p):
+                super().__call__(p)
+                if p.phase == "tokenize":
+                    print("TOKENIZING", flush=True)
+                    sys.stdin.readline()  # wait here until the test sends SIGTERM
+
+        assert main(["data", "add", {str(root)!r}, "--name", "books", "--constellation", "library"]) == 0
+        data_cli.TextBar = Bar
+        sys.exit(main(["data", "prepare", "--constellations", "library", "--vocab", "300",
+                       "--out", {str(tmp_path / "out")!r}]))
+    """)
+    env = {**os.environ, "TERNIT_HOME": str(home), "TERNIT_LANG": "en"}
+    proc = subprocess.Popen([sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=env, text=True)
+    try:
+        lines = iter(proc.stdout.readline, "")
+        assert any(line.strip() == "TOKENIZING" for line in lines)
+        assert [p for p in tmp_path.iterdir() if p.name.startswith(".out.tmp-")]  # it was writing
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted, nothing written" in err and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
+    assert [p for p in tmp_path.iterdir() if p.name.startswith(".out")] == []
+
+
+def test_prepare_into_a_folder_that_cannot_be_made_is_one_clear_line(tmp_path, capsys, english):
+    """A target that cannot be written (here under a file; a read-only disk alike): the advice
+    line, not a bare "[Errno 20] Not a directory"."""
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    assert main(["data", "prepare", "--constellations", "demo", "--vocab", "300",
+                 "--out", str(blocker / "sub" / "out")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("ternit data: preparing failed:") and "choose another --out" in err

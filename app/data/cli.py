@@ -17,8 +17,12 @@ Errors are one line on stderr: exit 2 for a missing/unreadable path or a refused
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sqlite3
 import sys
+import threading
+from collections.abc import Iterator
 
 from ..i18n import t
 from ..state import StateError
@@ -84,7 +88,8 @@ def main(argv: list[str]) -> int:
     from .library import LibraryError
 
     try:
-        return COMMANDS[args.cmd](args)
+        with _terminate_as_interrupt():
+            return COMMANDS[args.cmd](args)
     except LibraryError as exc:
         print(f"ternit data: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -99,6 +104,25 @@ def main(argv: list[str]) -> int:
         print(t("\nternit data: прервано, ничего не записано", "\nternit data: interrupted, nothing written"),
               file=sys.stderr)
         return 130
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a closed terminal, `kill`, the window's cancel) stops the command the way
+    Ctrl-C does: its temporary folder is removed. Python's default for SIGTERM is to die on
+    the spot, leaving a hidden half-written folder of up to the data's size behind."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _library():

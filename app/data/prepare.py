@@ -310,16 +310,18 @@ def prepare(
     out = Path(out).expanduser().resolve()
     _check_out(out)
 
-    if use_cache:
-        hit = _from_cache(lib, out, cache_key)
-        if hit is not None:
-            report("done", 1, 1, force=True)
-            return PrepareResult(out, hit, True, warnings)
-
-    out.parent.mkdir(parents=True, exist_ok=True)
-    _clean_stale_temps(out)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
-    tmp.mkdir()
+    try:
+        if use_cache:
+            hit = _from_cache(lib, out, cache_key)
+            if hit is not None:
+                report("done", 1, 1, force=True)
+                return PrepareResult(out, hit, True, warnings)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        _clean_stale_temps(out)
+        tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
+        tmp.mkdir()
+    except OSError as exc:  # a read-only disk, a folder that cannot be made
+        raise _write_failed(exc, out) from exc
     try:
         total_chars = sum(s.dataset.characters for s in sources)
         if tok is None:
@@ -359,12 +361,7 @@ def prepare(
         _replace_dir(tmp, out)
     except OSError as exc:
         shutil.rmtree(tmp, ignore_errors=True)
-        raise PrepareError(t(
-            f"подготовка не удалась: {exc}. Проверьте свободное место и доступ к {out.parent} "
-            "(или укажите другую папку --out); ничего не записано",
-            f"preparing failed: {exc}. Check free space and access to {out.parent} "
-            "(or choose another --out); nothing was written",
-        )) from exc
+        raise _write_failed(exc, out) from exc
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -413,6 +410,15 @@ def _resolve_sources(lib: Library, names: list[str], report: Reporter, cancel: C
             else:
                 warnings.append(t(f"в наборе «{d}» нет текста — пропущен", f"dataset {d!r} has no text: skipped"))
     return sources
+
+
+def _write_failed(exc: OSError, out: Path) -> PrepareError:
+    return PrepareError(t(
+        f"подготовка не удалась: {exc}. Проверьте свободное место и доступ к {out.parent} "
+        "(или укажите другую папку --out); ничего не записано",
+        f"preparing failed: {exc}. Check free space and access to {out.parent} "
+        "(or choose another --out); nothing was written",
+    ))
 
 
 def _check_out(out: Path) -> None:
