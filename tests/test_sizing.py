@@ -364,8 +364,26 @@ def test_cli_human_output_and_errors(capsys):
     assert main(["estimate", "--gpu", "rtx3050", "--lang", "ru"]) == 0
     out = capsys.readouterr().out
     assert "27 738 112" in out.replace("\u202f", " ") and "оценка, не замер" in out
-    assert main(["estimate", "--width", "500"]) == 2
+    assert main(["estimate", "--width", "500", "--lang", "en"]) == 2
     assert "does not divide" in capsys.readouterr().err
+
+
+def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, russian):
+    """A vocabulary past uint16 (the trainer's rule, not only the data's) and every shape error
+    in Russian by default, each one line with exit code 2."""
+    from app.cli import main
+
+    cases = [(["--vocab", "70000"], "словарь 70000 больше 65\u00a0536"),
+             (["--width", "500"], "ширина 500 не делится на число голов 8: подойдут 1, 2, 4, 5, 10"),
+             (["--batch", "0"], "батч: нужно не меньше 1"),
+             (["--steps-to", "0"], "«Шагов до» должно быть больше"),
+             (["--limit-min", "0"], "лимит должен быть больше 0")]
+    for args, text in cases:
+        assert main(["estimate", *args]) == 2
+        err = capsys.readouterr().err
+        assert text in err and len(err.strip().splitlines()) == 1, err
+    assert main(["estimate", "--vocab", "65536", "--json"]) == 0  # the trainer's largest
+    assert json.loads(capsys.readouterr().out)["params"] == 12 * 8 * 512**2 + 65536 * 512 + 1024 * 512
 
 
 def test_cli_plateau_of_a_run_folder(tmp_path, capsys):

@@ -109,9 +109,10 @@ def estimate(
     if gpu not in GPUS:
         raise ValueError(f"unknown gpu {gpu!r} (known: {', '.join(GPUS)})")
     s = Shape(layers, width, heads, context, vocab, batch)
-    s.check()
+    s.check(lang)
     if steps_to < 1 or start_step < 0 or steps_to <= start_step:
-        raise ValueError(f"steps_to must be above the start step ({start_step}), not {steps_to}")
+        raise ValueError(_t(lang, f"«Шагов до» должно быть больше начального шага ({start_step}), а не {steps_to}",
+                            f"steps_to must be above the start step ({start_step}), not {steps_to}"))
     measured = list(measured or [])
     facts = GPUS[gpu]
     level = economical_level(economical)
@@ -137,7 +138,8 @@ def estimate(
     limit_step = None
     if limit_min is not None:
         if limit_min <= 0:
-            raise ValueError(f"limit_min must be above 0, not {limit_min}")
+            raise ValueError(_t(lang, f"лимит должен быть больше 0 минут, а не {limit_min:g}",
+                                f"limit_min must be above 0, not {limit_min:g}"))
         if limit_min * 60 < seconds:
             limit_step = start_step + int(limit_min * 60 / per_step_s)
 

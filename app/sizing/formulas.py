@@ -20,6 +20,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..i18n import t
+
+# Token ids are stored as uint16 (the prepared data's train.bin/val.bin): ids 0…65535.
+MAX_VOCAB = 65536
+
 
 @dataclass(frozen=True)
 class Shape:
@@ -32,12 +37,25 @@ class Shape:
     vocab: int = 4000
     batch: int = 6  # per card
 
-    def check(self) -> None:
-        for key in ("layers", "width", "heads", "context", "vocab", "batch"):
+    def check(self, lang: str | None = None) -> None:
+        """Refuse, in the interface language, a shape the trainer would refuse
+        (trainer.config.validate's rules)."""
+        for key, ru in (("layers", "слои"), ("width", "ширина"), ("heads", "головы"), ("context", "контекст"),
+                        ("vocab", "словарь"), ("batch", "батч")):
             if getattr(self, key) < 1:
-                raise ValueError(f"{key} must be at least 1, not {getattr(self, key)}")
+                raise ValueError(t(f"{ru}: нужно не меньше 1, а не {getattr(self, key)}",
+                                   f"{key} must be at least 1, not {getattr(self, key)}", lang))
         if self.width % self.heads:
-            raise ValueError(f"width {self.width} does not divide by heads {self.heads}")
+            ok = ", ".join(str(h) for h in range(1, min(self.width, 64) + 1) if self.width % h == 0)
+            raise ValueError(t(f"ширина {self.width} не делится на число голов {self.heads}: подойдут {ok}",
+                               f"width {self.width} does not divide by heads {self.heads}: choose heads from {ok}",
+                               lang))
+        if self.vocab > MAX_VOCAB:
+            raise ValueError(t(
+                f"словарь {self.vocab} больше {MAX_VOCAB:,}: номера токенов хранятся в uint16, ".replace(",", "\u00a0", 1)
+                + "тренер такую модель не примет",
+                f"vocab {self.vocab} is over {MAX_VOCAB:,}: token ids are stored as uint16, the trainer "
+                "refuses such a model", lang))
 
 
 def param_count(layers: int, width: int, context: int, vocab: int) -> int:
