@@ -49,12 +49,13 @@ class Prepared:
     tokenizer_sha256: str = ""
     mtime: float = 0.0
 
+    FILES = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
+
     @classmethod
     def read(cls, folder: str | Path) -> Prepared | None:
         """The folder's meta.json, or None when it is not a complete prepared folder."""
         d = Path(folder)
-        needed = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
-        if not all((d / f).is_file() for f in needed):
+        if not all((d / f).is_file() for f in cls.FILES):
             return None
         try:
             meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
@@ -70,6 +71,11 @@ class Prepared:
             tokenizer_sha256=str(meta.get("tokenizer_sha256") or ""),
             mtime=(d / "meta.json").stat().st_mtime,
         )
+
+    def present(self) -> bool:
+        """Whether the folder is still there: the context is read once, and a user may
+        delete or move a data folder while the window is open."""
+        return all((Path(self.dir) / f).is_file() for f in self.FILES)
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,33 @@ class ContinueFrom:
         return dict(self.config.get("model") or {})
 
 
+@dataclass(frozen=True)
+class ActiveRun:
+    """A run that is going (or being launched) now, as the form compares a new start with it."""
+
+    id: str
+    name: str
+    local: bool
+    config: dict[str, Any]
+
+    def same_training(self, config: dict[str, Any]) -> bool:
+        """Whether `config` trains what this run trains: the same model, data and the
+        training values the form sets. With the same seed the two would compute the same
+        numbers — a second Start pressed by mistake (a double click), not a new run."""
+        def key(cfg: dict[str, Any]) -> tuple:
+            training = cfg.get("training") or {}
+            data = cfg.get("data") or {}
+            return (json.dumps(cfg.get("model") or {}, sort_keys=True),
+                    str(data.get("dir") or ""), tuple(sorted(data.get("constellations") or [])),
+                    tuple(json.dumps(training.get(k)) for k in _FORM_TRAINING),
+                    (cfg.get("target") or {}).get("kind", "local"))
+        return key(self.config) == key(config)
+
+
+# The training values the form sets (run_config); the rest keep their defaults.
+_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "lr", "economical")
+
+
 @dataclass
 class FormContext:
     """What the form chooses from; the window loads it from app/'s stores."""
@@ -110,6 +143,7 @@ class FormContext:
     local_gpu: str | None = None  # the NVML name of this computer's card, None: no GPU
     local_card_memory_mb: float | None = None
     measured: list[dict[str, Any]] = field(default_factory=list)  # for app.sizing
+    active_runs: list[ActiveRun] = field(default_factory=list)  # going now (the history's)
 
     def add_prepared(self, prep: Prepared) -> None:
         """Know a prepared folder, and its constellations with their token counts."""
@@ -415,7 +449,7 @@ class RunForm:
                 return prep
         tok = self.continuing.tokenizer_sha256 if self.continuing else ""
         for prep in sorted(self.ctx.prepared, key=lambda p: -p.mtime):
-            if set(prep.constellations) == want and (not tok or prep.tokenizer_sha256 == tok):
+            if set(prep.constellations) == want and (not tok or prep.tokenizer_sha256 == tok) and prep.present():
                 return prep
         return None
 
@@ -545,6 +579,8 @@ class RunForm:
                 out.append(Issue("limit_min", "error", t(
                     f"Kaggle обрывает сессию через 12 ч: лимит не больше {KAGGLE_SESSION_MIN} мин (обычно 630)",
                     f"Kaggle ends a session after 12 h: the limit must be at most {KAGGLE_SESSION_MIN} min (630 is usual)")))
+        # Runs going now: the same one again (a double click on Start), or another on this PC.
+        out += self._active_run_issues()
         # What sizing says about memory and data.
         est = self.estimate()
         if est is not None:
@@ -564,6 +600,31 @@ class RunForm:
                     f"Батч {v['batch_per_card']} не помещается в {card} (нужно ≈{_mb(need)} из {_mb(have)} МБ): {hint}",
                     f"Batch {v['batch_per_card']} does not fit {card} (needs ≈{_mb(need)} of {_mb(have)} MB): {hint}")))
         return out
+
+    def _active_run_issues(self) -> list[Issue]:
+        if not self.ctx.active_runs or not self.model_ok() or self.prepared_for_selection() is None:
+            return []
+        try:
+            config = self.run_config()
+        except (TypeError, ValueError):  # a value still being typed: other issues say so
+            return []
+        same = next((r for r in self.ctx.active_runs if r.same_training(config)), None)
+        if same is not None:
+            return [Issue("name", "error", t(
+                f"Точно такой же прогон уже идёт: «{same.name}» ({same.id}). Второй посчитал бы те же "
+                "числа — измените настройки или дождитесь его конца",
+                f"The very same run is already going: «{same.name}» ({same.id}). A second one would "
+                "compute the same numbers — change the settings or wait for it to end"))]
+        local = [r for r in self.ctx.active_runs if r.local]
+        if local and not self.is_kaggle():
+            where = t("процессор", "the CPU") if self.values["gpu"] == "cpu" else t("видеокарту", "the card")
+            names = ", ".join(f"«{r.name}»" for r in local)
+            return [Issue("gpu", "warning", t(
+                f"На этом компьютере уже идёт {names}: два обучения делят {where} — и скорость, и память "
+                "(оценка памяти ниже считает карту свободной)",
+                f"{names} is already training on this computer: two trainings share {where} — its speed "
+                "and its memory (the memory estimate below counts the card as free)"))]
+        return []
 
     def errors(self) -> list[Issue]:
         return [i for i in self.issues() if i.level == "error"]

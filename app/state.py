@@ -38,6 +38,19 @@ class StateError(RuntimeError):
     """The state database cannot be used; the message says why and what to do."""
 
 
+def unavailable(path: Path, exc: sqlite3.Error, what: str = "") -> StateError:
+    """A write that failed because the state file is locked (another program holds a write
+    transaction past the busy timeout) or unreadable: what was not done and what to do."""
+    from .i18n import t
+
+    done = f" {what}" if what else ""
+    return StateError(t(
+        f"Файл состояния лаборатории {path} занят или недоступен ({exc}).{done} Закройте программу, "
+        "которая держит его открытым (другое окно лаборатории, просмотрщик SQLite), и повторите.",
+        f"The lab's state file {path} is busy or unreadable ({exc}).{done} Close the program that holds "
+        "it open (another lab window, an SQLite browser) and try again."))
+
+
 @dataclass(frozen=True)
 class Migration:
     version: int

@@ -35,11 +35,13 @@ from PySide6.QtWidgets import (
 )
 
 from app import paths
-from app.form import ContinueFrom, FormContext, Prepared, scan_prepared
+from app.form import ActiveRun, ContinueFrom, FormContext, Prepared, scan_prepared
 from app.i18n import current_language, t
 from app.runs import ContinueError, RunEnded, RunError, RunManager, RunRecord
 from app.runs import status as st
 from app.runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
+from app.runs.files import folder_gone
+from app.state import StateError
 
 from . import settings
 from .history import HistoryView
@@ -198,6 +200,7 @@ class MainWindow(QMainWindow):
         self.notifications: list[tuple[str, str]] = []
         self.export_processes: list[QProcess] = []
         self._failures: dict[str, Any] = {}
+        self._launching: set[str] = set()  # Kaggle starts still uploading in their thread
         self._history_at = 0.0
         self.tray: QSystemTrayIcon | None = None
         self.runs.add_listener(self._run_ended)
@@ -390,6 +393,7 @@ class MainWindow(QMainWindow):
         old = self.centralWidget()
         if self.monitor is not None:
             self.monitor.stop()
+        self._failures.clear()  # their advice is in the old language
         self._build(form.ctx)
         old.deleteLater()
         self.form_view.form = form
@@ -408,7 +412,12 @@ class MainWindow(QMainWindow):
     # -- context -----------------------------------------------------------------------
 
     def reload_context(self) -> None:
-        self.form_view.set_context(load_form_context(self.runs, self.extra_prepared))
+        """Read the choices again (new data, accounts); what the window learnt meanwhile —
+        measured speeds, the runs going — stays."""
+        old = self.form_view.form.ctx
+        ctx = load_form_context(self.runs, self.extra_prepared)
+        ctx.measured, ctx.active_runs = old.measured, old.active_runs
+        self.form_view.set_context(ctx)
 
     def add_prepared(self, folder: str) -> bool:
         prep = Prepared.read(folder)
@@ -500,12 +509,13 @@ class MainWindow(QMainWindow):
                 rec = self.runs.start_continue(parent, config)
             else:
                 rec = self.runs.start(config)
-        except (RunError, ContinueError, OSError, ValueError) as e:
+        except (RunError, ContinueError, StateError, OSError, ValueError) as e:
             self.banner.failure.setText(str(e))
             self.banner.failure.setVisible(True)
             self.statusBar().showMessage(str(e))
             return None
         if kaggle:
+            self._launching.add(rec.id)
             self._launch_in_background(rec.id)
             self.statusBar().showMessage(t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
         else:
@@ -533,6 +543,7 @@ class MainWindow(QMainWindow):
         return thread
 
     def _launch_done(self, run_id: str, error: str) -> None:
+        self._launching.discard(run_id)
         if error:
             self.statusBar().showMessage(t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}"))
         else:
@@ -551,7 +562,7 @@ class MainWindow(QMainWindow):
         that should fit; NaN: a lower learning rate), from its last checkpoint if any."""
         try:
             rec = self.runs.retry(run_id)
-        except (RunError, ContinueError, OSError, ValueError) as e:
+        except (RunError, ContinueError, StateError, OSError, ValueError) as e:
             self.statusBar().showMessage(str(e))
             return None
         self.refresh_history()
@@ -632,7 +643,8 @@ class MainWindow(QMainWindow):
         try:
             updates = self.runs.poll()
         except Exception as e:  # a locked database or a vanished folder: try again next tick
-            self.statusBar().showMessage(str(e))
+            self.statusBar().showMessage(t(f"Прогоны не обновились ({e}); новая попытка через миг",
+                                           f"The runs did not update ({e}); trying again in a moment"))
             return
         if self._plot is not None:
             self._plot.poll()
@@ -674,11 +686,36 @@ class MainWindow(QMainWindow):
         rows = self.runs.history(limit=200)
         self.history.set_rows(rows)
         self.form_view.set_checkpoints([(r.id, f"{r.name} · {r.steps} · {r.created}") for r in rows if r.can_continue])
+        self._show_active_runs()
+
+    def _show_active_runs(self) -> None:
+        """Tell the form which runs are going (it refuses the same run twice and warns of
+        two on one card); the form refreshes only when that set changed."""
+        recs = self.runs.registry.active()
+        for run_id in self._launching - {r.id for r in recs}:
+            try:
+                recs.append(self.runs.registry.get(run_id))
+            except KeyError:
+                self._launching.discard(run_id)
+        active = []
+        for rec in recs:
+            try:
+                active.append(ActiveRun(rec.id, rec.name, rec.target_kind == "local", rec.config()))
+            except (OSError, ValueError):  # its run.json is gone or torn: nothing to compare
+                continue
+        ctx = self.form_view.form.ctx
+        if [r.id for r in active] != [r.id for r in ctx.active_runs]:
+            ctx.active_runs = active
+            self.form_view.refresh()
 
     # -- files -------------------------------------------------------------------------
 
     def open_folder(self, run_id: str) -> None:
         rec = self.runs.registry.get(run_id)
+        gone = folder_gone(rec.path)
+        if gone:
+            self.statusBar().showMessage(gone)
+            return
         QDesktopServices.openUrl(QUrl.fromLocalFile(rec.folder))
 
     def export_weights(self, run_id: str, out: str | None = None) -> QProcess | None:

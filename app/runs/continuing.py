@@ -17,6 +17,7 @@ from typing import Any
 from ..i18n import t
 from .checkpoints import checkpoint_step, usable_checkpoint
 from .events import read_events
+from .files import folder_gone
 from .registry import Registry, RunRecord
 
 
@@ -80,6 +81,9 @@ def continue_config(registry: Registry, run_id: str, steps_to: int | None = None
     the parent's when it had reached it (continuing to the same step would do nothing).
     """
     parent = registry.get(run_id)
+    gone = folder_gone(parent.path)
+    if gone:
+        raise ContinueError(gone)
     ckpt = usable_checkpoint(parent.path)
     if ckpt is None:
         raise ContinueError(

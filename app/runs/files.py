@@ -62,6 +62,18 @@ def new_run_id(name: str, runs_root: Path, now: float | None = None) -> str:
             n += 1
 
 
+def folder_gone(folder: Path | str) -> str | None:
+    """What to say when a run's folder was deleted or moved by hand (None while it is there)."""
+    from ..i18n import t
+
+    if Path(folder).is_dir():
+        return None
+    return t(f"Папки прогона нет: {folder} — её удалили или переместили. Верните её на место, "
+             "чтобы продолжить прогон или взять его веса.",
+             f"The run's folder is gone: {folder} — it was deleted or moved. Put it back to continue "
+             "the run or take its weights.")
+
+
 def make_layout(folder: Path) -> None:
     (folder / CHECKPOINTS).mkdir(parents=True, exist_ok=True)
     (folder / OUTPUTS).mkdir(parents=True, exist_ok=True)

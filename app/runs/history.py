@@ -61,13 +61,14 @@ def fmt_count(n: int | None) -> str:
 
 def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
     lang = lang or current_language()
+    missing = not rec.path.is_dir()  # deleted or moved by hand: nothing left to act on
     last = rec.last_step
     steps = f"{last if last is not None else 0} / {rec.steps_to}" if rec.steps_to else str(last or 0)
     return HistoryRow(
         id=rec.id,
         name=rec.name,
         status=rec.status,
-        status_label=st.label(rec.status, lang),
+        status_label=t("папка удалена", "folder deleted", lang) if missing else st.label(rec.status, lang),
         where=where_label(rec, lang),
         steps=steps,
         last_step=last,
@@ -83,8 +84,8 @@ def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
         kernel_ref=rec.kaggle_kernel_ref,
         message=shown_message(rec.last_message, lang),
         can_stop=rec.active,
-        can_continue=not rec.active and usable_checkpoint(rec.path) is not None,
-        can_export=latest_checkpoint(rec.path) is not None,
+        can_continue=not missing and not rec.active and usable_checkpoint(rec.path) is not None,
+        can_export=not missing and latest_checkpoint(rec.path) is not None,
     )
 
 
@@ -92,7 +93,7 @@ def history(
     registry: Registry,
     limit: int | None = None,
     lang: str | None = None,
-    cache: dict[str, tuple[tuple[float, str], HistoryRow]] | None = None,
+    cache: dict[str, tuple[tuple[float, str, bool], HistoryRow]] | None = None,
 ) -> list[HistoryRow]:
     """Newest first. With `cache` (kept by the caller between calls), rows whose run has
     not changed since are reused: the window refreshes the table on every poll that
@@ -100,7 +101,7 @@ def history(
     lang = lang or current_language()  # once: it may read the settings file
     out = []
     for rec in registry.list_runs(limit):
-        key = (rec.updated_at, lang)
+        key = (rec.updated_at, lang, rec.path.is_dir())  # a folder deleted by hand changes no row
         hit = cache.get(rec.id) if cache is not None else None
         if hit is not None and hit[0] == key:
             out.append(hit[1])

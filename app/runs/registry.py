@@ -10,6 +10,8 @@ another process can share the file.
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, fields
@@ -19,7 +21,8 @@ from typing import Any
 import psutil
 
 from .. import paths
-from ..state import State, open_state
+from ..i18n import t
+from ..state import State, open_state, unavailable
 from . import status as st
 from .events import Event, EventTail, is_step_line, parse_lines
 from .files import (
@@ -152,7 +155,12 @@ class Registry:
         make_layout(folder)
         atomic_write_json(folder / RUN_JSON, config)
         rec = _record(run_id, folder, config, parent, status, time.time())
-        self._insert(rec)
+        try:
+            self._insert(rec)
+        except sqlite3.Error as exc:
+            # No row, so no folder either: a restart would adopt it as a run never started.
+            shutil.rmtree(folder, ignore_errors=True)
+            raise unavailable(self.state.path, exc, t("Прогон не создан.", "The run was not created.")) from exc
         return rec
 
     def _insert(self, rec: RunRecord, verb: str = "INSERT OR REPLACE") -> bool:
