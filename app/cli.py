@@ -7,34 +7,59 @@ A group module provides `main(argv: list[str]) -> int`; it is imported only when
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
-GROUPS: dict[str, tuple[str, str]] = {
-    "data": ("app.data.cli", "datasets, constellations and prepared data"),
-    "run": ("app.runs.cli", "start, list, stop and continue training runs"),
-    "estimate": ("app.sizing.cli", "weights, speed, memory and data estimates for a run"),
-    "monitor": ("app.gpu.cli", "GPU memory, temperature and load (NVML)"),
-    "kaggle": ("app.kaggle.cli", "Kaggle accounts, quota and kernels"),
-    "bench": ("app.bench_cli", "benchmarks (economical mode, data preparation)"),
-    "export": ("app.export_cli", "export a checkpoint's weights as safetensors"),
+# name: (module, what it does in Russian, in English)
+GROUPS: dict[str, tuple[str, str, str]] = {
+    "data": ("app.data.cli", "наборы данных, созвездия и подготовленные данные",
+             "datasets, constellations and prepared data"),
+    "run": ("app.runs.cli", "запуск, список, остановка и продолжение прогонов",
+            "start, list, stop and continue training runs"),
+    "estimate": ("app.sizing.cli", "веса, скорость, память и данные для прогона",
+                 "weights, speed, memory and data estimates for a run"),
+    "monitor": ("app.gpu.cli", "память, температура и загрузка видеокарты (NVML)",
+                "GPU memory, temperature and load (NVML)"),
+    "kaggle": ("app.kaggle.cli", "аккаунты Kaggle, квота и ядра", "Kaggle accounts, quota and kernels"),
+    "bench": ("app.bench_cli", "замеры (экономный режим, подготовка данных и др.)",
+              "benchmarks (economical mode, data preparation)"),
+    "export": ("app.export_cli", "веса чекпоинта в файл safetensors",
+               "export a checkpoint's weights as safetensors"),
 }
 
 
 def usage() -> str:
-    lines = ["usage: ternit COMMAND [ARGS...]", "", "commands:"]
-    lines += [f"  {name:<10} {about}" for name, (_, about) in GROUPS.items()]
-    lines.append("\n`ternit COMMAND --help` for each command's arguments.")
+    from .i18n import t
+
+    lines = [t("использование: ternit КОМАНДА [АРГУМЕНТЫ...]", "usage: ternit COMMAND [ARGS...]"), "",
+             t("команды:", "commands:")]
+    lines += [f"  {name:<10} {t(ru, en)}" for name, (_, ru, en) in GROUPS.items()]
+    lines.append(t("\n`ternit КОМАНДА --help` — аргументы каждой команды.",
+                   "\n`ternit COMMAND --help` for each command's arguments."))
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # `ternit data list | head`: the reader left; not an error worth a traceback. Point
+        # stdout at /dev/null so the interpreter's final flush does not fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, as a shell reports it
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
         return 0
     name, rest = argv[0], argv[1:]
     if name not in GROUPS:
-        print(f"ternit: unknown command {name!r}\n\n{usage()}", file=sys.stderr)
+        from .i18n import t
+
+        print(t(f"ternit: нет команды {name!r}", f"ternit: unknown command {name!r}") + f"\n\n{usage()}",
+              file=sys.stderr)
         return 2
     module = importlib.import_module(GROUPS[name][0])
     return int(module.main(rest) or 0)

@@ -218,3 +218,28 @@ def test_prepare_into_a_folder_that_cannot_be_made_is_one_clear_line(tmp_path, c
                  "--out", str(blocker / "sub" / "out")]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("ternit data: preparing failed:") and "choose another --out" in err
+
+
+def test_ternit_help_and_an_unknown_command_in_the_interface_language(capsys):
+    """`ternit --help` is the first thing a user reads: in Russian by default, English as set."""
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("использование: ternit КОМАНДА") and "наборы данных, созвездия" in out
+    assert main(["datta"]) == 2
+    assert capsys.readouterr().err.startswith("ternit: нет команды 'datta'")
+    set_language("en")
+    try:
+        assert main([]) == 0
+        out = capsys.readouterr().out
+        assert out.startswith("usage: ternit COMMAND") and "datasets, constellations" in out
+    finally:
+        set_language(None)
+
+
+def test_output_into_a_closed_pipe_is_no_traceback(tmp_path):
+    """`ternit --help | head -1`: the reader leaves early (here `true`, which reads nothing); the lab exits without a traceback."""
+    res = subprocess.run(f"{sys.executable} -m app.cli --help | true", shell=True, cwd=ROOT,
+                         capture_output=True, text=True, errors="replace", timeout=60,
+                         env={"PATH": "/usr/bin:/bin", "TERNIT_HOME": str(tmp_path), "HOME": str(tmp_path),
+                              "PYTHONUNBUFFERED": "1"})
+    assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
