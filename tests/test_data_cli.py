@@ -243,3 +243,25 @@ def test_output_into_a_closed_pipe_is_no_traceback(tmp_path):
                          env={"PATH": "/usr/bin:/bin", "TERNIT_HOME": str(tmp_path), "HOME": str(tmp_path),
                               "PYTHONUNBUFFERED": "1"})
     assert "Traceback" not in res.stderr and "BrokenPipe" not in res.stderr, res.stderr
+
+
+def test_constellations_can_be_renamed_and_removed_and_a_dataset_taken_out(tmp_path, capsys, english):
+    """A mistyped --constellation used to stay in the library (and the form) for good."""
+    root = corpus(tmp_path)
+    assert main(["data", "add", str(root), "--name", "books", "--constellation", "libary"]) == 0
+    assert main(["data", "add", str(root), "--name", "books", "--constellation", "extra"]) == 0
+    capsys.readouterr()
+    assert main(["data", "rename-constellation", "libary", "library"]) == 0
+    assert main(["data", "rename-constellation", "library", "extra"]) == 2  # taken
+    assert "already exists" in capsys.readouterr().err
+    assert main(["data", "rename-constellation", "demo", "docs"]) == 2  # the builtin one stays
+    assert main(["data", "remove", "books", "--constellation", "extra"]) == 0
+    assert main(["data", "remove", "books", "--constellation", "extra"]) == 1  # not in it any more
+    assert main(["data", "remove-constellation", "extra"]) == 0
+    assert main(["data", "remove-constellation", "nope"]) == 1
+    capsys.readouterr()
+    assert main(["data", "constellations"]) == 0
+    rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]}
+    assert rows == {"demo": "*", "library": "books"}  # "demo *": the builtin one
+    assert main(["data", "list"]) == 0
+    assert "books" in capsys.readouterr().out  # the dataset itself stays

@@ -6,7 +6,9 @@
     ternit data prepare --constellations A,B [--vocab 4000] [--out DIR] [--tokenizer FILE]
                         [--context 1024] [--no-cache]
     ternit data prepared
-    ternit data remove NAME
+    ternit data remove NAME [--constellation CNAME]
+    ternit data rename-constellation OLD NEW
+    ternit data remove-constellation CNAME
     ternit data check [NAME...]
     ternit data bench [...]          (the same as `ternit bench data`)
 
@@ -66,6 +68,14 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser("remove", help=t("убрать набор из библиотеки (файлы не трогаются)",
                                         "remove a dataset from the library (files stay)"))
     r.add_argument("name")
+    r.add_argument("--constellation", help=t("убрать набор только из этого созвездия",
+                                             "take the dataset out of this constellation only"))
+    rc = sub.add_parser("rename-constellation", help=t("переименовать созвездие", "rename a constellation"))
+    rc.add_argument("old")
+    rc.add_argument("new")
+    xc = sub.add_parser("remove-constellation", help=t("удалить созвездие (наборы остаются в библиотеке)",
+                                                       "remove a constellation (its datasets stay)"))
+    xc.add_argument("name")
     pr = sub.add_parser("prepare", help=t("токенизатор и train/val для тренера",
                                           "tokenizer and train/val files for the trainer"))
     pr.add_argument("--constellations", required=True, help="A,B")
@@ -207,9 +217,37 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_remove(args: argparse.Namespace) -> int:
-    _library().remove(args.name)
+    lib = _library()
+    if args.constellation:
+        from .library import LibraryError
+
+        if args.constellation not in lib.dataset(args.name).constellations:
+            raise LibraryError(t(f"набора «{args.name}» нет в созвездии «{args.constellation}»",
+                                 f"dataset {args.name!r} is not in the constellation {args.constellation!r}"))
+        lib.remove_from_constellation(args.constellation, args.name)
+        print(t(f"набор «{args.name}» убран из созвездия «{args.constellation}»",
+                f"dataset {args.name!r} taken out of the constellation {args.constellation!r}"))
+        return 0
+    lib.remove(args.name)
     print(t(f"набор «{args.name}» убран из библиотеки (файлы на месте)",
             f"dataset {args.name!r} removed from the library (files untouched)"))
+    return 0
+
+
+def cmd_rename_constellation(args: argparse.Namespace) -> int:
+    _library().rename_constellation(args.old, args.new)
+    print(t(f"созвездие «{args.old}» теперь называется «{args.new}» (подготовленные данные и прогоны "
+            "помнят старое имя)",
+            f"the constellation {args.old!r} is now {args.new!r} (prepared data and runs keep the old name)"))
+    return 0
+
+
+def cmd_remove_constellation(args: argparse.Namespace) -> int:
+    _library().remove_constellation(args.name)
+    print(t(f"созвездие «{args.name}» удалено (наборы остались в библиотеке; подготовленные данные и "
+            "прогоны не тронуты)",
+            f"the constellation {args.name!r} is removed (its datasets stay in the library; prepared data "
+            "and runs are untouched)"))
     return 0
 
 
@@ -245,6 +283,8 @@ COMMANDS = {
     "constellations": cmd_constellations,
     "prepared": cmd_prepared,
     "remove": cmd_remove,
+    "rename-constellation": cmd_rename_constellation,
+    "remove-constellation": cmd_remove_constellation,
     "check": cmd_check,
     "prepare": cmd_prepare,
 }

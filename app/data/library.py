@@ -366,6 +366,32 @@ class Library:
             "DELETE FROM constellation_datasets WHERE dataset_id = ? AND constellation_id ="
             " (SELECT id FROM constellations WHERE name = ?)", (ds.id, constellation))
 
+    def rename_constellation(self, old: str, new: str) -> None:
+        """A new name for a constellation (its datasets stay). Prepared folders and runs keep
+        the name they were made with: they record what they used."""
+        c = self._own_constellation(old)
+        new = new.strip()
+        if not new or "," in new:
+            raise LibraryError(t(f"недопустимое имя созвездия: {new!r}", f"not a valid constellation name: {new!r}"),
+                               exit_code=2)
+        if new != c.name and any(x.name == new for x in self.constellations()):
+            raise LibraryError(t(f"созвездие «{new}» уже есть", f"a constellation {new!r} already exists"),
+                               exit_code=2)
+        self.state.execute("UPDATE constellations SET name = ? WHERE name = ?", (new, c.name))
+
+    def remove_constellation(self, name: str) -> None:
+        """Forget a constellation; its datasets stay in the library (and in other constellations)."""
+        c = self._own_constellation(name)
+        self.state.execute("DELETE FROM constellations WHERE name = ?", (c.name,))
+
+    def _own_constellation(self, name: str) -> Constellation:
+        c = self.constellation(name)
+        if c.builtin:
+            raise LibraryError(t(f"«{name}» — встроенное созвездие: его не переименовать и не удалить",
+                                 f"{name!r} is a builtin constellation: it cannot be renamed or removed"),
+                               exit_code=2)
+        return c
+
     def constellations(self) -> list[Constellation]:
         by_name = {d.name: d for d in self.datasets()}
         out = []
