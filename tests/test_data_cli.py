@@ -265,3 +265,23 @@ def test_constellations_can_be_renamed_and_removed_and_a_dataset_taken_out(tmp_p
     assert rows == {"demo": "*", "library": "books"}  # "demo *": the builtin one
     assert main(["data", "list"]) == 0
     assert "books" in capsys.readouterr().out  # the dataset itself stays
+
+
+def test_progress_into_a_pipe_keeps_moving_within_a_long_phase(monkeypatch):
+    """The window reads `ternit data prepare`'s stderr through a pipe into its status bar: a
+    tokenizing phase of minutes shows new lines as it goes, not only its first per cent."""
+    import io
+
+    from app.data import progress as prog
+
+    clock = [100.0]
+    monkeypatch.setattr(prog.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    bar = prog.TextBar(out, every=5.0)
+    for done in range(0, 101):
+        bar(prog.Progress("tokenize", done * 1e6, 100e6, "chars"))
+        clock[0] += 0.5  # a report every half second, 50 s in all
+    lines = out.getvalue().splitlines()
+    assert 9 <= len(lines) <= 13, lines  # start, one about every 5 s, end
+    assert lines[0].split()[0] == "Tokenizing" or lines[0].startswith("Токенизация")
+    assert "100.0%" in lines[-1] and any(" 50.0%" in x or " 40.0%" in x or " 60.0%" in x for x in lines)

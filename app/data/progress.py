@@ -99,11 +99,14 @@ def phase_name(phase: str) -> str:
 
 
 class TextBar:
-    """A one-line progress bar on stderr (a line per phase when stderr is not a terminal)."""
+    """A one-line progress bar on stderr (lines at each phase's start and end, and every
+    `every` seconds between, when stderr is not a terminal)."""
 
-    def __init__(self, stream: TextIO | None = None, width: int = 28) -> None:
+    def __init__(self, stream: TextIO | None = None, width: int = 28, every: float = 5.0) -> None:
         self.stream = stream or sys.stderr
         self.width = width
+        self.every = every  # seconds between lines within a phase when not on a terminal
+        self._last_write = 0.0
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._phase = ""
         self._last_line = ""
@@ -123,8 +126,13 @@ class TextBar:
             self.stream.write("\r" + line + " " * pad)
             if p.phase == "done":
                 self.stream.write("\n")
-        elif p.phase != self._phase or (frac == 1.0 and self._last_line != line):
-            self.stream.write(line + "\n")  # a log-friendly line at each phase's start and end
+        elif (p.phase != self._phase or (frac == 1.0 and self._last_line != line)
+              or (time.monotonic() - self._last_write >= self.every and self._last_line != line)):
+            # A log-friendly line at each phase's start and end, and every few seconds between:
+            # the window reads these lines from the child's pipe into its status bar, and a
+            # tokenizing phase of minutes must not look stuck at its first per cent.
+            self.stream.write(line + "\n")
+            self._last_write = time.monotonic()
         self.stream.flush()
         self._phase = p.phase
         self._last_line = line
