@@ -66,3 +66,50 @@ def test_machine_lists_accounts_and_explains_auto(qtbot, fake, tiny_data):
     w.set_config(cfg)
     assert "продолжится на другом аккаунте" in w.line.text()
     assert auto_explanation(cfg) == w.line.text()
+
+
+def test_window_follows_a_kaggle_chain_into_its_next_leg_as_one_curve(qtbot, fake, tiny_data):
+    from app.runs import RunManager
+    from ui.main_window import LIVE, MainWindow
+
+    # Alice's quota ends the first leg at once; the lab goes on on bob by itself.
+    fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
+    fake.add_account("bob", KEYS["bob"], quota_h=10)
+    add_lab_accounts("alice", "bob")
+    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+    qtbot.addWidget(w)
+    w.show()
+    w.ensure_ready()
+    cfg = tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100)
+    cfg["target"]["account"] = "alice"
+    first = w.start_run(cfg)
+    assert first is not None and w.followed == first.id
+    qtbot.waitUntil(lambda: w.followed != first.id, timeout=120_000)
+    two = w.runs.registry.get(w.followed)
+    assert (two.chain_id, two.leg, two.target_account) == (first.chain_id, 2, "bob")
+    qtbot.waitUntil(lambda: not w.runs.registry.get(two.id).active, timeout=120_000)
+    qtbot.waitUntil(lambda: w.plot.traces[LIVE].points >= 300, timeout=20_000)  # both legs, one curve
+    title, text = w.notifications[0]
+    assert "лимит" in title and "bob" in text and "этап 2" in text  # not «можно продолжить»
+    w.close()
+
+
+def test_stop_on_a_kaggle_run_says_what_happens_in_the_window(qtbot, fake, tiny_data):
+    from app.runs import RunManager
+    from ui.main_window import MainWindow
+
+    fake.run_kernels = False  # the kernel stays queued
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+    qtbot.addWidget(w)
+    w.show()
+    rec = w.start_run(tiny_config(tiny_data, limit_min=60))
+    qtbot.waitUntil(lambda: w.runs.registry.get(rec.id).status == "queued", timeout=60_000)
+    assert "Остановить" in w.banner.stop_button.text() and "kaggle.com" in w.banner.stop_button.toolTip()
+    w.stop_run(rec.id)
+    said = w.statusBar().currentMessage()
+    assert not said.endswith("сохранение…") and "Stop session" in said  # nothing is saving: how to stop it
+    w.tick()
+    assert w.banner.note.isVisible() and "Stop session" in w.banner.note.text()
+    w.close()

@@ -137,6 +137,11 @@ class RunBanner(QWidget):
         self.failure = QLabel()
         self.failure.setWordWrap(True)
         self.failure.setStyleSheet("color: #b00020;")
+        # What the lab is doing for a Kaggle run (uploading, waiting for the network, how
+        # to stop the kernel): it lives in the run's message, not in its events.
+        self.note = QLabel()
+        self.note.setWordWrap(True)
+        self.note.setStyleSheet("color: #555555;")
         self.retry_button = QPushButton()
         self.retry_button.clicked.connect(self.retry_clicked)
         top = QHBoxLayout()
@@ -144,6 +149,7 @@ class RunBanner(QWidget):
         top.addWidget(self.detail, 1)
         top.addWidget(self.stop_button)
         bottom = QHBoxLayout()
+        bottom.addWidget(self.note, 1)
         bottom.addWidget(self.failure, 1)
         bottom.addWidget(self.retry_button)
         layout = QVBoxLayout(self)
@@ -155,6 +161,7 @@ class RunBanner(QWidget):
     def show_run(self, rec: RunRecord | None, failure: Any = None) -> None:
         if rec is None:
             self.detail.setText("")
+            self.note.setVisible(False)
             self.stop_button.setVisible(False)
             self.failure.setVisible(False)
             self.retry_button.setVisible(False)
@@ -172,6 +179,16 @@ class RunBanner(QWidget):
         self.stop_button.setVisible(rec.active)
         self.stop_button.setEnabled(rec.active and not stopping)
         self.stop_button.setText(t("Сохранение…", "Saving…") if stopping else t("Остановить", "Stop"))
+        kaggle = rec.target_kind == "kaggle"
+        self.stop_button.setToolTip(
+            t("Следующего этапа не будет; само ядро Kaggle доработает до своего лимита "
+              "(остановить сразу — на kaggle.com, без последнего чекпоинта)",
+              "No further leg starts; the Kaggle kernel itself runs to its limit "
+              "(to stop it now: on kaggle.com, without a last checkpoint)") if kaggle else
+            t("Обучение доделает шаг, сохранит чекпоинт и выйдет",
+              "The trainer finishes the step, saves a checkpoint and exits"))
+        self.note.setText((rec.last_message or "") if kaggle and rec.active else "")
+        self.note.setVisible(bool(self.note.text()))
         if failure is not None:
             self.failure.setText("\n".join(x for x in (failure.message, failure.advice) if x))
             label = failure.retry_label()
@@ -553,7 +570,10 @@ class MainWindow(QMainWindow):
 
     def stop_run(self, run_id: str) -> None:
         rec = self.runs.stop(run_id)
-        self.statusBar().showMessage(t(f"{rec.name}: сохранение…", f"{rec.name}: saving…"))
+        if rec.target_kind == "kaggle":  # nothing saves now: the runner's message says what happens
+            self.statusBar().showMessage(f"{rec.name}: {rec.last_message or ''}")
+        else:
+            self.statusBar().showMessage(t(f"{rec.name}: сохранение…", f"{rec.name}: saving…"))
         self._update_banner()
         self.refresh_history()
 
@@ -657,6 +677,13 @@ class MainWindow(QMainWindow):
                     if u.status_changed:
                         active = u.run.active and u.run.target_kind == "local"
                         self.monitor.set_trainer_pid(u.run.pid if active else None)
+        # A Kaggle leg that hit its limit goes on as the next leg (another account): the
+        # plot and the banner go with it, the chain drawn as one curve.
+        ended = next((u.run for u in updates if u.run.id == self.followed and u.status_changed
+                      and not u.run.active), None)
+        nxt = self.runs.next_leg(ended.id) if ended is not None else None
+        if nxt is not None:
+            self.follow(nxt.id)
         if updates or self.followed:
             self._update_banner()
         # A status change shows at once; new steps refresh the history every few seconds.

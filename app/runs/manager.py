@@ -52,6 +52,7 @@ class RunEnded:
 
     run: RunRecord
     failure: Failure | None = None
+    next_leg: RunRecord | None = None  # a Kaggle run's next leg, started by the lab itself
 
     @property
     def status(self) -> str:
@@ -66,6 +67,14 @@ class RunEnded:
             return self.failure.advice
         step = f"{r.last_step}/{r.steps_to}" if r.steps_to else str(r.last_step or 0)
         best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
+        if r.status == st.TIME_LIMIT and self.next_leg is not None:
+            return t(
+                f"Остановлен по лимиту на шаге {step}; обучение продолжается с чекпоинта на аккаунте "
+                f"{self.next_leg.target_account or '—'} (этап {self.next_leg.leg}). Лучшая val loss {best}.",
+                f"Stopped by the limit at step {step}; training goes on from the checkpoint on account "
+                f"{self.next_leg.target_account or '—'} (leg {self.next_leg.leg}). Best val loss {best}.",
+                lang,
+            )
         if r.status == st.TIME_LIMIT:
             return t(
                 f"Остановлен по лимиту на шаге {step}; чекпоинт сохранён — можно продолжить. Лучшая val loss {best}.",
@@ -153,7 +162,10 @@ class RunManager:
         self._listeners.append(fn)
 
     def _notify(self, rec: RunRecord) -> None:
-        ended = RunEnded(rec, self.failure(rec.id) if rec.status == st.FAILED else None)
+        nxt = self._next_leg(rec)
+        if nxt is not None and nxt.status == st.FAILED:  # created, but it could not start anywhere
+            nxt = None
+        ended = RunEnded(rec, self.failure(rec.id) if rec.status == st.FAILED else None, nxt)
         for fn in list(self._listeners):
             fn(ended)
 
@@ -322,6 +334,11 @@ class RunManager:
                 return rec
             # Our own child: wake the moment it exits; otherwise a plain poll interval.
             proc.wait_exit(rec.pid if rec.target_kind == "local" else None, poll_s)
+
+    def next_leg(self, run_id: str) -> RunRecord | None:
+        """The leg the Kaggle runner started itself when this run hit its limit (None if
+        none): the window follows the chain into it."""
+        return self._next_leg(self.registry.get(run_id))
 
     def _next_leg(self, rec: RunRecord) -> RunRecord | None:
         """The leg the Kaggle runner started itself when `rec` hit its limit."""
