@@ -141,7 +141,11 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     from app.runs import process as proc
     from ui.main_window import MainWindow
 
-    window.close()
+    window.close()  # it says the run goes on without it, and asks
+    assert window.isVisible() and window.close_question.isVisible()
+    assert "«tiny»" in window.close_question.text()
+    qtbot.mouseClick(window.close_question.buttons_by_answer["keep"], Qt.MouseButton.LeftButton)
+    assert not window.isVisible()
     assert proc.is_alive(rec.pid or window.runs.registry.get(run_id).pid)
     window = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
     qtbot.addWidget(window)

@@ -132,3 +132,31 @@ def test_a_failure_shown_in_the_banner_follows_the_language(qtbot, window):  # n
     window.language_actions["en"].trigger()
     assert "training diverged" in window.banner.failure.text(), window.banner.failure.text()
     assert not CYRILLIC.search(window.banner.failure.text() + window.banner.retry_button.text())
+
+
+def test_closing_while_a_run_trains_asks_and_can_stop_it(qtbot, window):  # noqa: F811
+    from ui import settings
+
+    view = window.form_view
+    fill_tiny(qtbot, view)
+    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    run_id = window.followed
+    qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.RUNNING, timeout=WAIT_MS)
+
+    window.close()
+    box = window.close_question
+    assert window.isVisible() and box.isVisible()
+    assert "продолжится" in box.informativeText() and "подхватит" in box.informativeText()
+    qtbot.mouseClick(box.buttons_by_answer["cancel"], Qt.MouseButton.LeftButton)
+    assert window.isVisible() and window.runs.registry.get(run_id).status == st.RUNNING
+
+    window.close()
+    box = window.close_question
+    box.checkBox().setChecked(True)
+    qtbot.mouseClick(box.buttons_by_answer["stop"], Qt.MouseButton.LeftButton)
+    assert not window.isVisible()
+    assert window.runs.registry.get(run_id).status == st.STOPPING
+    assert settings.ask_on_close() is False  # «Больше не спрашивать» is remembered
+    runs = RunManager()
+    qtbot.waitUntil(lambda: runs.poll() is not None and runs.registry.get(run_id).status == st.STOPPED,
+                    timeout=WAIT_MS)

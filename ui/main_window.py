@@ -19,11 +19,14 @@ from typing import Any
 from PySide6.QtCore import QProcess, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QActionGroup, QDesktopServices
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QApplication,
+    QCheckBox,
     QFileDialog,
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMessageBox,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -218,6 +221,8 @@ class MainWindow(QMainWindow):
         self.export_processes: list[QProcess] = []
         self._failures: dict[str, Any] = {}
         self._launching: set[str] = set()  # Kaggle starts still uploading in their thread
+        self._close_confirmed = False  # the close question was answered: close for real
+        self.close_question: QMessageBox | None = None
         self._history_at = 0.0
         self.tray: QSystemTrayIcon | None = None
         self.runs.add_listener(self._run_ended)
@@ -795,8 +800,63 @@ class MainWindow(QMainWindow):
             self.tray.showMessage(title, text, QSystemTrayIcon.MessageIcon.Information, 10_000)
         self.statusBar().showMessage(f"{title}: {text}")
 
+    def training_here(self) -> list[RunRecord]:
+        """Local runs training now (not those already saving to stop)."""
+        return [r for r in self.runs.registry.active()
+                if r.target_kind == "local" and r.status in (st.STARTING, st.RUNNING)]
+
+    def _ask_about_running(self, running: list[RunRecord]) -> QMessageBox:
+        """Closing while a run trains: say that it goes on without the window, and offer to
+        stop it or to stay. Window-modal but not blocking (open(), not exec()): the answer
+        comes back through the buttons."""
+        names = ", ".join(f"«{r.name}»" for r in running)
+        if self.close_question is not None:  # asked before and answered «Отмена»
+            self.close_question.deleteLater()
+        box = QMessageBox(self)
+        box.setIcon(QMessageBox.Icon.Question)
+        box.setWindowTitle("Ternit Lab")
+        box.setText(t(f"Обучение {names} идёт.", f"{names} is training."))
+        box.setInformativeText(t(
+            "Без окна оно продолжится в своём процессе до конца или до лимита; откройте Ternit Lab "
+            "снова — окно подхватит прогон. «Остановить» сохранит чекпоинт: потом можно продолжить.",
+            "Without the window it goes on in its own process until it ends or hits its limit; open "
+            "Ternit Lab again and the window picks the run up. «Stop» saves a checkpoint: it can be "
+            "continued later."))
+        keep = box.addButton(t("Закрыть окно, обучение продолжится", "Close the window, keep training"),
+                             QMessageBox.ButtonRole.AcceptRole)
+        stop = box.addButton(t("Остановить и закрыть", "Stop and close"), QMessageBox.ButtonRole.DestructiveRole)
+        cancel = box.addButton(t("Отмена", "Cancel"), QMessageBox.ButtonRole.RejectRole)
+        box.setDefaultButton(keep)
+        box.setEscapeButton(cancel)
+        # Parented to the box: setCheckBox alone leaves the checkbox to Python's collector.
+        box.setCheckBox(QCheckBox(t("Больше не спрашивать", "Do not ask again"), box))
+        box.buttons_by_answer = {"keep": keep, "stop": stop, "cancel": cancel}  # type: ignore[attr-defined]
+
+        def answered(button: QAbstractButton) -> None:
+            if button is cancel:
+                return
+            if box.checkBox().isChecked():
+                settings.save_ask_on_close(False)
+            if button is stop:
+                for rec in running:
+                    self.runs.stop(rec.id)
+            self._close_confirmed = True
+            self.close()
+
+        box.buttonClicked.connect(answered)
+        self.close_question = box
+        box.open()
+        return box
+
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         # Closing the window does not stop training: the runs go on and are re-attached later.
+        # While one trains, the user is told so first (unless they asked not to be).
+        if not self._close_confirmed and self.isVisible() and settings.ask_on_close():
+            running = self.training_here()
+            if running:
+                event.ignore()
+                self._ask_about_running(running)
+                return
         self.timer.stop()
         if self.monitor is not None and hasattr(self.monitor, "stop"):
             self.monitor.stop()

@@ -1,6 +1,6 @@
-"""The window's settings: the interface language, kept in settings.json (config folder).
-
-app.i18n reads the "language" key; this writes it, atomically, keeping any other keys.
+"""The window's settings, kept in settings.json (config folder): the interface language
+(app.i18n reads the "language" key) and whether closing the window asks about runs that
+are still training ("ask_on_close"). Written atomically, keeping any other keys.
 """
 
 from __future__ import annotations
@@ -35,3 +35,14 @@ def save_language(lang: str) -> None:
     path = settings_path()
     atomic.write_json(path, data)
     set_language(lang)
+
+
+def ask_on_close() -> bool:
+    """Whether closing the window while a run trains asks what to do (default: yes)."""
+    return load().get("ask_on_close", True) is not False
+
+
+def save_ask_on_close(ask: bool) -> None:
+    data = load()
+    data["ask_on_close"] = bool(ask)
+    atomic.write_json(settings_path(), data)
