@@ -509,10 +509,11 @@ class KaggleRuns:
         else:
             status = st.FAILED
             tail = _log_tail(run_dir / follow.LOG)
-            message = t(f"ядро завершилось ({kernel_status}) без события end тренера. {leg.get('message') or ''} "
-                        f"Последние строки журнала: {tail}",
-                        f"the kernel ended ({kernel_status}) without the trainer's end event. "
-                        f"{leg.get('message') or ''} Last log lines: {tail}")
+            said = (leg.get("message") or "").strip().rstrip(".")  # Kaggle's failure message
+            message = t(f"ядро завершилось ({kernel_status}) без события end тренера"
+                        f"{': ' + said if said else ''}. Последние строки журнала: {tail}",
+                        f"the kernel ended ({kernel_status}) without the trainer's end event"
+                        f"{': ' + said if said else ''}. Last log lines: {tail}")
         if ckpt_msg:
             message = f"{message} {ckpt_msg}".strip()
         changes["message"] = message

@@ -164,6 +164,23 @@ def vanished(last_step: int | None, checkpoint: str | None, log_line: str | None
     )
 
 
+def kaggle_failed(last_step: int | None, checkpoint: str | None, message: str, pushed: bool) -> Failure:
+    """A Kaggle run that failed with no trainer `error` event: the lab could not start it
+    (no quota, a refused key or push: the message says which), or its kernel ended
+    without the trainer's result (the message carries the kernel log's last lines)."""
+    if not pushed:
+        advice = t("Прогон не дошёл до Kaggle: устраните причину выше (аккаунт, квота, сеть) и нажмите «Повторить».",
+                   "The run did not reach Kaggle: deal with the reason above (account, quota, network) and press Retry.")
+    else:
+        advice = t(
+            "Ядро Kaggle завершилось без итога обучения; его журнал — в trainer.log прогона. "
+            + ("Продолжите с последнего чекпоинта." if checkpoint else "Чекпоинта нет: запустите заново."),
+            "The Kaggle kernel ended without the trainer's result; its log is in the run's trainer.log. "
+            + ("Continue from the last checkpoint." if checkpoint else "There is no checkpoint: start again."),
+        )
+    return Failure(kind=VANISHED, message=message, advice=advice, step=last_step, checkpoint=checkpoint)
+
+
 _VANISHED_FORMS = re.compile(
     r"^" + re.escape(VANISHED_MESSAGE) + r"(?: \((?:last line of trainer\.log: (?P<line>.*)|(?P<adopted>found again in the run folders))\))?$",
     re.DOTALL,

@@ -24,7 +24,7 @@ from . import status as st
 from .checkpoints import usable_checkpoint
 from .continuing import ContinueCheck, ContinueError, check_continue, continue_config
 from .events import Event, read_events
-from .failure import VANISHED_MESSAGE, Failure, failure_from_events, vanished
+from .failure import VANISHED_MESSAGE, Failure, failure_from_events, kaggle_failed, vanished
 from .files import STOP_FILE
 from .history import HistoryRow, history
 from .registry import Registry, RunNotFound, RunRecord
@@ -398,6 +398,9 @@ class RunManager:
             # the row's message says why). A continuation that died before its first
             # checkpoint goes on from the one it started from.
             ckpt = usable_checkpoint(rec.path)
+            if rec.target_kind == "kaggle":  # no local process: the kernel or the start failed
+                return kaggle_failed(rec.last_step, str(ckpt) if ckpt else None, rec.last_message or "",
+                                     pushed=bool(rec.kaggle_kernel_ref))
             f = vanished(rec.last_step, str(ckpt) if ckpt else None, _log_tail(rec.log_path) or None)
             if rec.last_message and not rec.last_message.startswith(VANISHED_MESSAGE):
                 f.message = rec.last_message
