@@ -113,3 +113,29 @@ def test_stop_on_a_kaggle_run_says_what_happens_in_the_window(qtbot, fake, tiny_
     w.tick()
     assert w.banner.note.isVisible() and "Stop session" in w.banner.note.text()
     w.close()
+
+
+def test_retry_of_a_kaggle_run_uploads_off_the_window_thread(qtbot, fake, tiny_data):
+    import time
+
+    from app.runs import RunManager
+    from ui.main_window import MainWindow
+
+    fake.run_kernels = False
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=30)  # no quota: the start fails
+    add_lab_accounts("alice")
+    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+    qtbot.addWidget(w)
+    w.show()
+    rec = w.start_run(tiny_config(tiny_data, limit_min=60))
+    qtbot.waitUntil(lambda: w.runs.registry.get(rec.id).status == "failed", timeout=60_000)
+    assert w.runs.failure(rec.id).retry_label() is not None
+    fake.accounts["alice"].used_s = 0.0  # the quota refreshed
+    fake.fail("SaveKernel", 429, retry_after="3")  # Kaggle is busy: the push waits 3 s
+    began = time.monotonic()
+    again = w.retry_run(rec.id)
+    assert time.monotonic() - began < 2.0  # the window did not wait for the upload and the push
+    assert again is not None and w.followed == again.id
+    qtbot.waitUntil(lambda: w.runs.registry.get(again.id).status == "queued", timeout=60_000)
+    assert len(fake.pushes) == 1 and fake.pushes[0]["slug"].startswith("alice/")  # the 429 one is not kept
+    w.close()

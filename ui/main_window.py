@@ -586,10 +586,15 @@ class MainWindow(QMainWindow):
         """One click after a failure: the same run with the advice applied (OOM: the batch
         that should fit; NaN: a lower learning rate), from its last checkpoint if any."""
         try:
-            rec = self.runs.retry(run_id)
+            kaggle = self.runs.registry.get(run_id).target_kind == "kaggle"
+            rec = self.runs.retry(run_id, launch=not kaggle)
         except (RunError, ContinueError, StateError, OSError, ValueError) as e:
             self.statusBar().showMessage(str(e))
             return None
+        if kaggle:  # uploading and pushing must not freeze the window
+            self._launching.add(rec.id)
+            self._launch_in_background(rec.id)
+            self.statusBar().showMessage(t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
         self.refresh_history()
         self.follow(rec.id)
         return rec

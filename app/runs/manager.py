@@ -414,14 +414,17 @@ class RunManager:
             raise RunError(t(f"Прогон {run_id} не завершился ошибкой.", f"Run {run_id} did not fail."))
         return f.retry_config(rec.config())
 
-    def retry(self, run_id: str) -> RunRecord:
+    def retry(self, run_id: str, launch: bool = True) -> RunRecord:
         """Start the retry as a new run; it continues the failed run's checkpoint if any."""
         f = self.failure(run_id)
         if f is not None and not f.can_retry:
             raise RunError(f.advice)  # e.g. missing data: running again cannot help
         cfg = self.retry_config(run_id)
         parent = run_id if cfg.get("resume_from") else None
-        return self.start(cfg, parent_id=parent)
+        rec = self.create(cfg, parent_id=parent)
+        # A Kaggle start uploads and pushes over the network: the window does that in a
+        # thread of its own (launch=False, then launch(rec.id) there).
+        return self.launch(rec.id) if launch else rec
 
 
 def _log_tail(path: Path, max_bytes: int = 16384) -> str:
