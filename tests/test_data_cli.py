@@ -285,3 +285,35 @@ def test_progress_into_a_pipe_keeps_moving_within_a_long_phase(monkeypatch):
     assert 9 <= len(lines) <= 13, lines  # start, one about every 5 s, end
     assert lines[0].split()[0] == "Tokenizing" or lines[0].startswith("Токенизация")
     assert "100.0%" in lines[-1] and any(" 50.0%" in x or " 40.0%" in x or " 60.0%" in x for x in lines)
+
+
+def test_check_json_and_progress_lines_for_the_window(tmp_path, monkeypatch, capsys, english):
+    """The «Данные» window runs `add` and `check` as child processes and reads JSON: progress
+    (TERNIT_PROGRESS=json) on stderr, one result a dataset on stdout for `check --json`."""
+    from app.data.progress import parse_progress_line
+
+    monkeypatch.setenv("TERNIT_PROGRESS", "json")
+    root = corpus(tmp_path)
+    gone = tmp_path / "gone.txt"
+    gone.write_text("Текст.\n", encoding="utf-8")
+    assert main(["data", "add", str(root), "--name", "books"]) == 0
+    assert main(["data", "add", str(gone), "--name", "gone"]) == 0
+    err = capsys.readouterr().err
+    progress = [p for p in map(parse_progress_line, err.splitlines()) if p is not None]
+    assert progress and progress[-1].phase == "scan" and progress[-1].fraction == 1.0
+    assert "[###" not in err  # no text bar mixed in
+    (root / "000.txt").write_text("Изменён.\n", encoding="utf-8")
+    gone.unlink()
+    assert main(["data", "check", "--json"]) == 2
+    out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert out[0] == {"name": "books", "status": "changed", "message": "", "changes": ["~ 000.txt"]}
+    assert out[1]["name"] == "gone" and out[1]["status"] == "missing" and "no longer exists" in out[1]["message"]
+
+
+def test_the_builtin_dataset_cannot_be_removed(capsys, english):
+    assert main(["data", "remove", "python-docs"]) == 2
+    assert "builtin" in capsys.readouterr().err
+    # Nor taken out of the demo: nothing could put it back.
+    assert main(["data", "remove", "python-docs", "--constellation", "demo"]) == 2
+    assert main(["data", "constellations"]) == 0
+    assert "python-docs" in capsys.readouterr().out

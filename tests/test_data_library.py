@@ -298,3 +298,30 @@ def test_a_file_with_no_text_is_refused_not_added_as_an_empty_dataset(lib, tmp_p
     (tmp_path / "dir" / "a.txt").write_bytes(content)
     with pytest.raises(LibraryError):
         lib.add(tmp_path / "dir")
+
+
+def test_a_bad_constellation_name_refuses_the_whole_add(lib, tmp_path):
+    """`add PATH --constellation "a,b"` used to store the dataset, then fail on the name: an
+    error message over a dataset that was added after all."""
+    f = tmp_path / "book.txt"
+    f.write_text("Текст книги.\n", encoding="utf-8")
+    for bad in ("a,b", "  "):
+        with pytest.raises(LibraryError) as e:
+            lib.add(f, constellation=bad)
+        assert e.value.exit_code == 2
+    assert "book" not in [d.name for d in lib.datasets()]
+
+
+def test_an_add_interrupted_before_its_constellation_keeps_nothing(lib, tmp_path, monkeypatch):
+    """Ctrl-C (or the window's cancel, a SIGTERM) landing between storing the dataset and
+    joining its constellation: the dataset and the constellation stand or fall together."""
+    f = tmp_path / "book.txt"
+    f.write_text("Текст книги.\n", encoding="utf-8")
+
+    def interrupted(self, constellation, dataset):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(Library, "add_to_constellation", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        lib.add(f, constellation="книги")
+    assert "book" not in [d.name for d in lib.datasets()]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import signal
 import sqlite3
 import sys
@@ -28,7 +29,7 @@ from collections.abc import Iterator
 
 from ..i18n import t
 from ..state import StateError
-from .progress import Cancelled, TextBar
+from .progress import Cancelled, TextBar, progress_for_cli
 
 
 def human_bytes(n: int) -> str:
@@ -65,6 +66,9 @@ def _parser() -> argparse.ArgumentParser:
     ch = sub.add_parser("check", help=t("перепроверить файлы наборов (изменения, пропажи)",
                                         "re-check datasets' files (changes, missing paths)"))
     ch.add_argument("names", nargs="*", help=t("наборы (по умолчанию все)", "datasets (default: all)"))
+    ch.add_argument("--json", action="store_true", help=t(
+        "по строке JSON на набор: name, status (unchanged/changed/missing/error), message, changes",
+        "a JSON line per dataset: name, status (unchanged/changed/missing/error), message, changes"))
     r = sub.add_parser("remove", help=t("убрать набор из библиотеки (файлы не трогаются)",
                                         "remove a dataset from the library (files stay)"))
     r.add_argument("name")
@@ -143,7 +147,7 @@ def _library():
 
 def cmd_add(args: argparse.Namespace) -> int:
     lib = _library()
-    bar = TextBar()
+    bar = progress_for_cli()
     res = lib.add(args.path, name=args.name, constellation=args.constellation, progress=bar)
     bar.close()
     d = res.dataset
@@ -202,52 +206,52 @@ def cmd_check(args: argparse.Namespace) -> int:
     lib = _library()
     names = args.names or [d.name for d in lib.datasets() if d.kind != "builtin"]
     worst = 0
+    bar = progress_for_cli()
     for name in names:
         try:
-            res = lib.refresh(name)
+            res = lib.refresh(name, progress=bar)
         except LibraryError as exc:
-            print(f"{name}: {exc}", file=sys.stderr)
             worst = max(worst, exc.exit_code)
+            if args.json:
+                # exit code 2 from refresh: the dataset's path is gone.
+                _json_line(name=name, status="missing" if exc.exit_code == 2 else "error", message=str(exc),
+                           changes=[])
+            else:
+                print(f"{name}: {exc}", file=sys.stderr)
+            continue
+        if args.json:
+            _json_line(name=name, status=res.status, message="", changes=res.changes)
             continue
         status = {"unchanged": t("без изменений", "unchanged"), "changed": t("изменился", "changed")}[res.status]
         print(f"{name}: {status}")
         for c in res.changes:
             print(f"  {c}")
+    bar.close()
     return worst
 
 
-def cmd_remove(args: argparse.Namespace) -> int:
-    lib = _library()
-    if args.constellation:
-        from .library import LibraryError
+def _json_line(**fields: object) -> None:
+    print(json.dumps(fields, ensure_ascii=False), flush=True)
 
-        if args.constellation not in lib.dataset(args.name).constellations:
-            raise LibraryError(t(f"набора «{args.name}» нет в созвездии «{args.constellation}»",
-                                 f"dataset {args.name!r} is not in the constellation {args.constellation!r}"))
-        lib.remove_from_constellation(args.constellation, args.name)
-        print(t(f"набор «{args.name}» убран из созвездия «{args.constellation}»",
-                f"dataset {args.name!r} taken out of the constellation {args.constellation!r}"))
-        return 0
-    lib.remove(args.name)
-    print(t(f"набор «{args.name}» убран из библиотеки (файлы на месте)",
-            f"dataset {args.name!r} removed from the library (files untouched)"))
+
+def cmd_remove(args: argparse.Namespace) -> int:
+    from .manage import remove_dataset
+
+    print(remove_dataset(_library(), args.name, args.constellation))
     return 0
 
 
 def cmd_rename_constellation(args: argparse.Namespace) -> int:
-    _library().rename_constellation(args.old, args.new)
-    print(t(f"созвездие «{args.old}» теперь называется «{args.new}» (подготовленные данные и прогоны "
-            "помнят старое имя)",
-            f"the constellation {args.old!r} is now {args.new!r} (prepared data and runs keep the old name)"))
+    from .manage import rename_constellation
+
+    print(rename_constellation(_library(), args.old, args.new))
     return 0
 
 
 def cmd_remove_constellation(args: argparse.Namespace) -> int:
-    _library().remove_constellation(args.name)
-    print(t(f"созвездие «{args.name}» удалено (наборы остались в библиотеке; подготовленные данные и "
-            "прогоны не тронуты)",
-            f"the constellation {args.name!r} is removed (its datasets stay in the library; prepared data "
-            "and runs are untouched)"))
+    from .manage import remove_constellation
+
+    print(remove_constellation(_library(), args.name))
     return 0
 
 

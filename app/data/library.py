@@ -89,6 +89,16 @@ class AddResult:
     notes: list[str] = field(default_factory=list)  # skipped files, replacements
 
 
+def valid_constellation_name(name: str) -> str:
+    """The name stripped; empty or with a comma (the list separator of `--constellations
+    A,B`) is refused."""
+    name = name.strip()
+    if not name or "," in name:
+        raise LibraryError(t(f"недопустимое имя созвездия: {name!r} (не пустое и без запятых)",
+                             f"not a valid constellation name: {name!r} (not empty, no commas)"), exit_code=2)
+    return name
+
+
 # --- scanning -------------------------------------------------------------------------------
 
 def list_files(root: Path) -> list[tuple[str, Path, str]]:
@@ -186,12 +196,19 @@ class Library:
         if not p.exists():
             raise LibraryError(t(f"нет такого пути: {p}", f"no such path: {p}"), exit_code=2)
         if not os.access(p, os.R_OK) or (p.is_dir() and not os.access(p, os.X_OK)):
-            raise LibraryError(t(f"нет доступа на чтение: {p}", f"not readable: {p}"), exit_code=2)
+            raise LibraryError(t(f"нет доступа на чтение: {p} — дайте себе право чтения (chmod u+rX) "
+                                 "или скопируйте файлы в свою папку",
+                                 f"not readable: {p} — give yourself read access (chmod u+rX) "
+                                 "or copy the files into a folder of your own"), exit_code=2)
         p = p.resolve()
         kind = "folder" if p.is_dir() else "file"
         name = (name or p.stem).strip()
         if not name:
             raise LibraryError(t("у набора должно быть имя (--name)", "a dataset needs a name (--name)"))
+        if constellation is not None:
+            # Refused before anything is read or stored: a bad name found after the store
+            # left the dataset added under an error message.
+            constellation = valid_constellation_name(constellation)
         row = self.state.one("SELECT * FROM datasets WHERE name = ?", (name,))
         if row is not None and row["path"] != str(p):
             raise LibraryError(t(
@@ -210,13 +227,18 @@ class Library:
             # (and in its constellation) as a dataset of nothing.
             why = "; ".join(f"{f.relpath}: {f.note}" for f in files[:3] if f.note)
             raise LibraryError(t(
-                f"в {p} нет текста ({why}): ничего не добавлено",
-                f"{p} holds no text ({why}): nothing was added",
+                f"в {p} нет текста ({why}): ничего не добавлено. Лаборатория читает текст в UTF-8 "
+                "или Windows-1251: .txt, .md, .jsonl (поле \"text\") и они же в .gz",
+                f"{p} holds no text ({why}): nothing was added. The lab reads UTF-8 or Windows-1251 "
+                "text: .txt, .md, .jsonl (a \"text\" field) and those in .gz",
             ), exit_code=2)
-        result = self._store(row, name, p, kind, files)
-        if constellation:
-            self.add_to_constellation(constellation, name)
-            result.dataset = self.dataset(name)
+        # The dataset and its constellation stand or fall together: an add cancelled (or
+        # failing) between the two must not leave half of it in the library.
+        with self.state.transaction():
+            result = self._store(row, name, p, kind, files)
+            if constellation:
+                self.add_to_constellation(constellation, name)
+                result.dataset = self.dataset(name)
         return result
 
     def refresh(self, name: str, progress: ProgressFn | None = None,
@@ -345,9 +367,7 @@ class Library:
 
     # constellations
     def create_constellation(self, name: str, description: str = "", builtin: bool = False) -> None:
-        name = name.strip()
-        if not name or "," in name:
-            raise LibraryError(t(f"недопустимое имя созвездия: {name!r}", f"not a valid constellation name: {name!r}"))
+        name = valid_constellation_name(name)
         self.state.execute(
             "INSERT OR IGNORE INTO constellations (name, description, builtin, created_at) VALUES (?, ?, ?, ?)",
             (name, description, int(builtin), now()))
@@ -370,10 +390,7 @@ class Library:
         """A new name for a constellation (its datasets stay). Prepared folders and runs keep
         the name they were made with: they record what they used."""
         c = self._own_constellation(old)
-        new = new.strip()
-        if not new or "," in new:
-            raise LibraryError(t(f"недопустимое имя созвездия: {new!r}", f"not a valid constellation name: {new!r}"),
-                               exit_code=2)
+        new = valid_constellation_name(new)
         if new != c.name and any(x.name == new for x in self.constellations()):
             raise LibraryError(t(f"созвездие «{new}» уже есть", f"a constellation {new!r} already exists"),
                                exit_code=2)

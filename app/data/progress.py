@@ -7,6 +7,8 @@ the work, at most about ten times a second, plus once at the end of each phase.
 
 from __future__ import annotations
 
+import json
+import os
 import sys
 import threading
 import time
@@ -142,6 +144,45 @@ class TextBar:
             self.stream.write("\n")
             self.stream.flush()
             self._last_line = ""
+
+
+PROGRESS_ENV = "TERNIT_PROGRESS"  # "json": progress as JSON lines, for a program that reads them
+
+
+class JsonLines:
+    """Progress as one JSON object a line on stderr ({"progress": phase, "done", "total", "unit",
+    "message"}), for the window: it runs `ternit data ...` as a child process and draws its
+    own bar. The Reporter already limits the lines to about ten a second."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+
+    def __call__(self, p: Progress) -> None:
+        self.stream.write(json.dumps({"progress": p.phase, "done": p.done, "total": p.total, "unit": p.unit,
+                                      "message": p.message}, ensure_ascii=False) + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        pass
+
+
+def progress_for_cli() -> TextBar | JsonLines:
+    """The command line's progress: a text bar, or JSON lines when TERNIT_PROGRESS=json."""
+    return JsonLines() if os.environ.get(PROGRESS_ENV) == "json" else TextBar()
+
+
+def parse_progress_line(line: str) -> Progress | None:
+    """A JsonLines line back into a Progress (None for any other line: a message)."""
+    line = line.strip()
+    if not line.startswith('{"progress"'):
+        return None
+    try:
+        d = json.loads(line)
+        total = d.get("total")
+        return Progress(str(d["progress"]), float(d.get("done") or 0), None if total is None else float(total),
+                        str(d.get("unit") or ""), str(d.get("message") or ""))
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _human(n: float, unit: str) -> str:
