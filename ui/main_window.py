@@ -363,6 +363,11 @@ class MainWindow(QMainWindow):
         bar = self.menuBar()
         bar.clear()
         lab = bar.addMenu(t("Лаборатория", "Lab"))
+        data = QAction(t("Данные…", "Data…"), self)
+        data.setToolTip(t("Наборы текста и созвездия: добавить, убрать, переименовать, перепроверить",
+                          "Text datasets and constellations: add, remove, rename, re-check"))
+        data.triggered.connect(self.open_data_dialog)
+        lab.addAction(data)
         add_data = QAction(t("Добавить подготовленные данные…", "Add prepared data…"), self)
         add_data.triggered.connect(self._pick_prepared)
         lab.addAction(add_data)
@@ -387,6 +392,17 @@ class MainWindow(QMainWindow):
             group.addAction(action)
             lang_menu.addAction(action)
             self.language_actions[code] = action
+
+    def open_data_dialog(self) -> QWidget:
+        """«Данные…» (ui/data_dialog.py): the form's constellations are read again after each
+        change there, so a constellation just added can be ticked at once."""
+        from .data_dialog import DataDialog
+
+        dialog = DataDialog(self)
+        dialog.changed.connect(self.reload_context)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
+        return dialog
 
     def _kaggle_action(self) -> QAction | None:
         try:
