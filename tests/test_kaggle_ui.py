@@ -139,3 +139,21 @@ def test_retry_of_a_kaggle_run_uploads_off_the_window_thread(qtbot, fake, tiny_d
     qtbot.waitUntil(lambda: w.runs.registry.get(again.id).status == "queued", timeout=60_000)
     assert len(fake.pushes) == 1 and fake.pushes[0]["slug"].startswith("alice/")  # the 429 one is not kept
     w.close()
+
+
+def test_accounts_dialog_refreshes_the_quota_when_it_opens(qtbot, fake):
+    from app.kaggle.accounts import Accounts
+    from app.kaggle.store import KaggleStore
+    from ui.kaggle_accounts import AccountsDialog
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=2)
+    add_lab_accounts("alice")
+    store = KaggleStore()
+    Accounts(store).check_all()  # what the lab knew last week
+    store.close()
+    fake.accounts["alice"].used_s = 10 * 3600.0  # spent since, e.g. on kaggle.com
+    dlg = AccountsDialog()
+    qtbot.addWidget(dlg)
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        pass
+    assert "20 ч 00 мин" in dlg.table.cellWidget(0, 2).text()

@@ -168,6 +168,8 @@ class AccountsDialog(QDialog):
         self.remove.clicked.connect(self.remove_selected)
         close.clicked.connect(self.accept)
         self.refresh()
+        if self.accounts.creds.names():  # the state's figures may be days old: ask Kaggle now
+            self.check([])
 
     # -- showing ---------------------------------------------------------------------------
     def refresh(self) -> None:
