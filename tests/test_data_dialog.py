@@ -213,3 +213,28 @@ def test_the_dialog_in_english(qtbot):
         dlg.done(0)
     finally:
         set_language(None)
+
+
+def test_lab_menu_opens_data_and_the_form_lists_a_new_constellation(qtbot, tmp_path, russian):
+    """«Лаборатория → Данные…»: after an add there, the run form's constellations (with their
+    token counts) are read again: the new one can be ticked at once."""
+    from app.runs import RunManager
+    from ui.data_dialog import DataDialog
+    from ui.main_window import MainWindow
+
+    window = MainWindow(runs=RunManager(), poll_ms=100)
+    qtbot.addWidget(window)
+    lab = window.menuBar().actions()[0].menu()
+    action = next(a for a in lab.actions() if a.text() == "Данные…")
+    assert "созвездия" in action.toolTip()
+    assert "повести" not in window.form_view._constellation_boxes
+    action.trigger()
+    dlg = window.findChild(DataDialog)
+    assert dlg is not None and dlg.isVisible()
+    with qtbot.waitSignal(dlg.task_finished, timeout=WAIT_MS) as got:
+        dlg.add(str(texts(tmp_path / "повести")))
+    assert got.args == [0], dlg.status.text()
+    box = window.form_view._constellation_boxes.get("повести")
+    assert box is not None and "токены ещё не посчитаны" in box.text()
+    dlg.done(0)
+    window.timer.stop()
