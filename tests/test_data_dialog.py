@@ -238,3 +238,40 @@ def test_lab_menu_opens_data_and_the_form_lists_a_new_constellation(qtbot, tmp_p
     assert box is not None and "токены ещё не посчитаны" in box.text()
     dlg.done(0)
     window.timer.stop()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_closing_the_dialog_during_an_add_cancels_it(qtbot, dialog, tmp_path):
+    folder = texts(tmp_path / "закрыть")
+    os.mkfifo(folder / "zz-stuck.txt")
+    before = library_names()
+    proc = dialog.add(str(folder))
+    qtbot.waitUntil(lambda: dialog.output.progress is not None, timeout=WAIT_MS)
+    dialog.done(0)  # «Закрыть» while it reads
+    assert proc.state() == proc.ProcessState.NotRunning
+    assert library_names() == before
+
+
+def test_a_taken_name_is_refused_before_anything_runs(qtbot, dialog, tmp_path):
+    dialog.library.add(texts(tmp_path / "a"), name="книга", constellation="к")
+    dialog.refresh()
+    assert dialog.add(str(texts(tmp_path / "b")), name="книга", constellation="к") is None
+    assert "«книга» уже занято" in dialog.status.text() and dialog.proc is None
+    assert dialog.add(str(tmp_path / "b"), name="b", constellation="demo") is None
+    assert "встроенное созвездие" in dialog.status.text()
+    assert dialog.add(str(tmp_path / "b"), name="b", constellation="x,y") is None
+    assert "запятую" in dialog.status.text()
+
+
+def test_a_damaged_state_file_is_shown_not_a_crash(qtbot, russian):
+    from app import paths
+    from ui.data_dialog import DataDialog
+
+    paths.state_db_path().parent.mkdir(parents=True, exist_ok=True)
+    paths.state_db_path().write_bytes(b"not a database " * 50)
+    dlg = DataDialog()
+    qtbot.addWidget(dlg)
+    assert "state" in dlg.status.text() and dlg.datasets.rowCount() == 0
+    assert not dlg.add_folder_button.isEnabled() and not dlg.check_button.isEnabled()
+    assert dlg.add(str(paths.state_db_path())) is None
+    dlg.done(0)

@@ -108,7 +108,13 @@ class DataDialog(QDialog):
         self.setWindowTitle(t("Данные", "Data"))
         self.resize(1100, 620)
         self._own_library = library is None
-        self.library = library or Library()
+        self.library: Library | None = library
+        opened = ""
+        if library is None:
+            try:
+                self.library = Library()
+            except (StateError, LibraryError, sqlite3.Error) as e:  # a locked or damaged state file
+                opened = str(e)
         self.statuses: dict[str, manage.DatasetStatus] = {}
         self.proc: QProcess | None = None
         self.output = manage.CliOutput()
@@ -207,7 +213,10 @@ class DataDialog(QDialog):
         self.datasets.itemSelectionChanged.connect(self._update_buttons)
         self._show_busy(False)
         self.refresh()
-        self.load_statuses()
+        if self.library is None:
+            self.status.setText(opened)
+        else:
+            self.load_statuses()
 
     # -- building --------------------------------------------------------------------------
     @staticmethod
@@ -242,6 +251,9 @@ class DataDialog(QDialog):
     def refresh(self) -> None:
         """Read the library again into both tables (the selection stays on the same names)."""
         keep_c, keep_d = self.selected_constellation(), self.selected_dataset()
+        if self.library is None:
+            self._update_buttons()
+            return
         try:
             crows = manage.constellation_rows(self.library)
             drows = manage.dataset_rows(self.library)
@@ -298,6 +310,7 @@ class DataDialog(QDialog):
     def load_statuses(self) -> threading.Thread:
         """Each dataset's files against the library by size and date, in a thread (a big
         folder's listing must not freeze the window); «Перепроверить» reads them."""
+        assert self.library is not None
         bridge = _Bridge(self)
         bridge.finished.connect(self._statuses_loaded)
         path = self.library.state.path
@@ -348,7 +361,7 @@ class DataDialog(QDialog):
         return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
 
     def _update_buttons(self) -> None:
-        busy = self.proc is not None
+        busy = self.proc is not None or self.library is None  # no library: nothing can be done
         c = self._crows.get(self.selected_constellation() or "")
         d = self._drows.get(self.selected_dataset() or "")
         own_c = c is not None and not c.builtin
@@ -378,6 +391,8 @@ class DataDialog(QDialog):
 
     # -- instant actions -------------------------------------------------------------------
     def _do(self, action, *args) -> bool:
+        if self.library is None:
+            return False
         try:
             message = action(self.library, *args)
         except (LibraryError, StateError, sqlite3.Error) as e:
@@ -455,7 +470,7 @@ class DataDialog(QDialog):
             path, _ = QFileDialog.getOpenFileName(
                 self, t("Текстовый файл", "A text file"), str(Path.home()),
                 t("Текст (*.txt *.md *.jsonl *.gz);;Все файлы (*)", "Text (*.txt *.md *.jsonl *.gz);;All files (*)"))
-        if not path:
+        if not path or self.library is None:
             return
         selected = self.selected_constellation()
         own = selected if selected in manage.add_targets(self.library) else None
@@ -467,6 +482,8 @@ class DataDialog(QDialog):
     def add(self, path: str | Path, name: str | None = None, constellation: str | None = None) -> QProcess | None:
         """Add `path` as a dataset to `constellation` (both default to the file's or folder's
         name) in a child process; None when refused before it starts (the reason is shown)."""
+        if self.library is None:
+            return None
         name = (name if name is not None else manage.default_name(path)).strip()
         constellation = (constellation if constellation is not None else name).strip()
         problem = manage.precheck_add(self.library, path, name, constellation)
@@ -591,7 +608,7 @@ class DataDialog(QDialog):
                 proc.waitForFinished(1000)
         if not self._closed:
             self._closed = True
-            if self._own_library:
+            if self._own_library and self.library is not None:
                 self.library.state.close()
         super().done(result)
 
