@@ -125,10 +125,13 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] | None = N
     known = max((m.version for m in migrations), default=0)
     current = conn.execute("PRAGMA user_version").fetchone()[0]
     if current > known:
-        raise StateError(
+        from .i18n import t
+
+        raise StateError(t(
+            f"файл состояния — версии {current}, новее, чем знает эта версия лаборатории ({known}); "
+            "обновите лабораторию или укажите другую папку данных (TERNIT_HOME)",
             f"the state database is at version {current}, newer than this lab knows ({known}); "
-            "update the lab, or point it at another data folder (TERNIT_HOME)"
-        )
+            "update the lab, or point it at another data folder (TERNIT_HOME)"))
     applied: list[int] = []
     for mig in migrations:
         if mig.version in _applied_versions(conn):
@@ -194,10 +197,15 @@ class State:
             self.applied = migrate(conn, migrations)
         except sqlite3.DatabaseError as exc:
             self.close()
-            raise StateError(
-                f"cannot open the lab's state {self.path}: {exc}. "
-                "If the file is damaged, move it aside; the lab starts a new one."
-            ) from exc
+            from .i18n import t
+
+            raise StateError(t(
+                f"не открывается файл состояния лаборатории {self.path}: {exc}. Если он повреждён, "
+                f"переименуйте его (например, в {self.path.name}.bad): лаборатория начнёт новый и снова "
+                "найдёт прогоны в их папках.",
+                f"cannot open the lab's state {self.path}: {exc}. If the file is damaged, move it aside "
+                f"(rename it, e.g. to {self.path.name}.bad): the lab starts a new one and finds the runs "
+                "in their folders again.")) from exc
 
     @property
     def conn(self) -> sqlite3.Connection:

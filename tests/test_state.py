@@ -78,13 +78,20 @@ def test_failed_migration_rolls_back_whole(tmp_path):
     conn.close()
 
 
-def test_database_newer_than_the_lab_is_refused_with_advice(tmp_path):
+@pytest.mark.parametrize("lang, advice", [("en", "newer than this lab"), ("ru", "новее, чем знает")])
+def test_database_newer_than_the_lab_is_refused_with_advice(tmp_path, lang, advice):
+    from app.i18n import set_language
+
     db = tmp_path / "s.sqlite"
     conn = sqlite3.connect(db)
     conn.execute("PRAGMA user_version = 999")
     conn.close()
-    with pytest.raises(StateError, match="newer than this lab"):
-        open_state(db)
+    set_language(lang)
+    try:
+        with pytest.raises(StateError, match=advice):
+            open_state(db)
+    finally:
+        set_language(None)
 
 
 def test_duplicate_numbers_and_damaged_file_are_clear_errors(tmp_path):
@@ -95,8 +102,17 @@ def test_duplicate_numbers_and_damaged_file_are_clear_errors(tmp_path):
         find_migrations(migs)
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"this is not a database at all" * 100)
-    with pytest.raises(StateError, match="move it aside"):
-        open_state(bad)
+    from app.i18n import set_language
+
+    # What to do, in the interface language: rename the file; the runs are found again.
+    for lang, advice in (("en", "move it aside"), ("ru", "переименуйте его")):
+        set_language(lang)
+        try:
+            with pytest.raises(StateError, match=advice) as err:
+                open_state(bad)
+            assert "bad.sqlite.bad" in str(err.value)
+        finally:
+            set_language(None)
 
 
 def test_transaction_commits_or_rolls_back(tmp_path):
