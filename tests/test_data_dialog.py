@@ -7,6 +7,7 @@ import os
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
 
 from app.data.library import Library
 from app.i18n import set_language
@@ -275,3 +276,13 @@ def test_a_damaged_state_file_is_shown_not_a_crash(qtbot, russian):
     assert not dlg.add_folder_button.isEnabled() and not dlg.check_button.isEnabled()
     assert dlg.add(str(paths.state_db_path())) is None
     dlg.done(0)
+
+
+def test_the_form_with_no_constellations_points_to_the_data_window(qtbot, russian):
+    from app.form import FormContext
+    from ui.run_form import RunFormView
+
+    view = RunFormView(FormContext())
+    qtbot.addWidget(view)
+    hints = [w.text() for w in view.findChildren(QLabel) if "Созвездий пока нет" in w.text()]
+    assert hints and "«Лаборатория → Данные…»" in hints[0]

@@ -197,8 +197,8 @@ class RunFormView(QWidget):
         names = list(self.form.ctx.constellations)
         names += [c for c in self.form.values["constellations"] if c not in names]
         if not names:
-            empty = QLabel(t("Созвездий пока нет: добавьте данные (ternit data add …)",
-                             "No constellations yet: add data (ternit data add …)"))
+            empty = QLabel(t("Созвездий пока нет: добавьте данные («Лаборатория → Данные…»)",
+                             "No constellations yet: add data (Lab → Data…)"))
             empty.setStyleSheet(WARNING_STYLE)
             empty.setWordWrap(True)
             self.constellation_layout.addWidget(empty)
