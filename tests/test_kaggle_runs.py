@@ -278,3 +278,24 @@ def test_a_kernel_that_dies_without_the_trainers_error_is_told_as_a_kaggle_failu
     assert "Kaggle kernel" in f.advice and "trainer.log" in f.advice
     assert "disappeared" not in f.advice and "computer" not in f.advice
     assert f.retry_label() is not None
+
+
+def test_stop_while_uploading_pushes_no_kernel(fake, tiny_data):
+    import threading
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    fake.fail("GetDatasetStatus", 429, retry_after="2")  # the upload takes a while
+    m = RunManager(Registry())
+    rec = m.create(tiny_config(tiny_data, limit_min=60), target="kaggle", account="alice")
+    launch = threading.Thread(target=m.launch, args=(rec.id,))
+    launch.start()
+    deadline = time.monotonic() + 30
+    while KaggleStore(m.registry.state).leg(rec.id) is None and time.monotonic() < deadline:
+        time.sleep(0.02)
+    m.stop(rec.id)  # the user presses «Остановить» during the upload
+    launch.join(60)
+    got = m.registry.get(rec.id)
+    assert fake.pushes == []  # no kernel spends the account's quota
+    assert got.status == st.STOPPED and "ничего не запущено" in got.last_message
+    assert KaggleStore(m.registry.state).leg(rec.id)["state"] == "done"  # no follower takes it up

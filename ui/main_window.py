@@ -585,7 +585,11 @@ class MainWindow(QMainWindow):
         if error:
             self.statusBar().showMessage(t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}"))
         else:
-            self.statusBar().showMessage(t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle"))
+            rec = self.runs.registry.get(run_id)
+            if rec.ended:  # e.g. stopped while uploading: nothing was pushed
+                self.statusBar().showMessage(f"{run_id}: {st.label(rec.status)} — {rec.last_message or ''}")
+            else:
+                self.statusBar().showMessage(t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle"))
         self.refresh_history()
         self._update_banner()
 

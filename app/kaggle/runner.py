@@ -297,6 +297,14 @@ class KaggleRuns:
             leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs)
 
     def _push(self, run_id: str, client: AccountClient, refs: tuple[str, ...]) -> None:
+        leg = self.store.leg(run_id) or {}
+        if leg.get("stop_requested_at") or self.registry.get(run_id).stop_requested_at:
+            # «Остановить» while uploading: nothing runs on Kaggle yet, so nothing is pushed.
+            message = t("остановлен до отправки ядра: на Kaggle ничего не запущено",
+                        "stopped before the kernel was pushed: nothing runs on Kaggle")
+            self.store.update_leg(run_id, state="done", end_reason="stopped", message=message, ended_at=time.time())
+            self._status(run_id, st.STOPPED, message)
+            return
         leg = self.store.update_leg(run_id, state="pushing")
         plan = self._plan(leg, refs)
         with tempfile.TemporaryDirectory(prefix="ternit-kernel-") as tmp:
