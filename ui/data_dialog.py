@@ -64,6 +64,7 @@ class AddDialog(QDialog):
                  parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setWindowTitle(t("Добавить данные", "Add data"))
+        self.setMinimumWidth(560)  # the path and the hint on a line or two, not a column
         self.path = path
         default = manage.default_name(path)
         form = QFormLayout(self)
