@@ -6,31 +6,46 @@ import importlib
 import subprocess
 import sys
 
-# name -> ("module", "app.x.y") imported and called with main(argv), or
-#         ("process", "trainer.x") run as `python -m trainer.x ARGS` (the window's core
-#         never imports torch).
-BENCHES: dict[str, tuple[str, str, str]] = {
-    "trainer": ("process", "trainer.bench", "trainer step against a plain PyTorch loop"),
-    "economical": ("process", "trainer.bench_economical", "economical vs normal mode"),
-    "data": ("module", "app.data.bench", "data preparation throughput"),
-    "sizing": ("module", "app.sizing.bench", "estimate accuracy against the real trainer"),
-    "sizing-gpu": ("module", "app.sizing.probe_check", "estimates against a GPU probe (scripts/gpu_probe.py)"),
-    "monitor": ("module", "app.gpu.bench", "GPU sampling cost"),
-    "window": ("process", "ui.bench_window", "time to first window; the loss plot at 100,000 points"),
+from .i18n import t
+
+# name -> (kind, target, what it measures in Russian, in English). kind "module": app.x.y
+# imported and called with main(argv); "process": run as `python -m trainer.x ARGS` (the
+# window's core never imports torch).
+BENCHES: dict[str, tuple[str, str, str, str]] = {
+    "trainer": ("process", "trainer.bench", "шаг тренера против простого цикла PyTorch",
+                "trainer step against a plain PyTorch loop"),
+    "economical": ("process", "trainer.bench_economical", "экономный режим против обычного",
+                   "economical vs normal mode"),
+    "data": ("module", "app.data.bench", "скорость подготовки данных", "data preparation throughput"),
+    "sizing": ("module", "app.sizing.bench", "точность оценок против настоящего тренера",
+               "estimate accuracy against the real trainer"),
+    "sizing-gpu": ("module", "app.sizing.probe_check", "оценки против замера на видеокарте (scripts/gpu_probe.py)",
+                   "estimates against a GPU probe (scripts/gpu_probe.py)"),
+    "monitor": ("module", "app.gpu.bench", "цена замеров видеокарты", "GPU sampling cost"),
+    "window": ("process", "ui.bench_window", "время до первого окна; график потерь на 100 000 точек",
+               "time to first window; the loss plot at 100,000 points"),
 }
+
+
+def usage() -> str:
+    lines = [t("использование: ternit bench ЗАМЕР [АРГУМЕНТЫ...]", "usage: ternit bench NAME [ARGS...]"), "",
+             t("замеры:", "benchmarks:")]
+    lines += [f"  {name:<11} {t(ru, en)}" for name, (_, _, ru, en) in BENCHES.items()]
+    lines.append(t("\n`ternit bench ЗАМЕР --help` — аргументы замера (справка и отчёты замеров — на английском).",
+                   "\n`ternit bench NAME --help` for a benchmark's arguments."))
+    return "\n".join(lines)
 
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("usage: ternit bench NAME [ARGS...]\n\nbenchmarks:")
-        for name, (_, _, about) in BENCHES.items():
-            print(f"  {name:<11} {about}")
+        print(usage())
         return 0
     name, rest = argv[0], argv[1:]
     if name not in BENCHES:
-        print(f"ternit bench: unknown benchmark {name!r} (known: {', '.join(BENCHES)})", file=sys.stderr)
+        print(t(f"ternit bench: нет замера {name!r} (есть: {', '.join(BENCHES)})",
+                f"ternit bench: unknown benchmark {name!r} (known: {', '.join(BENCHES)})"), file=sys.stderr)
         return 2
-    kind, target, _ = BENCHES[name]
+    kind, target, _, _ = BENCHES[name]
     if kind == "process":
         return subprocess.call([sys.executable, "-m", target, *rest])
     return int(importlib.import_module(target).main(rest) or 0)

@@ -11,15 +11,29 @@ import argparse
 import sys
 from pathlib import Path
 
+from .cli_args import Parser
 from .i18n import t
 
 
+def parser() -> argparse.ArgumentParser:
+    p = Parser(prog="ternit export", formatter_class=argparse.RawDescriptionHelpFormatter, description=t(
+        "`ternit export ЧЕКПОИНТ|ID OUT.safetensors`: веса чекпоинта в файл safetensors.\n\n"
+        "ЧЕКПОИНТ — файл чекпоинта или ID прогона (или его уникальная часть) из `ternit run list`:\n"
+        "тогда берётся последний чекпоинт прогона. Экспорт загружает torch и поэтому идёт\n"
+        "отдельным процессом (`python -m trainer.export`).",
+        "`ternit export CKPT|RUN-ID OUT.safetensors`: a checkpoint's weights as safetensors.\n\n"
+        "CKPT is a checkpoint file, or a run id (or a unique part of one) from `ternit run list`,\n"
+        "meaning that run's latest checkpoint. The export itself loads torch, so it runs as its\n"
+        "own process (`python -m trainer.export`)."))
+    p.add_argument("checkpoint", metavar=t("ЧЕКПОИНТ", "CKPT"),
+                   help=t("файл чекпоинта (.pt) или ID прогона", "a checkpoint file (.pt) or a run id"))
+    p.add_argument("out", type=Path, metavar="OUT.safetensors",
+                   help=t("файл .safetensors, который записать", "the .safetensors file to write"))
+    return p
+
+
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="ternit export", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("checkpoint", help="a checkpoint file (.pt) or a run id")
-    p.add_argument("out", type=Path, help="the .safetensors file to write")
-    args = p.parse_args(argv)
+    args = parser().parse_args(argv)
     from .runs.export import export_checkpoint, run_checkpoint
 
     ckpt = Path(args.checkpoint)
@@ -42,9 +56,5 @@ def main(argv: list[str]) -> int:
             return 2
         ckpt = found
     result = export_checkpoint(ckpt, args.out)
-    if result.message:
-        print(result.message, file=sys.stdout if result.ok else sys.stderr)
-    if not result.ok:
-        return 1
-    print(t(f"веса записаны: {result.out}", f"weights written: {result.out}"))
-    return 0
+    print(result.message, file=sys.stdout if result.ok else sys.stderr)
+    return 0 if result.ok else 1

@@ -27,6 +27,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
+from ..cli_args import Parser
 from ..i18n import t
 from ..state import StateError
 from .progress import Cancelled, TextBar, progress_for_cli
@@ -49,7 +50,7 @@ def human_count(n: int | None) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ternit data", description=t(
+    p = Parser(prog="ternit data", description=t(
         "Наборы данных, созвездия и подготовленные данные.",
         "Datasets, constellations and prepared data."))
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -67,8 +68,9 @@ def _parser() -> argparse.ArgumentParser:
                                         "re-check datasets' files (changes, missing paths)"))
     ch.add_argument("names", nargs="*", help=t("наборы (по умолчанию все)", "datasets (default: all)"))
     ch.add_argument("--json", action="store_true", help=t(
-        "по строке JSON на набор: name, status (unchanged/changed/missing/error), message, changes",
-        "a JSON line per dataset: name, status (unchanged/changed/missing/error), message, changes"))
+        "по строке JSON на набор с полями `name`, `status` (unchanged/changed/missing/error), `message`, "
+        "`changes`",
+        "a JSON line per dataset: `name`, `status` (unchanged/changed/missing/error), `message`, `changes`"))
     r = sub.add_parser("remove", help=t("убрать набор из библиотеки (файлы не трогаются)",
                                         "remove a dataset from the library (files stay)"))
     r.add_argument("name")

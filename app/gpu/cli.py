@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 
+from app.cli_args import Parser
 from app.i18n import t
 
 from . import present
@@ -24,16 +25,21 @@ CPU_WINDOW_S = 0.25
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = Parser(
         prog="ternit monitor",
-        description="GPU memory, temperature and load (NVML), CPU and RAM (psutil).",
+        description=t("Память, температура и загрузка видеокарты (NVML), процессор и память (psutil).",
+                      "GPU memory, temperature and load (NVML), CPU and RAM (psutil)."),
     )
-    p.add_argument("--once", action="store_true", help="one sample, then exit")
-    p.add_argument("--json", action="store_true", help="one JSON object per sample and line")
-    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (1)")
-    p.add_argument("--count", type=int, default=0, help="stop after N samples (0: until Ctrl-C)")
-    p.add_argument("--pid", type=int, default=None,
-                   help="also show this process (the trainer) and its GPU memory")
+    p.add_argument("--once", action="store_true", help=t("один замер и выход", "one sample, then exit"))
+    p.add_argument("--json", action="store_true",
+                   help=t("каждый замер — объект JSON в одной строке", "one JSON object per sample and line"))
+    p.add_argument("--interval", type=float, default=1.0, metavar=t("СЕК", "SEC"),
+                   help=t("секунд между замерами (1)", "seconds between samples (1)"))
+    p.add_argument("--count", type=int, default=0, metavar="N",
+                   help=t("остановиться после N замеров (0: до Ctrl-C)", "stop after N samples (0: until Ctrl-C)"))
+    p.add_argument("--pid", type=int, default=None, metavar="PID",
+                   help=t("показать и этот процесс (тренер) с его памятью на видеокарте",
+                          "also show this process (the trainer) and its GPU memory"))
     return p
 
 
@@ -69,7 +75,8 @@ def snapshot_text(snap: Snapshot, lang: str | None = None) -> str:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     if args.interval <= 0:
-        print("ternit monitor: --interval must be above 0", file=sys.stderr)
+        print(t("ternit monitor: --interval должен быть больше 0", "ternit monitor: --interval must be above 0"),
+              file=sys.stderr)
         return 2
     sampler = Sampler()
     if args.pid is not None:

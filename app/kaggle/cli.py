@@ -16,6 +16,7 @@ import json
 import sys
 from datetime import datetime
 
+from ..cli_args import Parser
 from ..i18n import t
 from .accounts import Accounts, AccountView, key_status_text
 from .credentials import Credential, CredentialsError, check, global_token_warning
@@ -24,18 +25,26 @@ from .store import KaggleStore
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ternit kaggle", description="Kaggle accounts, quota and kernels")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("add-account", help="add accounts from kaggle.json files or a username and key")
-    a.add_argument("--json", action="append", default=[], metavar="FILE", help="a kaggle.json (repeatable)")
-    a.add_argument("--username")
-    a.add_argument("--key", help="the API key; '-' reads it from stdin (keeps it out of the shell history)")
-    a.add_argument("--no-check", action="store_true", help="do not ask Kaggle whether the key works")
-    ls = sub.add_parser("accounts", help="the accounts with their quota, key status and what they hold")
-    ls.add_argument("--no-refresh", action="store_true", help="show the last known figures, ask Kaggle nothing")
-    ls.add_argument("--json", action="store_true", help="machine-readable output")
-    rm = sub.add_parser("remove-account", help="forget an account and its key")
-    rm.add_argument("name")
+    p = Parser(prog="ternit kaggle", description=t("Аккаунты Kaggle, квота и ядра.", "Kaggle accounts, quota and kernels."))
+    sub = p.add_subparsers(dest="cmd", required=True, title=t("команды", "commands"))
+    a = sub.add_parser("add-account", help=t("добавить аккаунты из файлов kaggle.json или по имени и ключу",
+                                             "add accounts from kaggle.json files or a username and key"))
+    a.add_argument("--json", action="append", default=[], metavar=t("ФАЙЛ", "FILE"),
+                   help=t("файл kaggle.json (можно несколько раз)", "a kaggle.json (repeatable)"))
+    a.add_argument("--username", metavar=t("ИМЯ", "NAME"), help=t("имя пользователя Kaggle", "the Kaggle username"))
+    a.add_argument("--key", metavar=t("КЛЮЧ", "KEY"),
+                   help=t("ключ API; '-' — прочитать его из stdin (не попадёт в историю оболочки)",
+                          "the API key; '-' reads it from stdin (keeps it out of the shell history)"))
+    a.add_argument("--no-check", action="store_true",
+                   help=t("не спрашивать Kaggle, работает ли ключ", "do not ask Kaggle whether the key works"))
+    ls = sub.add_parser("accounts", help=t("аккаунты с квотой, состоянием ключа и тем, что на них хранится",
+                                           "the accounts with their quota, key status and what they hold"))
+    ls.add_argument("--no-refresh", action="store_true",
+                    help=t("показать последние известные цифры, ничего не спрашивая у Kaggle",
+                           "show the last known figures, ask Kaggle nothing"))
+    ls.add_argument("--json", action="store_true", help=t("вывод в JSON для программ", "machine-readable output"))
+    rm = sub.add_parser("remove-account", help=t("забыть аккаунт и его ключ", "forget an account and its key"))
+    rm.add_argument("name", metavar=t("ИМЯ", "NAME"), help=t("имя аккаунта", "the account's username"))
     return p
 
 

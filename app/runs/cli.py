@@ -18,6 +18,7 @@ import sys
 import time
 from typing import Any
 
+from ..cli_args import Parser
 from ..i18n import t
 from . import status as st
 from .continuing import ContinueError
@@ -30,38 +31,82 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIME_LIMIT, EXIT_STOPPED, EXIT_INTERRUPTE
 OUTCOME_CODES = {st.FINISHED: EXIT_OK, st.FAILED: EXIT_FAILED, st.TIME_LIMIT: EXIT_TIME_LIMIT, st.STOPPED: EXIT_STOPPED}
 
 
+DESCRIPTION_RU = """\
+`ternit run`: запуск, список, остановка и продолжение прогонов — то же, что делает окно.
+
+Коды выхода (с --wait — итог прогона):
+  0  запущен (без --wait), дошёл до «Шагов до» или остановка запрошена
+  1  прогон упал (причина и совет напечатаны)
+  2  неверные аргументы, конфиг или ID прогона
+  3  прогон остановлен по лимиту времени (чекпоинт сохранён: `ternit run continue ID`)
+  4  прогон остановлен по запросу
+  130  Ctrl+C во время слежения: само обучение продолжается
+"""
+
+DESCRIPTION_EN = """\
+`ternit run`: start, list, stop and continue runs — the same calls the window makes.
+
+Exit codes (with --wait, the run's outcome):
+  0  started (without --wait), or finished at «Steps to», or a stop was asked for
+  1  the run failed (the reason and the advice are printed)
+  2  bad arguments, config or run id
+  3  the run stopped at its time limit (a checkpoint is saved: `ternit run continue ID`)
+  4  the run was stopped by request
+  130  Ctrl+C while following: the training itself goes on
+"""
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ternit run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("start", help="start a run from a run.json")
-    s.add_argument("--config", required=True, help="the run.json to train")
-    s.add_argument("--target", choices=["local", "kaggle"], help="where (default: the config's target.kind)")
-    s.add_argument("--account", help="Kaggle account NAME or auto")
-    s.add_argument("--gpu", help="local GPU: auto, cpu or indices such as 0 or 0,1 (default: the config's)")
-    s.add_argument("--stop-at-step", type=int, help="stop at this step as if the time limit hit")
-    s.add_argument("--wait", action="store_true", help="follow the run until it ends, printing progress")
-    s.add_argument("--json", action="store_true", help="print events as JSON lines while waiting")
-    ls = sub.add_parser("list", help="the run history, newest first")
-    ls.add_argument("--limit", type=int)
-    ls.add_argument("--json", action="store_true")
-    sp = sub.add_parser("stop", help="ask a run to save and stop")
-    sp.add_argument("id")
-    sp.add_argument("--wait", action="store_true", help="wait until it has saved and ended")
-    c = sub.add_parser("continue", help="continue a run from its latest checkpoint as a new run")
-    c.add_argument("id")
-    c.add_argument("--steps-to", type=int, help="the new «Шагов до» (default: the parent's, or twice it if reached)")
-    c.add_argument("--stop-at-step", type=int)
-    c.add_argument("--wait", action="store_true")
-    c.add_argument("--json", action="store_true")
-    w = sub.add_parser("wait", help="follow a run (e.g. after the lab restarted) until it ends")
-    w.add_argument("id")
-    w.add_argument("--json", action="store_true")
-    r = sub.add_parser("retry", help="retry a failed run as its advice says (e.g. a smaller batch)")
-    r.add_argument("id")
-    r.add_argument("--wait", action="store_true")
-    r.add_argument("--json", action="store_true")
-    sh = sub.add_parser("show", help="one run's row, and why it failed if it did")
-    sh.add_argument("id")
+    p = Parser(prog="ternit run", description=t(DESCRIPTION_RU, DESCRIPTION_EN),
+               formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True, title=t("команды", "commands"))
+    run_id = t("ID прогона из `ternit run list` (или его уникальная часть)",
+               "a run id from `ternit run list` (or a unique part of it)")
+    wait = t("следить за прогоном до конца, печатая ход", "follow the run until it ends, printing progress")
+    as_json = t("печатать события строками JSON", "print events as JSON lines")
+    stop_at = t("остановиться на этом шаге, как по лимиту времени", "stop at this step as if the time limit hit")
+    s = sub.add_parser("start", help=t("запустить прогон по run.json", "start a run from a run.json"))
+    s.add_argument("--config", required=True, metavar="RUN.json",
+                   help=t("run.json, который обучать", "the run.json to train"))
+    s.add_argument("--target", choices=["local", "kaggle"],
+                   help=t("где обучать (по умолчанию target.kind из конфига)",
+                          "where (default: the config's target.kind)"))
+    s.add_argument("--account", metavar=t("ИМЯ", "NAME"),
+                   help=t("аккаунт Kaggle: ИМЯ или auto", "Kaggle account NAME or auto"))
+    s.add_argument("--gpu", metavar="GPU",
+                   help=t("своя видеокарта: auto, cpu или номера, например 0 или 0,1 (по умолчанию из конфига)",
+                          "local GPU: auto, cpu or indices such as 0 or 0,1 (default: the config's)"))
+    s.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
+    s.add_argument("--wait", action="store_true", help=wait)
+    s.add_argument("--json", action="store_true", help=as_json)
+    ls = sub.add_parser("list", help=t("история прогонов, новые сверху", "the run history, newest first"))
+    ls.add_argument("--limit", type=int, metavar="N", help=t("показать не больше N прогонов", "show at most N runs"))
+    ls.add_argument("--json", action="store_true", help=t("вывести список в JSON", "print the list as JSON"))
+    sp = sub.add_parser("stop", help=t("попросить прогон сохраниться и остановиться", "ask a run to save and stop"))
+    sp.add_argument("id", metavar="ID", help=run_id)
+    sp.add_argument("--wait", action="store_true",
+                    help=t("дождаться, пока сохранится и завершится", "wait until it has saved and ended"))
+    c = sub.add_parser("continue", help=t("продолжить прогон с последнего чекпоинта новым прогоном",
+                                          "continue a run from its latest checkpoint as a new run"))
+    c.add_argument("id", metavar="ID", help=run_id)
+    c.add_argument("--steps-to", type=int, metavar="N",
+                   help=t("новое «Шагов до» (по умолчанию как у родителя, или вдвое больше, если он его достиг)",
+                          "the new «Steps to» (default: the parent's, or twice it if reached)"))
+    c.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
+    c.add_argument("--wait", action="store_true", help=wait)
+    c.add_argument("--json", action="store_true", help=as_json)
+    w = sub.add_parser("wait", help=t("следить за прогоном до конца (например, после перезапуска лаборатории)",
+                                      "follow a run (e.g. after the lab restarted) until it ends"))
+    w.add_argument("id", metavar="ID", help=run_id)
+    w.add_argument("--json", action="store_true", help=as_json)
+    r = sub.add_parser("retry", help=t("повторить упавший прогон, как советует его ошибка (например, с меньшим батчем)",
+                                       "retry a failed run as its advice says (e.g. a smaller batch)"))
+    r.add_argument("id", metavar="ID", help=run_id)
+    r.add_argument("--wait", action="store_true", help=wait)
+    r.add_argument("--json", action="store_true", help=as_json)
+    sh = sub.add_parser("show", help=t("строка прогона в истории и причина, если он упал",
+                                       "one run's row, and why it failed if it did"))
+    sh.add_argument("id", metavar="ID", help=run_id)
     return p
 
 
@@ -171,6 +216,11 @@ def _started(rec: RunRecord, waiting: bool = False) -> None:
                 f"follow: ternit run wait {rec.id}; stop: ternit run stop {rec.id}"), file=sys.stderr)
 
 
+def _list_line(run: str, status: str, where: str, steps: str, val: str, tokens: str, weights: str) -> str:
+    """One line of `ternit run list`, the header's columns included."""
+    return (f"{run:<32} {status:<22} {where:<22} {steps:>15}  {val:<8}  {tokens:>7}  {weights:>7}").rstrip()
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
@@ -205,10 +255,13 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
             return EXIT_OK
         if not rows:
             print(t("прогонов пока нет", "no runs yet"))
+            return EXIT_OK
+        print(_list_line(t("прогон", "run"), t("состояние", "status"), t("где", "where"), t("шаги", "steps"),
+                         "val loss", t("токены", "tokens"), t("веса", "weights")))
         for r in rows:
             best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
-            print(f"{r.id:<32} {r.status_label:<22} {r.where:<22} {r.steps:>15}  val {best:<7} "
-                  f"{fmt_count(r.tokens_seen):>6} tok  {fmt_count(r.params):>6} w")
+            print(_list_line(r.id, r.status_label, r.where, r.steps, best,
+                             fmt_count(r.tokens_seen), fmt_count(r.params)))
         return EXIT_OK
     if args.cmd == "stop":
         rec = m.stop(m.registry.find(args.id).id)

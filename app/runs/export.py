@@ -43,7 +43,32 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     except subprocess.TimeoutExpired:
         return ExportResult(False, str(checkpoint), str(out), t("Экспорт не уложился во время.", "The export timed out."))
     text = (done.stdout + done.stderr).strip()
-    return ExportResult(done.returncode == 0 and out.is_file(), str(checkpoint), str(out), text)
+    ok = done.returncode == 0 and out.is_file()
+    if ok:
+        # The exporter (trainer/, which cannot use the lab's texts) says it in English; the
+        # same facts from the file itself, in the interface language.
+        meta = _metadata(out)
+        params, step = meta.get("params", "?"), meta.get("step", "?")
+        params = f"{int(params):,}" if params.isdigit() else params
+        text = t(f"веса записаны: {out} ({params.replace(',', ' ')} весов, шаг {step})",
+                 f"weights written: {out} ({params} weights, step {step})")
+    return ExportResult(ok, str(checkpoint), str(out), text)
+
+
+def _metadata(path: Path) -> dict[str, str]:
+    """The __metadata__ of a .safetensors file: an 8-byte little-endian header length, then
+    that much JSON (read without torch, which the lab's core never imports)."""
+    import json
+    import struct
+
+    try:
+        with open(path, "rb") as f:
+            (size,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(min(size, 100_000_000)))
+        meta = header.get("__metadata__") if isinstance(header, dict) else None
+        return {} if not isinstance(meta, dict) else {str(k): str(v) for k, v in meta.items()}
+    except (OSError, ValueError, struct.error):
+        return {}
 
 
 def run_checkpoint(run_dir: Path | str) -> Path | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import psutil
 
+from ..i18n import t
 from .files import LOG
 
 # Children this process started: reaped here so that a finished trainer does not linger as
@@ -100,7 +101,8 @@ def plan_launch(
     else:
         ids = [x.strip() for x in gpu.split(",") if x.strip()]
         if not ids or not all(x.isdigit() for x in ids):
-            raise ValueError(f"target.gpu must be auto, cpu or GPU numbers such as 0 or 0,1 — not {gpu!r}")
+            raise ValueError(t(f"target.gpu: auto, cpu или номера видеокарт, например 0 или 0,1, а не {gpu!r}",
+                               f"target.gpu must be auto, cpu or GPU numbers such as 0 or 0,1 — not {gpu!r}"))
         env["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
         count, device, note = len(ids), "cuda", f"GPU {', '.join(ids)}"
     trainer_args += ["--device", device]

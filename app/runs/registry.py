@@ -42,7 +42,8 @@ THIN_BACKLOG_LINES = 2000  # more new lines than this at once: skip all but the 
 
 class RunNotFound(KeyError):
     def __str__(self) -> str:  # KeyError would quote the message
-        return f"no run {self.args[0]!r} in the history (`ternit run list` shows the runs)"
+        return t(f"прогона {self.args[0]!r} нет в истории (`ternit run list` покажет прогоны)",
+                 f"no run {self.args[0]!r} in the history (`ternit run list` shows the runs)")
 
 
 @dataclass
@@ -268,7 +269,8 @@ class Registry:
             return self.get(ids[0])
         if not ids:
             raise RunNotFound(prefix)
-        raise LookupError(f"{prefix!r} matches several runs: {', '.join(ids[:5])}: give more of the id")
+        raise LookupError(t(f"{prefix!r} подходит к нескольким прогонам: {', '.join(ids[:5])}: укажите ID полнее",
+                            f"{prefix!r} matches several runs: {', '.join(ids[:5])}: give more of the id"))
 
     def list_runs(self, limit: int | None = None) -> list[RunRecord]:
         """Newest first."""

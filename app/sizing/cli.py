@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli_args import Parser
 from ..i18n import current_language, t
 from .estimate import estimate
 from .gpus import GPUS
@@ -26,30 +27,48 @@ from .plateau import plateau
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="ternit estimate", description=t(
-        "Оценка весов, скорости, памяти и данных для прогона.",
-        "Weights, speed, memory and data estimates for a run."))
-    p.add_argument("--layers", type=int, default=8)
-    p.add_argument("--width", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--context", type=int, default=1024)
-    p.add_argument("--vocab", type=int, default=4000)
-    p.add_argument("--batch", type=int, default=6, help="batch per card")
-    p.add_argument("--gpu", choices=list(GPUS), default="t4x2")
-    p.add_argument("--steps-to", type=int, default=20000)
-    p.add_argument("--start-step", type=int, default=0, help="a continued run starts here")
-    p.add_argument("--limit-min", type=float, default=None)
-    p.add_argument("--data-tokens", type=int, default=None)
+    p = Parser(prog="ternit estimate", description=t(
+        "Оценка весов, скорости, памяти и данных для прогона. Замеры прошлых прогонов (папка "
+        "прогонов лаборатории или --runs) уточняют скорость и память, если не дан --no-measured.",
+        "Weights, speed, memory and data estimates for a run. Measured runs (the lab's runs "
+        "folder, or --runs) calibrate speed and memory unless --no-measured is given."))
+    p.add_argument("--layers", type=int, default=8, metavar="N", help=t("слои (8)", "layers (8)"))
+    p.add_argument("--width", type=int, default=512, metavar="D", help=t("ширина d (512)", "width d (512)"))
+    p.add_argument("--heads", type=int, default=8, metavar="N", help=t("головы (8)", "heads (8)"))
+    p.add_argument("--context", type=int, default=1024, metavar="N",
+                   help=t("контекст n, токенов (1024)", "context n, tokens (1024)"))
+    p.add_argument("--vocab", type=int, default=4000, metavar="N",
+                   help=t("размер словаря (4000)", "vocabulary size (4000)"))
+    p.add_argument("--batch", type=int, default=6, metavar="N", help=t("батч на карту (6)", "batch per card (6)"))
+    p.add_argument("--gpu", choices=list(GPUS), default="t4x2",
+                   help=t("видеокарта (t4x2: Kaggle 2×T4)", "GPU (t4x2: Kaggle's 2×T4)"))
+    p.add_argument("--steps-to", type=int, default=20000, metavar="N",
+                   help=t("«Шагов до» (20000)", "«Steps to» (20000)"))
+    p.add_argument("--start-step", type=int, default=0, metavar=t("ШАГ", "STEP"),
+                   help=t("с этого шага начинает продолженный прогон", "a continued run starts here"))
+    p.add_argument("--limit-min", type=float, default=None, metavar=t("МИН", "MIN"),
+                   help=t("лимит времени, минут", "time limit, minutes"))
+    p.add_argument("--data-tokens", type=int, default=None, metavar="N",
+                   help=t("токенов в данных (для совета о размере)", "tokens of data (for the size advice)"))
     p.add_argument("--economical", nargs="?", const="selective", default="off", choices=ECONOMICAL,
-                   help="economical mode (selective when given alone, or full)")
-    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto")
-    p.add_argument("--card-memory-mb", type=float, default=None, help="override the card's memory (MiB)")
-    p.add_argument("--runs", type=Path, default=None, help="folder of measured runs (default: the lab's)")
-    p.add_argument("--no-measured", action="store_true", help="ignore measured runs")
-    p.add_argument("--plateau", type=Path, default=None, metavar="RUN_DIR",
-                   help="judge a run's validation curve instead")
-    p.add_argument("--lang", choices=("ru", "en"), default=None)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+                   help=t("экономный режим (selective, если без значения, или full)",
+                          "economical mode (selective when given alone, or full)"))
+    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
+                   help=t("точность вычислений (auto)", "precision (auto)"))
+    p.add_argument("--card-memory-mb", type=float, default=None, metavar="MIB",
+                   help=t("своя память карты вместо известной (МиБ)", "override the card's memory (MiB)"))
+    p.add_argument("--runs", type=Path, default=None, metavar=t("ПАПКА", "DIR"),
+                   help=t("папка замеренных прогонов (по умолчанию лаборатории)",
+                          "folder of measured runs (default: the lab's)"))
+    p.add_argument("--no-measured", action="store_true",
+                   help=t("не учитывать замеренные прогоны", "ignore measured runs"))
+    p.add_argument("--plateau", type=Path, default=None, metavar=t("ПАПКА_ПРОГОНА", "RUN_DIR"),
+                   help=t("вместо оценки: вышла ли валидация прогона на плато",
+                          "judge a run's validation curve instead"))
+    p.add_argument("--lang", choices=("ru", "en"), default=None,
+                   help=t("язык вывода (по умолчанию язык интерфейса)",
+                          "output language (default: the interface's)"))
+    p.add_argument("--json", action="store_true", help=t("вывести один объект JSON", "print one JSON object"))
     return p
 
 
@@ -127,7 +146,7 @@ def main(argv: list[str]) -> int:
             economical=args.economical, precision=args.precision, measured=measured, lang=lang,
             card_memory_mb=args.card_memory_mb,
         )
-    except ValueError as err:
+    except ValueError as err:  # estimate() words its errors in `lang`
         print(f"ternit estimate: {err}", file=sys.stderr)
         return 2
     print(json.dumps(e, ensure_ascii=False) if args.json else human(e, lang))
