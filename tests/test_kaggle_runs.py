@@ -215,7 +215,7 @@ def test_restart_and_network_down_resume_following_without_a_second_push(fake, t
     assert (got.path / "checkpoints" / "step-00000300.pt").is_file()
 
 
-def test_global_token_blocks_kaggle_runs_and_stop_says_what_happens(fake, tiny_data, monkeypatch):
+def test_global_token_blocks_kaggle_runs_and_stop_says_what_happens(fake, tiny_data, monkeypatch, capsys):
     fake.run_kernels = False
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")
@@ -232,6 +232,13 @@ def test_global_token_blocks_kaggle_runs_and_stop_says_what_happens(fake, tiny_d
     assert leg["stop_requested_at"] is not None
     message = reg.get(rec.id).last_message
     assert "Stop session" in message and leg["kernel_url"] in message
+    # `ternit run stop` says the same, not just the unchanged status.
+    from app.runs import cli as run_cli
+
+    capsys.readouterr()
+    assert run_cli.main(["stop", rec.id]) == 0
+    out = capsys.readouterr().out
+    assert "Stop session" in out and leg["kernel_url"] in out, out
 
 
 def test_no_quota_anywhere_says_when_it_refreshes(fake, tiny_data):

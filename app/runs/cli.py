@@ -266,6 +266,8 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "stop":
         rec = m.stop(m.registry.find(args.id).id)
         print(f"{rec.id}: {st.label(rec.status)}")
+        if rec.target_kind == "kaggle" and rec.last_message:  # no save on request: what happens instead
+            print(rec.last_message)
         return _follow(m, rec, False) if args.wait and rec.active else EXIT_OK
     if args.cmd == "continue":
         parent = m.registry.find(args.id)
