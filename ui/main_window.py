@@ -843,10 +843,10 @@ class MainWindow(QMainWindow):
         box.setText(t(f"Обучение {names} идёт.", f"{names} is training."))
         box.setInformativeText(t(
             "Без окна оно продолжится в своём процессе до конца или до лимита; откройте Ternit Lab "
-            "снова — окно подхватит прогон. «Остановить» сохранит чекпоинт: потом можно продолжить.",
+            "снова — окно подхватит прогон. «Остановить и закрыть» сохранит чекпоинт: потом можно продолжить.",
             "Without the window it goes on in its own process until it ends or hits its limit; open "
-            "Ternit Lab again and the window picks the run up. «Stop» saves a checkpoint: it can be "
-            "continued later."))
+            "Ternit Lab again and the window picks the run up. «Stop and close» saves a checkpoint: it can "
+            "be continued later."))
         keep = box.addButton(t("Закрыть окно, обучение продолжится", "Close the window, keep training"),
                              QMessageBox.ButtonRole.AcceptRole)
         stop = box.addButton(t("Остановить и закрыть", "Stop and close"), QMessageBox.ButtonRole.DestructiveRole)
