@@ -84,7 +84,7 @@ def _add(accounts: Accounts, args: argparse.Namespace) -> int:
         key = sys.stdin.readline().strip() if args.key == "-" else (args.key or "")
         creds.append(check(args.username or "", key))
     if not creds:
-        print(t("укажите --json FILE или --username U --key K", "give --json FILE or --username U --key K"),
+        print(t("укажите --json ФАЙЛ или --username ИМЯ --key КЛЮЧ", "give --json FILE or --username NAME --key KEY"),
               file=sys.stderr)
         return 2
     names = accounts.add(*creds)
