@@ -157,3 +157,19 @@ def test_accounts_dialog_refreshes_the_quota_when_it_opens(qtbot, fake):
     with qtbot.waitSignal(dlg.checked, timeout=20000):
         pass
     assert "20 ч 00 мин" in dlg.table.cellWidget(0, 2).text()
+
+
+def test_accounts_dialog_with_a_global_token_warns_once_and_keeps_the_keys(qtbot, fake, monkeypatch):
+    from ui.kaggle_accounts import AccountsDialog
+
+    fake.add_account("alice", KEYS["alice"])
+    fake.add_account("bob", KEYS["bob"])
+    add_lab_accounts("alice", "bob")
+    monkeypatch.setenv("KAGGLE_API_TOKEN", "KGAT_someone_elses_token")
+    dlg = AccountsDialog()
+    qtbot.addWidget(dlg)
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        pass
+    assert dlg.warning.text() and dlg.status.text().count("KAGGLE_API_TOKEN") == 1
+    assert dlg.status.text().startswith("alice, bob: ")
+    assert [dlg.table.item(r, 1).text() for r in range(2)] == ["ещё не проверен"] * 2  # not «ключ не принят»

@@ -248,8 +248,11 @@ class AccountsDialog(QDialog):
         if isinstance(result, Exception):
             self.status.setText(str(result))
         else:
-            lines = [f"{r.username}: {r.message}" for r in result]  # type: ignore[attr-defined]
-            self.status.setText("\n".join(lines))
+            # One line per message: a global token gives every account the same one.
+            by_message: dict[str, list[str]] = {}
+            for r in result:  # type: ignore[attr-defined]
+                by_message.setdefault(r.message, []).append(r.username)
+            self.status.setText("\n".join(f"{', '.join(names)}: {m}" for m, names in by_message.items()))
         self.refresh()
         self.checked.emit()
 
