@@ -57,3 +57,18 @@ def test_a_continuation_killed_before_its_first_checkpoint_goes_on_from_the_chai
     row = next(r for r in again.history(lang="en") if r.id == child.id)
     assert row.message.startswith("The trainer process disappeared")
     assert not CYRILLIC.search(row.message)
+
+
+def test_a_torn_last_event_line_does_not_swallow_the_next_run_of_the_trainer(tiny_data, tmp_path):
+    """Killed mid-write, a run's events.jsonl ends in half a line; the trainer started again
+    in the same folder (`--resume latest`, or any start) must not glue its events onto it."""
+    from app.runs import EventTail
+    from tests.trainer_run import run_trainer, write_run
+
+    run_dir = write_run(tmp_path / "torn", tiny_data, steps_to=3)
+    (run_dir / "events.jsonl").write_text('{"event":"step","time":1.0,"step":7,"lo', encoding="utf-8")
+    done = run_trainer(run_dir, "--dry-run")
+    assert done.returncode == 0, done.stderr
+    tail = EventTail(run_dir / "events.jsonl")
+    events = tail.read()
+    assert [e["event"] for e in events] == ["start"] and tail.bad_lines == 1

@@ -25,11 +25,29 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def _ends_torn(path: Path) -> bool:
+    """Whether the file ends inside a line (it is not empty and its last byte is no newline)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, 2)
+            if f.tell() == 0:
+                return False
+            f.seek(-1, 2)
+            return f.read(1) != b"\n"
+    except OSError:
+        return False
+
+
 class EventLog:
     def __init__(self, path: Path | None, echo: bool = True) -> None:
         self.path = path
         self.echo = echo
         self._file = open(path, "a", encoding="utf-8") if path is not None else None  # noqa: SIM115
+        if path is not None and _ends_torn(path):
+            # A run killed mid-write left half a line; resumed in place, the next event
+            # would be glued onto it and lost with it. End the torn line first.
+            self._file.write("\n")
+            self._file.flush()
 
     def emit(self, event: str, step: int, **fields: Any) -> dict[str, Any]:
         record = {"event": event, "time": round(time.time(), 3), "step": int(step), **_clean(fields)}
