@@ -306,3 +306,22 @@ def test_stop_while_uploading_pushes_no_kernel(fake, tiny_data):
     assert fake.pushes == []  # no kernel spends the account's quota
     assert got.status == st.STOPPED and "ничего не запущено" in got.last_message
     assert KaggleStore(m.registry.state).leg(rec.id)["state"] == "done"  # no follower takes it up
+
+
+def test_a_start_without_network_waits_and_pushes_once_kaggle_answers(fake, tiny_data):
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    from app.kaggle.accounts import Accounts
+
+    store = KaggleStore()
+    Accounts(store).check_all()  # the quota the lab knows
+    store.close()
+    fake.down = True
+    m = RunManager(Registry())
+    rec = m.start(tiny_config(tiny_data), target="kaggle", account="alice")  # no RunError: it waits
+    got = m.registry.get(rec.id)
+    assert got.status == st.UPLOADING and "недоступен" in got.last_message and "повторяю" in got.last_message, got.last_message
+    fake.down = False
+    done = m.wait(rec.id, timeout=90, poll_s=0.1)
+    assert done.status == st.FINISHED, done.last_message
+    assert len(fake.pushes) == 1

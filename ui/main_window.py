@@ -586,7 +586,7 @@ class MainWindow(QMainWindow):
             self.statusBar().showMessage(t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}"))
         else:
             rec = self.runs.registry.get(run_id)
-            if rec.ended:  # e.g. stopped while uploading: nothing was pushed
+            if rec.ended or rec.status == st.UPLOADING:  # stopped while uploading; waiting for Kaggle
                 self.statusBar().showMessage(f"{run_id}: {st.label(rec.status)} — {rec.last_message or ''}")
             else:
                 self.statusBar().showMessage(t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle"))

@@ -255,6 +255,14 @@ class KaggleRuns:
                 notes.append(str(e))
                 self._message(run_id, str(e) + t(" — пробую следующий аккаунт", " — trying the next account"))
                 continue
+            except (NetworkDown, Transient) as e:
+                leg = self.store.leg(run_id)
+                if leg is None or leg["state"] not in ("uploading", "pushing"):
+                    raise
+                # Kaggle cannot be reached (or keeps failing) now: the run is not failed; its
+                # follower uploads and pushes when Kaggle answers (after a push cut off, it
+                # first asks whether the kernel exists), and «Остановить» still stops it.
+                self._message(run_id, t(f"{e} Жду и повторяю.", f"{e} Waiting and retrying."))
             except BaseException as e:
                 # The caller shows the failure; no follower may pick this leg up and push later.
                 if self.store.leg(run_id) is not None:
