@@ -173,3 +173,29 @@ def test_accounts_dialog_with_a_global_token_warns_once_and_keeps_the_keys(qtbot
     assert dlg.warning.text() and dlg.status.text().count("KAGGLE_API_TOKEN") == 1
     assert dlg.status.text().startswith("alice, bob: ")
     assert [dlg.table.item(r, 1).text() for r in range(2)] == ["ещё не проверен"] * 2  # not «ключ не принят»
+
+
+def test_removing_an_account_with_a_run_in_flight_says_so(qtbot, fake, tiny_data, monkeypatch):
+    from PySide6.QtWidgets import QMessageBox
+
+    from app.kaggle import runner
+    from app.runs.registry import Registry
+    from ui.kaggle_accounts import AccountsDialog
+
+    fake.run_kernels = False
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    reg = Registry()
+    rec = reg.create_run(tiny_config(tiny_data, limit_min=60))
+    runner.start_kaggle_run(reg, rec.id, account="alice")
+    asked: list[str] = []
+    monkeypatch.setattr(QMessageBox, "question", lambda _parent, _title, text: asked.append(text)
+                        or QMessageBox.StandardButton.No)  # the user reads it and keeps the account
+    dlg = AccountsDialog()
+    qtbot.addWidget(dlg)
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        pass
+    dlg.table.selectRow(0)
+    dlg.remove_selected()
+    assert rec.id in asked[0] and "следить" in asked[0]
+    assert CredentialStore().names() == ["alice"]

@@ -260,11 +260,16 @@ class AccountsDialog(QDialog):
         names = self.selected_names()
         if not names:
             return
-        if confirm and QMessageBox.question(
-                self, t("Удалить аккаунты", "Remove accounts"),
-                t(f"Удалить {', '.join(names)} и их ключи из лаборатории? Файлы на Kaggle останутся.",
-                  f"Remove {', '.join(names)} and their keys from the lab? Files on Kaggle stay.")
-        ) != QMessageBox.StandardButton.Yes:
+        busy = [leg["run_id"] for leg in self.store.legs_in_flight() if leg["account"] in names]
+        question = t(f"Удалить {', '.join(names)} и их ключи из лаборатории? Файлы на Kaggle останутся.",
+                     f"Remove {', '.join(names)} and their keys from the lab? Files on Kaggle stay.")
+        if busy:  # without the key the lab cannot follow these kernels until the account is added again
+            question += t(f"\n\nНа этих аккаунтах идут прогоны ({', '.join(busy)}): без ключа лаборатория не "
+                          "сможет следить за ними и скачать результаты, пока аккаунт не добавят снова.",
+                          f"\n\nRuns are going on these accounts ({', '.join(busy)}): without the key the lab "
+                          "cannot follow them or download their outputs until the account is added again.")
+        if confirm and QMessageBox.question(self, t("Удалить аккаунты", "Remove accounts"),
+                                            question) != QMessageBox.StandardButton.Yes:
             return
         for n in names:
             self.accounts.remove(n)
