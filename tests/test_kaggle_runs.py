@@ -325,3 +325,19 @@ def test_a_start_without_network_waits_and_pushes_once_kaggle_answers(fake, tiny
     done = m.wait(rec.id, timeout=90, poll_s=0.1)
     assert done.status == st.FINISHED, done.last_message
     assert len(fake.pushes) == 1
+
+
+def test_a_leg_stopped_by_the_runs_own_limit_does_not_go_on(fake, tiny_data):
+    # Alice's quota covers the run: the leg ends at «Лимит, мин» (12 ms), not by the quota.
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    fake.add_account("bob", KEYS["bob"], quota_h=30)
+    add_lab_accounts("alice", "bob")
+    reg = Registry()
+    first = reg.create_run(tiny_config(tiny_data, steps_to=300, limit_min=0.0002, eval_every=100))
+    runner.start_kaggle_run(reg, first.id, account="auto")
+    assert runner.wait_followers(120)
+    legs = reg.chain(first.chain_id)
+    assert len(legs) == 1 and legs[0].status == st.TIME_LIMIT, [(r.leg, r.status) for r in legs]
+    assert len(fake.pushes) == 1 and "Продолжение" not in (legs[0].last_message or "")
+    reg.ingest(first.id)
+    assert reg.get(first.id).last_step < 300  # stopped by the limit; «Продолжить» is the user's

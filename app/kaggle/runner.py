@@ -535,8 +535,12 @@ class KaggleRuns:
         changes["message"] = message
         if status == st.TIME_LIMIT and ckpt_path and not leg.get("stop_requested_at"):
             rec = self.registry.get(run_id)
-            steps_to = (rec.config().get("training") or {}).get("steps_to")
-            if isinstance(steps_to, int) and (last_step or 0) < steps_to:
+            training = rec.config().get("training") or {}
+            steps_to = training.get("steps_to")
+            # Only a leg that the account's quota cut short goes on elsewhere; at the run's
+            # own «Лимит, мин» it stops, as the field promises (the user continues it).
+            cut_by_quota = float(leg.get("limit_min") or 0.0) < float(training.get("limit_min", 630)) - 1e-6
+            if isinstance(steps_to, int) and (last_step or 0) < steps_to and cut_by_quota:
                 next_id, note = self._continue(rec, leg, Path(ckpt_path))
                 message = f"{message}. {note}"
                 changes["message"] = message
