@@ -18,6 +18,7 @@ from typing import Any
 from . import fields as F
 from .fields import format_value
 from .i18n import current_language, t
+from .numbers import count_text, duration_text
 
 DEFAULT_VOCAB = 4000  # the vocabulary `ternit data prepare` builds by default
 KAGGLE_GPUS = ("t4x2",)  # Kaggle's only GPU shape now (P100 retired, no single T4)
@@ -228,31 +229,6 @@ def params_exact(layers: int, width: int, context: int, vocab: int) -> int:
     return 12 * layers * width**2 + vocab * width + context * width
 
 
-def human_tokens(n: float, lang: str | None = None) -> str:
-    """123 456 789 → «123 млн» / "123 M"."""
-    lang = lang or current_language()
-    for size, ru, en in ((1e9, "млрд", "B"), (1e6, "млн", "M"), (1e3, "тыс.", "k")):
-        if abs(n) >= size:
-            v = n / size
-            num = f"{v:.1f}" if v < 10 else f"{v:.0f}"
-            if lang == "ru":
-                num = num.replace(".", ",")
-            return f"{num} {ru if lang == 'ru' else en}"
-    return format_value(int(n), lang)
-
-
-def human_duration(seconds: float, lang: str | None = None) -> str:
-    lang = lang or current_language()
-    minutes = int(round(seconds / 60))
-    if minutes < 1:
-        return t("меньше минуты", "under a minute", lang)
-    h, m = divmod(minutes, 60)
-    if h >= 48:
-        d, h = divmod(h, 24)
-        return t(f"{d} дн {h} ч", f"{d} d {h} h", lang)
-    if h:
-        return t(f"{h} ч {m} мин", f"{h} h {m} min", lang)
-    return t(f"{m} мин", f"{m} min", lang)
 
 
 class RunForm:
@@ -714,14 +690,14 @@ class RunForm:
             if current_language() == "ru":
                 pw = pw.replace(".", ",")
             rows.append(SizeRow("data", t("Данные", "Data"),
-                                t(f"{human_tokens(data)} токенов", f"{human_tokens(data)} tokens"),
-                                t(f"{pw} токена на вес (совет: ~20, то есть ≈{human_tokens(want)})",
-                                  f"{pw} tokens per weight (the guide: ~20, i.e. ≈{human_tokens(want)})"),
+                                t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
+                                t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want)})",
+                                  f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want)})"),
                                 level))
         else:
             rows.append(SizeRow("data", t("Данные", "Data"), "—",
-                                t(f"нужно ≈{human_tokens(want)} токенов (~20 на вес)",
-                                  f"wants ≈{human_tokens(want)} tokens (~20 per weight)"), "warning"))
+                                t(f"нужно ≈{count_text(want)} токенов (~20 на вес)",
+                                  f"wants ≈{count_text(want)} tokens (~20 per weight)"), "warning"))
         if not est:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
@@ -737,7 +713,7 @@ class RunForm:
             if not measured and not any(w in source.lower() for w in ("оценк", "estimat")):
                 note += t(" — оценка, не замер", " — an estimate, not a measurement")
             rows.append(SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
-                                "≈ " + human_duration(float(seconds)), note))
+                                "≈ " + duration_text(float(seconds)), note))
         stop = est.get("limit_stops_at_step")
         limit_label = t(f"Лимит {format_value(v['limit_min'])} мин", f"Limit {format_value(v['limit_min'])} min")
         if stop is None:

@@ -46,7 +46,7 @@ def test_add_list_constellations_prepare(tmp_path, capsys, english):
     out = capsys.readouterr().out
     lines = {line.split()[0]: line for line in out.splitlines()[1:]}
     assert set(lines) == {"books", "python-docs"}
-    assert "library" in lines["books"] and "60 (+1)" in lines["books"] and lines["books"].rstrip().endswith("?")
+    assert "library" in lines["books"] and "60 (+1)" in lines["books"] and lines["books"].rstrip().endswith("—")
 
     assert main(["data", "constellations"]) == 0
     out = capsys.readouterr().out

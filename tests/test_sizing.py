@@ -8,11 +8,11 @@ import random
 
 import pytest
 
+from app.numbers import count_text, plural_ru
 from app.sizing import GPUS, estimate, flops_per_token, param_count, plateau, tokens_per_step
 from app.sizing.formulas import Shape
 from app.sizing.history import measured_from_run_dir, run_gpu
 from app.sizing.memory import MiB, estimate_memory
-from app.sizing.numbers import count_text, plural_ru
 
 DEFAULT = dict(layers=8, width=512, heads=8, context=1024, vocab=4000, batch=6, steps_to=20000)
 

@@ -18,9 +18,9 @@ from PySide6.QtWidgets import (
 )
 
 from app.i18n import t
+from app.numbers import count_text
 from app.runs import HistoryRow
 from app.runs import status as st
-from app.runs.history import fmt_count
 
 STATUS_COLORS = {
     st.RUNNING: "#1b7f3b", st.RUNNING_KAGGLE: "#1b7f3b", st.STARTING: "#1b7f3b",
@@ -152,7 +152,7 @@ class HistoryView(QWidget):
                 best = f"{row.best_val_loss:.4f}" if row.best_val_loss is not None else "—"
                 where = row.where + (f" · {row.kernel_ref}" if row.kernel_ref else "")
                 cells = [name, row.status_label, where, row.steps, best,
-                         fmt_count(row.tokens_seen), fmt_count(row.params), row.created]
+                         count_text(row.tokens_seen), count_text(row.params), row.created]
                 tip = "\n".join(x for x in (row.id, row.folder, row.kernel_ref and f"Kaggle: {row.kernel_ref}",
                                              row.message) if x)
                 for c, text in enumerate(cells, start=1):

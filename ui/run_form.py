@@ -27,8 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from app import fields as F
-from app.form import ContinueFrom, FormContext, RunForm, human_tokens
+from app.form import ContinueFrom, FormContext, RunForm
 from app.i18n import t
+from app.numbers import count_text
 
 ERROR_STYLE = "color: #b00020;"
 WARNING_STYLE = "color: #8a5a00;"
@@ -204,7 +205,7 @@ class RunFormView(QWidget):
             self.constellation_layout.addWidget(empty)
         for cname in names:
             tokens = self.form.ctx.constellations.get(cname)
-            count = t(f"{human_tokens(tokens)} токенов", f"{human_tokens(tokens)} tokens") if tokens else t(
+            count = t(f"{count_text(tokens)} токенов", f"{count_text(tokens)} tokens") if tokens else t(
                 "токены ещё не посчитаны", "tokens not counted yet")
             box = QCheckBox(f"{cname} — {count}")
             box.setToolTip(self.form.tooltip("constellations"))

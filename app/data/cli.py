@@ -29,24 +29,9 @@ from collections.abc import Iterator
 
 from ..cli_args import Parser
 from ..i18n import t
+from ..numbers import bytes_text, count_text
 from ..state import StateError
 from .progress import Cancelled, TextBar, progress_for_cli
-
-
-def human_bytes(n: int) -> str:
-    for div, suffix in ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")):
-        if n >= div:
-            return f"{n / div:.1f} {suffix}"
-    return f"{n} B"
-
-
-def human_count(n: int | None) -> str:
-    if n is None:
-        return "?"
-    for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-        if n >= div:
-            return f"{n / div:.1f}{suffix}"
-    return str(n)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -155,8 +140,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     d = res.dataset
     status = {"added": t("добавлен", "added"), "unchanged": t("без изменений", "unchanged"),
               "changed": t("изменился", "changed")}[res.status]
-    print(f"{d.name}: {status} — {t('файлов', 'files')}: {d.files}, {human_bytes(d.bytes)}, "
-          f"{t('документов', 'documents')}: {d.documents}, {t('символов', 'characters')}: {human_count(d.characters)}"
+    print(f"{d.name}: {status} — {t('файлов', 'files')}: {d.files}, {bytes_text(d.bytes)}, "
+          f"{t('документов', 'documents')}: {d.documents}, {t('символов', 'characters')}: {count_text(d.characters)}"
           + (f"; {t('созвездия', 'constellations')}: {', '.join(d.constellations)}" if d.constellations else ""))
     for c in res.changes:
         print(f"  {c}")
@@ -172,7 +157,7 @@ def cmd_list(args: argparse.Namespace) -> int:
              t("токены", "tokens"))]
     for d in lib.datasets():
         rows.append((d.name, ",".join(d.constellations) or "-", str(d.files) + (f" (+{d.skipped})" if d.skipped else ""),
-                     human_bytes(d.bytes), str(d.documents), human_count(d.characters), human_count(d.tokens)))
+                     bytes_text(d.bytes), str(d.documents), count_text(d.characters), count_text(d.tokens)))
     _table(rows)
     return 0
 
@@ -182,8 +167,8 @@ def cmd_constellations(args: argparse.Namespace) -> int:
     rows = [(t("созвездие", "constellation"), t("наборы", "datasets"), t("размер", "size"),
              t("документы", "documents"), t("токены", "tokens"))]
     for c in lib.constellations():
-        rows.append((c.name + (" *" if c.builtin else ""), ",".join(c.datasets) or "-", human_bytes(c.bytes),
-                     str(c.documents), human_count(c.tokens)))
+        rows.append((c.name + (" *" if c.builtin else ""), ",".join(c.datasets) or "-", bytes_text(c.bytes),
+                     str(c.documents), count_text(c.tokens)))
     _table(rows)
     print(t("* встроенное: документация Python, без загрузки", "* builtin: the Python documentation, no download"))
     return 0
@@ -196,7 +181,7 @@ def cmd_prepared(args: argparse.Namespace) -> int:
              "train", "val", t("цела", "intact"))]
     for e in prepared_entries(_library()):
         rows.append((e["path"], ",".join(e["constellations"]), str(e["vocab_size"]),
-                     human_count(e["train_tokens"]), human_count(e["val_tokens"]),
+                     count_text(e["train_tokens"]), count_text(e["val_tokens"]),
                      t("да", "yes") if e["intact"] else t("нет", "no")))
     _table(rows)
     return 0

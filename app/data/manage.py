@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..i18n import t
+from ..numbers import bytes_text, count_text
 from .library import Dataset, Library, LibraryError, dataset_files, valid_constellation_name
 from .progress import PROGRESS_ENV, Progress, parse_progress_line, phase_name
 
@@ -61,20 +62,6 @@ class DatasetRow:
     tooltip: str
 
 
-def human_bytes(n: int) -> str:
-    for div, suffix in ((1 << 30, ("ГиБ", "GiB")), (1 << 20, ("МиБ", "MiB")), (1 << 10, ("КиБ", "KiB"))):
-        if n >= div:
-            return f"{n / div:.1f} {t(*suffix)}"
-    return f"{n} {t('Б', 'B')}"
-
-
-def human_count(n: int | None) -> str:
-    if n is None:
-        return "—"
-    for div, ru, en in ((1e9, " млрд", "G"), (1e6, " млн", "M"), (1e3, " тыс.", "k")):
-        if n >= div:
-            return f"{n / div:.1f}{t(ru, en)}"
-    return str(n)
 
 
 def constellation_rows(lib: Library) -> list[ConstellationRow]:
@@ -87,9 +74,9 @@ def constellation_rows(lib: Library) -> list[ConstellationRow]:
             tip += t("\nТокены ещё не посчитаны: их считает подготовка данных («Подготовить данные» в форме).",
                      "\nTokens are not counted yet: preparing the data counts them (“Prepare data” in the form).")
         rows.append(ConstellationRow(
-            name=c.name, builtin=c.builtin, datasets=", ".join(c.datasets) or "—", size=human_bytes(c.bytes),
-            documents=str(c.documents), characters=human_count(c.characters),
-            tokens=human_count(c.tokens) if c.tokens is not None else t("не посчитаны", "not counted"),
+            name=c.name, builtin=c.builtin, datasets=", ".join(c.datasets) or "—", size=bytes_text(c.bytes),
+            documents=str(c.documents), characters=count_text(c.characters),
+            tokens=count_text(c.tokens) if c.tokens is not None else t("не посчитаны", "not counted"),
             tooltip=tip))
     return rows
 
@@ -100,14 +87,14 @@ def dataset_rows(lib: Library) -> list[DatasetRow]:
         builtin = d.kind == "builtin"
         files = t(f"файлов: {d.files}", f"files: {d.files}") + (
             t(f" (+{d.skipped} без текста)", f" (+{d.skipped} without text)") if d.skipped else "")
-        tip = t(f"{files}, документов: {d.documents}, символов: {human_count(d.characters)}",
-                f"{files}, documents: {d.documents}, characters: {human_count(d.characters)}")
+        tip = t(f"{files}, документов: {d.documents}, символов: {count_text(d.characters)}",
+                f"{files}, documents: {d.documents}, characters: {count_text(d.characters)}")
         if builtin:
             tip += t("\nВстроенный набор созвездия demo: его не убрать.",
                      "\nThe builtin dataset of the demo constellation: it cannot be removed.")
         rows.append(DatasetRow(
             name=d.name, path=d.path or t("(встроенный: pydoc_data)", "(builtin: pydoc_data)"), builtin=builtin,
-            size=human_bytes(d.bytes), constellations=list(d.constellations), tooltip=tip))
+            size=bytes_text(d.bytes), constellations=list(d.constellations), tooltip=tip))
     return rows
 
 

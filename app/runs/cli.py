@@ -20,10 +20,10 @@ from typing import Any
 
 from ..cli_args import Parser
 from ..i18n import t
+from ..numbers import count_text
 from . import status as st
 from .continuing import ContinueError
 from .events import Event
-from .history import fmt_count
 from .manager import RunError, RunManager
 from .registry import RunNotFound, RunRecord
 
@@ -127,7 +127,7 @@ class Progress:
         print(
             t("шаг", "step") + f" {ev.get('step')}{of}  loss {_num(ev.get('loss'))}  "
             + f"{_rate(ev.get('tokens_per_s'))} " + t("ток/с", "tok/s")
-            + f"  {fmt_count(ev.get('tokens_seen'))} " + t("токенов", "tokens"),
+            + f"  {count_text(ev.get('tokens_seen'))} " + t("токенов", "tokens"),
             file=self.out, flush=True,
         )
 
@@ -261,7 +261,7 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         for r in rows:
             best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
             print(_list_line(r.id, r.status_label, r.where, r.steps, best,
-                             fmt_count(r.tokens_seen), fmt_count(r.params)))
+                             count_text(r.tokens_seen), count_text(r.params)))
         return EXIT_OK
     if args.cmd == "stop":
         rec = m.stop(m.registry.find(args.id).id)

@@ -49,15 +49,6 @@ def where_label(rec: RunRecord, lang: str | None = None) -> str:
     return t(f"этот ПК · {device}", f"this PC · {device}", lang)
 
 
-def fmt_count(n: int | None) -> str:
-    """1 234 567 → "1.23M" style, for tokens and weights."""
-    if n is None:
-        return "—"
-    for unit, div in (("B", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= div:
-            return f"{n / div:.3g}{unit}"
-    return str(n)
-
 
 def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
     lang = lang or current_language()

@@ -18,11 +18,11 @@ from typing import Any
 
 from ..cli_args import Parser
 from ..i18n import current_language, t
+from ..numbers import count_text, duration_text, int_text, mb_text
 from .estimate import estimate
 from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events
 from .memory import ECONOMICAL
-from .numbers import count_text, duration_text, int_text, mb_text
 from .plateau import plateau
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from ..fields import economical_step_up
 from ..i18n import current_language
+from ..numbers import count_text, duration_text, int_text, mb_text, plural_ru
 from .formulas import Shape, flops_per_token, param_count, tokens_per_step
 from .gpus import GPUS, GpuFacts, local_card, ram_mb
 from .memory import ECONOMICAL, MiB, cublas_workspace_bytes, economical_level, estimate_memory
-from .numbers import count_text, duration_text, int_text, mb_text, plural_ru
 from .speed import Speed, estimate_speed, measured_shape, nearest_measured
 
 TOKENS_PER_WEIGHT = 20  # the guide: about 20 tokens of data per weight

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..i18n import current_language
-from .numbers import count_text
+from ..numbers import count_text
 
 # Two-sided 95 % Student t quantiles by degrees of freedom (1…30); 1.96 beyond.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,

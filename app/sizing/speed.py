@@ -23,10 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from ..numbers import plural_ru
 from .formulas import Shape, param_count, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
 from .memory import economical_level
-from .numbers import plural_ru
 
 # Runs are fitted only when their step compute spans more than this ratio: closer sizes
 # pin the fixed part down no better than their own noise (a few per cent run to run).

@@ -1,0 +1,89 @@
+"""Numbers as the interface says them, in its language: 27.7 M / «27,7 млн»,
+2 h 05 min / «2 ч 05 мин», 455.2 KiB / «455,2 КиБ». One place, so the form, the history,
+the data window and the command line write the same number the same way."""
+
+from __future__ import annotations
+
+import math
+
+from .i18n import current_language
+
+_UNITS = ((1e9, "млрд", "B"), (1e6, "млн", "M"), (1e3, "тыс.", "k"))
+
+
+def round_sig(x: float, sig: int) -> float:
+    if x == 0 or not math.isfinite(x):
+        return x
+    return round(x, sig - 1 - int(math.floor(math.log10(abs(x)))))
+
+
+def count_text(n: float | None, lang: str | None = None, sig: int = 3) -> str:
+    """A count with `sig` significant figures and a word unit: 554,823,680 → "550 M" (sig 2);
+    None (not known yet) → "—"."""
+    if n is None:
+        return "—"
+    lang = lang or current_language()
+    v = round_sig(float(n), sig)
+    for size, ru, en in _UNITS:
+        if abs(v) >= size:
+            q = round_sig(v / size, sig)
+            body = f"{q:.{max(0, sig - 1 - int(math.floor(math.log10(abs(q)))))}f}" if q else "0"
+            if "." in body:
+                body = body.rstrip("0").rstrip(".")
+            return f"{body.replace('.', ',')} {ru}" if lang == "ru" else f"{body} {en}"
+    body = f"{v:.0f}" if abs(v) >= 1 or v == 0 else f"{v:.{sig}g}"
+    return body.replace(".", ",") if lang == "ru" else body
+
+
+def int_text(n: int, lang: str | None = None) -> str:
+    """20000 → "20 000" (ru, a thin space as in the guide) / "20,000" (en)."""
+    lang = lang or current_language()
+    return f"{n:,}".replace(",", "\u202f") if lang == "ru" else f"{n:,}"
+
+
+def duration_text(seconds: float, lang: str | None = None) -> str:
+    """An estimated duration to the precision an estimate has: seconds only under a minute,
+    whole minutes under an hour, then hours and minutes, then days and hours."""
+    lang = lang or current_language()
+    s = max(0, int(round(seconds)))
+    if s < 60:
+        return f"{s} с" if lang == "ru" else f"{s} s"
+    minutes = int(round(s / 60))
+    d, rem = divmod(minutes, 24 * 60)
+    h, m = divmod(rem, 60)
+    if lang == "ru":
+        if d:
+            return f"{d} д {h} ч"
+        return f"{h} ч {m:02d} мин" if h else f"{m} мин"
+    if d:
+        return f"{d} d {h} h"
+    return f"{h} h {m:02d} min" if h else f"{m} min"
+
+
+def mb_text(mb: float, lang: str | None = None) -> str:
+    """MiB as GB with one decimal above 1 GB: 12004 → "11,7 ГБ" / "11.7 GB"."""
+    lang = lang or current_language()
+    if mb >= 1024:
+        body = f"{mb / 1024:.1f}"
+        return f"{body.replace('.', ',')} ГБ" if lang == "ru" else f"{body} GB"
+    return f"{mb:.0f} МБ" if lang == "ru" else f"{mb:.0f} MB"
+
+
+def bytes_text(n: int, lang: str | None = None) -> str:
+    """A file size in binary units: 466,124 → "455.2 KiB" / «455,2 КиБ»."""
+    lang = lang or current_language()
+    for size, ru, en in ((1 << 30, "ГиБ", "GiB"), (1 << 20, "МиБ", "MiB"), (1 << 10, "КиБ", "KiB")):
+        if n >= size:
+            body = f"{n / size:.1f}"
+            return f"{body.replace('.', ',')} {ru}" if lang == "ru" else f"{body} {en}"
+    return f"{n} Б" if lang == "ru" else f"{n} B"
+
+
+def plural_ru(n: int, one: str, few: str, many: str) -> str:
+    """Russian noun form after a number: 1 токен, 2 токена, 5 токенов (11–14 → many)."""
+    n = abs(int(n))
+    if n % 10 == 1 and n % 100 != 11:
+        return one
+    if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
+        return few
+    return many
