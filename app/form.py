@@ -366,6 +366,12 @@ class RunForm:
             c for c in chosen if c not in self.ctx.constellations
         ]
 
+    def rename_constellation(self, old: str, new: str) -> None:
+        """The library renamed a ticked constellation: the tick follows the new name, which
+        the library knows (folders prepared before keep the old name, so the new one is
+        prepared again — from the same files, a cache hit for the text)."""
+        self.values["constellations"] = [new if c == old else c for c in self.values["constellations"]]
+
     # -- choices -----------------------------------------------------------------------
 
     def gpu_choices(self) -> list[tuple[str, str]]:

@@ -237,6 +237,15 @@ def test_lab_menu_opens_data_and_the_form_lists_a_new_constellation(qtbot, tmp_p
     assert got.args == [0], dlg.status.text()
     box = window.form_view._constellation_boxes.get("повести")
     assert box is not None and "токены ещё не посчитаны" in box.text()
+    box.setChecked(True)
+    assert "повести" in window.form_view.form.values["constellations"]
+    # A rename in the dialog takes the form's tick along: the old name would be "no such
+    # constellation" and «Подготовить данные» would fail on it.
+    assert dlg.rename_constellation("повести", "рассказы")
+    ticked = window.form_view.form.values["constellations"]
+    assert "рассказы" in ticked and "повести" not in ticked
+    assert window.form_view._constellation_boxes["рассказы"].isChecked()
+    assert "повести" not in window.form_view._constellation_boxes
     dlg.done(0)
     window.timer.stop()
 

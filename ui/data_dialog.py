@@ -101,6 +101,7 @@ class DataDialog(QDialog):
     """Лаборатория → Данные…"""
 
     changed = Signal()  # the library changed: the form's constellation list must be read again
+    renamed = Signal(str, str)  # a constellation's old and new name: the form's tick follows it
     task_finished = Signal(int)  # an add or a re-check ended: the child's exit code
     statuses_ready = Signal()  # the quick statuses (sizes and dates) are in the table
 
@@ -405,7 +406,10 @@ class DataDialog(QDialog):
         return True
 
     def rename_constellation(self, old: str, new: str) -> bool:
-        return self._do(manage.rename_constellation, old, new)
+        done = self._do(manage.rename_constellation, old, new)
+        if done:
+            self.renamed.emit(old, new)
+        return done
 
     def remove_constellation(self, name: str, confirm: bool = True) -> bool:
         if confirm and not self._ask(t("Удалить созвездие", "Remove the constellation"),

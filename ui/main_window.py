@@ -400,6 +400,7 @@ class MainWindow(QMainWindow):
 
         dialog = DataDialog(self)
         dialog.changed.connect(self.reload_context)
+        dialog.renamed.connect(self.form_view.rename_constellation)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
         return dialog

@@ -268,6 +268,11 @@ class RunFormView(QWidget):
         self._fill_constellations()
         self.refresh()
 
+    def rename_constellation(self, old: str, new: str) -> None:
+        self.form.rename_constellation(old, new)
+        self._fill_constellations()
+        self.refresh()
+
     def set_checkpoints(self, runs: list[tuple[str, str]]) -> None:
         """Runs that can be continued: (run id, label)."""
         combo: QComboBox = self.inputs["checkpoint"]  # type: ignore[assignment]
