@@ -368,8 +368,8 @@ class RunForm:
 
     def rename_constellation(self, old: str, new: str) -> None:
         """The library renamed a ticked constellation: the tick follows the new name, which
-        the library knows (folders prepared before keep the old name, so the new one is
-        prepared again — from the same files, a cache hit for the text)."""
+        the library knows (folders prepared before keep the old name, so data for the new
+        one are prepared again)."""
         self.values["constellations"] = [new if c == old else c for c in self.values["constellations"]]
 
     # -- choices -----------------------------------------------------------------------
