@@ -366,6 +366,11 @@ def test_cli_human_output_and_errors(capsys):
     assert "27 738 112" in out.replace("\u202f", " ") and "оценка, не замер" in out
     assert main(["estimate", "--width", "500", "--lang", "en"]) == 2
     assert "does not divide" in capsys.readouterr().err
+    # A model whose weights and optimizer alone overflow the card: no "largest batch 0".
+    assert main(["estimate", "--layers", "48", "--width", "4096", "--heads", "32", "--gpu", "t4x2",
+                 "--lang", "ru"]) == 0
+    fits = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("Помещается"))
+    assert "даже батч 1 не помещается" in fits and "батч 0" not in fits
 
 
 def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, russian):

@@ -107,7 +107,12 @@ def human(e: dict[str, Any], lang: str) -> str:
     card = "—" if e["card_memory_mb"] is None else mb_text(e["card_memory_mb"], lang)
     rows.append((t("Память карты", "Card memory", lang), card))
     fits = {True: t("да", "yes", lang), False: t("нет", "no", lang), None: "?"}[e["fits"]]
-    best = "" if e["max_batch"] is None else t(f" (наибольший батч {e['max_batch']})", f" (largest batch {e['max_batch']})", lang)
+    if e["max_batch"] is None:
+        best = ""
+    elif e["max_batch"] == 0:  # the weights and optimizer alone overflow the card
+        best = t(" (даже батч 1 не помещается)", " (not even batch 1 fits)", lang)
+    else:
+        best = t(f" (наибольший батч {e['max_batch']})", f" (largest batch {e['max_batch']})", lang)
     rows.append((t("Помещается", "Fits", lang), fits + best))
     if e["tokens_per_weight"] is not None:
         per = f"{e['tokens_per_weight']:.1f}"
