@@ -341,3 +341,21 @@ def test_a_leg_stopped_by_the_runs_own_limit_does_not_go_on(fake, tiny_data):
     assert len(fake.pushes) == 1 and "Продолжение" not in (legs[0].last_message or "")
     reg.ingest(first.id)
     assert reg.get(first.id).last_step < 300  # stopped by the limit; «Продолжить» is the user's
+
+
+def test_following_a_chain_sees_each_legs_end(fake, tiny_data):
+    """`ternit run start --wait` on Kaggle (RunManager.wait): leg 1's end by the quota is
+    seen before leg 2's events, and the chain's last end closes it."""
+    from app.runs import RunManager
+
+    fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
+    fake.add_account("bob", KEYS["bob"], quota_h=10)
+    add_lab_accounts("alice", "bob")
+    m = RunManager()
+    rec = m.start(tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100), target="kaggle",
+                  account="alice")
+    seen: list[dict] = []
+    last = m.wait(rec.id, on_event=lambda ev: seen.append(dict(ev)), poll_s=0.1, timeout=180)
+    assert last.status == st.FINISHED and last.leg == 2, last.last_message
+    ends = [ev.get("reason") for ev in seen if ev.get("event") == "end"]
+    assert ends == ["time_limit", "steps_reached"], ends

@@ -319,16 +319,24 @@ class RunManager:
         row is returned.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
+        # A poll reads every active run, so the next leg's first events (or all of a short
+        # leg's) can come before we know it is the next leg: keep them until we switch.
+        held: dict[str, list[Event]] = {}
+        chain = self.registry.get(run_id).chain_id
         while True:
             for u in self.poll():
                 if u.run.id == run_id and on_event is not None:
                     for ev in u.events:
                         on_event(ev)
+                elif follow_chain and u.events and u.run.chain_id == chain:
+                    held.setdefault(u.run.id, []).extend(u.events)
             rec = self.registry.get(run_id)
             if not rec.active and follow_chain:
                 nxt = self._next_leg(rec)
                 if nxt is not None:
                     run_id = nxt.id
+                    for ev in held.pop(run_id, []) if on_event is not None else ():
+                        on_event(ev)
                     continue
             if not rec.active or (deadline is not None and time.monotonic() >= deadline):
                 return rec
