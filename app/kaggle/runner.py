@@ -13,8 +13,8 @@ stop_kaggle_run(registry, run_id)
 
 Following a leg (a thread): kernel status → log stream (de-duplicated) → the run's
 events.jsonl → outputs downloaded → the checkpoint's SHA-256 checked against its event →
-the run's status; a leg that ended by its limit before «Шагов до» continues as the next leg
-of the chain on an account with quota. Every step is recorded in kaggle_legs first, so a
+the run's status; a leg that the account's quota cut short before «Шагов до» continues as
+the next leg of the chain on an account with quota, for what is left of the run's «Лимит, мин». Every step is recorded in kaggle_legs first, so a
 crash at any point resumes without pushing anything twice. Network trouble never fails a
 run: the follower says it is waiting and tries again.
 """
@@ -59,6 +59,9 @@ _followers_lock = threading.Lock()
 _stop_event = threading.Event()  # replaced by a new one at each shutdown; old followers keep theirs set
 _failed_at: dict[str, float] = {}  # run id -> when its follower last broke on something unexpected
 RESTART_AFTER_FAILURE_S = 30.0
+# A quota-cut leg leaves less than this of the run's «Лимит, мин»: no new kernel is pushed
+# (its setup alone would take that long); the user continues it when they wish.
+MIN_LEG_MIN = 1.0
 FOLLOW_ERRORS_TOLERATED = 20  # consecutive odd answers while following before the leg is failed
 
 
@@ -556,6 +559,15 @@ class KaggleRuns:
         account while it has quota). Returns (next run id or None, a note for the user)."""
         config = rec.config()
         config["resume_from"] = str(checkpoint)
+        # «Лимит, мин» is the run's allotment, not each leg's: the next leg gets what the
+        # quota-cut one left of it (its kernel ran to its own limit, setup included).
+        training = dict(config.get("training") or {})
+        left = float(training.get("limit_min", 630)) - float(leg.get("limit_min") or 0.0)
+        if left < MIN_LEG_MIN:
+            return None, t(f"лимит прогона исчерпан (осталось {left:.1f} мин); продолжите кнопкой «Продолжить»",
+                           f"the run's limit is used up ({left:.1f} min left); continue it with «Продолжить»")
+        training["limit_min"] = round(left, 4)
+        config["training"] = training
         choice = leg.get("account_choice") or "auto"
         possible = self.choose(config, "auto", Want(), set())
         if possible.username is None:  # no leg is created that could not start
@@ -569,7 +581,8 @@ class KaggleRuns:
         for attempt_choice in ([choice, "auto"] if choice != "auto" else ["auto"]):
             try:
                 self.start(nxt.id, attempt_choice)
-                return nxt.id, t(f"Продолжение на Kaggle: этап {nxt.leg}", f"Continuing on Kaggle: leg {nxt.leg}")
+                return nxt.id, t(f"Продолжение на Kaggle: этап {nxt.leg}, {left:.0f} мин, оставшихся от лимита",
+                                 f"Continuing on Kaggle: leg {nxt.leg}, for the {left:.0f} min left of the limit")
             except (NetworkDown, Transient):
                 raise
             except KaggleError as e:
