@@ -119,9 +119,13 @@ def test_chain_continues_on_a_second_account_and_ends_at_steps_to(fake, tiny_dat
     ckpt_ds = [d for d in fake.datasets.values() if d.owner == "bob" and d.slug.startswith("ternit-ckpt-")]
     assert len(ckpt_ds) == 1 and ckpt_ds[0].files[ckpt.name] == ckpt.read_bytes()
     assert "Продолжение" in one.last_message
-    # «Лимит, мин» is the run's: leg 2 gets the 5 min less what leg 1's kernel was given.
-    limit_two = two.config()["training"]["limit_min"]
-    assert 4.99 < limit_two < 5, limit_two
+    # «Лимит, мин» is the run's: leg 2's kernel gets the 5 min less what leg 1's was given,
+    # and its run.json keeps the 5 the user set (what «Продолжить» offers again).
+    store = KaggleStore()
+    leg_one, leg_two = store.leg(one.id), store.leg(two.id)
+    assert leg_two["allot_min"] == pytest.approx(5 - leg_one["limit_min"])
+    assert leg_two["limit_min"] <= leg_two["allot_min"] < 5
+    assert two.config()["training"]["limit_min"] == 5
 
 
 def test_push_refused_moves_on_and_nothing_is_pushed_twice(fake, tiny_data):

@@ -62,6 +62,17 @@ RESTART_AFTER_FAILURE_S = 30.0
 # A quota-cut leg leaves less than this of the run's «Лимит, мин»: no new kernel is pushed
 # (its setup alone would take that long); the user continues it when they wish.
 MIN_LEG_MIN = 1.0
+
+
+def run_limit_min(config: dict[str, Any]) -> float:
+    """The run's «Лимит, мин», as the user set it (every leg's run.json keeps it)."""
+    return float((config.get("training") or {}).get("limit_min", 630))
+
+
+def leg_allotment(leg: dict[str, Any], config: dict[str, Any]) -> float:
+    """What was left of the run's limit when this leg started (older legs: the limit)."""
+    allot = leg.get("allot_min")
+    return run_limit_min(config) if allot is None else float(allot)
 FOLLOW_ERRORS_TOLERATED = 20  # consecutive odd answers while following before the leg is failed
 
 
@@ -186,8 +197,10 @@ class KaggleRuns:
                                  v.quota.refresh_at if v.quota else None))
         return out
 
-    def choose(self, config: dict[str, Any], account: str, want: Want, exclude: set[str]) -> Pick:
-        limit = float((config.get("training") or {}).get("limit_min", 630))
+    def choose(self, config: dict[str, Any], account: str, want: Want, exclude: set[str],
+               limit_min: float | None = None) -> Pick:
+        """The account for a leg of `limit_min` minutes (default: the run's «Лимит, мин»)."""
+        limit = run_limit_min(config) if limit_min is None else limit_min
         margin = self.settings.margin_min
         cands = self.candidates()
         if account != "auto":
@@ -227,12 +240,15 @@ class KaggleRuns:
             out.append(datasets.checkpoint_bundle(path, self.store))
         return out
 
-    def start(self, run_id: str, account: str = "auto") -> None:
+    def start(self, run_id: str, account: str = "auto", allot_min: float | None = None) -> None:
+        """Upload and push the leg `run_id`; `allot_min` is what is left of the run's limit
+        for it (None: the whole «Лимит, мин» — a first leg)."""
         warning = global_token_warning()
         if warning:
             raise GlobalTokenSet(warning)
         rec = self.registry.get(run_id)
         config = rec.config()
+        allot = run_limit_min(config) if allot_min is None else allot_min
         self._current_run = run_id
         self._status(run_id, st.UPLOADING, t("подготовка: хэши данных и кода", "preparing: hashing data and code"))
         bundles = self.bundles(config)
@@ -240,14 +256,14 @@ class KaggleRuns:
         tried: set[str] = set()
         notes: list[str] = []
         while True:
-            chosen = self.choose(config, account, want, tried)
+            chosen = self.choose(config, account, want, tried, allot)
             if chosen.username is None:
                 raise KaggleError(chosen.reason + ("; " + "; ".join(notes) if notes else ""))
             lock = LegLock(rec.path)
             if not lock.acquire():  # a follower (or another start) is already on this run
                 raise KaggleError(t("этот прогон уже отправляется на Kaggle", "this run is already being sent to Kaggle"))
             try:
-                self.launch(rec, chosen, bundles, account)
+                self.launch(rec, chosen, bundles, account, allot)
             except (PushRefused, AuthError) as e:
                 if isinstance(e, AuthError):
                     self.store.set_key_status(chosen.username, ACCOUNT_INVALID, str(e))
@@ -276,7 +292,8 @@ class KaggleRuns:
             self.ensure_follower(run_id)
             return
 
-    def launch(self, rec: Any, chosen: Pick, bundles: list[datasets.Bundle], choice: str) -> None:
+    def launch(self, rec: Any, chosen: Pick, bundles: list[datasets.Bundle], choice: str,
+               allot_min: float | None = None) -> None:
         user = chosen.username
         assert user is not None
         by_kind = {b.kind: b for b in bundles}
@@ -284,7 +301,7 @@ class KaggleRuns:
         values = dict(
             run_dir=str(rec.path), chain_id=rec.chain_id, leg=rec.leg, account=user, account_choice=choice,
             pick_reason=chosen.reason, kernel_slug=kernel.kernel_slug(rec.id), state="uploading",
-            limit_min=chosen.limit_min, code_hash=by_kind["code"].content_hash,
+            limit_min=chosen.limit_min, allot_min=allot_min, code_hash=by_kind["code"].content_hash,
             data_hash=by_kind["data"].content_hash, checkpoint_hash=ckpt.content_hash if ckpt else None,
         )
         if self.store.leg(rec.id) is None:
@@ -542,7 +559,7 @@ class KaggleRuns:
             steps_to = training.get("steps_to")
             # Only a leg that the account's quota cut short goes on elsewhere; at the run's
             # own «Лимит, мин» it stops, as the field promises (the user continues it).
-            cut_by_quota = float(leg.get("limit_min") or 0.0) < float(training.get("limit_min", 630)) - 1e-6
+            cut_by_quota = float(leg.get("limit_min") or 0.0) < leg_allotment(leg, rec.config()) - 1e-6
             if isinstance(steps_to, int) and (last_step or 0) < steps_to and cut_by_quota:
                 next_id, note = self._continue(rec, leg, Path(ckpt_path))
                 message = f"{message}. {note}"
@@ -561,15 +578,12 @@ class KaggleRuns:
         config["resume_from"] = str(checkpoint)
         # «Лимит, мин» is the run's allotment, not each leg's: the next leg gets what the
         # quota-cut one left of it (its kernel ran to its own limit, setup included).
-        training = dict(config.get("training") or {})
-        left = float(training.get("limit_min", 630)) - float(leg.get("limit_min") or 0.0)
+        left = leg_allotment(leg, config) - float(leg.get("limit_min") or 0.0)
         if left < MIN_LEG_MIN:
             return None, t(f"лимит прогона исчерпан (осталось {left:.1f} мин); продолжите кнопкой «Продолжить»",
                            f"the run's limit is used up ({left:.1f} min left); continue it with «Продолжить»")
-        training["limit_min"] = round(left, 4)
-        config["training"] = training
         choice = leg.get("account_choice") or "auto"
-        possible = self.choose(config, "auto", Want(), set())
+        possible = self.choose(config, "auto", Want(), set(), left)
         if possible.username is None:  # no leg is created that could not start
             return None, t(f"Продолжить негде: {possible.reason}. Позже нажмите «Продолжить».",
                            f"Nowhere to continue: {possible.reason}. Press «Продолжить» (Continue) later.")
@@ -580,7 +594,7 @@ class KaggleRuns:
             return None, t(f"следующий этап не создан: {e}", f"the next leg was not created: {e}")
         for attempt_choice in ([choice, "auto"] if choice != "auto" else ["auto"]):
             try:
-                self.start(nxt.id, attempt_choice)
+                self.start(nxt.id, attempt_choice, left)
                 return nxt.id, t(f"Продолжение на Kaggle: этап {nxt.leg}, {left:.0f} мин, оставшихся от лимита",
                                  f"Continuing on Kaggle: leg {nxt.leg}, for the {left:.0f} min left of the limit")
             except (NetworkDown, Transient):
