@@ -366,3 +366,19 @@ def test_following_a_chain_sees_each_legs_end(fake, tiny_data):
     assert last.status == st.FINISHED and last.leg == 2, last.last_message
     ends = [ev.get("reason") for ev in seen if ev.get("event") == "end"]
     assert ends == ["time_limit", "steps_reached"], ends
+
+
+def test_a_run_json_the_trainer_would_refuse_is_caught_before_anything_is_uploaded(fake, tiny_data):
+    """A hand-written run.json (ternit run start --config) with a bad value fails at once with
+    the trainer's own reason: no dataset uploaded, no kernel pushed, no quota spent."""
+    from app.runs.manager import RunError
+
+    fake.add_account("alice", KEYS["alice"], quota_h=10)
+    add_lab_accounts("alice")
+    m = RunManager()
+    with pytest.raises(RunError) as err:
+        m.start(tiny_config(tiny_data, lr="abc"), target="kaggle", account="alice")
+    assert "training.lr" in str(err.value) and "проверку тренера" in str(err.value)
+    assert fake.kernels == {} and fake.datasets == {}
+    (rec,) = m.registry.list_runs()
+    assert rec.status == st.FAILED and "training.lr" in (rec.last_message or "")

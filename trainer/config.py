@@ -205,3 +205,25 @@ def load(path: str | Path) -> RunConfig:
 def parameter_count(m: ModelConfig) -> int:
     """Exact weight count: 12·L·d² (blocks) + V·d (tied embedding) + n·d (positions)."""
     return 12 * m.layers * m.width**2 + m.vocab * m.width + m.context * m.width
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m trainer.config RUN.json`: check a run.json as the trainer will (no torch
+    imported, nothing trained); exit 0, or 2 with the reason on stderr. The lab runs it
+    before sending a run to Kaggle, where a bad value would fail only after the upload."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m trainer.config RUN.json", file=sys.stderr)
+        return 2
+    try:
+        load(args[0])
+    except ConfigError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

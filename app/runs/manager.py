@@ -208,6 +208,10 @@ class RunManager:
         resume="latest")."""
         rec = self.registry.get(run_id)
         if rec.target_kind == "kaggle":
+            problem = proc.config_problem(rec.run_json_path)
+            if problem:  # caught here, not after uploading and waiting for a kernel
+                self.registry.set_status(rec.id, st.FAILED, problem)
+                raise RunError(problem)
             try:
                 kaggle_bridge.start(self.registry, rec.id, account=rec.target_account or "auto")
             except Exception as e:  # the Kaggle side's errors say what to do; keep their words

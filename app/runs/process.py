@@ -124,6 +124,26 @@ def _trainer_root() -> str | None:
     return str(Path(next(iter(spec.submodule_search_locations))).resolve().parent)
 
 
+def config_problem(run_json: Path, python: str | None = None) -> str | None:
+    """The trainer's own verdict on a run.json (`python -m trainer.config`, no torch, well
+    under a second): None if it would train, else the trainer's reason. Used before a
+    Kaggle upload, where a bad hand-written value would only fail once the kernel runs."""
+    env = dict(os.environ)
+    root = _trainer_root()
+    if root:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    try:
+        done = subprocess.run([python or sys.executable, "-m", "trainer.config", str(run_json)], env=env,
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return t(f"проверка run.json не запустилась: {e}", f"the run.json check did not run: {e}")
+    if done.returncode == 0:
+        return None
+    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
+    reason = lines[-1].removeprefix("error: ") if lines else f"exit {done.returncode}"
+    return t(f"run.json не пройдёт проверку тренера: {reason}", f"the trainer would refuse this run.json: {reason}")
+
+
 def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
     """Start the plan detached from this process; stdout+stderr go to RUN_DIR/trainer.log.
 
