@@ -121,18 +121,18 @@ def test_bench_data_runs_and_reports_ratios(capsys):
 
 def test_ctrl_c_during_prepare_exits_130_and_leaves_nothing(tmp_path, capsys, monkeypatch, english):
     """Ctrl-C arrives (as KeyboardInterrupt in the main thread) in the middle of tokenizing."""
-    from app.data import cli as data_cli
+    from app.data import progress as data_progress
 
     root = corpus(tmp_path)
     assert main(["data", "add", str(root), "--name", "books", "--constellation", "library"]) == 0
 
-    class InterruptedBar(data_cli.TextBar):
+    class InterruptedBar(data_progress.TextBar):
         def __call__(self, p):
             super().__call__(p)
             if p.phase == "tokenize":
                 raise KeyboardInterrupt
 
-    monkeypatch.setattr(data_cli, "TextBar", InterruptedBar)
+    monkeypatch.setattr(data_progress, "TextBar", InterruptedBar)
     dest = tmp_path / "out"
     assert main(["data", "prepare", "--constellations", "library", "--vocab", "300", "--out", str(dest)]) == 130
     assert "interrupted, nothing written" in capsys.readouterr().err
@@ -177,10 +177,10 @@ def test_sigterm_during_prepare_exits_like_ctrl_c_and_leaves_no_temporary_folder
     script = textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(ROOT)!r})
-        from app.data import cli as data_cli
+        from app.data import progress as data_progress
         from app.cli import main
 
-        class Bar(data_cli.TextBar):
+        class Bar(data_progress.TextBar):
             def __call__(self, p):
                 super().__call__(p)
                 if p.phase == "tokenize":
@@ -188,7 +188,7 @@ def test_sigterm_during_prepare_exits_like_ctrl_c_and_leaves_no_temporary_folder
                     sys.stdin.readline()  # wait here until the test sends SIGTERM
 
         assert main(["data", "add", {str(root)!r}, "--name", "books", "--constellation", "library"]) == 0
-        data_cli.TextBar = Bar
+        data_progress.TextBar = Bar
         sys.exit(main(["data", "prepare", "--constellations", "library", "--vocab", "300",
                        "--out", {str(tmp_path / "out")!r}]))
     """)
@@ -308,6 +308,32 @@ def test_check_json_and_progress_lines_for_the_window(tmp_path, monkeypatch, cap
     out = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert out[0] == {"name": "books", "status": "changed", "message": "", "changes": ["~ 000.txt"]}
     assert out[1]["name"] == "gone" and out[1]["status"] == "missing" and "no longer exists" in out[1]["message"]
+
+
+def test_prepare_json_progress_and_warnings_for_the_window(tmp_path, monkeypatch, capsys, english):
+    """`data prepare` under TERNIT_PROGRESS=json (the window's «Подготовить данные»): every
+    phase as JSON progress, each warning as {"warning": ...}, no text bar; the folder on stdout."""
+    from app.data.manage import CliOutput
+    from app.data.progress import parse_progress_line, parse_warning_line
+
+    root = corpus(tmp_path)
+    assert main(["data", "add", str(root), "--name", "books", "--constellation", "library"]) == 0
+    capsys.readouterr()
+    monkeypatch.setenv("TERNIT_PROGRESS", "json")
+    assert main(["data", "prepare", "--constellations", "library", "--context", "16",
+                 "--out", str(tmp_path / "out")]) == 0
+    out, err = capsys.readouterr()
+    assert "[###" not in err and "warning:" not in err
+    phases = [p.phase for p in map(parse_progress_line, err.splitlines()) if p is not None]
+    assert {"check", "tokenizer", "tokenize", "split", "done"} <= set(phases), phases
+    warnings = [w for w in map(parse_warning_line, err.splitlines()) if w is not None]
+    assert any("vocabulary of 4000" in w for w in warnings), err  # 60 short documents
+    assert any("junk.txt" in w for w in warnings), err  # the binary file, skipped
+    got = CliOutput()
+    got.feed_stderr(err)
+    got.feed_stdout(out)
+    assert got.warnings == warnings and got.messages == []
+    assert got.lines[0] == str(tmp_path / "out")
 
 
 def test_the_builtin_dataset_cannot_be_removed(capsys, english):

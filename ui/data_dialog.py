@@ -11,11 +11,10 @@ statuses (file sizes and dates) are computed in a thread.
 from __future__ import annotations
 
 import sqlite3
-import sys
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Qt, QTimer, Signal
+from PySide6.QtCore import QObject, QProcess, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -29,7 +28,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QLineEdit,
     QMessageBox,
-    QProgressBar,
     QPushButton,
     QSplitter,
     QTableWidget,
@@ -43,12 +41,13 @@ from app.data.library import Library, LibraryError
 from app.i18n import t
 from app.state import StateError, open_state
 
+from .cli_task import CliTask, TaskBar
+
 CONSTELLATION_COLUMNS = (("Созвездие", "Constellation"), ("Наборы", "Datasets"), ("Размер", "Size"),
                          ("Документы", "Documents"), ("Символы", "Characters"), ("Токены", "Tokens"))
 DATASET_COLUMNS = (("Набор", "Dataset"), ("Путь", "Path"), ("Размер", "Size"),
                    ("Созвездия", "Constellations"), ("Состояние", "Status"))
 STATUS_COLOR = {"ok": "#1b5e20", "changed": "#8a5a00", "missing": "#b00020"}
-KILL_AFTER_MS = 5000  # a cancelled child that has not stopped by then is killed
 
 
 class _Bridge(QObject):
@@ -118,10 +117,9 @@ class DataDialog(QDialog):
             except (StateError, LibraryError, sqlite3.Error) as e:  # a locked or damaged state file
                 opened = str(e)
         self.statuses: dict[str, manage.DatasetStatus] = {}
-        self.proc: QProcess | None = None
-        self.output = manage.CliOutput()
+        self.task: CliTask | None = None  # the add or re-check running now
+        self.output = manage.CliOutput()  # the latest child's output
         self._task = ""
-        self._cancelled = False
         self._closed = False
         self._added = ""
         self._crows: dict[str, manage.ConstellationRow] = {}
@@ -188,16 +186,10 @@ class DataDialog(QDialog):
         split.setSizes([240, 320])
         layout.addWidget(split, 1)
 
-        busy = QHBoxLayout()
-        self.progress = QProgressBar()
-        self.progress.setTextVisible(True)
-        self.cancel_button = QPushButton(t("Отмена", "Cancel"))
-        self.cancel_button.setToolTip(t("Остановить добавление: в библиотеке ничего не изменится.",
-                                        "Stop adding: nothing changes in the library."))
-        self.cancel_button.clicked.connect(self.cancel)
-        busy.addWidget(self.progress, 1)
-        busy.addWidget(self.cancel_button)
-        layout.addLayout(busy)
+        self.task_bar = TaskBar()
+        self.progress = self.task_bar.progress
+        self.cancel_button = self.task_bar.cancel_button
+        layout.addWidget(self.task_bar)
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -213,7 +205,6 @@ class DataDialog(QDialog):
 
         self.constellations.itemSelectionChanged.connect(self._update_buttons)
         self.datasets.itemSelectionChanged.connect(self._update_buttons)
-        self._show_busy(False)
         self.refresh()
         if self.library is None:
             self.status.setText(opened)
@@ -362,8 +353,13 @@ class DataDialog(QDialog):
         item = table.item(min(rows), 0)
         return item.data(Qt.ItemDataRole.UserRole) if item is not None else None
 
+    @property
+    def proc(self) -> QProcess | None:
+        """The running child, if any."""
+        return self.task.proc if self.task is not None else None
+
     def _update_buttons(self) -> None:
-        busy = self.proc is not None or self.library is None  # no library: nothing can be done
+        busy = self.task is not None or self.library is None  # no library: nothing can be done
         c = self._crows.get(self.selected_constellation() or "")
         d = self._drows.get(self.selected_dataset() or "")
         own_c = c is not None and not c.builtin
@@ -385,11 +381,6 @@ class DataDialog(QDialog):
             self.remove_constellation_button.setToolTip(t(
                 "Забыть созвездие; его наборы остаются в библиотеке, файлы на диске не тронуты.",
                 "Forget the constellation; its datasets stay in the library, the files on disk are untouched."))
-
-    def _show_busy(self, on: bool) -> None:
-        self.progress.setVisible(on)
-        self.cancel_button.setVisible(on)
-        self.cancel_button.setEnabled(on)
 
     # -- instant actions -------------------------------------------------------------------
     def _do(self, action, *args) -> bool:
@@ -503,69 +494,29 @@ class DataDialog(QDialog):
         return self._start(manage.check_command(), "check", t("Перепроверка наборов…", "Re-checking the datasets…"))
 
     def _start(self, args: list[str], task: str, message: str) -> QProcess | None:
-        if self.proc is not None:
+        if self.task is not None:
             self.status.setText(t("Дождитесь конца текущей операции или отмените её.",
                                   "Wait for the current operation to end, or cancel it."))
             return None
-        proc = QProcess(self)
-        proc.setProgram(sys.executable)
-        proc.setArguments(args)
-        env = QProcessEnvironment.systemEnvironment()
-        for key, value in manage.cli_env().items():
-            env.insert(key, value)
-        proc.setProcessEnvironment(env)
-        self.output = manage.CliOutput()
-        self._task = task
-        self._cancelled = False
-        proc.readyReadStandardError.connect(self._read_stderr)
-        proc.readyReadStandardOutput.connect(self._read_stdout)
-        proc.finished.connect(self._finished)
-        proc.errorOccurred.connect(self._failed_to_start)
-        self.proc = proc
-        self.progress.setRange(0, 0)  # indeterminate until the first progress line
-        self.progress.setFormat(message)
-        self._show_busy(True)
-        self.cancel_button.setToolTip(
+        child = CliTask(args, self)
+        self.task, self.output, self._task = child, child.output, task
+        # The bar first: it is hidden by the time _finished says how it went.
+        self.task_bar.follow(child, message, (
             t("Остановить добавление: в библиотеке ничего не изменится.", "Stop adding: nothing changes in the library.")
             if task == "add" else
             t("Остановить перепроверку: уже перепроверенные наборы останутся перепроверенными.",
-              "Stop re-checking: the datasets already re-checked stay re-checked."))
+              "Stop re-checking: the datasets already re-checked stay re-checked.")))
+        child.ended.connect(self._finished)
         self.status.setText(message)
         self._update_buttons()
-        proc.start()
-        return proc
+        child.start()
+        return child.proc
 
-    def _read_stderr(self) -> None:
-        if self.proc is None:
+    def _finished(self, code: int) -> None:
+        if self.task is None:
             return
-        if self.output.feed_stderr(bytes(self.proc.readAllStandardError()).decode("utf-8", "replace")):
-            p = self.output.progress
-            if p is not None and p.total:
-                self.progress.setRange(0, 1000)
-                self.progress.setValue(int(1000 * (p.fraction or 0)))
-            self.progress.setFormat(manage.progress_text(p))
-
-    def _read_stdout(self) -> None:
-        if self.proc is not None:
-            self.output.feed_stdout(bytes(self.proc.readAllStandardOutput()).decode("utf-8", "replace"))
-
-    def _failed_to_start(self, error: QProcess.ProcessError) -> None:
-        if error == QProcess.ProcessError.FailedToStart and self.proc is not None:
-            self.output.messages.append(t(f"не удалось запустить {sys.executable}: {self.proc.errorString()}",
-                                          f"could not start {sys.executable}: {self.proc.errorString()}"))
-            self._finished(-1, None)
-
-    def _finished(self, code: int, _status: object) -> None:
-        if self.proc is None:
-            return
-        self._read_stderr()
-        self._read_stdout()
-        self.output.finish()
-        proc, self.proc = self.proc, None
-        proc.deleteLater()
-        if self._cancelled and code != 0:
-            code = 130  # killed after the grace time: still nothing written (the store is one transaction)
-        self._show_busy(False)
+        child, self.task = self.task, None
+        child.deleteLater()
         if self._closed:
             return
         if self._task == "check":
@@ -595,22 +546,11 @@ class DataDialog(QDialog):
     def cancel(self) -> None:
         """Stop the child like Ctrl-C (SIGTERM): it removes nothing it did not add; killed if
         it has not stopped after a few seconds."""
-        proc = self.proc
-        if proc is None:
-            return
-        self._cancelled = True
-        self.cancel_button.setEnabled(False)
-        self.progress.setFormat(t("Отмена…", "Cancelling…"))
-        proc.terminate()
-        QTimer.singleShot(KILL_AFTER_MS, lambda: self.proc is proc and proc.kill())
+        self.task_bar.cancel()
 
     def done(self, result: int) -> None:  # closing: stop a child, release our state connection
-        if self.proc is not None:
-            proc = self.proc
-            self.cancel()
-            if not proc.waitForFinished(KILL_AFTER_MS):
-                proc.kill()
-                proc.waitForFinished(1000)
+        if self.task is not None:
+            self.task.stop_and_wait()
         if not self._closed:
             self._closed = True
             if self._own_library and self.library is not None:

@@ -31,7 +31,7 @@ from ..cli_args import Parser
 from ..i18n import t
 from ..numbers import bytes_text, count_text
 from ..state import StateError
-from .progress import Cancelled, TextBar, progress_for_cli
+from .progress import Cancelled, progress_for_cli
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -247,7 +247,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
 
     if args.vocab is not None and args.tokenizer is None:
         validate_vocab(args.vocab)  # refused before anything is read
-    bar = TextBar()
+    bar = progress_for_cli()  # JSON lines for the window (TERNIT_PROGRESS=json), else a text bar
     try:
         res = prepare(args.constellations.split(","), out=args.out, vocab=args.vocab,
                       tokenizer=args.tokenizer, context=args.context, progress=bar,
@@ -256,7 +256,7 @@ def cmd_prepare(args: argparse.Namespace) -> int:
         bar.close()
     m = res.meta
     for w in res.warnings:
-        print(f"{t('предупреждение', 'warning')}: {w}", file=sys.stderr)
+        bar.warning(w)
     print(res.path)
     if res.cached:
         print("  " + t("из кэша (уже подготовлено)", "from cache (prepared before)"))

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..i18n import t
+from ..numbers import plural_ru
 from ..state import State, now, open_state
 from . import readers
 from .progress import CancelToken, ProgressFn, Reporter, check
@@ -269,9 +270,12 @@ class Library:
         notes = [f"{f.relpath}: {f.note}" for f in files if f.note]
         replaced = sum(f.replaced for f in ok)
         if replaced:
+            one = replaced == 1
             notes.append(t(
-                f"{replaced} последовательностей байт не в UTF-8 заменены на «\ufffd»",
-                f"{replaced} byte sequences that were not UTF-8 were replaced with \"\ufffd\"",
+                f"{replaced} {plural_ru(replaced, 'последовательность', 'последовательности', 'последовательностей')} "
+                f"байт не в UTF-8 {plural_ru(replaced, 'заменена', 'заменены', 'заменены')} на «\ufffd»",
+                f"{replaced} byte {'sequence' if one else 'sequences'} that {'was' if one else 'were'} not UTF-8 "
+                f"{'was' if one else 'were'} replaced with \"\ufffd\"",
             ))
         totals = dict(bytes=sum(f.size for f in ok), documents=sum(f.documents for f in ok),
                       characters=sum(f.characters for f in ok), files=len(ok),

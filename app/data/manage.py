@@ -17,7 +17,7 @@ from pathlib import Path
 from ..i18n import t
 from ..numbers import bytes_text, count_text
 from .library import Dataset, Library, LibraryError, dataset_files, valid_constellation_name
-from .progress import PROGRESS_ENV, Progress, parse_progress_line, phase_name
+from .progress import PROGRESS_ENV, Progress, parse_progress_line, parse_warning_line, phase_name
 
 # --- what the tables show -------------------------------------------------------------------
 
@@ -211,6 +211,7 @@ class CliOutput:
     progress: Progress | None = None
     messages: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # {"warning": ...} lines: it went on regardless
     _err: str = ""
     _out: str = ""
 
@@ -223,6 +224,10 @@ class CliOutput:
             p = parse_progress_line(line)
             if p is not None:
                 self.progress, moved = p, True
+                continue
+            w = parse_warning_line(line)
+            if w is not None:
+                self.warnings.append(w)
             elif line.strip():
                 self.messages.append(line.strip())
         return moved
@@ -296,6 +301,86 @@ def failure_text(exit_code: int, out: CliOutput) -> str:
 def notes_text(out: CliOutput) -> str:
     """An add's summary line and its notes (skipped files, replaced bytes)."""
     return "\n".join(out.lines + out.messages)
+
+
+# --- «Подготовить данные» in the main window ---------------------------------------------------
+
+MAX_NOTE_LINES = 8  # warnings listed in the form; all of them are in the tooltip and in meta.json
+
+
+def prepare_command(constellations: list[str], context: int | None = None,
+                    tokenizer: str | Path | None = None) -> list[str]:
+    """`python -m ...` arguments for `ternit data prepare` of the ticked constellations (into
+    the lab's prepared/ folder, where the form looks); a continued run passes its checkpoint's
+    tokenizer."""
+    args = ["-m", "app.cli", "data", "prepare", "--constellations", ",".join(constellations)]
+    if context is not None:
+        args += ["--context", str(context)]
+    if tokenizer is not None:
+        args += ["--tokenizer", str(tokenizer)]
+    return args
+
+
+def prepare_started_text(constellations: list[str]) -> str:
+    names = ", ".join(constellations)
+    return t(f"Подготовка данных «{names}»…", f"Preparing the data of {names!r}…")
+
+
+PREPARE_CANCEL_TIP = ("Остановить подготовку: незаконченная папка удаляется, форма её не увидит.",
+                      "Stop preparing: the unfinished folder is removed; the form never sees it.")
+
+
+@dataclass(frozen=True)
+class PrepareOutcome:
+    """How a prepare ended, for the window: `note` stays under the form until the next prepare
+    (empty: nothing to keep), `status` is the status bar's line, `tooltip` the full note."""
+
+    level: str  # ok | warning | error | cancelled
+    status: str
+    note: str
+    tooltip: str
+    folder: str | None  # the prepared folder (success only)
+
+
+def prepare_outcome(exit_code: int, out: CliOutput, constellations: list[str]) -> PrepareOutcome:
+    """What the window says when `ternit data prepare` ended.
+
+    Success: the warnings (skipped files and datasets, replaced bytes, too little text for the
+    vocabulary or the held-out sample) stay in sight — they are why a run may disappoint or not
+    start. Failure: the command's own message and what to do from the window. Cancelled: says
+    that nothing was left behind."""
+    names = ", ".join(constellations)
+    if exit_code == 0:
+        folder = next((x for x in out.lines if not x.startswith(" ")), None)
+        status = t(f"Данные «{names}» подготовлены", f"The data of {names!r} is prepared")
+        if not out.warnings:
+            return PrepareOutcome("ok", status, "", "", folder)
+        shown = out.warnings[:MAX_NOTE_LINES]
+        more = len(out.warnings) - len(shown)
+        head = t(f"Данные «{names}» подготовлены, но обратите внимание:",
+                 f"The data of {names!r} is prepared, but note:")
+        lines = [head, *(f"• {w}" for w in shown)]
+        if more:
+            lines.append(t(f"… и ещё {more} (все — во всплывающей подсказке и в meta.json папки данных)",
+                           f"… and {more} more (all in the tooltip and in the data folder's meta.json)"))
+        full = "\n".join([head, *(f"• {w}" for w in out.warnings)]) + (f"\n{folder}" if folder else "")
+        return PrepareOutcome("warning", status + t(" — с предупреждениями", " — with warnings"),
+                              "\n".join(lines), full, folder)
+    if exit_code == 130:
+        text = t("Подготовка данных отменена: незаконченная папка удалена, подготовленных данных не прибавилось.",
+                 "Preparing the data was cancelled: the unfinished folder was removed; no prepared data was added.")
+        return PrepareOutcome("cancelled", text, text, "", None)
+    msgs = [m.removeprefix("ternit data:").strip() for m in out.messages]
+    msgs = [m for m in msgs if m]
+    said = "\n".join(msgs[-3:]) if msgs else t(
+        f"команда завершилась с кодом {exit_code} без сообщения", f"the command ended with code {exit_code} and no message")
+    what = t("Что делать: наборы и созвездия — в «Лаборатория → Данные…» (там же «Перепроверить»); "
+             "исправьте и нажмите «Подготовить данные» снова.",
+             "What to do: datasets and constellations are in «Lab → Data…» (with «Re-check»); fix it and "
+             "press «Prepare data» again.")
+    head = t(f"Подготовить данные «{names}» не удалось:", f"Preparing the data of {names!r} failed:")
+    note = f"{head}\n{said}\n{what}"
+    return PrepareOutcome("error", t("Подготовка данных не удалась", "Preparing the data failed"), note, note, None)
 
 
 # --- the instant actions (the command line prints the same messages) --------------------------

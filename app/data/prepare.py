@@ -49,6 +49,7 @@ import psutil
 
 from .. import paths
 from ..i18n import t
+from ..numbers import plural_ru
 from .library import Dataset, Library, LibraryError
 from .progress import CancelToken, ProgressFn, Reporter, check
 
@@ -623,10 +624,11 @@ def _encode_and_split(lib: Library, sources: list[Source], tok, tmp: Path, conte
         chosen = _choose_val(hashes_np, lens_np, limit, target, cap)
         if not chosen.any():
             raise PrepareError(t(
-                f"слишком мало текста, чтобы отложить проверочную выборку ({total} токенов, "
-                f"{units} кусков): добавьте данных",
-                f"too little text to hold out a validation sample ({total} tokens in {units} "
-                "pieces): add more data",
+                f"слишком мало текста, чтобы отложить проверочную выборку ({total} "
+                f"{plural_ru(total, 'токен', 'токена', 'токенов')}, {units} "
+                f"{plural_ru(units, 'кусок', 'куска', 'кусков')}): добавьте данных",
+                f"too little text to hold out a validation sample ({total} {'token' if total == 1 else 'tokens'} "
+                f"in {units} {'piece' if units == 1 else 'pieces'}): add more data",
             ))
         val = _Writer(tmp / "val.bin")
         cand_mm = np.memmap(cand_path, dtype="<u2", mode="r") if c_tokens else np.zeros(0, "<u2")

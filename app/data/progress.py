@@ -145,6 +145,13 @@ class TextBar:
             self.stream.flush()
             self._last_line = ""
 
+    def warning(self, text: str) -> None:
+        """Something the user should know that did not stop the command (a skipped file, too
+        little text for the held-out sample): its own line, after the bar."""
+        self.close()
+        self.stream.write(f"{t('предупреждение', 'warning')}: {text}\n")
+        self.stream.flush()
+
 
 PROGRESS_ENV = "TERNIT_PROGRESS"  # "json": progress as JSON lines, for a program that reads them
 
@@ -165,6 +172,12 @@ class JsonLines:
     def close(self) -> None:
         pass
 
+    def warning(self, text: str) -> None:
+        """A warning as {"warning": text}: the window keeps these apart from failures and shows
+        them after the command ends, in any interface language."""
+        self.stream.write(json.dumps({"warning": text}, ensure_ascii=False) + "\n")
+        self.stream.flush()
+
 
 def progress_for_cli() -> TextBar | JsonLines:
     """The command line's progress: a text bar, or JSON lines when TERNIT_PROGRESS=json."""
@@ -183,6 +196,18 @@ def parse_progress_line(line: str) -> Progress | None:
                         str(d.get("unit") or ""), str(d.get("message") or ""))
     except (ValueError, KeyError, TypeError):
         return None
+
+
+def parse_warning_line(line: str) -> str | None:
+    """A JsonLines warning line back into its text (None for any other line)."""
+    line = line.strip()
+    if not line.startswith('{"warning"'):
+        return None
+    try:
+        d = json.loads(line)
+    except ValueError:
+        return None
+    return str(d["warning"]) if isinstance(d, dict) and "warning" in d else None
 
 
 def _human(n: float, unit: str) -> str:
