@@ -9,7 +9,6 @@ load time) never imports torch: the trainer is always its own process.
 from __future__ import annotations
 
 import os
-import re
 import sys
 import threading
 import time
@@ -33,11 +32,13 @@ from PySide6.QtWidgets import (
     QStyle,
     QSystemTrayIcon,
     QTabWidget,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
 from app import paths
+from app.data import manage as data_manage
 from app.form import ActiveRun, ContinueFrom, FormContext, Prepared, scan_prepared
 from app.i18n import current_language, t
 from app.runs import ContinueError, RunEnded, RunError, RunManager, RunRecord
@@ -47,6 +48,7 @@ from app.runs.files import folder_gone
 from app.state import StateError
 
 from . import settings
+from .cli_task import CliTask, TaskBar
 from .history import HistoryView
 from .run_form import RunFormView
 
@@ -225,6 +227,11 @@ class MainWindow(QMainWindow):
         self.close_question: QMessageBox | None = None
         self._history_at = 0.0
         self.tray: QSystemTrayIcon | None = None
+        self.prepare_task: CliTask | None = None  # «Подготовить данные» running now
+        self._prepare_names: list[str] = []
+        # How the last prepare ended (exit code, its output, the constellations): its note is
+        # shown under the form until the next prepare, and redrawn in a new language.
+        self._prepare_result: tuple[int, data_manage.CliOutput, list[str]] | None = None
         self.runs.add_listener(self._run_ended)
         self.measured_loaded.connect(self._measured_loaded)
         self.launch_done.connect(self._launch_done)
@@ -286,6 +293,7 @@ class MainWindow(QMainWindow):
         left_col.setSpacing(0)
         left_col.addWidget(scroll, 1)
         left_col.addWidget(self.form_view.footer)
+        self._build_prepare_row()
         main = QSplitter()
         main.addWidget(left)
         main.addWidget(right)
@@ -293,6 +301,49 @@ class MainWindow(QMainWindow):
         main.setSizes([600, 960])
         self.setCentralWidget(main)
         self.statusBar().showMessage(t("Готово", "Ready"))
+
+    def _build_prepare_row(self) -> None:
+        """Under «Подготовить данные» and «Старт»: a running prepare's progress with «Отмена»,
+        then how the last prepare ended (its warnings or its failure), kept until the next one."""
+        foot = self.form_view.footer.layout()
+        assert isinstance(foot, QVBoxLayout)
+        self.prepare_bar = TaskBar()
+        self.prepare_note = QLabel()
+        self.prepare_note.setWordWrap(True)
+        self.prepare_note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.prepare_note_close = QToolButton()
+        self.prepare_note_close.setText("✕")
+        self.prepare_note_close.setAutoRaise(True)
+        self.prepare_note_close.setToolTip(t("Скрыть это сообщение", "Hide this message"))
+        self.prepare_note_close.clicked.connect(self._hide_prepare_note)
+        self.prepare_note_box = QWidget()
+        row = QHBoxLayout(self.prepare_note_box)
+        row.setContentsMargins(0, 2, 0, 2)
+        row.addWidget(self.prepare_note, 1)
+        row.addWidget(self.prepare_note_close, 0, Qt.AlignmentFlag.AlignTop)
+        foot.insertWidget(1, self.prepare_bar)
+        foot.insertWidget(2, self.prepare_note_box)
+        task = self.prepare_task
+        if task is not None and task.running:  # rebuilt in another language mid-prepare
+            self.prepare_bar.follow(task, data_manage.prepare_started_text(self._prepare_names),
+                                    t(*data_manage.PREPARE_CANCEL_TIP))
+            self.form_view.prepare_button.setEnabled(False)
+        self._show_prepare_note()
+
+    def _show_prepare_note(self) -> None:
+        if self._prepare_result is None:
+            self.prepare_note_box.setVisible(False)
+            return
+        outcome = data_manage.prepare_outcome(*self._prepare_result)
+        self.prepare_note.setText(outcome.note)
+        self.prepare_note.setToolTip(outcome.tooltip)
+        self.prepare_note.setStyleSheet({"error": "color: #b00020;", "warning": "color: #8a5a00;"}
+                                        .get(outcome.level, "color: #555555;"))
+        self.prepare_note_box.setVisible(bool(outcome.note))
+
+    def _hide_prepare_note(self) -> None:
+        self._prepare_result = None
+        self._show_prepare_note()
 
     def ensure_ready(self) -> None:
         """Build the deferred parts (the loss plot, the GPU monitor) if not yet built."""
@@ -477,55 +528,52 @@ class MainWindow(QMainWindow):
         if folder:
             self.add_prepared(folder)
 
-    def prepare_data(self, constellations: list[str]) -> QProcess:
+    def prepare_data(self, constellations: list[str]) -> CliTask:
         """«Подготовить данные»: `ternit data prepare` in a child process (tokenizing is heavy
-        and must not freeze the window); its progress goes to the status bar. A continued run
-        keeps its checkpoint's tokenizer."""
+        and must not freeze the window), its progress under the button with «Отмена». A
+        continued run keeps its checkpoint's tokenizer."""
         form = self.form_view.form
-        args = ["--constellations", ",".join(constellations)]
-        if isinstance(form.values.get("context"), int):
-            args += ["--context", str(form.values["context"])]
+        context = form.values.get("context")
+        tokenizer = None
         if form.continuing is not None:
             parent_dir = (form.continuing.config.get("data") or {}).get("dir")
             if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
-                args += ["--tokenizer", str(Path(parent_dir) / "tokenizer.json")]
-        return self._prepare_in_background(args)
+                tokenizer = Path(parent_dir) / "tokenizer.json"
+        args = data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer)
+        return self._prepare_in_background(args, constellations)
 
-    def _prepare_in_background(self, args: list[str]) -> QProcess:
-        out = paths.prepared_dir()
-        proc = QProcess(self)
-        proc.setProgram(sys.executable)
-        proc.setArguments(["-m", "app.cli", "data", "prepare", *args])
-        proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
-
-        last = [""]
-
-        def progress() -> None:
-            # The progress bar redraws its line with \r: show the newest piece.
-            chunks = [c.strip() for c in re.split(r"[\r\n]", bytes(proc.readAll()).decode("utf-8", "replace"))]
-            chunks = [c for c in chunks if c]
-            if chunks:
-                last[0] = chunks[-1]
-                self.statusBar().showMessage(t("Подготовка данных: ", "Preparing data: ") + last[0][-160:])
-
-        def done(code: int, _status: Any) -> None:
-            progress()
-            if code == 0:
-                self.statusBar().showMessage(t("Данные подготовлены", "The data is prepared"))
-            else:
-                self.statusBar().showMessage(t(f"Подготовка данных не удалась: {last[0][-200:]}",
-                                               f"Preparing the data failed: {last[0][-200:]}"))
-            self.reload_context()
-            self.form_view.prepare_button.setEnabled(True)
-            self.data_prepared.emit(code)
-
-        proc.readyRead.connect(progress)
-        proc.finished.connect(done)
-        self.statusBar().showMessage(t(f"Подготовка данных в {out}…", f"Preparing data in {out}…"))
+    def _prepare_in_background(self, args: list[str], constellations: list[str]) -> CliTask:
+        if self.prepare_task is not None:  # one at a time: the button is off meanwhile
+            return self.prepare_task
+        task = CliTask(args, self)
+        self.prepare_task, self._prepare_names = task, list(constellations)
+        self._prepare_result = None  # the last prepare's note goes: this one will say its own
+        self._show_prepare_note()
+        message = data_manage.prepare_started_text(constellations)
+        self.prepare_bar.follow(task, message, t(*data_manage.PREPARE_CANCEL_TIP))
+        task.ended.connect(self._prepare_ended)
+        self.statusBar().showMessage(message)
         self.form_view.prepare_button.setEnabled(False)
-        proc.start()
-        self.export_processes.append(proc)
-        return proc
+        task.start()
+        return task
+
+    def cancel_prepare(self) -> None:
+        """«Отмена» under the form: the prepare stops like Ctrl-C and removes its unfinished folder."""
+        if self.prepare_task is not None:
+            self.prepare_bar.cancel()
+
+    def _prepare_ended(self, code: int) -> None:
+        task, self.prepare_task = self.prepare_task, None
+        if task is None:
+            return
+        task.deleteLater()
+        self._prepare_result = (code, task.output, self._prepare_names)
+        outcome = data_manage.prepare_outcome(*self._prepare_result)
+        self.statusBar().showMessage(outcome.status)
+        self._show_prepare_note()
+        self.reload_context()  # the form finds the new folder and picks it
+        self.form_view.prepare_button.setEnabled(True)
+        self.data_prepared.emit(code)
 
     # -- runs --------------------------------------------------------------------------
 
@@ -884,6 +932,10 @@ class MainWindow(QMainWindow):
                 self._ask_about_running(running)
                 return
         self.timer.stop()
+        if self.prepare_task is not None:
+            # Stopped like Ctrl-C, so it removes its unfinished folder; left to Qt, the child
+            # would be killed outright as the window goes and leave that folder behind.
+            self.prepare_task.stop_and_wait()
         if self.monitor is not None and hasattr(self.monitor, "stop"):
             self.monitor.stop()
         runner = sys.modules.get("app.kaggle.runner")  # Kaggle followers, if any ran here

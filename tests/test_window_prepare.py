@@ -1,0 +1,225 @@
+"""«Подготовить данные» in the main window, offscreen, with the real `ternit data prepare`
+child process on real text made here: its progress under the button, «Отмена», and what it
+says when it ends (warnings and failures stay in sight until the next prepare)."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QApplication
+
+from app import paths
+from app.data.library import Library
+from app.data.textgen import documents
+from app.runs import RunManager
+from app.runs import status as st
+from tests.ui_actions import choose
+
+WAIT_MS = 90_000  # generous: the machine is small and shared
+
+
+@pytest.fixture
+def window(qtbot, russian):
+    from ui.main_window import MainWindow
+
+    w = MainWindow(runs=RunManager(), poll_ms=100)
+    qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
+    yield w
+    if w.prepare_task is not None:
+        w.prepare_task.stop_and_wait()
+    for rec in w.runs.registry.active():
+        w.runs.stop(rec.id)
+        from app.runs import process as proc
+
+        proc.wait_exit(rec.pid, 30)
+    w.close()
+
+
+def add_texts(folder: Path, constellation: str, count: int, seed: int = 0, extra: bytes | None = None) -> Path:
+    """A folder of made-up text added to `constellation` in the lab's real library."""
+    folder.mkdir()
+    for i, doc in enumerate(documents(count, seed=seed)):
+        (folder / f"{i:04d}.txt").write_text(doc, encoding="utf-8")
+    if extra is not None:
+        (folder / "latin1.txt").write_bytes(extra)
+    lib = Library()
+    try:
+        lib.add(folder, name=constellation, constellation=constellation)
+    finally:
+        lib.state.close()
+    return folder
+
+
+def tick_only(view, constellation: str) -> None:
+    for name, box in view._constellation_boxes.items():
+        if box.isChecked() != (name == constellation):
+            box.click()
+
+
+def show(window, constellation: str, context: str = "32") -> None:
+    QApplication.processEvents()  # a window rebuilt in another language shows its new widgets
+    window.reload_context()  # as after «Данные…»: the form lists the new constellation
+    view = window.form_view
+    tick_only(view, constellation)
+    view.inputs["context"].selectAll()
+    view.inputs["context"].insert(context)
+    view.inputs["context"].editingFinished.emit()
+    assert view.form.values["context"] == int(context)
+    assert view.prepare_button.isVisible() and view.prepare_button.isEnabled()
+
+
+def prepared_entries() -> list[str]:
+    root = paths.prepared_dir()
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def test_progress_reaches_the_view_and_the_run_starts_after(qtbot, window, tmp_path):
+    add_texts(tmp_path / "сказки", "сказки", 400, seed=3)
+    view = window.form_view
+    show(window, "сказки")
+    seen: list[str] = []
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
+        qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
+        task = window.prepare_task
+        assert task is not None and window.prepare_bar.isVisible()
+        assert not view.prepare_button.isEnabled()  # one prepare at a time
+        assert window.prepare_bar.cancel_button.isVisible()
+        task.progressed.connect(lambda: seen.append(window.prepare_bar.progress.text()))
+    assert done.args == [0], window.prepare_note.text()
+    # The bar showed the phases by name, with their percentage (the JSON progress lines).
+    assert any(x.startswith("Токенизация") and "%" in x for x in seen), seen
+    assert any(x.startswith("Обучение токенизатора") for x in seen), seen
+    assert not window.prepare_bar.isVisible()
+    assert window.statusBar().currentMessage() == "Данные «сказки» подготовлены"
+    prep = view.form.prepared_for_selection()
+    assert prep is not None and prep.constellations == ("сказки",) and Path(prep.dir).parent == paths.prepared_dir()
+    assert not view.prepare_button.isVisible() and view.start_button.isEnabled(), view.why.text()
+
+    # The run starts on it and trains.
+    for name, text in (("name", "prep"), ("width", "32"), ("heads", "2"), ("layers", "1"),
+                       ("batch_per_card", "2"), ("steps_to", "3")):
+        view.inputs[name].selectAll()
+        qtbot.keyClicks(view.inputs[name], text)
+    choose(view, "gpu", "cpu")
+    assert view.start_button.isEnabled(), view.why.text()
+    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    run_id = window.followed
+    assert run_id, window.statusBar().currentMessage()
+    assert window.runs.registry.get(run_id).config()["data"]["dir"] == prep.dir
+    qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.FINISHED, timeout=WAIT_MS)
+
+
+@pytest.mark.parametrize("lang, words", [
+    ("ru", ("Подготовить данные «пропавшие» не удалось", "больше не существует", "Лаборатория → Данные…")),
+    ("en", ("Preparing the data of 'пропавшие' failed", "no longer exists", "Lab → Data…")),
+])
+def test_a_failed_prepare_says_why_and_what_to_do_and_it_stays(qtbot, window, tmp_path, lang, words):
+    folder = add_texts(tmp_path / "пропавшие", "пропавшие", 5)
+    window.set_language(lang)  # the window in that language, as from its menu
+    show(window, "пропавшие")
+    folder.rename(tmp_path / "moved")  # the files vanished since they were added
+    view = window.form_view
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
+        qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
+    assert done.args == [2]
+    note = window.prepare_note.text()
+    for w in words:
+        assert w in note, note
+    assert "ternit data:" not in note
+    assert window.prepare_note_box.isVisible() and "#b00020" in window.prepare_note.styleSheet()
+    assert not window.prepare_bar.isVisible() and view.prepare_button.isEnabled()
+    # Other news in the status bar, the run list polling: the failure is still there.
+    window.statusBar().showMessage("другое")
+    window.tick()
+    assert window.prepare_note_box.isVisible() and window.prepare_note.text() == note
+    assert view.form.prepared_for_selection() is None and prepared_entries() == []
+
+
+def test_too_little_text_is_refused_and_shown(qtbot, window, tmp_path):
+    add_texts(tmp_path / "крохи", "крохи", 4)
+    show(window, "крохи")
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
+        qtbot.mouseClick(window.form_view.prepare_button, Qt.MouseButton.LeftButton)
+    assert done.args == [1]
+    note = window.prepare_note.text()
+    assert "слишком мало текста, чтобы отложить проверочную выборку" in note, note
+    assert "4 куска" in note, note  # (was «4 кусков»)
+    assert "«Подготовить данные» снова" in note and window.prepare_note_box.isVisible()
+    assert prepared_entries() == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP to hold the child still")
+def test_cancel_leaves_no_prepared_folder_and_says_so(qtbot, window, tmp_path):
+    add_texts(tmp_path / "большие", "большие", 1500, seed=5)
+    show(window, "большие")
+    view = window.form_view
+    held: list[int] = []
+
+    def hold() -> None:
+        # Freeze the child as soon as it works in its temporary folder, so «Отмена» surely lands
+        # mid-prepare whatever the machine's speed; it goes on (and gets the signal) after.
+        p = window.prepare_task.output.progress
+        if not held and p is not None and p.phase in ("tokenizer", "tokenize", "split"):
+            pid = window.prepare_task.proc.processId()
+            os.kill(pid, signal.SIGSTOP)
+            held.append(pid)
+
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
+        qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
+        window.prepare_task.progressed.connect(hold)
+        qtbot.waitUntil(lambda: bool(held), timeout=WAIT_MS)
+        assert [n for n in prepared_entries() if ".tmp-" in n], prepared_entries()  # it was writing
+        qtbot.mouseClick(window.prepare_bar.cancel_button, Qt.MouseButton.LeftButton)
+        assert window.prepare_bar.progress.text() == "Отмена…"
+        os.kill(held[0], signal.SIGCONT)
+    assert done.args == [130]
+    assert prepared_entries() == []  # no folder, no hidden half-written one
+    note = window.prepare_note.text()
+    assert "отменена" in note and "незаконченная папка удалена" in note, note
+    assert window.prepare_note_box.isVisible()
+    assert view.form.prepared_for_selection() is None
+    assert view.prepare_button.isVisible() and view.prepare_button.isEnabled()
+    assert "не подготовлены" in view.why.text()
+
+
+def test_warnings_stay_in_sight_until_the_next_prepare(qtbot, window, tmp_path):
+    # Little text (a vocabulary of 4000 cannot be filled, the held-out sample is short) and a
+    # file that is not UTF-8: prepared, with warnings.
+    add_texts(tmp_path / "малые", "малые", 30, extra=b"ab\xff\xfecd text here\n")
+    show(window, "малые")
+    view = window.form_view
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
+        qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
+    assert done.args == [0], window.prepare_note.text()
+    note = window.prepare_note.text()
+    assert note.startswith("Данные «малые» подготовлены, но обратите внимание:"), note
+    assert "2 последовательности байт не в UTF-8 заменены" in note, note  # (was «2 последовательностей»)
+    assert "текста мало для словаря 4000" in note and "проверочная выборка меньше желаемой" in note, note
+    assert "#8a5a00" in window.prepare_note.styleSheet()
+    assert window.statusBar().currentMessage() == "Данные «малые» подготовлены — с предупреждениями"
+    assert view.form.prepared_for_selection() is not None  # picked, warnings or not
+    window.statusBar().showMessage("другое")
+    window.tick()
+    assert window.prepare_note_box.isVisible() and window.prepare_note.text() == note
+    # A language switch rebuilds the window: the note is redrawn (the warnings themselves are
+    # the command's words, in the language it ran in).
+    window.set_language("en")
+    assert window.prepare_note.text().startswith("The data of 'малые' is prepared, but note:")
+    window.set_language("ru")
+    assert window.prepare_note.text() == note
+    # The next prepare (here: the same data again, from the cache) replaces it.
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS):
+        window.prepare_data(["малые"])
+        assert not window.prepare_note_box.isVisible()
+    # The cache hit re-reads the datasets: the replaced bytes are said again, the rest was
+    # said when the folder was made.
+    assert "заменены" in window.prepare_note.text()
+    # «✕» hides it.
+    qtbot.mouseClick(window.prepare_note_close, Qt.MouseButton.LeftButton)
+    assert not window.prepare_note_box.isVisible()
