@@ -155,3 +155,20 @@ def test_a_global_token_asks_kaggle_nothing_and_keeps_each_key_status(fake, monk
     assert view.key_status == "ok" and view.usable and view.remaining_s == pytest.approx(28 * 3600)
     assert "ключ работает" in capsys.readouterr().out
     store.close()
+
+
+def test_a_mistyped_new_key_does_not_lose_the_key_that_worked(fake):
+    """Re-adding an account with another key: its old status no longer shows (the new key is
+    unchecked), and if Kaggle refuses the new key the previous one is put back."""
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    accounts = Accounts(KaggleStore())
+    accounts.add(Credential("alice", KEYS["alice"]))
+    assert accounts.check("alice").ok
+    accounts.add(Credential("alice", "0" * 32))  # a typo
+    assert {v.username: v.key_status for v in accounts.views()}["alice"] == "unknown"
+    # The window's dialog checks from a thread with an Accounts of its own.
+    result = Accounts(KaggleStore()).check("alice")
+    assert not result.ok and "прежний ключ оставлен" in result.message
+    assert accounts.creds.get("alice").key == KEYS["alice"]
+    assert {v.username: v.key_status for v in accounts.views()}["alice"] == "ok"
+    assert accounts.check("alice").ok

@@ -6,6 +6,7 @@ works (and why not), the quota and its refresh time.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +17,15 @@ from .client import AccountClient
 from .credentials import Credential, CredentialStore, read_kaggle_json
 from .errors import AuthError, GlobalTokenSet, KaggleError, NetworkDown, Transient
 from .quota import Quota
-from .store import ACCOUNT_INVALID, ACCOUNT_UNREACHABLE, DatasetRow, KaggleStore
+from .store import ACCOUNT_INVALID, ACCOUNT_UNKNOWN, ACCOUNT_UNREACHABLE, DatasetRow, KaggleStore
 
 ClientFactory = Callable[[Credential], AccountClient]
+
+# Keys this process replaced and Kaggle has not judged yet, with the account's status then:
+# if the new key is refused at its first check, the old one comes back (a typo must not lose
+# a key that worked). Per process, not per Accounts: the dialog checks in its own thread.
+_replaced: dict[str, tuple[Credential, str, str | None]] = {}
+_replaced_lock = threading.Lock()
 
 
 @dataclass
@@ -61,9 +68,19 @@ class Accounts:
 
     # -- adding and removing ------------------------------------------------------------------
     def add(self, *creds: Credential) -> list[str]:
+        before = self.creds.load()
+        rows = {a.username: a for a in self.store.accounts()}
         self.creds.add(*creds)
         for c in creds:
             self.store.ensure_account(c.username)
+            old = before.get(c.username)
+            if old is not None and old.key != c.key:
+                row = rows.get(c.username)
+                with _replaced_lock:
+                    _replaced[c.username] = (old, row.key_status if row else ACCOUNT_UNKNOWN,
+                                             row.key_reason if row else None)
+                # The old key's verdict says nothing of the new one.
+                self.store.set_key_status(c.username, ACCOUNT_UNKNOWN)
         return [c.username for c in creds]
 
     def add_json(self, *files: Path) -> list[str]:
@@ -83,6 +100,15 @@ class Accounts:
         except GlobalTokenSet as e:  # nothing was asked: the key's status stays as it was
             return CheckResult(username, False, str(e))
         except AuthError as e:
+            with _replaced_lock:
+                replaced = _replaced.pop(username, None)
+            if replaced is not None:
+                old, status, reason = replaced
+                self.creds.add(old)
+                self.store.set_key_status(username, status, reason)
+                return CheckResult(username, False, t(
+                    f"новый ключ не принят ({e}); прежний ключ оставлен",
+                    f"the new key was refused ({e}); the previous key is kept"))
             self.store.set_key_status(username, ACCOUNT_INVALID, str(e))
             return CheckResult(username, False, str(e))
         except (NetworkDown, Transient) as e:
@@ -90,6 +116,8 @@ class Accounts:
             return CheckResult(username, False, str(e))
         except KaggleError as e:
             return CheckResult(username, False, str(e))
+        with _replaced_lock:
+            _replaced.pop(username, None)
         self.store.set_quota(username, q)
         return CheckResult(username, True, t("ключ работает", "the key works"), q)
 
