@@ -46,6 +46,7 @@ class Prepared:
     vocab: int
     train_tokens: int
     tokens_by_constellation: dict[str, int] = field(default_factory=dict)
+    val_tokens: int = 0  # 0: not known (an older meta.json)
     data_id: str = ""
     tokenizer_sha256: str = ""
     mtime: float = 0.0
@@ -67,6 +68,7 @@ class Prepared:
             constellations=tuple(meta.get("constellations") or ()),
             vocab=int(meta.get("vocab_size") or 0),
             train_tokens=int(meta.get("train_tokens") or 0),
+            val_tokens=int(meta.get("val_tokens") or 0),
             tokens_by_constellation={k: int(v) for k, v in (meta.get("tokens_by_constellation") or {}).items()},
             data_id=str(meta.get("data_id") or ""),
             tokenizer_sha256=str(meta.get("tokenizer_sha256") or ""),
@@ -529,6 +531,17 @@ class RunForm:
                     "Созвездия изменились: новая отложенная выборка, валидация начнётся заново",
                     "The constellations changed: a new held-out sample, validation starts anew")))
         prep = self.prepared_for_selection()
+        n = v["context"]
+        if prep and prep.val_tokens and isinstance(n, int) and (prep.val_tokens < n + 1 or prep.train_tokens < n + 2):
+            # The trainer refuses such data at its start (a held-out sample shorter than one
+            # context): say it here, where the context can still be lowered.
+            out.append(Issue("context", "error", t(
+                f"Данных мало для контекста {n}: в проверочной выборке токенов {count_text(prep.val_tokens)}, "
+                f"в обучающей {count_text(prep.train_tokens)} — обучение не запустится. Уменьшите «Контекст n» "
+                "или добавьте текст и подготовьте данные снова",
+                f"Too little data for context {n}: the held-out sample has {count_text(prep.val_tokens)} tokens, "
+                f"training {count_text(prep.train_tokens)} — the run would not start. Lower «Context n» or add "
+                "text and prepare the data again")))
         if self.continuing and prep and prep.vocab and prep.vocab != self.vocab():
             out.append(Issue("constellations", "error", t(
                 f"Словарь данных ({prep.vocab}) не совпадает со словарём чекпоинта ({self.vocab()})",

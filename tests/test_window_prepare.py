@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QProcess, Qt
 from PySide6.QtWidgets import QApplication
 
 from app import paths
@@ -204,6 +204,16 @@ def test_warnings_stay_in_sight_until_the_next_prepare(qtbot, window, tmp_path):
     assert "#8a5a00" in window.prepare_note.styleSheet()
     assert window.statusBar().currentMessage() == "Данные «малые» подготовлены — с предупреждениями"
     assert view.form.prepared_for_selection() is not None  # picked, warnings or not
+    assert view.start_button.isEnabled(), view.why.text()
+    # The held-out sample is too short for a context of 1024: Start says so, rather than a run
+    # that the trainer refuses at its start.
+    view.inputs["context"].selectAll()
+    qtbot.keyClicks(view.inputs["context"], "1024")
+    assert not view.start_button.isEnabled()
+    assert "Данных мало для контекста 1024" in view.why.text() and "Уменьшите «Контекст n»" in view.why.text()
+    view.inputs["context"].selectAll()
+    qtbot.keyClicks(view.inputs["context"], "32")
+    assert view.start_button.isEnabled(), view.why.text()
     window.statusBar().showMessage("другое")
     window.tick()
     assert window.prepare_note_box.isVisible() and window.prepare_note.text() == note
@@ -223,3 +233,23 @@ def test_warnings_stay_in_sight_until_the_next_prepare(qtbot, window, tmp_path):
     # «✕» hides it.
     qtbot.mouseClick(window.prepare_note_close, Qt.MouseButton.LeftButton)
     assert not window.prepare_note_box.isVisible()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+def test_closing_the_window_stops_a_prepare_like_ctrl_c(qtbot, window, tmp_path):
+    """Quitting mid-prepare: the child is stopped as «Отмена» stops it (it cleans up after
+    itself), not left running nor killed outright by Qt as the window goes."""
+    folder = add_texts(tmp_path / "застрявшие", "застрявшие", 3)
+    show(window, "застрявшие")
+    os.mkfifo(folder / "zz-stuck.txt")  # a new file that never finishes reading (a stalled disk)
+    qtbot.mouseClick(window.form_view.prepare_button, Qt.MouseButton.LeftButton)
+    task = window.prepare_task
+    exits: list[tuple[int, object]] = []
+    task.proc.finished.connect(lambda code, status: exits.append((code, status)))
+    qtbot.waitUntil(lambda: task.output.progress is not None, timeout=WAIT_MS)
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
+        window.close()
+    assert done.args == [130] and window.prepare_task is None
+    # It ended by itself on SIGTERM (the CLI's interrupt code), not by a kill.
+    assert exits == [(130, QProcess.ExitStatus.NormalExit)]
+    assert prepared_entries() == []
