@@ -253,3 +253,35 @@ def test_closing_the_window_stops_a_prepare_like_ctrl_c(qtbot, window, tmp_path)
     # It ended by itself on SIGTERM (the CLI's interrupt code), not by a kill.
     assert exits == [(130, QProcess.ExitStatus.NormalExit)]
     assert prepared_entries() == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP to hold the child still")
+def test_a_language_switch_mid_prepare_keeps_its_bar_and_cancel(qtbot, window, tmp_path):
+    """Switching the language rebuilds the window: the new bar follows the running prepare at
+    once (it showed nothing until the next line), and its «Cancel» still stops it."""
+    add_texts(tmp_path / "длинные", "длинные", 1500, seed=7)
+    show(window, "длинные")
+    held: list[int] = []
+
+    def hold() -> None:
+        p = window.prepare_task.output.progress
+        if not held and p is not None and p.phase in ("tokenizer", "tokenize"):
+            held.append(window.prepare_task.proc.processId())
+            os.kill(held[0], signal.SIGSTOP)
+
+    with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
+        window.prepare_data(["длинные"])
+        window.prepare_task.progressed.connect(hold)
+        qtbot.waitUntil(lambda: bool(held), timeout=WAIT_MS)
+        window.set_language("en")
+        QApplication.processEvents()
+        assert window.prepare_bar.isVisible()
+        text = window.prepare_bar.progress.text()
+        assert text.startswith(("Training the tokenizer", "Tokenizing")) and "%" in text, text
+        assert not window.form_view.prepare_button.isEnabled()
+        qtbot.mouseClick(window.prepare_bar.cancel_button, Qt.MouseButton.LeftButton)
+        assert window.prepare_bar.progress.text() == "Cancelling…"
+        os.kill(held[0], signal.SIGCONT)
+    assert done.args == [130]
+    assert window.prepare_note.text().startswith("Preparing the data was cancelled"), window.prepare_note.text()
+    assert prepared_entries() == []

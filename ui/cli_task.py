@@ -138,6 +138,8 @@ class TaskBar(QWidget):
         task.progressed.connect(self._progressed)
         task.ended.connect(self._ended)
         self.setVisible(True)
+        if task.output.progress is not None:  # followed mid-way: show where it is now
+            self._progressed()
 
     def cancel(self) -> None:
         if self.task is None or not self.task.running:
