@@ -104,3 +104,51 @@ def test_overlays_and_removal(plot):
     plot.remove("overlay:a")
     plot.remove("overlay:b")
     assert plot.traces == {} and plot.hint.isVisible()
+
+
+def test_log_scale_keeps_the_validation_band_on_the_curve(plot):
+    """The 95% band sits around the validation points under the log scale too (it stayed
+    in linear units: a band at 10^5 for a loss of 5), whether switched on before or after
+    the evals arrive."""
+    from pyqtgraph import FillBetweenItem
+
+    tr = plot.trace("live", "x")
+    tr.add_events("r", [start(0, "A")] + steps(1, 60) + evals(20, 40))
+
+    def band_and_line() -> tuple:
+        band = next(i for i in tr._val_items if isinstance(i, FillBetweenItem))
+        line = next(i for i in tr._val_items if getattr(i, "opts", {}).get("symbol") == "o")
+        rect = band.boundingRect()
+        return rect.top(), rect.bottom(), list(line.curve.getData()[1])
+
+    tr.redraw(full=True)
+    plot.log_y.setChecked(True)
+    low, high, ys = band_and_line()
+    assert low == pytest.approx(math.log10(2.86)) and high == pytest.approx(math.log10(3.08))
+    assert all(low <= y <= high for y in ys)
+    tr.add_events("r", evals(60))  # an eval arriving while the log scale is on
+    tr.redraw()
+    low, high, ys = band_and_line()
+    assert low == pytest.approx(math.log10(2.84)) and all(low <= y <= high for y in ys)
+    plot.log_y.setChecked(False)
+    low, high, _ = band_and_line()
+    assert low == pytest.approx(2.84) and high == pytest.approx(3.08)
+
+
+def test_markers_at_one_step_share_one_readable_label(plot):
+    """A continuation on new data is a new leg and a data change at the same step: one line
+    saying both (two labels there overprinted each other)."""
+    from app.i18n import set_language
+
+    tr = plot.trace("live", "chain")
+    tr.add_events("parent", [start(0, "A")] + steps(1, 30))
+    tr.add_events("child", [start(30, "B", changed=True)] + steps(31, 60)
+                  + [{"event": "pause", "step": 45, "seconds": 12.4}])
+    tr.redraw(full=True)
+    assert [(m.kind, m.step) for m in tr.series.markers] == [(LEG, 30), (DATA_CHANGED, 30), (PAUSE, 45)]
+    lines = {item.value(): item.label.toPlainText() for item in tr._marker_items}
+    assert lines == {30: "продолжение · данные сменились: валидация заново", 45: "пауза 12 с"}
+    set_language("en")
+    plot.x_axis.setCurrentIndex(plot.x_axis.findData("tokens"))  # redrawn, in English
+    lines = {item.value(): item.label.toPlainText() for item in tr._marker_items}
+    assert lines == {3000: "continued · data changed: validation anew", 4500: "pause 12 s"}

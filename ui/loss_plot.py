@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLa
 
 from app.i18n import t
 from app.runs.events import EventTail
-from app.runs.series import DATA_CHANGED, PAUSE, LossSeries, SeriesBuilder
+from app.runs.series import DATA_CHANGED, LEG, PAUSE, LossSeries, Marker, SeriesBuilder
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
 SMOOTHING = 0.9  # EMA weight of the past: about the last 10 steps
@@ -165,12 +165,18 @@ class RunTrace:
             xs = np.array([src[i] for i in idx], dtype=float)
             lo = pg.PlotDataItem(xs, np.array([s.val_low[i] for i in idx]), pen=pg.mkPen(None))
             hi = pg.PlotDataItem(xs, np.array([s.val_high[i] for i in idx]), pen=pg.mkPen(None))
+            # The band's edges join the plot first: addItem puts them in the plot's log mode,
+            # and the band copies their paths only when made (a band made earlier stayed in
+            # linear units, drawn at 10^loss under the log scale).
+            for item in (lo, hi):
+                self.plot.addItem(item)
+                self._val_items.append(item)
             band = pg.FillBetweenItem(lo, hi, brush=pg.mkBrush(band_color))
             name = t(f"{self.label}: валидация ± 95%", f"{self.label}: validation ± 95%") if n == 0 else None
             line = pg.PlotDataItem(xs, np.array([s.val_loss[i] for i in idx]),
                                    pen=pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine),
                                    symbol="o", symbolSize=6, symbolBrush=color, symbolPen=None, name=name)
-            for item in (lo, hi, band, line):
+            for item in (band, line):
                 self.plot.addItem(item)
                 self._val_items.append(item)
 
@@ -179,19 +185,18 @@ class RunTrace:
             self.plot.removeItem(item)
         self._marker_items = []
         self._drawn_markers = len(self.series.markers)
+        # Markers at one position share one line and one label: a continuation on new data
+        # is a new leg and a data change at the same step, and two labels there overprinted
+        # each other. The line takes the style of the weightiest kind.
+        at: dict[float, list[Marker]] = {}
         for m in self.series.markers:
-            if m.kind == DATA_CHANGED:
-                text, pen = t("данные сменились: валидация заново", "data changed: validation anew"), pg.mkPen(
-                    "#b35900", width=1.5, style=Qt.PenStyle.DashLine)
-            elif m.kind == PAUSE:
-                secs = f" {m.seconds:.0f} с" if m.seconds and math.isfinite(m.seconds) else ""
-                text, pen = t(f"пауза{secs}", f"pause{secs.replace('с', 's')}"), pg.mkPen(
-                    "#777777", style=Qt.PenStyle.DotLine)
-            else:
-                text, pen = t("продолжение", "continued"), pg.mkPen("#999999", style=Qt.PenStyle.DashDotLine)
-            line = pg.InfiniteLine(pos=m.tokens if self.x_tokens else m.step, angle=90, movable=False, pen=pen,
-                                   label=text, labelOpts={"position": 0.97, "color": "#555555",
-                                                                "anchors": [(0, 0), (0, 0)]})
+            at.setdefault(m.tokens if self.x_tokens else m.step, []).append(m)
+        for pos, group in at.items():
+            texts = list(dict.fromkeys(_marker_text(m) for m in group))
+            kind = min((m.kind for m in group), key=_MARKER_WEIGHT.index)
+            line = pg.InfiniteLine(pos=pos, angle=90, movable=False, pen=_marker_pen(kind),
+                                   label=" · ".join(texts), labelOpts={"position": 0.97, "color": "#555555",
+                                                                       "anchors": [(0, 0), (0, 0)]})
             self.plot.addItem(line)
             self._marker_items.append(line)
 
@@ -205,6 +210,27 @@ class RunTrace:
 
     def val_points(self) -> int:
         return len(self.series.eval_steps)
+
+
+_MARKER_WEIGHT = (DATA_CHANGED, PAUSE, LEG)
+
+
+def _marker_text(m: Marker) -> str:
+    if m.kind == DATA_CHANGED:
+        return t("данные сменились: валидация заново", "data changed: validation anew")
+    if m.kind == PAUSE:
+        if m.seconds is not None and math.isfinite(m.seconds) and m.seconds > 0:
+            return t(f"пауза {m.seconds:.0f} с", f"pause {m.seconds:.0f} s")
+        return t("пауза", "pause")
+    return t("продолжение", "continued")
+
+
+def _marker_pen(kind: str) -> Any:
+    if kind == DATA_CHANGED:
+        return pg.mkPen("#b35900", width=1.5, style=Qt.PenStyle.DashLine)
+    if kind == PAUSE:
+        return pg.mkPen("#777777", style=Qt.PenStyle.DotLine)
+    return pg.mkPen("#999999", style=Qt.PenStyle.DashDotLine)
 
 
 class LossPlot(QWidget):
@@ -251,7 +277,7 @@ class LossPlot(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.widget, 1)
         self.x_axis.currentIndexChanged.connect(self._axis_changed)
-        self.log_y.toggled.connect(lambda on: self.plot.setLogMode(x=False, y=on))
+        self.log_y.toggled.connect(self._log_toggled)
         self.show_raw.toggled.connect(self._raw_toggled)
         self.set_title(t("Потери", "Loss"))
 
@@ -273,6 +299,13 @@ class LossPlot(QWidget):
             trace.x_tokens = self.x_tokens
             trace.redraw(full=True)
         self.plot.enableAutoRange()
+
+    def _log_toggled(self, on: bool) -> None:
+        self.plot.setLogMode(x=False, y=on)
+        # The curves follow the log mode by themselves; the validation bands do not
+        # (pyqtgraph's FillBetweenItem keeps the paths it was made with): remake them.
+        for trace in self.traces.values():
+            trace.redraw(full=True)
 
     def _raw_toggled(self, on: bool) -> None:
         for trace in self.traces.values():
