@@ -217,3 +217,29 @@ def test_deleting_the_panel_ends_the_sampler_thread(qtbot, fake):
     shiboken6.delete(panel)  # gone without stop(), as when a parent window is destroyed
     thread.join(5)
     assert not thread.is_alive()
+
+
+def test_stopping_the_monitor_lifts_the_guards_pause(qtbot, fake, tmp_path):
+    """The window closes («keep training») or rebuilds for another language while the guard
+    holds a pause: its PAUSE goes with it (it stayed, and the trainer waited on it until its
+    time limit). A PAUSE the user wrote stays."""
+    settings = MonitorSettings(heat_guard=True, guard_threshold_c=80, guard_hold_s=0)
+    panel = make_panel(qtbot, settings)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    panel.set_run(run_dir, local=True)
+    panel.set_trainer_pid(os.getpid())
+    fake.cards[0].temp = 90
+    panel.show_snapshot(panel.sampler.sample())
+    assert (run_dir / "PAUSE").exists()
+    with qtbot.waitSignal(panel.pause_changed) as lifted:
+        panel.close()  # closeEvent -> stop()
+    assert lifted.args == [False] and not (run_dir / "PAUSE").exists()
+    (run_dir / "PAUSE").write_text("mine\n")
+    panel = make_panel(qtbot, settings)
+    panel.set_run(run_dir, local=True)
+    panel.set_trainer_pid(os.getpid())
+    panel.show_snapshot(panel.sampler.sample())
+    assert panel.guard.state == "paused"
+    panel.stop()
+    assert (run_dir / "PAUSE").read_text() == "mine\n"

@@ -132,7 +132,12 @@ class MonitorPanel(QWidget):
         self.bridge.start(interval_s)
 
     def stop(self) -> None:
+        """Stop sampling. The heat guard's own pause is lifted too: with no one watching
+        the card, nothing would ever lift it (the window closed with «keep training» left
+        the trainer waiting on PAUSE until its time limit)."""
         self.bridge.stop()
+        if self.guard is not None:
+            self._release_guard()
 
     def set_trainer_pid(self, pid: int | None) -> None:
         """The local trainer's process (None when it ends): its CPU, RAM and GPU memory.
