@@ -102,3 +102,19 @@ def test_zero_hold_pauses_at_once_and_texts(guard):
     assert heat_guard.status_text(None, None, "en") == "Heat guard is off"
     with pytest.raises(ValueError):
         HeatGuard(guard.run_dir, 80, hold_s=-1)
+
+
+def test_a_pause_left_by_an_earlier_guard_is_taken_over(guard):
+    """The window was killed while its guard held a pause: the next window's guard lifts it
+    once the card is cool (it was left alone as if the user's, and the run waited until its
+    time limit). The user's own PAUSE is still not touched."""
+    feed(guard, [90], 31)
+    assert guard.state == PAUSED and json.loads(guard.pause_path.read_text())["by"] == "heat_guard"
+    again = HeatGuard(guard.run_dir, threshold_c=83, hold_s=30, clock=guard.clock)
+    assert again.state == PAUSED
+    assert again.update([80]).action is None  # still above 83 - 5
+    assert again.update([70]).action == "resumed" and not again.pause_path.exists()
+    guard.pause_path.write_text("mine\n")
+    user = HeatGuard(guard.run_dir, threshold_c=83, hold_s=30, clock=guard.clock)
+    assert user.state == IDLE and user.update([50]).action is None
+    assert guard.pause_path.read_text() == "mine\n"

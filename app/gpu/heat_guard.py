@@ -43,6 +43,15 @@ def write_atomic(path: Path, text: str) -> None:
     atomic.write_text(path, text)
 
 
+def written_by_guard(path: Path) -> bool:
+    """Whether PAUSE at `path` is a heat guard's (its note says so), not the user's."""
+    try:
+        note = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(note, dict) and note.get("by") == "heat_guard"
+
+
 class HeatGuard:
     def __init__(
         self,
@@ -66,6 +75,10 @@ class HeatGuard:
         self._paused_at: float | None = None
         self._owns_file = False
         self.pauses = 0
+        if written_by_guard(self.pause_path):
+            # A pause an earlier guard left (the window was killed while it held one): take it
+            # over, or no one lifts it and the trainer waits on it until its time limit.
+            self.state, self._paused_at, self._owns_file = PAUSED, clock(), True
 
     @property
     def pause_path(self) -> Path:
