@@ -118,3 +118,20 @@ def test_a_pause_left_by_an_earlier_guard_is_taken_over(guard):
     user = HeatGuard(guard.run_dir, threshold_c=83, hold_s=30, clock=guard.clock)
     assert user.state == IDLE and user.update([50]).action is None
     assert guard.pause_path.read_text() == "mine\n"
+
+
+def test_pause_note_and_notice_say_who_paused_and_what_next(guard):
+    assert heat_guard.pause_note(guard.run_dir, "en") == ""
+    status = feed(guard, [90], 31)
+    assert heat_guard.pause_note(guard.run_dir, "ru").startswith("На паузе: видеокарта перегрелась")
+    assert "heat guard resumes training" in heat_guard.pause_note(guard.run_dir, "en")
+    title, text = heat_guard.pause_notice(guard, status, "en")
+    assert title == "Training paused: the GPU is too hot"
+    assert text == ("The card was at 90 °C for over 30 s (threshold 83 °C). Training resumes by "
+                    "itself once it cools below 78 °C.")
+    title, text = heat_guard.pause_notice(guard, status, "ru")
+    assert title == "Обучение на паузе: видеокарта перегрелась" and "ниже 78 °C" in text
+    guard.release()
+    guard.pause_path.write_text("mine\n")
+    assert heat_guard.pause_note(guard.run_dir, "en") == (
+        "Paused: the run folder holds a PAUSE file; delete it and training goes on")

@@ -192,7 +192,12 @@ class RunBanner(QWidget):
               "(to stop it now: on kaggle.com, without a last checkpoint)") if kaggle else
             t("Обучение доделает шаг, сохранит чекпоинт и выйдет",
               "The trainer finishes the step, saves a checkpoint and exits"))
-        self.note.setText((rec.last_message or "") if kaggle and rec.active else "")
+        if kaggle:
+            self.note.setText((rec.last_message or "") if rec.active else "")
+        else:  # a PAUSE file holds the trainer (the heat guard's or the user's): say so here
+            from app.gpu.heat_guard import pause_note
+
+            self.note.setText(pause_note(rec.path) if rec.active else "")
         self.note.setVisible(bool(self.note.text()))
         if failure is not None:
             self.failure.setText("\n".join(x for x in (failure.message, failure.advice) if x))
@@ -219,6 +224,7 @@ class MainWindow(QMainWindow):
         self.extra_prepared = list(extra_prepared or [])
         self.followed: str | None = None
         self.overlays: set[str] = set()
+        self._monitored: str | None = None  # the run the GPU monitor watches (trains here)
         self.notifications: list[tuple[str, str]] = []
         self.export_processes: list[QProcess] = []
         self._failures: dict[str, Any] = {}
@@ -357,6 +363,8 @@ class MainWindow(QMainWindow):
         self.monitor = self._monitor_panel()
         if self.monitor is not None:
             self.tabs.addTab(self.monitor, t("Видеокарта", "GPU"))
+            if hasattr(self.monitor, "pause_changed"):
+                self.monitor.pause_changed.connect(self._heat_pause_changed)
             self.monitor.start()
         if self.followed:
             self.follow(self.followed)
@@ -706,10 +714,31 @@ class MainWindow(QMainWindow):
         self.plot.set_title(t(f"Потери: {rec.name}", f"Loss: {rec.name}"))
         self.history.select(run_id)
         self._update_banner()
-        if self.monitor is not None:
-            local = rec.target_kind == "local"
-            self.monitor.set_run(rec.path if rec.active else None, local=local)
-            self.monitor.set_trainer_pid(rec.pid if rec.active and local else None)
+        self._update_monitor()
+
+    def _update_monitor(self) -> None:
+        """Point the GPU monitor (its trainer figures, its heat guard) at the run training
+        on this computer: the followed one if it does, else the newest. A look at an old run
+        turned the heat guard off for the run still training, and lifted its pause."""
+        if self.monitor is None:
+            return
+        here = [r for r in self.runs.registry.active() if r.target_kind == "local"]
+        rec = next((r for r in here if r.id == self.followed), here[-1] if here else None)
+        self._monitored = rec.id if rec is not None else None
+        self.monitor.set_run(rec.path if rec is not None else None, local=True)
+        self.monitor.set_trainer_pid(rec.pid if rec is not None else None)
+
+    def _heat_pause_changed(self, paused: bool) -> None:
+        """The heat guard paused or resumed the run: said in the tray too, since the «GPU»
+        tab may not be in front."""
+        from app.gpu import heat_guard
+
+        guard = getattr(self.monitor, "guard", None)
+        if paused and guard is not None:
+            self.notify(*heat_guard.pause_notice(guard, getattr(self.monitor, "guard_status", None)))
+        elif not paused:
+            self.statusBar().showMessage(heat_guard.resumed_text())
+        self._update_banner()
 
     def set_overlay(self, run_id: str, on: bool) -> None:
         """Overlay a run from the history on the plot (several at once, to compare)."""
@@ -747,15 +776,14 @@ class MainWindow(QMainWindow):
             return
         if self._plot is not None:
             self._plot.poll()
-        if self.monitor is not None and self.followed:
+        if self.monitor is not None:
+            if any(u.status_changed for u in updates):
+                self._update_monitor()
             for u in updates:
-                if u.run.id == self.followed:
+                if u.run.id == self._monitored:
                     steps = [e for e in u.events if e.get("event") == "step"]
                     if steps:
                         self.monitor.on_step_event(steps[-1])
-                    if u.status_changed:
-                        active = u.run.active and u.run.target_kind == "local"
-                        self.monitor.set_trainer_pid(u.run.pid if active else None)
         # A Kaggle leg that hit its limit goes on as the next leg (another account): the
         # plot and the banner go with it, the chain drawn as one curve.
         ended = next((u.run for u in updates if u.run.id == self.followed and u.status_changed

@@ -177,3 +177,48 @@ def status_text(guard: HeatGuard | None, status: GuardStatus | None,
              f"продолжится, когда остынет ниже {cool}",
              f"Heat guard: training paused for {status.paused_for_s:.0f} s (card at {hot}); it "
              f"resumes when the card cools below {cool}", lang)
+
+
+def pause_note(run_dir: Path | str, lang: str | None = None) -> str:
+    """What the run's banner says while RUN_DIR/PAUSE holds the trainer: empty when it does
+    not. Read from the file itself, so it is true whoever wrote it (the guard, the user, a
+    guard of a window that is gone) and whichever tab is in front."""
+    from app.i18n import t
+
+    path = Path(run_dir) / PAUSE_FILE
+    if not path.exists():
+        return ""
+    if written_by_guard(path):
+        return t("На паузе: видеокарта перегрелась; защита от перегрева продолжит обучение, когда "
+                 "карта остынет (вкладка «Видеокарта»)",
+                 "Paused: the GPU got too hot; the heat guard resumes training once the card has "
+                 "cooled (the «GPU» tab)", lang)
+    return t(f"На паузе: в папке прогона лежит файл {PAUSE_FILE}; удалите его, и обучение "
+             "продолжится",
+             f"Paused: the run folder holds a {PAUSE_FILE} file; delete it and training goes on",
+             lang)
+
+
+def pause_notice(guard: HeatGuard, status: GuardStatus | None,
+                 lang: str | None = None) -> tuple[str, str]:
+    """The tray message (title, text) when the guard pauses a run: the user may be looking
+    at another tab, or another program."""
+    from app.i18n import t
+
+    hot = f"{status.hottest_c:.0f} °C" if status is not None and status.hottest_c is not None \
+        else f"≥ {guard.threshold_c:.0f} °C"
+    cool = f"{guard.resume_below_c:.0f} °C"
+    return (t("Обучение на паузе: видеокарта перегрелась",
+              "Training paused: the GPU is too hot", lang),
+            t(f"Карта {hot} дольше {guard.hold_s:.0f} с (порог {guard.threshold_c:.0f} °C). "
+              f"Обучение продолжится само, когда она остынет ниже {cool}.",
+              f"The card was at {hot} for over {guard.hold_s:.0f} s (threshold "
+              f"{guard.threshold_c:.0f} °C). Training resumes by itself once it cools below "
+              f"{cool}.", lang))
+
+
+def resumed_text(lang: str | None = None) -> str:
+    from app.i18n import t
+
+    return t("Защита от перегрева сняла паузу: обучение продолжается",
+             "The heat guard lifted its pause: training goes on", lang)
