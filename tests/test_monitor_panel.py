@@ -135,7 +135,8 @@ def test_trainer_memory_beside_the_cards_figure_and_warnings(qtbot, fake):
     kinds = [a.kind for a in panel.alerts]
     assert kinds == ["memory_full", "slowdown"]
     assert "lower the batch" in panel.alerts_label.text()
-    assert f"Trainer (pid {os.getpid()})" in panel.trainer_label.text()
+    # The test process stands in for the trainer; children left by earlier tests may count.
+    assert panel.trainer_label.text().startswith(f"Trainer (pid {os.getpid()}")
     assert panel.trainer_alloc_label.text() == ""  # shown on card 0 already, not twice
     fake.cards[0].processes = []  # not listed on any card (e.g. another pid namespace)
     panel.show_snapshot(panel.sampler.sample())
