@@ -9,6 +9,7 @@ import math
 import pytest
 
 from app.runs.series import DATA_CHANGED, LEG, PAUSE
+from ui.loss_plot import PALETTE
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
@@ -152,3 +153,24 @@ def test_markers_at_one_step_share_one_readable_label(plot):
     plot.x_axis.setCurrentIndex(plot.x_axis.findData("tokens"))  # redrawn, in English
     lines = {item.value(): item.label.toPlainText() for item in tr._marker_items}
     assert lines == {3000: "continued · data changed: validation anew", 4500: "pause 12 s"}
+
+
+def test_a_new_run_on_the_plot_never_takes_a_colour_still_shown(plot):
+    """Overlays ticked and unticked, the live run replaced (another run shown): every run on
+    the plot keeps a colour of its own (counting the traces reused a shown one)."""
+    from app.runs.series import LossSeries
+
+    a = LossSeries(run_ids=["a"], steps=[1, 2], tokens=[10, 20], loss=[3.0, 2.5])
+    plot.trace("live", "x")
+    for key in ("overlay:a", "overlay:b"):
+        plot.show_series(key, a, label=key)
+    plot.remove("overlay:a")
+    plot.show_series("overlay:c", a, label="c")
+    plot.remove("live")
+    plot.trace("live", "y")
+    colours = [tr.color for tr in plot.traces.values()]
+    assert len(set(colours)) == len(colours) == 3
+    for n in range(len(PALETTE) + 2):  # more runs than colours: the least used comes next
+        plot.show_series(f"overlay:{n}", a, label=str(n))
+    colours = [tr.color for tr in plot.traces.values()]
+    assert max(colours.count(c) for c in PALETTE) - min(colours.count(c) for c in PALETTE) <= 1

@@ -321,7 +321,10 @@ class LossPlot(QWidget):
     def trace(self, key: str, label: str | None = None, primary: bool = True) -> RunTrace:
         """The trace for `key`, made on first use."""
         if key not in self.traces:
-            color = PALETTE[len(self.traces) % len(PALETTE)]
+            # The first colour no run on the plot has: counting the traces gave a new one
+            # the colour of one still shown once another had been removed (two runs alike).
+            used = [tr.color for tr in self.traces.values()]
+            color = min(PALETTE, key=lambda c: (used.count(c), PALETTE.index(c)))
             tr = RunTrace(self.plot, key, label or key, color, primary)
             tr.x_tokens = self.x_tokens
             tr.raw_curve.setVisible(primary and self.show_raw.isChecked())
