@@ -244,3 +244,34 @@ def test_stopping_the_monitor_lifts_the_guards_pause(qtbot, fake, tmp_path):
     assert panel.guard.state == "paused"
     panel.stop()
     assert (run_dir / "PAUSE").read_text() == "mine\n"
+
+
+def test_an_nvml_outage_is_a_gap_in_the_cards_plot(qtbot, fake):
+    """NVML stops answering for a while and comes back: the card's history has a gap over
+    the outage (a straight line joined the readings either side, as if measured)."""
+    clock = {"mono": 1000.0, "wall": 1_700_000_000.0}
+    session = NvmlSession(clock=lambda: clock["mono"])
+    panel = MonitorPanel(Sampler(session, wall=lambda: clock["wall"]), MonitorSettings(),
+                         save_settings=False)
+    qtbot.addWidget(panel)
+    panel.show()
+
+    def tick(seconds: float = 1.0) -> None:
+        clock["mono"] += seconds
+        clock["wall"] += seconds
+        panel.show_snapshot(panel.sampler.sample())
+
+    tick()
+    fake.cards[0].temp = 70
+    tick()
+    fake.broken = pynvml.NVML_ERROR_UNINITIALIZED
+    tick()
+    assert panel.cards == {}
+    fake.broken = None
+    fake.cards[0].temp = 50
+    tick(5)  # still the error state: NVML is tried again after 10 s
+    tick(6)
+    assert sorted(panel.cards) == [0, 1]
+    xs, ys = panel.cards[0].curves["temp_c"].getData()
+    assert list(xs) == [-13, -12, -11, -6, 0]
+    assert ys[:2].tolist() == [62, 70] and all(y != y for y in ys[2:4]) and ys[4] == 50

@@ -21,6 +21,12 @@ class History:
 
     def add(self, snap: Snapshot) -> None:
         nan = float("nan")
+        seen = {gpu.index for gpu in snap.gpus}
+        for index in self._points.keys() - seen:
+            # A card this sample did not give (NVML stopped answering, the driver is being
+            # re-read): a gap, or the plot joins the last reading before the outage to the
+            # first after it with a straight line, as if measured.
+            self._append(index, (snap.time, nan, nan, nan), snap.time)
         for gpu in snap.gpus:
             frac = gpu.mem_fraction
             point = (
@@ -29,10 +35,13 @@ class History:
                 gpu.temp_c if gpu.temp_c is not None and not gpu.lost else nan,
                 gpu.util_pct if gpu.util_pct is not None and not gpu.lost else nan,
             )
-            points = self._points.setdefault(gpu.index, deque())
-            points.append(point)
-            while points and points[0][0] < snap.time - self.seconds:
-                points.popleft()
+            self._append(gpu.index, point, snap.time)
+
+    def _append(self, index: int, point: tuple[float, float, float, float], now: float) -> None:
+        points = self._points.setdefault(index, deque())
+        points.append(point)
+        while points and points[0][0] < now - self.seconds:
+            points.popleft()
 
     def gpus(self) -> list[int]:
         return sorted(self._points)
