@@ -79,3 +79,21 @@ def test_the_heat_guard_keeps_the_training_run_while_another_is_shown(qtbot, win
     qtbot.waitUntil(lambda: window.runs.registry.get(live).status == st.STOPPED, timeout=WAIT_MS)
     qtbot.waitUntil(lambda: monitor.watch.pid is None, timeout=5_000)
     assert not (rec.path / "PAUSE").exists() and monitor.guard is None
+
+
+def test_gpu_warnings_reach_the_user_on_any_tab(qtbot, window):  # noqa: F811
+    monitor = window.monitor
+    index = window.tabs.indexOf(monitor)
+    window.tabs.setCurrentIndex(0)  # «История» in front
+    assert window.tabs.tabText(index) == "Видеокарта"
+    monitor.show_snapshot(card_at(95))  # at the card's slowdown threshold (93 °C)
+    assert window.tabs.tabText(index) == "Видеокарта ⚠"
+    assert "порог замедления карты" in window.tabs.tabToolTip(index)
+    assert window.statusBar().currentMessage().startswith("⚠ GPU 0: 95 °C")
+    monitor.show_snapshot(card_at(60))
+    assert window.tabs.tabText(index) == "Видеокарта" and window.tabs.tabToolTip(index) == ""
+    window.language_actions["en"].trigger()
+    window.monitor.show_snapshot(card_at(95))
+    index = window.tabs.indexOf(window.monitor)
+    assert window.tabs.tabText(index) == "GPU ⚠"
+    assert "the card's slowdown threshold" in window.tabs.tabToolTip(index)

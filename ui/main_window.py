@@ -365,6 +365,7 @@ class MainWindow(QMainWindow):
             self.tabs.addTab(self.monitor, t("Видеокарта", "GPU"))
             if hasattr(self.monitor, "pause_changed"):
                 self.monitor.pause_changed.connect(self._heat_pause_changed)
+                self.monitor.alerts_changed.connect(self._gpu_alerts_changed)
             self.monitor.start()
         if self.followed:
             self.follow(self.followed)
@@ -739,6 +740,18 @@ class MainWindow(QMainWindow):
         elif not paused:
             self.statusBar().showMessage(heat_guard.resumed_text())
         self._update_banner()
+
+    def _gpu_alerts_changed(self, alerts: list) -> None:
+        """The monitor's warnings (memory full as a run starts, a card at its slowdown
+        threshold, a lost card) reach the user on any tab: marked on the «GPU» tab and said
+        in the status bar; they showed only on that tab, often behind «History»."""
+        index = self.tabs.indexOf(self.monitor)
+        if index < 0:
+            return
+        self.tabs.setTabText(index, t("Видеокарта", "GPU") + (" ⚠" if alerts else ""))
+        self.tabs.setTabToolTip(index, "\n".join(a.text for a in alerts))
+        if alerts:
+            self.statusBar().showMessage("⚠ " + alerts[0].text)
 
     def set_overlay(self, run_id: str, on: bool) -> None:
         """Overlay a run from the history on the plot (several at once, to compare)."""
