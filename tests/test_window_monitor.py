@@ -93,6 +93,9 @@ def test_gpu_warnings_reach_the_user_on_any_tab(qtbot, window):  # noqa: F811
     monitor.show_snapshot(card_at(60))
     assert window.tabs.tabText(index) == "Видеокарта" and window.tabs.tabToolTip(index) == ""
     window.language_actions["en"].trigger()
+    # With no run on the plot, the plot and the GPU tab come back in the new language (they
+    # stayed a «Загрузка графика…» placeholder and gone, the sampler stopped).
+    assert window._plot is not None and window.monitor is not None and window.monitor.bridge.running
     window.monitor.show_snapshot(card_at(95))
     index = window.tabs.indexOf(window.monitor)
     assert window.tabs.tabText(index) == "GPU ⚠"

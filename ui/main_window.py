@@ -503,6 +503,9 @@ class MainWindow(QMainWindow):
         self.overlays = set()
         if followed:
             self.follow(followed)
+        else:  # no run on the plot: the plot and the «GPU» tab are rebuilt all the same (they
+            # stayed «Загрузка графика…» and gone, the monitor stopped, until a run was shown)
+            self.ensure_ready()
         for run_id in overlays:
             self.history.overlaid.add(run_id)
             self.set_overlay(run_id, True)
