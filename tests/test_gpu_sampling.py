@@ -135,6 +135,13 @@ def test_lost_gpu_is_shown_lost_and_the_other_keeps_going(fake):
     assert g1.lost and g1.name == "Tesla T4" and g1.temp_c is None
     alerts = present.warnings(snap, lang="en")
     assert [a.kind for a in alerts] == ["lost"] and "GPU 1 is lost" in alerts[0].text
+    # Nothing trains here: the warning does not speak of a training that stopped.
+    assert "training on it has stopped" not in alerts[0].text
+    assert "restart the computer before training on it" in alerts[0].text
+    watch = present.RunWatch()
+    watch.attach(os.getpid(), snap.time)
+    text = present.warnings(snap, watch, lang="ru")[0].text
+    assert "обучение на ней остановилось" in text and "последнего чекпоинта" in text
     assert "lost" in present.gpu_view(g1, lang="en").title
     # A card lost before the lab started (no handle, no name) is still listed, by index.
     fresh = make_sampler().sample()

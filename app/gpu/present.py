@@ -316,11 +316,18 @@ def warnings(snap: Snapshot, watch: RunWatch | None = None, now: float | None = 
     starting = watch is not None and watch.starting(snap.time if now is None else now)
     for gpu in snap.gpus:
         if gpu.lost:
-            out.append(Alert("lost", gpu.index, t(
-                f"GPU {gpu.index} потеряна (отвалилась от шины): обучение на ней остановилось. "
-                "Перезагрузите компьютер; продолжить можно с последнего чекпоинта",
-                f"GPU {gpu.index} is lost (fell off the bus): training on it has stopped. "
-                "Restart the computer; continue from the latest checkpoint", lang)))
+            if watch is not None and watch.pid is not None:
+                text = t(
+                    f"GPU {gpu.index} потеряна (отвалилась от шины): обучение на ней остановилось. "
+                    "Перезагрузите компьютер; продолжить можно с последнего чекпоинта",
+                    f"GPU {gpu.index} is lost (fell off the bus): training on it has stopped. "
+                    "Restart the computer; continue from the latest checkpoint", lang)
+            else:  # nothing trains here: no training to have stopped
+                text = t(f"GPU {gpu.index} потеряна (отвалилась от шины): перезагрузите компьютер, "
+                         "прежде чем обучать на ней",
+                         f"GPU {gpu.index} is lost (fell off the bus): restart the computer before "
+                         "training on it", lang)
+            out.append(Alert("lost", gpu.index, text))
             continue
         if starting and memory_level(gpu) == "full":
             out.append(Alert("memory_full", gpu.index, t(
