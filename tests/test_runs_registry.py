@@ -217,6 +217,10 @@ def test_failures_carry_advice_and_a_retry_config():
         set_language(None)
     ru = failure_from_events([ev("error", 0, kind="oom", message="oom", advice="", suggested_batch=2)], CFG)
     assert ru.retry_label() == "Повторить с батчем 2" and "Батч на карту" in ru.advice
+    # An unexpected error: the trainer's English advice does not leak into the Russian text.
+    ru_crash = failure_from_events([start(), *steps(1, 3), ev("error", 3, kind="other", message="RuntimeError: x",
+                                                               advice="see trainer.log for the traceback")])
+    assert "trainer.log" in ru_crash.advice and "see " not in ru_crash.advice
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])

@@ -138,11 +138,13 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
             f"Training did not start: {message}. Fix the run's settings and start again.",
         )
     else:
-        extra = str(err.get("advice") or "")
+        # The trainer's own advice is English (it ships alone to Kaggle) and, for an
+        # unexpected error, says only where the traceback is: the Russian text says it.
+        extra = str(err.get("advice") or "").strip()
         f.advice = t(
-            f"Обучение остановилось с ошибкой. {extra} Подробности — в trainer.log.",
-            f"Training stopped with an error. {extra} Details are in trainer.log.",
-        ).replace("  ", " ")
+            "Обучение остановилось с ошибкой. Подробности и трассировка — в trainer.log.",
+            f"Training stopped with an error. {extra + '. ' if extra else ''}Details are in trainer.log.",
+        ).replace("..", ".")
     return f
 
 
