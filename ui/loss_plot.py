@@ -289,6 +289,17 @@ class LossPlot(QWidget):
     def set_title(self, text: str) -> None:
         self.title.setText(text)
 
+    def view_settings(self) -> dict[str, Any]:
+        """The user's choices on the plot's bar (kept when the window is rebuilt)."""
+        return {"x": self.x_axis.currentData(), "log": self.log_y.isChecked(), "raw": self.show_raw.isChecked()}
+
+    def apply_view_settings(self, view: dict[str, Any]) -> None:
+        i = self.x_axis.findData(view.get("x"))
+        if i >= 0:
+            self.x_axis.setCurrentIndex(i)
+        self.log_y.setChecked(bool(view.get("log")))
+        self.show_raw.setChecked(bool(view.get("raw", True)))
+
     @property
     def x_tokens(self) -> bool:
         return self.x_axis.currentData() == "tokens"

@@ -489,6 +489,7 @@ class MainWindow(QMainWindow):
         settings.save_language(lang)
         form = self.form_view.form
         followed, overlays = self.followed, set(self.overlays)
+        view = self._plot.view_settings() if self._plot is not None else None
         old = self.centralWidget()
         if self.monitor is not None:
             self.monitor.stop()
@@ -509,6 +510,8 @@ class MainWindow(QMainWindow):
         for run_id in overlays:
             self.history.overlaid.add(run_id)
             self.set_overlay(run_id, True)
+        if view is not None:  # the axis, log scale and raw points stay as the user set them
+            self.plot.apply_view_settings(view)
         self.refresh_history()
 
     # -- context -----------------------------------------------------------------------
