@@ -319,14 +319,19 @@ def test_prepare_json_progress_and_warnings_for_the_window(tmp_path, monkeypatch
     root = corpus(tmp_path)
     assert main(["data", "add", str(root), "--name", "books", "--constellation", "library"]) == 0
     capsys.readouterr()
+    (root / "000.txt").write_text("Изменён после добавления.\n", encoding="utf-8")
     monkeypatch.setenv("TERNIT_PROGRESS", "json")
     assert main(["data", "prepare", "--constellations", "library", "--context", "16",
                  "--out", str(tmp_path / "out")]) == 0
     out, err = capsys.readouterr()
     assert "[###" not in err and "warning:" not in err
-    phases = [p.phase for p in map(parse_progress_line, err.splitlines()) if p is not None]
+    progress = [p for p in map(parse_progress_line, err.splitlines()) if p is not None]
+    phases = [p.phase for p in progress]
     assert {"check", "tokenizer", "tokenize", "split", "done"} <= set(phases), phases
+    # The changed dataset is read again before preparing: file by file, not a still bar.
+    assert any(p.phase == "scan" and p.unit == "files" and p.total == 61 for p in progress), phases
     warnings = [w for w in map(parse_warning_line, err.splitlines()) if w is not None]
+    assert any("dataset 'books' changed: ~ 000.txt" in w for w in warnings), warnings
     assert any("vocabulary of 4000" in w for w in warnings), err  # 60 short documents
     assert any("junk.txt" in w for w in warnings), err  # the binary file, skipped
     got = CliOutput()

@@ -385,7 +385,9 @@ def _resolve_sources(lib: Library, names: list[str], report: Reporter, cancel: C
     for i, name in enumerate(todo):
         check(cancel)
         report("check", i, len(todo), "", name)
-        res = lib.refresh(name, cancel=cancel)
+        # Its own file-by-file progress: a changed dataset is read again here, and a big one
+        # took minutes with the bar standing at "checking 0 %".
+        res = lib.refresh(name, progress=report.callback, cancel=cancel)
         if res.status == "changed":
             warnings.append(t(f"набор «{name}» изменился: {', '.join(res.changes)}",
                               f"dataset {name!r} changed: {', '.join(res.changes)}"))
