@@ -285,3 +285,20 @@ def test_a_language_switch_mid_prepare_keeps_its_bar_and_cancel(qtbot, window, t
     assert done.args == [130]
     assert window.prepare_note.text().startswith("Preparing the data was cancelled"), window.prepare_note.text()
     assert prepared_entries() == []
+
+
+def test_many_warnings_are_summed_up_not_a_wall_of_text(russian):
+    """A folder with hundreds of skipped files: a few lines under the form, more in the
+    tooltip, and where all of them are (meta.json)."""
+    from app.data.manage import MAX_NOTE_LINES, MAX_TIP_LINES, CliOutput, prepare_outcome
+
+    out = CliOutput()
+    out.feed_stderr("".join(f'{{"warning": "книги: {i:03d}.bin: двоичный файл — пропущен"}}\n' for i in range(300)))
+    out.feed_stdout("/data/prepared/книги-v4000-abc\n  словарь 4000\n")
+    got = prepare_outcome(0, out, ["книги"])
+    assert got.level == "warning" and got.folder == "/data/prepared/книги-v4000-abc"
+    lines = got.note.splitlines()
+    assert len(lines) == 1 + MAX_NOTE_LINES + 1 and lines[-1].startswith("… и ещё 292")
+    assert "meta.json" in lines[-1]
+    tip = got.tooltip.splitlines()
+    assert len(tip) == 1 + MAX_TIP_LINES + 2 and "… и ещё 260" in tip[-2] and tip[-1] == got.folder

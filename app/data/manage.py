@@ -305,7 +305,8 @@ def notes_text(out: CliOutput) -> str:
 
 # --- «Подготовить данные» in the main window ---------------------------------------------------
 
-MAX_NOTE_LINES = 8  # warnings listed in the form; all of them are in the tooltip and in meta.json
+MAX_NOTE_LINES = 8  # warnings listed under the form; more in the tooltip, all in meta.json
+MAX_TIP_LINES = 40  # a tooltip taller than the screen cannot be read
 
 
 def prepare_command(constellations: list[str], context: int | None = None,
@@ -361,9 +362,13 @@ def prepare_outcome(exit_code: int, out: CliOutput, constellations: list[str]) -
                  f"The data of {names!r} is prepared, but note:")
         lines = [head, *(f"• {w}" for w in shown)]
         if more:
-            lines.append(t(f"… и ещё {more} (все — во всплывающей подсказке и в meta.json папки данных)",
-                           f"… and {more} more (all in the tooltip and in the data folder's meta.json)"))
-        full = "\n".join([head, *(f"• {w}" for w in out.warnings)]) + (f"\n{folder}" if folder else "")
+            lines.append(t(f"… и ещё {more} (наведите мышь; все — в meta.json папки данных)",
+                           f"… and {more} more (hover here; all of them are in the data folder's meta.json)"))
+        tip = out.warnings[:MAX_TIP_LINES]
+        rest = len(out.warnings) - len(tip)
+        full = "\n".join([head, *(f"• {w}" for w in tip)]
+                         + ([t(f"… и ещё {rest} — в meta.json", f"… and {rest} more: see meta.json")] if rest else [])
+                         + ([folder] if folder else []))
         return PrepareOutcome("warning", status + t(" — с предупреждениями", " — with warnings"),
                               "\n".join(lines), full, folder)
     if exit_code == 130:
