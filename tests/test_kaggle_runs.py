@@ -272,15 +272,14 @@ def test_no_quota_anywhere_says_when_it_refreshes(fake, tiny_data):
 
 
 def test_a_kernel_that_dies_without_the_trainers_error_is_told_as_a_kaggle_failure(fake, tiny_data):
-    # The trainer refuses the config before it starts (no error event); the kernel ends in ERROR.
+    # Kaggle kills the session as the trainer starts (no error event); the kernel ends in ERROR.
     from app.i18n import set_language
 
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")
+    fake.kill_kernels_at = "parameters:"
     m = RunManager(Registry())
-    cfg = tiny_config(tiny_data)
-    cfg["training"]["lr"] = "fast"
-    rec = m.start(cfg, target="kaggle", account="alice")
+    rec = m.start(tiny_config(tiny_data), target="kaggle", account="alice")
     done = m.wait(rec.id, timeout=60, poll_s=0.1)
     assert done.status == st.FAILED
     set_language("en")
@@ -288,7 +287,7 @@ def test_a_kernel_that_dies_without_the_trainers_error_is_told_as_a_kaggle_failu
         f = m.failure(done.id)
     finally:
         set_language(None)
-    assert "training.lr" in f.message and "exited with code" in f.message  # the kernel log's last lines
+    assert "parameters:" in f.message and "exited with code" in f.message  # the kernel log's last lines
     assert "Kaggle kernel" in f.advice and "trainer.log" in f.advice
     assert "disappeared" not in f.advice and "computer" not in f.advice
     assert f.retry_label() is not None

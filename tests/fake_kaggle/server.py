@@ -15,7 +15,9 @@ What it does, like the real service:
 
 What tests can inject: `fail(method, status, retry_after=None, times=1)` (429/5xx/403 on a
 method), `refuse_push[user] = "text"` (an error inside HTTP 200), `down = True` (every
-connection is dropped unanswered), `run_kernels = False` (kernels stay QUEUED).
+connection is dropped unanswered), `run_kernels = False` (kernels stay QUEUED),
+`kill_kernels_at = "text"` (a kernel is killed when its log shows the text, as Kaggle ends a
+session that ran out of host memory: no word from the trainer, status ERROR).
 Every byte a client sends (bodies and blobs, not the auth header) is kept in `received`
 so a test can scan it for secrets.
 """
@@ -37,6 +39,8 @@ from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 
 @dataclass
@@ -91,6 +95,7 @@ class FakeKaggle:
         self.refuse_push: dict[str, str] = {}
         self.down = False
         self.run_kernels = True
+        self.kill_kernels_at: str | None = None
         self.charge = charge
         self.refresh_time = datetime.now(timezone.utc) + timedelta(days=3)
         self._failures: dict[str, list[tuple[int, str | None]]] = {}
@@ -283,6 +288,8 @@ class FakeKaggle:
             with self._lock:
                 k.log.append({"stream_name": "stdout", "time": round(time.monotonic() - k.started, 3),
                               "data": raw.decode("utf-8", "replace")})
+                if self.kill_kernels_at and self.kill_kernels_at in k.log[-1]["data"]:
+                    _kill_tree(k.proc.pid)
         rc = k.proc.wait()
         with self._lock:
             self._charge(k)
@@ -441,3 +448,13 @@ class _Handler(BaseHTTPRequestHandler):
                 k.done.wait(0.05)
         except (BrokenPipeError, ConnectionResetError):
             return
+
+
+def _kill_tree(pid: int) -> None:
+    """SIGKILL the kernel's script and what it started (torchrun, the trainer)."""
+    try:
+        parent = psutil.Process(pid)
+        for p in [*parent.children(recursive=True), parent]:
+            p.kill()
+    except psutil.NoSuchProcess:
+        pass
