@@ -135,3 +135,28 @@ def test_pause_note_and_notice_say_who_paused_and_what_next(guard):
     guard.pause_path.write_text("mine\n")
     assert heat_guard.pause_note(guard.run_dir, "en") == (
         "Paused: the run folder holds a PAUSE file; delete it and training goes on")
+
+
+def test_only_the_cards_the_trainer_runs_on_can_pause_it(guard):
+    """A home PC with two cards, the trainer on card 0: card 1 hot (a game) does not pause
+    the run; card 0 hot does. Where the driver cannot list processes, every card counts."""
+    from app.gpu.samples import TRAINER_MEM_NA, TRAINER_MEM_NOT_LISTED, TRAINER_MEM_OK
+
+    def snap(t0: float, t1: float, notes=(TRAINER_MEM_OK, TRAINER_MEM_NOT_LISTED)) -> Snapshot:
+        return Snapshot(time=0, status="ok", gpus=[
+            GpuSample(index=0, name="a", temp_c=t0, trainer_mem_note=notes[0]),
+            GpuSample(index=1, name="b", temp_c=t1, trainer_mem_note=notes[1])])
+
+    for _ in range(40):
+        guard.clock.now += 1
+        status = guard.update_from(snap(60, 95))
+    assert status.state == IDLE and status.hottest_c == 60 and not guard.pause_path.exists()
+    for _ in range(40):
+        guard.clock.now += 1
+        status = guard.update_from(snap(90, 60))
+    assert status.state == PAUSED and guard.pause_path.exists()
+    guard.release()
+    for _ in range(40):
+        guard.clock.now += 1
+        status = guard.update_from(snap(60, 95, (TRAINER_MEM_NA, TRAINER_MEM_NA)))
+    assert status.state == PAUSED  # which card is the trainer's cannot be known: all count

@@ -166,6 +166,7 @@ def test_heat_guard_pauses_a_local_run(qtbot, fake, tmp_path):
     fake.cards[1].temp = 82
     panel.show_snapshot(panel.sampler.sample())
     assert not (run_dir / "PAUSE").exists()  # no trainer running yet: nothing to pause
+    fake.cards[1].processes = [(os.getpid(), 300.0)]  # the trainer runs on the hot card
     panel.set_trainer_pid(os.getpid())
     with qtbot.waitSignal(panel.pause_changed) as paused:
         panel.show_snapshot(panel.sampler.sample())
@@ -229,6 +230,7 @@ def test_stopping_the_monitor_lifts_the_guards_pause(qtbot, fake, tmp_path):
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     panel.set_run(run_dir, local=True)
+    fake.cards[0].processes = [(os.getpid(), 300.0)]  # the trainer runs on the hot card
     panel.set_trainer_pid(os.getpid())
     fake.cards[0].temp = 90
     panel.show_snapshot(panel.sampler.sample())

@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import atomic
-from .samples import Snapshot
+from .samples import (
+    TRAINER_MEM_NOT_LISTED,
+    TRAINER_MEM_NOT_REPORTED,
+    TRAINER_MEM_OK,
+    GpuSample,
+    Snapshot,
+)
 
 PAUSE_FILE = "PAUSE"
 
@@ -50,6 +56,19 @@ def written_by_guard(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(note, dict) and note.get("by") == "heat_guard"
+
+
+def guarded_cards(snap: Snapshot) -> list[GpuSample]:
+    """The cards whose heat pauses the run: those the driver lists the trainer on; none when
+    it lists every card's processes and the trainer on none of them (it trains on the CPU,
+    or has not reached a card yet); every card when that cannot be known."""
+    cards = [g for g in snap.gpus if not g.lost]
+    mine = [g for g in cards if g.trainer_mem_note in (TRAINER_MEM_OK, TRAINER_MEM_NOT_REPORTED)]
+    if mine:
+        return mine
+    if cards and all(g.trainer_mem_note == TRAINER_MEM_NOT_LISTED for g in cards):
+        return []
+    return cards
 
 
 class HeatGuard:
@@ -89,8 +108,10 @@ class HeatGuard:
         return self.threshold_c - self.hysteresis_c
 
     def update_from(self, snap: Snapshot, now: float | None = None) -> GuardStatus:
-        """Feed a monitor snapshot (the hottest card that reports a temperature counts)."""
-        return self.update([g.temp_c for g in snap.gpus if not g.lost], now)
+        """Feed a monitor snapshot: the hottest of the cards the trainer runs on counts. A
+        hot card the trainer does not use (the other card of a home PC, busy with a game) is
+        not a reason to pause it; where the driver cannot say which cards it uses, all count."""
+        return self.update([g.temp_c for g in guarded_cards(snap)], now)
 
     def update(self, temps: Iterable[float | None], now: float | None = None) -> GuardStatus:
         now = self._clock() if now is None else now
