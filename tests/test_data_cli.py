@@ -348,3 +348,14 @@ def test_the_builtin_dataset_cannot_be_removed(capsys, english):
     assert main(["data", "remove", "python-docs", "--constellation", "demo"]) == 2
     assert main(["data", "constellations"]) == 0
     assert "python-docs" in capsys.readouterr().out
+
+
+def test_nothing_is_added_to_the_builtin_constellation(capsys, english, tmp_path):
+    """The demo is the Python docs only (a prepared "demo" always means the same text): the
+    command line refuses it as the data window does, before anything is stored."""
+    text = tmp_path / "mine.txt"
+    text.write_text("Some text of mine.\n" * 50, encoding="utf-8")
+    assert main(["data", "add", str(text), "--constellation", "demo"]) == 2
+    assert "builtin constellation" in capsys.readouterr().err
+    assert main(["data", "list"]) == 0
+    assert "mine" not in capsys.readouterr().out

@@ -210,6 +210,13 @@ class Library:
             # Refused before anything is read or stored: a bad name found after the store
             # left the dataset added under an error message.
             constellation = valid_constellation_name(constellation)
+            builtin = self.state.one("SELECT 1 FROM constellations WHERE name = ? AND builtin", (constellation,))
+            if builtin is not None:
+                # The demo is the Python docs only, so a prepared "demo" always means that text.
+                raise LibraryError(t(
+                    f"«{constellation}» — встроенное созвездие (документация Python); выберите своё --constellation",
+                    f"{constellation!r} is the builtin constellation (the Python docs); choose your own --constellation",
+                ), exit_code=2)
         row = self.state.one("SELECT * FROM datasets WHERE name = ?", (name,))
         if row is not None and row["path"] != str(p):
             raise LibraryError(t(
