@@ -227,6 +227,7 @@ def test_lab_menu_opens_data_and_the_form_lists_a_new_constellation(qtbot, tmp_p
     qtbot.addWidget(window)
     lab = window.menuBar().actions()[0].menu()
     action = next(a for a in lab.actions() if a.text() == "Данные…")
+    assert lab.toolTipsVisible()  # else Qt never shows the items' tooltips
     assert "созвездия" in action.toolTip()
     assert "повести" not in window.form_view._constellation_boxes
     action.trigger()

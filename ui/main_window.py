@@ -429,6 +429,10 @@ class MainWindow(QMainWindow):
         data.triggered.connect(self.open_data_dialog)
         lab.addAction(data)
         add_data = QAction(t("Добавить подготовленные данные…", "Add prepared data…"), self)
+        add_data.setToolTip(t("Папка, подготовленная раньше (`ternit data prepare`, другой компьютер): "
+                              "в ней tokenizer.json, train.bin, val.bin и meta.json",
+                              "A folder prepared before (`ternit data prepare`, another computer): "
+                              "it holds tokenizer.json, train.bin, val.bin and meta.json"))
         add_data.triggered.connect(self._pick_prepared)
         lab.addAction(add_data)
         runs_folder = QAction(t("Открыть папку прогонов", "Open the runs folder"), self)
@@ -438,6 +442,7 @@ class MainWindow(QMainWindow):
         quit_action = QAction(t("Выход (обучение продолжится)", "Quit (training goes on)"), self)
         quit_action.triggered.connect(self.close)
         lab.addAction(quit_action)
+        lab.setToolTipsVisible(True)  # Qt hides menu items' tooltips unless asked
         kaggle = self._kaggle_action()
         if kaggle is not None:
             bar.addMenu(t("Kaggle", "Kaggle")).addAction(kaggle)
