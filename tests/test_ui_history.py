@@ -4,7 +4,7 @@ by what a row allows, overlay ticks and selection kept across refreshes."""
 from __future__ import annotations
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QPoint, Qt
 
 from app.runs import HistoryRow
 from app.runs import status as st
@@ -53,3 +53,91 @@ def test_rows_statuses_and_actions(qtbot):
     view.set_rows([row("new", st.STARTING)] + rows)
     assert view.selected().id == "b"
     assert table.item(1, 0).checkState() == Qt.CheckState.Checked
+
+
+def _long_rows() -> list[HistoryRow]:
+    return [row(f"run{i}", st.FINISHED, name=f"tiny-run-{i}-with-a-really-long-descriptive-name", created=f"2026-11-30 00:0{i}",
+                where="Kaggle · alice-with-a-long-account · этап 2", steps=f"{100 * i} / 100000",
+                last_step=100 * i, tokens_seen=10 ** (9 - i), best_val_loss=None if i == 2 else 3.0 - i / 10)
+            for i in range(4, -1, -1)]  # newest first, as the registry gives them
+
+
+def test_narrow_table_keeps_the_name_readable(qtbot):
+    # At a narrow width «Прогон» squeezed to «t…» while the other columns kept theirs: it
+    # keeps a minimum now (a scroll bar appears), and takes the spare width when there is some.
+    from ui.history import NAME_COLUMN, NAME_MIN_PX, HistoryView
+
+    view = HistoryView()
+    qtbot.addWidget(view)
+    view.show()
+    view.set_rows(_long_rows())
+    header = view.table.horizontalHeader()
+    for width in (700, 1000):
+        view.resize(width, 300)
+        qtbot.wait(50)
+        assert header.sectionSize(NAME_COLUMN) >= NAME_MIN_PX, width
+        for c in (3, 4):  # «Где», «Шаги»: their contents fit
+            assert header.sectionSize(c) >= view.table.sizeHintForColumn(c)
+    view.resize(2400, 300)
+    qtbot.wait(50)
+    used = sum(header.sectionSize(c) for c in range(view.table.columnCount()))
+    assert used >= view.table.viewport().width() - 2  # the name fills the rest
+    assert header.sectionSize(NAME_COLUMN) > 600
+
+
+def test_user_column_width_is_kept_and_double_click_refits(qtbot):
+    from ui.history import HistoryView
+
+    view = HistoryView()
+    qtbot.addWidget(view)
+    view.resize(1200, 300)
+    view.show()
+    view.set_rows(_long_rows())
+    header = view.table.horizontalHeader()
+    header.resizeSection(3, 90)  # as a user's drag does: sectionResized
+    assert view.user_widths == {"where": 90}
+    view.set_rows(_long_rows())  # a refresh does not fit it back
+    assert header.sectionSize(3) == 90
+    header.sectionHandleDoubleClicked.emit(3)
+    assert "where" not in view.user_widths and header.sectionSize(3) > 90
+
+
+def test_sorting_by_a_header_keeps_the_actions_on_the_selected_run(qtbot):
+    from ui.history import HistoryView
+
+    view = HistoryView()
+    qtbot.addWidget(view)
+    view.show()
+    view.set_rows(_long_rows())
+    table = view.table
+    ids = lambda: [view.run_id_at(r) for r in range(table.rowCount())]  # noqa: E731
+    assert ids() == ["run4", "run3", "run2", "run1", "run0"]  # newest first by default
+    assert view.sort_order() == ("created", "desc")
+    view.select("run1")
+    # «Токенов» (1 млрд … 100 тыс.): sorted as numbers, not as the texts «1 млрд», «100 тыс.».
+    header = table.horizontalHeader()
+    for _ in range(2):  # a click on the header, a second one turns the order round
+        qtbot.mouseClick(header.viewport(), Qt.MouseButton.LeftButton,
+                         pos=QPoint(header.sectionViewportPosition(6) + 5, header.height() // 2))
+        key, order = view.sort_order()
+        assert key == "tokens"
+        assert ids() == (["run4", "run3", "run2", "run1", "run0"] if order == "asc"
+                         else ["run0", "run1", "run2", "run3", "run4"])
+    assert view.selected().id == "run1"
+    assert table.currentRow() == ids().index("run1")
+    with qtbot.waitSignal(view.continue_requested) as got:
+        view.buttons["continue"].click()
+    assert got.args == ["run1"]
+    with qtbot.waitSignal(view.show_requested) as got:
+        table.cellDoubleClicked.emit(0, 3)
+    assert got.args == [ids()[0]]
+    with qtbot.waitSignal(view.overlay_changed) as got:
+        table.item(ids().index("run3"), 0).setCheckState(Qt.CheckState.Checked)
+    assert got.args == ["run3", True]
+    # Best val: the run with none («—») comes after every number.
+    table.sortByColumn(5, Qt.SortOrder.AscendingOrder)
+    assert ids()[-1] == "run2" and ids()[0] == "run4"
+    # A refresh keeps the order chosen and the selection.
+    view.set_rows(_long_rows())
+    assert ids()[-1] == "run2" and view.selected().id == "run1"
+    assert view.sort_order() == ("best", "asc")

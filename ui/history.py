@@ -1,9 +1,18 @@
 """The run history: every run with its status, where it ran, steps, best validation loss,
-tokens and weights; actions on the selected run. Rows come from app.runs' HistoryRow."""
+tokens and weights; actions on the selected run. Rows come from app.runs' HistoryRow.
+
+Columns fit their contents and the run's name takes the rest, never less than a readable
+minimum (a horizontal scroll bar rather than «t…»); a column the user widens or narrows
+keeps that width (double-click its edge: back to fitting). A click on a header sorts by it
+(newest first by default); the actions follow the selected run, whatever the order.
+"""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+import math
+from typing import Any
+
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -27,6 +36,32 @@ STATUS_COLORS = {
     st.STOPPING: "#8a5a00", st.FAILED: "#b00020", st.TIME_LIMIT: "#8a5a00",
     st.FINISHED: "#1f4e99", st.STOPPED: "#555555",
 }
+
+
+ID_ROLE = Qt.ItemDataRole.UserRole  # on the name cell: the run's id
+SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # on every cell: what the column sorts by
+NAME_COLUMN = 1
+CREATED_COLUMN = 8
+NAME_MIN_PX = 180  # the name keeps this much (or all of it, if shorter) before others shrink it
+
+
+class _Cell(QTableWidgetItem):
+    """A cell that sorts by its key (counts as numbers, «—» after every number), not by
+    its text: «27,7 млн» must come after «950 тыс.»."""
+
+    def __lt__(self, other: QTableWidgetItem) -> bool:  # Qt's sort calls this
+        a, b = self.data(SORT_ROLE), other.data(SORT_ROLE)
+        if a is None or b is None or type(a) is not type(b):
+            return super().__lt__(other)
+        return a < b
+
+
+def _number(value: float | None, missing: float = -math.inf) -> float:
+    return missing if value is None else float(value)
+
+
+def column_keys() -> list[str]:
+    return [key for key, _ in _columns()]
 
 
 def _columns() -> list[tuple[str, str]]:
@@ -55,10 +90,14 @@ class HistoryView(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.rows: list[HistoryRow] = []
+        self.rows: list[HistoryRow] = []  # as given: newest first
+        self._by_id: dict[str, HistoryRow] = {}
         self.overlaid: set[str] = set()
+        self.user_widths: dict[str, int] = {}  # column key -> the width the user dragged it to
         self._filling = False
+        self._fitting = False
         cols = _columns()
+        self._keys = [c[0] for c in cols]
         self.table = QTableWidget(0, len(cols))
         self.table.setHorizontalHeaderLabels([c[1] for c in cols])
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -67,8 +106,14 @@ class HistoryView(QWidget):
         self.table.verticalHeader().setVisible(False)
         self.table.setAlternatingRowColors(True)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        # Interactive: the user may drag any column; the lab fits those they have not.
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        header.setStretchLastSection(False)
+        header.sectionResized.connect(self._section_resized)
+        header.sectionHandleDoubleClicked.connect(self._refit_column)
+        self.table.setSortingEnabled(True)
+        header.setSortIndicator(CREATED_COLUMN, Qt.SortOrder.DescendingOrder)
+        self.table.viewport().installEventFilter(self)  # its width changes: the name refits
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.itemChanged.connect(self._item_changed)
         self.table.cellDoubleClicked.connect(lambda r, _c: self._emit(self.show_requested, r))
@@ -105,19 +150,32 @@ class HistoryView(QWidget):
         layout.addWidget(self.table, 1)
         self._selection_changed()
 
+    def run_id_at(self, row: int) -> str | None:
+        """The id of the run shown in this table row (rows move when sorted)."""
+        item = self.table.item(row, NAME_COLUMN)
+        run_id = item.data(ID_ROLE) if item is not None else None
+        return run_id if run_id in self._by_id else None
+
+    def row_of(self, run_id: str) -> int:
+        """The table row that shows this run now (-1: none)."""
+        for r in range(self.table.rowCount()):
+            if self.run_id_at(r) == run_id:
+                return r
+        return -1
+
     def _emit(self, signal, row: int) -> None:
-        if 0 <= row < len(self.rows):
-            signal.emit(self.rows[row].id)
+        run_id = self.run_id_at(row)
+        if run_id is not None:
+            signal.emit(run_id)
 
     def selected(self) -> HistoryRow | None:
-        r = self.table.currentRow()
-        return self.rows[r] if 0 <= r < len(self.rows) else None
+        run_id = self.run_id_at(self.table.currentRow())
+        return self._by_id.get(run_id) if run_id is not None else None
 
     def select(self, run_id: str) -> None:
-        for i, row in enumerate(self.rows):
-            if row.id == run_id:
-                self.table.selectRow(i)
-                return
+        r = self.row_of(run_id)
+        if r >= 0:
+            self.table.selectRow(r)
 
     def _selection_changed(self) -> None:
         row = self.selected()
@@ -128,9 +186,11 @@ class HistoryView(QWidget):
             self.buttons[key].setEnabled(row is not None)
 
     def _item_changed(self, item: QTableWidgetItem) -> None:
-        if self._filling or item.column() != 0 or not (0 <= item.row() < len(self.rows)):
+        if self._filling or item.column() != 0:
             return
-        run_id = self.rows[item.row()].id
+        run_id = self.run_id_at(item.row())
+        if run_id is None:
+            return
         on = item.checkState() == Qt.CheckState.Checked
         (self.overlaid.add if on else self.overlaid.discard)(run_id)
         self.overlay_changed.emit(run_id, on)
@@ -139,11 +199,16 @@ class HistoryView(QWidget):
         """Show these rows (newest first), keeping the selection and the overlay ticks."""
         keep = self.selected().id if self.selected() else None
         self.rows = list(rows)
+        self._by_id = {row.id: row for row in rows}
         self._filling = True
+        # Filled unsorted (a sorted table moves a row while its cells are being set), then
+        # sorted once by the header's column.
+        self.table.setSortingEnabled(False)
         try:
             self.table.setRowCount(len(rows))
             for r, row in enumerate(rows):
-                tick = QTableWidgetItem()
+                tick = _Cell()
+                tick.setData(SORT_ROLE, 1 if row.id in self.overlaid else 0)
                 tick.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
                 tick.setCheckState(Qt.CheckState.Checked if row.id in self.overlaid else Qt.CheckState.Unchecked)
                 tick.setToolTip(t("Наложить на график для сравнения", "Overlay on the plot to compare"))
@@ -153,16 +218,88 @@ class HistoryView(QWidget):
                 where = row.where + (f" · {row.kernel_ref}" if row.kernel_ref else "")
                 cells = [name, row.status_label, where, row.steps, best,
                          count_text(row.tokens_seen), count_text(row.params), row.created]
+                keys: list[Any] = [name.casefold(), row.status_label.casefold(), where.casefold(),
+                                   _number(row.last_step), _number(row.best_val_loss, math.inf),
+                                   _number(row.tokens_seen), _number(row.params),
+                                   float(len(rows) - r)]  # rows come newest first
                 tip = "\n".join(x for x in (row.id, row.folder, row.kernel_ref and f"Kaggle: {row.kernel_ref}",
                                              row.message) if x)
                 for c, text in enumerate(cells, start=1):
-                    item = QTableWidgetItem(text)
+                    item = _Cell(text)
+                    item.setData(SORT_ROLE, keys[c - 1])
                     item.setToolTip(tip)
                     if c == 2:
                         item.setForeground(QColor(STATUS_COLORS.get(row.status, "#333333")))
                     self.table.setItem(r, c, item)
+                self.table.item(r, NAME_COLUMN).setData(ID_ROLE, row.id)
         finally:
+            self.table.setSortingEnabled(True)
             self._filling = False
         if keep:
             self.select(keep)
         self._selection_changed()
+        self.fit_columns()
+
+    # -- columns -------------------------------------------------------------------------
+
+    def fit_columns(self) -> None:
+        """Columns the user has not sized fit their contents; the name takes what is left,
+        at least NAME_MIN_PX (or its own width, when shorter)."""
+        header = self.table.horizontalHeader()
+        self._fitting = True
+        try:
+            for c, key in enumerate(self._keys):
+                if key in self.user_widths:
+                    header.resizeSection(c, self.user_widths[key])
+                elif c != NAME_COLUMN:
+                    self.table.resizeColumnToContents(c)
+            self._fit_name()
+        finally:
+            self._fitting = False
+
+    def _fit_name(self) -> None:
+        if "name" in self.user_widths:
+            return
+        header = self.table.horizontalHeader()
+        others = sum(header.sectionSize(c) for c in range(len(self._keys)) if c != NAME_COLUMN)
+        free = self.table.viewport().width() - others
+        contents = max(self.table.sizeHintForColumn(NAME_COLUMN), header.sectionSizeHint(NAME_COLUMN))
+        self._fitting = True
+        try:
+            header.resizeSection(NAME_COLUMN, max(min(NAME_MIN_PX, contents), free))
+        finally:
+            self._fitting = False
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if event.type() == QEvent.Type.Resize and watched is self.table.viewport():
+            self._fit_name()
+        return super().eventFilter(watched, event)
+
+    def _section_resized(self, column: int, _old: int, new: int) -> None:
+        if self._fitting or self._filling or not (0 <= column < len(self._keys)):
+            return
+        self.user_widths[self._keys[column]] = new  # dragged by the user: kept from now on
+
+    def _refit_column(self, column: int) -> None:
+        """A double-click on a column's edge: it fits its contents again (and is no longer
+        the user's width)."""
+        if 0 <= column < len(self._keys):
+            self.user_widths.pop(self._keys[column], None)
+        self.fit_columns()
+
+    # -- what the window remembers ----------------------------------------------------------
+
+    def sort_order(self) -> tuple[str, str]:
+        header = self.table.horizontalHeader()
+        column = header.sortIndicatorSection()
+        key = self._keys[column] if 0 <= column < len(self._keys) else "created"
+        desc = header.sortIndicatorOrder() == Qt.SortOrder.DescendingOrder
+        return key, "desc" if desc else "asc"
+
+    def apply_layout(self, widths: dict[str, int], sort: tuple[str, str] | None) -> None:
+        """Widths the user set and the sort order, as remembered (unknown columns ignored)."""
+        self.user_widths = {k: int(w) for k, w in widths.items() if k in self._keys}
+        if sort is not None and sort[0] in self._keys:
+            order = Qt.SortOrder.DescendingOrder if sort[1] == "desc" else Qt.SortOrder.AscendingOrder
+            self.table.sortByColumn(self._keys.index(sort[0]), order)
+        self.fit_columns()
