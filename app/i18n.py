@@ -48,7 +48,9 @@ def _language_from_settings() -> str:
     lang = "ru"
     try:
         settings = json.loads(path.read_text(encoding="utf-8"))
-        if settings.get("language") in LANGUAGES:
+        # A file that is not a JSON object (hand-edited, torn) means the default, not a
+        # crash of every text the lab shows.
+        if isinstance(settings, dict) and settings.get("language") in LANGUAGES:
             lang = settings["language"]
     except (OSError, ValueError):
         pass

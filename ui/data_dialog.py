@@ -41,6 +41,7 @@ from app.data.library import Library, LibraryError
 from app.i18n import t
 from app.state import StateError, open_state
 
+from . import settings
 from .cli_task import CliTask, TaskBar
 
 CONSTELLATION_COLUMNS = (("Созвездие", "Constellation"), ("Наборы", "Datasets"), ("Размер", "Size"),
@@ -184,6 +185,7 @@ class DataDialog(QDialog):
         bottom_col.addLayout(row)
         split.addWidget(bottom)
         split.setSizes([240, 320])
+        self.split = split
         layout.addWidget(split, 1)
 
         self.task_bar = TaskBar()
@@ -205,6 +207,7 @@ class DataDialog(QDialog):
 
         self.constellations.itemSelectionChanged.connect(self._update_buttons)
         self.datasets.itemSelectionChanged.connect(self._update_buttons)
+        self._restore_layout()
         self.refresh()
         if self.library is None:
             self.status.setText(opened)
@@ -548,11 +551,34 @@ class DataDialog(QDialog):
         it has not stopped after a few seconds."""
         self.task_bar.cancel()
 
+    # -- what it remembers (settings.json, as the main window's layout) --------------------
+    def _restore_layout(self) -> None:
+        """The size and the split the user left last time; a refused state keeps the default."""
+        try:
+            states = settings.load_layout().states
+        except OSError:
+            return
+        if "data.geometry" in states:
+            self.restoreGeometry(states["data.geometry"])
+        if "data.splitter" in states:
+            self.split.restoreState(states["data.splitter"])
+
+    def save_layout(self) -> bool:
+        try:
+            layout = settings.load_layout()
+            layout.states["data.geometry"] = bytes(self.saveGeometry().data())
+            layout.states["data.splitter"] = bytes(self.split.saveState().data())
+            settings.save_layout(layout)
+        except OSError:  # a read-only config folder: the defaults next time
+            return False
+        return True
+
     def done(self, result: int) -> None:  # closing: stop a child, release our state connection
         if self.task is not None:
             self.task.stop_and_wait()
         if not self._closed:
             self._closed = True
+            self.save_layout()
             if self._own_library and self.library is not None:
                 self.library.state.close()
         super().done(result)

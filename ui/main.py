@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
 
     app = app_instance([sys.argv[0]])
     try:
-        window = MainWindow()
+        # A snapshot neither takes the user's window layout nor leaves its own size there.
+        window = MainWindow(remember_layout=not args.snapshot)
     except Exception as e:  # the lab's state or folders cannot be opened: say so, lose nothing
         from app import paths
 
@@ -58,8 +59,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if args.snapshot:
         return snapshot(app, window, args.snapshot, args.size)
-    window.resize(1500, 950)
-    window.show()
+    window.show()  # at the size and place the last start left (MainWindow restores them)
     if args.print_startup:
         import psutil
 

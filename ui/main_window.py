@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QProcess, Qt, QTimer, QUrl, Signal
-from PySide6.QtGui import QAction, QActionGroup, QDesktopServices
+from PySide6.QtGui import QAction, QActionGroup, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractButton,
     QApplication,
@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QScrollArea,
@@ -46,6 +47,7 @@ from app.runs import status as st
 from app.runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
 from app.runs.files import folder_gone
 from app.state import StateError
+from app.window_layout import WindowLayout
 
 from . import settings
 from .cli_task import CliTask, TaskBar
@@ -55,6 +57,18 @@ from .run_form import RunFormView
 POLL_MS = 500
 HISTORY_EVERY_S = 2.0
 LIVE = "live"
+DEFAULT_SIZE = (1500, 950)  # the first start's size; later starts take the one left
+
+
+def _keys(standard: QKeySequence.StandardKey, fallback: str) -> list[QKeySequence]:
+    """The platform's own keys for an action where Qt knows them, else the usual ones
+    (Windows, for one, has no standard key for Quit)."""
+    return QKeySequence.keyBindings(standard) or [QKeySequence(fallback)]
+
+
+def key_text(action: QAction) -> str:
+    """An action's first key as the platform writes it («Ctrl+Enter»); "" when it has none."""
+    return action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
 
 
 def load_form_context(runs: RunManager | None = None, extra_prepared: list[str] | None = None) -> FormContext:
@@ -211,15 +225,21 @@ class RunBanner(QWidget):
 
 
 class MainWindow(QMainWindow):
-    """`runs`: the RunManager to use (tests give one over their own folders)."""
+    """`runs`: the RunManager to use (tests give one over their own folders).
+    `remember_layout`: take the size, splitters, tab and history columns from the last
+    start and keep them at close (off for --snapshot, which must not disturb them)."""
 
     measured_loaded = Signal(list)  # measured runs for app.sizing, read off the UI thread
     data_prepared = Signal(int)  # «Подготовить данные» finished: the exit code (0: done)
     launch_done = Signal(str, str)  # a background (Kaggle) start ended: run id, error or ""
 
     def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
-                 poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None) -> None:
+                 poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None,
+                 remember_layout: bool = True) -> None:
         super().__init__()
+        self.remember_layout = remember_layout
+        self.shortcut_actions: dict[str, QAction] = {}
+        self._pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
         self.runs = runs if runs is not None else RunManager()
         self.extra_prepared = list(extra_prepared or [])
         self.followed: str | None = None
@@ -244,6 +264,9 @@ class MainWindow(QMainWindow):
         self.setWindowTitle("Ternit Lab")
         self._build(ctx if ctx is not None else load_form_context(self.runs, self.extra_prepared))
         self._build_menu()
+        self.resize(*DEFAULT_SIZE)
+        if remember_layout:
+            self._restore_layout(self._read_layout(), geometry=True)
         self.timer = QTimer(self)
         self.timer.setInterval(poll_ms)
         self.timer.timeout.connect(self.tick)
@@ -293,6 +316,7 @@ class MainWindow(QMainWindow):
         right.setStretchFactor(0, 3)
         right.setStretchFactor(1, 2)
         right.setSizes([620, 330])
+        self.right_split = right
         left = QWidget()
         left_col = QVBoxLayout(left)
         left_col.setContentsMargins(0, 0, 0, 0)
@@ -305,6 +329,7 @@ class MainWindow(QMainWindow):
         main.addWidget(right)
         main.setStretchFactor(1, 1)
         main.setSizes([600, 960])
+        self.main_split = main
         self.setCentralWidget(main)
         self.statusBar().showMessage(t("Готово", "Ready"))
 
@@ -351,6 +376,55 @@ class MainWindow(QMainWindow):
         self._prepare_result = None
         self._show_prepare_note()
 
+    # -- what the window remembers (settings.json, app.window_layout) -----------------------
+
+    @staticmethod
+    def _read_layout() -> WindowLayout:
+        try:
+            return settings.load_layout()
+        except OSError:  # an unreadable config folder: the defaults
+            return WindowLayout()
+
+    def _restore_layout(self, layout: WindowLayout, geometry: bool) -> None:
+        """Put back what `layout` holds; a part Qt refuses (an old or damaged state) keeps
+        its default. Qt moves a geometry saved on a screen that is gone onto one that is
+        there."""
+        if geometry and "geometry" in layout.states:
+            self.restoreGeometry(layout.states["geometry"])
+        for name, split in (("splitter.main", self.main_split), ("splitter.right", self.right_split)):
+            if name in layout.states:
+                split.restoreState(layout.states[name])
+        self.history.apply_layout(layout.columns, layout.sort)
+        if layout.tab == "gpu" and self.monitor is None:
+            self._pending_tab = "gpu"  # the tab comes with the monitor, a moment later
+        elif layout.tab is not None:
+            self.tabs.setCurrentIndex(self.tabs.indexOf(self.monitor) if layout.tab == "gpu" else 0)
+
+    def layout_now(self) -> WindowLayout:
+        """The window's layout as the user has it now."""
+        sort = self.history.sort_order()
+        gpu = self.monitor is not None and self.tabs.currentWidget() is self.monitor
+        return WindowLayout(
+            states={"geometry": bytes(self.saveGeometry().data()),
+                    "splitter.main": bytes(self.main_split.saveState().data()),
+                    "splitter.right": bytes(self.right_split.saveState().data())},
+            tab="gpu" if gpu or self._pending_tab == "gpu" else "history",
+            columns=dict(self.history.user_widths), sort=sort)
+
+    def save_layout(self) -> bool:
+        """Remember the layout for the next start (the data window's own parts kept)."""
+        if not self.remember_layout:
+            return False
+        layout = self._read_layout()
+        now = self.layout_now()
+        layout.states.update(now.states)
+        layout.tab, layout.columns, layout.sort = now.tab, now.columns, now.sort
+        try:
+            settings.save_layout(layout)
+        except OSError:  # a read-only config folder: the next start takes the defaults
+            return False
+        return True
+
     def ensure_ready(self) -> None:
         """Build the deferred parts (the loss plot, the GPU monitor) if not yet built."""
         if self._plot is not None:
@@ -363,10 +437,13 @@ class MainWindow(QMainWindow):
         self.monitor = self._monitor_panel()
         if self.monitor is not None:
             self.tabs.addTab(self.monitor, t("Видеокарта", "GPU"))
+            if self._pending_tab == "gpu":  # in front, as the user left it
+                self.tabs.setCurrentWidget(self.monitor)
             if hasattr(self.monitor, "pause_changed"):
                 self.monitor.pause_changed.connect(self._heat_pause_changed)
                 self.monitor.alerts_changed.connect(self._gpu_alerts_changed)
             self.monitor.start()
+        self._pending_tab = None
         if self.followed:
             self.follow(self.followed)
         else:
@@ -421,9 +498,18 @@ class MainWindow(QMainWindow):
 
     def _build_menu(self) -> None:
         bar = self.menuBar()
+        # Rebuilt in another language: the old menus and actions go, keys and all (two live
+        # actions on one key make Qt fire neither).
+        for action in self.shortcut_actions.values():
+            action.setShortcuts([])
+            action.deleteLater()
+        self.shortcut_actions = {}
+        for menu in bar.findChildren(QMenu, options=Qt.FindChildOption.FindDirectChildrenOnly):
+            menu.deleteLater()
         bar.clear()
         lab = bar.addMenu(t("Лаборатория", "Lab"))
         data = QAction(t("Данные…", "Data…"), self)
+        data.setShortcut(QKeySequence("Ctrl+D"))
         data.setToolTip(t("Наборы текста и созвездия: добавить, убрать, переименовать, перепроверить",
                           "Text datasets and constellations: add, remove, rename, re-check"))
         data.triggered.connect(self.open_data_dialog)
@@ -438,14 +524,33 @@ class MainWindow(QMainWindow):
         runs_folder = QAction(t("Открыть папку прогонов", "Open the runs folder"), self)
         runs_folder.triggered.connect(lambda: QDesktopServices.openUrl(QUrl.fromLocalFile(str(paths.runs_dir()))))
         lab.addAction(runs_folder)
+        refresh = QAction(t("Обновить", "Refresh"), self)
+        refresh.setShortcuts(_keys(QKeySequence.StandardKey.Refresh, "F5"))
+        refresh.setToolTip(t("Перечитать данные, подготовленные папки, аккаунты Kaggle и историю прогонов "
+                             "(если их меняли вне окна: ternit в терминале, другой компьютер)",
+                             "Read the data, prepared folders, Kaggle accounts and run history again "
+                             "(when they were changed outside the window: ternit in a terminal, another computer)"))
+        refresh.triggered.connect(self.refresh_all)
+        lab.addAction(refresh)
         lab.addSeparator()
         quit_action = QAction(t("Выход (обучение продолжится)", "Quit (training goes on)"), self)
+        quit_action.setShortcuts(_keys(QKeySequence.StandardKey.Quit, "Ctrl+Q"))
         quit_action.triggered.connect(self.close)
         lab.addAction(quit_action)
         lab.setToolTipsVisible(True)  # Qt hides menu items' tooltips unless asked
+        # «Старт» as the form's button has it (enabled only when the button is); no key stops
+        # a run: one stray press would end hours of training.
+        start = QAction(self.form_view.start_button.text(), self)
+        start.setShortcuts([QKeySequence("Ctrl+Enter"), QKeySequence("Ctrl+Return")])
+        start.triggered.connect(self._start_by_key)
+        bar.addMenu(t("Прогон", "Run")).addAction(start)
+        self.form_view.changed.connect(self._sync_start_action)
+        self.shortcut_actions = {"data": data, "refresh": refresh, "quit": quit_action, "start": start}
         kaggle = self._kaggle_action()
         if kaggle is not None:
+            kaggle.setShortcut(QKeySequence("Ctrl+K"))
             bar.addMenu(t("Kaggle", "Kaggle")).addAction(kaggle)
+            self.shortcut_actions["kaggle"] = kaggle
         options = bar.addMenu(t("Настройки", "Settings"))
         lang_menu = options.addMenu(t("Язык интерфейса", "Interface language"))
         group = QActionGroup(self)
@@ -457,6 +562,26 @@ class MainWindow(QMainWindow):
             group.addAction(action)
             lang_menu.addAction(action)
             self.language_actions[code] = action
+        self.form_view.start_shortcut = key_text(start)
+        self.form_view.refresh()  # its tooltip names the key; the action follows (changed)
+
+    def _sync_start_action(self) -> None:
+        """The «Старт» action follows the form's button: its text («Продолжить» for a
+        continued run) and whether it can start now."""
+        action = self.shortcut_actions.get("start")
+        if action is not None:
+            action.setText(self.form_view.start_button.text())
+            action.setEnabled(self.form_view.start_button.isEnabled())
+
+    def _start_by_key(self) -> None:
+        if self.form_view.start_button.isEnabled():  # the form's own checks, as for a click
+            self.form_view.start_button.click()
+
+    def refresh_all(self) -> None:
+        """«Обновить»: the form's choices and the history read again."""
+        self.reload_context()
+        self.refresh_history()
+        self.statusBar().showMessage(t("Обновлено", "Refreshed"), 3000)
 
     def open_data_dialog(self) -> QWidget:
         """«Данные…» (ui/data_dialog.py): the form's constellations are read again after each
@@ -495,11 +620,13 @@ class MainWindow(QMainWindow):
         form = self.form_view.form
         followed, overlays = self.followed, set(self.overlays)
         view = self._plot.view_settings() if self._plot is not None else None
+        layout = self.layout_now()  # splitters, tab, history columns: as the user left them
         old = self.centralWidget()
         if self.monitor is not None:
             self.monitor.stop()
         self._failures.clear()  # their advice is in the old language
         self._build(form.ctx)
+        self._restore_layout(layout, geometry=False)
         old.deleteLater()
         self.form_view.form = form
         self.form_view.set_context(form.ctx)
@@ -983,6 +1110,7 @@ class MainWindow(QMainWindow):
                 event.ignore()
                 self._ask_about_running(running)
                 return
+        self.save_layout()
         self.timer.stop()
         if self.prepare_task is not None:
             # Stopped like Ctrl-C, so it removes its unfinished folder; left to Qt, the child

@@ -55,6 +55,7 @@ class RunFormView(QWidget):
         self.messages: dict[str, QLabel] = {}
         self._constellation_boxes: dict[str, QCheckBox] = {}
         self._updating = False
+        self.start_shortcut = ""  # the window's key for «Старт», said in its tooltip
         self._build()
         self.refresh()
 
@@ -122,6 +123,7 @@ class RunFormView(QWidget):
         self.why.setWordWrap(True)
         self.why.setStyleSheet(ERROR_STYLE)
         foot.addWidget(self.why)
+        self._order_constellation_tabs()
 
     def _add_field(self, layout: QFormLayout, spec: F.FieldSpec) -> None:
         name = spec.name
@@ -212,6 +214,20 @@ class RunFormView(QWidget):
             box.toggled.connect(lambda on, c=cname: self._constellation_toggled(c, on))
             self._constellation_boxes[cname] = box
             self.constellation_layout.addWidget(box)
+        self._order_constellation_tabs()
+
+    def _order_constellation_tabs(self) -> None:
+        """Tab goes top to bottom: the constellation boxes (made after the other fields, and
+        again whenever the list changes) came last in the focus chain, after «Старт» and even
+        after the plot and the history."""
+        before = self.inputs.get("checkpoint")
+        if before is None:  # still building: _build orders them once every field is there
+            return
+        for box in self._constellation_boxes.values():
+            if box.window() is not before.window():
+                return
+            QWidget.setTabOrder(before, box)
+            before = box
 
     # -- edits -------------------------------------------------------------------------
 
@@ -383,7 +399,8 @@ class RunFormView(QWidget):
             self.start_button.setToolTip(why)
         else:
             self.why.setText("")
-            self.start_button.setToolTip(t("Запустить обучение", "Start training"))
+            key = f" ({self.start_shortcut})" if self.start_shortcut else ""
+            self.start_button.setToolTip(t("Запустить обучение", "Start training") + key)
         self.why.setVisible(bool(blockers))
         needs_prep = bool(self.form.values["constellations"]) and self.form.prepared_for_selection() is None
         self.prepare_button.setVisible(needs_prep)

@@ -1,6 +1,8 @@
 """The window's settings, kept in settings.json (config folder): the interface language
 (app.i18n reads the "language" key) and whether closing the window asks about runs that
-are still training ("ask_on_close"). Written atomically, keeping any other keys.
+are still training ("ask_on_close"), and the windows' layout ("window": sizes, splitters,
+the bottom tab, the history's columns; checked by app.window_layout). Written atomically,
+keeping any other keys.
 """
 
 from __future__ import annotations
@@ -8,8 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app import atomic, paths
+from app import atomic, paths, window_layout
 from app.i18n import LANGUAGES, set_language
+from app.window_layout import WindowLayout
 
 SETTINGS = "settings.json"
 
@@ -46,3 +49,13 @@ def save_ask_on_close(ask: bool) -> None:
     data = load()
     data["ask_on_close"] = bool(ask)
     atomic.write_json(settings_path(), data)
+
+
+def load_layout() -> WindowLayout:
+    """The windows' layout as last saved (each missing or bad part: its default)."""
+    return window_layout.from_settings(load())
+
+
+def save_layout(layout: WindowLayout) -> None:
+    """Remember the windows' layout (OSError when the config folder cannot be written)."""
+    atomic.write_json(settings_path(), window_layout.merged(load(), layout))
