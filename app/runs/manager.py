@@ -23,7 +23,7 @@ from . import process as proc
 from . import status as st
 from .checkpoints import usable_checkpoint
 from .continuing import ContinueCheck, ContinueError, check_continue, continue_config
-from .events import Event, read_events
+from .events import Event, EventTail, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, kaggle_failed, vanished
 from .files import STOP_FILE
 from .history import HistoryRow, history
@@ -323,26 +323,30 @@ class RunManager:
         row is returned.
         """
         deadline = None if timeout is None else time.monotonic() + timeout
-        # A poll reads every active run, so the next leg's first events (or all of a short
-        # leg's) can come before we know it is the next leg: keep them until we switch.
-        held: dict[str, list[Event]] = {}
-        chain = self.registry.get(run_id).chain_id
+        rec = self.registry.get(run_id)
+        # The followed run's events are read from its own file, not from poll()'s updates:
+        # the registry's read position is shared (a Kaggle follower thread folds a leg's
+        # events in by itself), so what a poll hands out can miss a leg's events.
+        tail = EventTail(rec.events_path, rec.events_offset)
+
+        def deliver() -> None:
+            if on_event is not None:
+                for ev in tail.read():
+                    on_event(ev)
+
         while True:
-            for u in self.poll():
-                if u.run.id == run_id and on_event is not None:
-                    for ev in u.events:
-                        on_event(ev)
-                elif follow_chain and u.events and u.run.chain_id == chain:
-                    held.setdefault(u.run.id, []).extend(u.events)
+            self.poll()
+            deliver()
             rec = self.registry.get(run_id)
             if not rec.active and follow_chain:
                 nxt = self._next_leg(rec)
                 if nxt is not None:
+                    deliver()  # this leg's last lines, written before its status changed
                     run_id = nxt.id
-                    for ev in held.pop(run_id, []) if on_event is not None else ():
-                        on_event(ev)
+                    tail = EventTail(nxt.events_path)  # the whole next leg
                     continue
             if not rec.active or (deadline is not None and time.monotonic() >= deadline):
+                deliver()  # what the run wrote last, after its status changed
                 return rec
             # Our own child: wake the moment it exits; otherwise a plain poll interval.
             proc.wait_exit(rec.pid if rec.target_kind == "local" else None, poll_s)
