@@ -6,6 +6,7 @@ events and checkpoints; every decision to stop is agreed across ranks.
 
 from __future__ import annotations
 
+import gc
 import math
 import os
 import signal
@@ -172,9 +173,19 @@ class Trainer:
         self.last_good = (str(path), ckpt.file_sha256(path))
 
     # ---- events --------------------------------------------------------------------------
+    def say(self, message: str) -> None:
+        """A line for trainer.log from the first rank only: every rank knows the same
+        things, and two processes writing one log interleave their lines."""
+        if self.world.is_main:
+            say(message)
+
+    def say_error(self, message: str) -> None:
+        """A failure from any rank, named when there are several (the ranks may differ)."""
+        say(f"[rank {self.world.rank}] {message}" if self.world.active else message)
+
     def emit_start(self) -> None:
-        say(f"parameters: {fmt_int(self.params)}")
-        say(
+        self.say(f"parameters: {fmt_int(self.params)}")
+        self.say(
             f"device: {self.device} × {self.world.size}, precision {self.precision}, "
             f"{fmt_int(self.tokens_per_step)} tokens per step"
             + (f", resumed from {self.resumed_from} at step {self.step}" if self.resumed_from else "")
@@ -244,7 +255,7 @@ class Trainer:
         mean = float(losses.mean())
         half = 1.96 * float(losses.std(ddof=1)) / math.sqrt(len(losses)) if len(losses) > 1 else float("nan")
         self.events.emit("eval", self.step, val_loss=mean, val_ci95=[mean - half, mean + half], segments=len(losses))
-        say(f"step {self.step}: val loss {mean:.4f} ± {half:.4f} on {len(losses)} segments")
+        self.say(f"step {self.step}: val loss {mean:.4f} ± {half:.4f} on {len(losses)} segments")
 
     # ---- the loop ------------------------------------------------------------------------
     def memory_mb(self) -> tuple[float | None, float | None]:
@@ -274,7 +285,7 @@ class Trainer:
         if not pause.exists():
             return
         started = time.monotonic()
-        say("paused: RUN_DIR/PAUSE exists (the heat guard or the user); waiting")
+        self.say("paused: RUN_DIR/PAUSE exists (the heat guard or the user); waiting")
         while pause.exists() and self.control.local_reason(self.step) is None:
             time.sleep(0.5)
         self.events.emit("pause", self.step, seconds=round(time.monotonic() - started, 1))
@@ -349,12 +360,18 @@ def run(opts: Options) -> int:
     device_type = "cpu" if opts.device == "cpu" or not torch.cuda.is_available() else "cuda"
     world = init_world(device_type)
     code: int | None = None
+    trainer: Trainer | None = None
     try:
         device = pick_device(opts.device, world)
         trainer = Trainer(cfg, opts, world, device)
         code = _run(trainer, opts)
         return code
     finally:
+        # The DDP wrapper (its reducer) holds the process group: freed here, before the
+        # group is left, not by the interpreter's exit after it, where gloo's threads then
+        # died unjoined and aborted a finished rank now and then (shutdown's note).
+        trainer = None
+        gc.collect()
         shutdown(world, together=code == EXIT_OK)
 
 
@@ -370,7 +387,7 @@ def _run(trainer: Trainer, opts: Options) -> int:
     except (ConfigError, DataError, ckpt.CheckpointError) as e:
         kind = "data" if isinstance(e, DataError) else "other"
         report_failure(trainer, kind, str(e), "fix run.json or the data as the message says")
-        say(f"error: {e}")
+        trainer.say_error(f"error: {e}")
         return EXIT_CONFIG
     trainer.emit_start()
     if opts.dry_run:
@@ -380,7 +397,7 @@ def _run(trainer: Trainer, opts: Options) -> int:
         reason = trainer.train()
     except TrainingFailure as f:
         report_failure(trainer, f.kind, f.message, f.advice, **f.extra)
-        say(f"error: {f.message}. {f.advice}")
+        trainer.say_error(f"error: {f.message}. {f.advice}")
         return EXIT_TRAINING
     except Exception as e:  # the event stream must say what happened, whatever it was
         report_failure(trainer, "other", f"{type(e).__name__}: {e}", "see trainer.log for the traceback")
@@ -394,7 +411,7 @@ def _run(trainer: Trainer, opts: Options) -> int:
         "stopped": f"stopped on request at step {trainer.step}",
     }
     trainer.events.emit("end", trainer.step, reason=reason, state_sha256=sha, message=messages[reason])
-    say(f"end: {messages[reason]}; state sha256 {sha}")
+    trainer.say(f"end: {messages[reason]}; state sha256 {sha}")
     return EXIT_OK
 
 
