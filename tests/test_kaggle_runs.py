@@ -92,11 +92,15 @@ def test_auto_run_goes_to_the_right_account_and_trains(fake, tiny_data):
     _assert_no_secret(fake)
 
 
-def test_chain_continues_on_a_second_account_and_ends_at_steps_to(fake, tiny_data):
-    # Alice has 12 ms above the 1 min margin: her leg stops by its limit long before step 300.
+def _alice_runs_out_bob_has_quota(fake) -> None:
+    """Alice has 12 ms above the 1 min margin: her leg stops long before step 300; Bob has 10 h."""
     fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
     fake.add_account("bob", KEYS["bob"], quota_h=10)
     add_lab_accounts("alice", "bob")
+
+
+def test_chain_continues_on_a_second_account_and_ends_at_steps_to(fake, tiny_data):
+    _alice_runs_out_bob_has_quota(fake)
     reg = Registry()
     first = reg.create_run(tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100))
     runner.start_kaggle_run(reg, first.id, account="alice")
@@ -354,9 +358,7 @@ def test_following_a_chain_sees_each_legs_end(fake, tiny_data):
     seen before leg 2's events, and the chain's last end closes it."""
     from app.runs import RunManager
 
-    fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
-    fake.add_account("bob", KEYS["bob"], quota_h=10)
-    add_lab_accounts("alice", "bob")
+    _alice_runs_out_bob_has_quota(fake)
     m = RunManager()
     rec = m.start(tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100), target="kaggle",
                   account="alice")
