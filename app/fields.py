@@ -403,6 +403,29 @@ FIELDS: tuple[FieldSpec, ...] = (
         },
     ),
     FieldSpec(
+        name="checkpoint_every_min",
+        section="training",
+        kind="int",
+        path="training.checkpoint_every_min",
+        default=30,
+        minimum=1,
+        maximum=1_440,
+        unit=_MIN,
+        label={"ru": "Чекпоинт каждые", "en": "Checkpoint every"},
+        tooltip={
+            "ru": "Как часто сохранять чекпоинт во время обучения. При остановке, на лимите и "
+            "в конце он сохраняется всегда; промежуточные нужны, если компьютер выключится или "
+            "процесс убьют: тогда пропадёт не больше этих минут. Чаще — меньше потерь, но каждая "
+            "запись на несколько секунд останавливает обучение (хранятся три последних). "
+            "По умолчанию: {default}.",
+            "en": "How often a checkpoint is saved while training. One is always saved on a stop, "
+            "at the limit and at the end; these in between are for a computer that goes down or a "
+            "killed process: no more than these minutes are lost. More often loses less, but "
+            "every save holds training for a few seconds (the last three are kept). "
+            "Default: {default}.",
+        },
+    ),
+    FieldSpec(
         name="lr",
         section="training",
         kind="float",

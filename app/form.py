@@ -133,7 +133,7 @@ class ActiveRun:
 
 
 # The training values the form sets (run_config); the rest keep their defaults.
-_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "lr", "economical")
+_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical")
 
 
 @dataclass
@@ -775,7 +775,7 @@ class RunForm:
         training = dict(base.get("training") or {})
         training.update(
             batch_per_card=int(v["batch_per_card"]), steps_to=int(v["steps_to"]),
-            limit_min=v["limit_min"], lr=float(v["lr"]),
+            limit_min=v["limit_min"], checkpoint_every_min=v["checkpoint_every_min"], lr=float(v["lr"]),
             economical=F.economical_run_value(self.economical()))
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}

@@ -100,8 +100,10 @@ def test_run_config_is_a_valid_run_json(ctx, tiny_data):
     form = tiny(RunForm(ctx))
     form.set("name", "tiny-run")
     form.set("economical", True)  # what the old checkbox meant: the selective level
+    form.set_text("checkpoint_every_min", "5")
     cfg = form.run_config()
     parsed = from_dict(cfg)  # the trainer's own validation accepts it
+    assert parsed.training.checkpoint_every_min == 5  # «Чекпоинт каждые» reaches the trainer
     assert parsed.model.vocab == Prepared.read(tiny_data).vocab
     assert cfg["data"] == {"dir": str(tiny_data), "constellations": ["tiny"]}
     assert cfg["target"] == {"kind": "local", "gpu": "cpu", "account": "auto"}
