@@ -134,7 +134,8 @@ def config_problem(run_json: Path, python: str | None = None) -> str | None:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     try:
         done = subprocess.run([python or sys.executable, "-m", "trainer.config", str(run_json)], env=env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+                              creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # no console flash on Windows
     except (OSError, subprocess.TimeoutExpired) as e:
         return t(f"проверка run.json не запустилась: {e}", f"the run.json check did not run: {e}")
     if done.returncode == 0:
