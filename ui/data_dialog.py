@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QObject, QProcess, Qt, Signal
+from PySide6.QtCore import QProcess, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -42,6 +42,7 @@ from app.i18n import t
 from app.state import StateError, open_state
 
 from . import settings
+from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
 
 CONSTELLATION_COLUMNS = (("Созвездие", "Constellation"), ("Наборы", "Datasets"), ("Размер", "Size"),
@@ -49,12 +50,6 @@ CONSTELLATION_COLUMNS = (("Созвездие", "Constellation"), ("Наборы
 DATASET_COLUMNS = (("Набор", "Dataset"), ("Путь", "Path"), ("Размер", "Size"),
                    ("Созвездия", "Constellations"), ("Состояние", "Status"))
 STATUS_COLOR = {"ok": "#1b5e20", "changed": "#8a5a00", "missing": "#b00020"}
-
-
-class _Bridge(QObject):
-    """Carries the status thread's result back to the GUI thread (queued signal)."""
-
-    finished = Signal(object)
 
 
 class AddDialog(QDialog):
@@ -307,27 +302,16 @@ class DataDialog(QDialog):
         """Each dataset's files against the library by size and date, in a thread (a big
         folder's listing must not freeze the window); «Перепроверить» reads them."""
         assert self.library is not None
-        bridge = _Bridge(self)
-        bridge.finished.connect(self._statuses_loaded)
         path = self.library.state.path
 
-        def work() -> None:
+        def work() -> object:
+            state = open_state(path)  # this thread's own connection
             try:
-                state = open_state(path)  # this thread's own connection
-                try:
-                    result: object = manage.quick_statuses(Library(state))
-                finally:
-                    state.close()
-            except Exception as e:  # shown in the status line, never a broken window
-                result = e
-            try:
-                bridge.finished.emit(result)
-            except RuntimeError:  # the dialog was closed meanwhile
-                pass
+                return manage.quick_statuses(Library(state))
+            finally:
+                state.close()
 
-        th = threading.Thread(target=work, name="data-statuses", daemon=True)
-        th.start()
-        return th
+        return run_in_thread(work, self._statuses_loaded, self, name="data-statuses")
 
     def _statuses_loaded(self, result: object) -> None:
         if self._closed:

@@ -4,11 +4,9 @@ its kernels. Thin: every decision is app.kaggle's; checks run off the GUI thread
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
@@ -34,31 +32,11 @@ from app.kaggle.credentials import CredentialsError, check, global_token_warning
 from app.kaggle.quota import hours, refresh_text
 from app.kaggle.store import KaggleStore
 
+from .background import run_in_thread
+
 COLUMNS = (("Аккаунт", "Account"), ("Ключ", "Key"), ("Квота GPU", "GPU quota"),
            ("Хранит", "Holds"), ("Ядра", "Kernels"))
 STATUS_COLOR = {"ok": "#1b5e20", "invalid": "#b00020", "unreachable": "#8a5a00", "missing": "#b00020"}
-
-
-class _Bridge(QObject):
-    """Carries a worker thread's result back to the GUI thread (queued signal)."""
-
-    finished = Signal(object)
-
-
-def run_in_thread(work: Callable[[], object], done: Callable[[object], None], owner: QObject) -> threading.Thread:
-    bridge = _Bridge(owner)
-    bridge.finished.connect(done)
-
-    def body() -> None:
-        try:
-            result: object = work()
-        except Exception as e:  # shown to the user, never a crash of the window
-            result = e
-        bridge.finished.emit(result)
-
-    th = threading.Thread(target=body, name="kaggle-accounts", daemon=True)
-    th.start()
-    return th
 
 
 def quota_bar(view: AccountView) -> QProgressBar:
@@ -238,7 +216,7 @@ class AccountsDialog(QDialog):
             finally:
                 store.close()
 
-        run_in_thread(work, self._checked, self)
+        run_in_thread(work, self._checked, self, name="kaggle-accounts")
 
     def _checked(self, result: object) -> None:
         self._busy -= 1

@@ -50,6 +50,7 @@ from app.state import StateError
 from app.window_layout import WindowLayout
 
 from . import settings
+from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
 from .history import HistoryView
 from .run_form import RunFormView
@@ -229,7 +230,6 @@ class MainWindow(QMainWindow):
     `remember_layout`: take the size, splitters, tab and history columns from the last
     start and keep them at close (off for --snapshot, which must not disturb them)."""
 
-    measured_loaded = Signal(list)  # measured runs for app.sizing, read off the UI thread
     data_prepared = Signal(int)  # «Подготовить данные» finished: the exit code (0: done)
     launch_done = Signal(str, str)  # a background (Kaggle) start ended: run id, error or ""
 
@@ -259,7 +259,6 @@ class MainWindow(QMainWindow):
         # shown under the form until the next prepare, and redrawn in a new language.
         self._prepare_result: tuple[int, data_manage.CliOutput, list[str]] | None = None
         self.runs.add_listener(self._run_ended)
-        self.measured_loaded.connect(self._measured_loaded)
         self.launch_done.connect(self._launch_done)
         self.setWindowTitle("Ternit Lab")
         self._build(ctx if ctx is not None else load_form_context(self.runs, self.extra_prepared))
@@ -455,25 +454,17 @@ class MainWindow(QMainWindow):
         read in a thread, since a long history means large event files."""
         root = self.runs.registry.runs_root
 
-        def work() -> None:
-            try:
-                from app.sizing.history import measured_runs
+        def work() -> object:
+            from app.sizing.history import measured_runs
 
-                found = measured_runs(root)
-            except Exception:  # no estimate corrections, but never a broken window
-                found = []
-            try:
-                self.measured_loaded.emit(found)
-            except RuntimeError:  # the window was closed meanwhile
-                pass
+            return measured_runs(root)
 
-        thread = threading.Thread(target=work, name="measured-runs", daemon=True)
-        thread.start()
-        return thread
+        return run_in_thread(work, self._measured_loaded, self, name="measured-runs")
 
-    def _measured_loaded(self, measured: list) -> None:
+    def _measured_loaded(self, measured: object) -> None:
         ctx = self.form_view.form.ctx
-        ctx.measured = list(measured)
+        # An unreadable history gives no estimate corrections, never a broken window.
+        ctx.measured = [] if isinstance(measured, Exception) else list(measured)  # type: ignore[arg-type]
         self.form_view.set_context(ctx)
 
     @property
