@@ -584,11 +584,14 @@ class RunForm:
                 have = est.get("card_memory_mb")
                 best = est.get("max_batch")
                 card = gpu_label(v["gpu"])
+                # The economical level at which this very batch fits (None: no level does, e.g.
+                # when the weights and AdamW alone overflow the card), as the panel's advice says.
+                keep = est.get("economical_fits_at")
+                more = F.economical_step_up(self.economical(), to=keep) if keep else ""
                 if best:
                     hint = t(f"наибольший, что поместится, — {best}", f"the largest that fits is {best}")
+                    hint += t(f", или {more} и оставьте батч", f", or {more} and keep the batch") if more else ""
                 else:
-                    # What the economical mode can still give depends on the chosen level.
-                    more = F.economical_step_up(self.economical())
                     hint = t("не поместится даже батч 1: уменьшите модель", "not even batch 1 fits: shrink the model")
                     hint += t(f" или {more}", f" or {more}") if more else ""
                 out.append(Issue("batch_per_card", "error", t(

@@ -305,18 +305,54 @@ def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
     form = RunForm(ctx)
     form.set("gpu", "t4x2")
     form.set("batch_per_card", 1)
-    form.set_text("width", "8192")
-    form.set_text("layers", "64")
+    # Batch 1 needs the full level here: long context, so activations are what overflow.
+    form.set_text("width", "1536")
+    form.set_text("layers", "16")
+    form.set_text("context", "16384")
     texts_by_level = {}
     for level in ("off", "selective", "full"):
         form.set("economical", level)
-        [text] = [i.text for i in form.field_issues("batch_per_card")]
-        texts_by_level[level] = text
+        texts_by_level[level] = " ".join(i.text for i in form.field_issues("batch_per_card"))
     ru = lang == "ru"
     assert ("или включите экономный режим" if ru else "or turn on the economical mode") in texts_by_level["off"]
     assert ("или выберите полный уровень экономного режима" if ru else "or choose the full economical level") in (
         texts_by_level["selective"])
-    assert "экономн" not in texts_by_level["full"] and "economical" not in texts_by_level["full"]
+    assert ("«Полный»" if ru else "«Full»") in texts_by_level["off"]  # selective would not do
+    assert texts_by_level["full"] == ""  # the level the advice named: batch 1 fits
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_no_economical_advice_when_the_weights_alone_overflow_the_card(ctx, lang):
+    # 51 B weights: weights, gradients and AdamW alone are ~800 GB, which no level saves;
+    # Start used to say "or turn on the economical mode" where the panel's advice did not.
+    set_language(lang)
+    form = RunForm(ctx)
+    form.set("gpu", "t4x2")
+    form.set("batch_per_card", 1)
+    form.set_text("width", "8192")
+    form.set_text("layers", "64")
+    for level in ("off", "selective"):
+        form.set("economical", level)
+        [text] = [i.text for i in form.field_issues("batch_per_card")]
+        assert form.estimate()["economical_fits_at"] is None
+        assert "экономн" not in text and "economical" not in text, text
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_a_batch_too_big_names_the_batch_that_fits_and_the_level_that_keeps_it(ctx, lang):
+    set_language(lang)
+    form = RunForm(ctx)
+    form.set("gpu", "t4x2")
+    form.set("batch_per_card", form.estimate()["max_batch"] + 1)  # just too big with the mode off
+    est = form.estimate()
+    assert est["fits"] is False and est["economical_fits_at"] == "selective"
+    [text] = [i.text for i in form.field_issues("batch_per_card")]
+    assert str(est["max_batch"]) in text and text in form.start_blockers()
+    keep = (", или включите экономный режим и оставьте батч" if lang == "ru"
+            else ", or turn on the economical mode and keep the batch")
+    assert keep in text, text
+    form.set("economical", "selective")  # taking the advice: the same batch now starts
+    assert form.field_issues("batch_per_card") == []
 
 
 def test_continuing_keeps_the_level_editable(ctx, tiny_data):
