@@ -322,3 +322,36 @@ def test_fp16_with_grad_scaler_resumes_bit_exact(tmp_path, tiny_data):
     assert p.returncode == 0, p.stderr
     assert events(parted, "start")[-1]["precision"] == "fp16"
     assert events(parted, "end")[-1]["state_sha256"] == events(whole, "end")[-1]["state_sha256"]
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
+def test_full_disk_during_the_final_save_is_an_error_event_and_keeps_the_earlier_checkpoint(tmp_path, tiny_data):
+    import resource
+
+    run = write_run(tmp_path / "full", tiny_data, steps_to=4)
+    assert run_trainer(run, "--stop-at-step", "2").returncode == 0
+    folder = run / "checkpoints"
+    size = (folder / "step-00000002.pt").stat().st_size
+
+    def no_room() -> None:  # the child may write files only smaller than a checkpoint
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, size // 2))
+
+    p = subprocess.run([sys.executable, "-m", "trainer", "--run", str(run), "--resume", "latest"], env=trainer_env(),
+                       cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=no_room)
+    assert p.returncode == 3, p.stderr
+    assert "Traceback" not in p.stderr and "could not write checkpoint" in p.stderr
+    err = events(run, "error")[-1]
+    assert "step-00000004.pt" in err["message"] and err["checkpoint"].endswith("step-00000002.pt")
+    assert "--resume" in err["advice"] and events(run, "end")[-1]["reason"] == "error"
+    assert (folder / "latest").read_text().strip() == "step-00000002.pt"
+    assert sorted(x.name for x in folder.iterdir()) == ["latest", "step-00000002.pt"]  # no half-written file left
+    assert run_trainer(run, "--resume", "latest").returncode == 0
+
+
+def test_a_file_in_the_way_of_checkpoints_is_an_error_event(tmp_path, tiny_data):
+    run = write_run(tmp_path / "inway", tiny_data, steps_to=2)
+    (run / "checkpoints").write_text("not a folder")
+    p = run_trainer(run)
+    assert p.returncode == 3 and "Traceback" not in p.stderr, p.stderr
+    err = events(run, "error")[-1]
+    assert "could not write checkpoint" in err["message"] and err["checkpoint"] is None

@@ -25,6 +25,11 @@ class CheckpointError(ValueError):
     """A checkpoint that cannot be used: the message says why and what to use instead."""
 
 
+class SaveError(Exception):
+    """A checkpoint that could not be written (disk full, no permission, a file in the way).
+    Nothing under a checkpoint's name and no `latest` pointer was touched."""
+
+
 def checkpoint_dir(run_dir: Path) -> Path:
     return run_dir / "checkpoints"
 
@@ -61,13 +66,25 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[Path, str]:
     """Write step-XXXXXXXX.pt atomically, point `latest` at it, prune old ones; returns (path, sha256)."""
     folder = checkpoint_dir(run_dir)
-    folder.mkdir(parents=True, exist_ok=True)
     final = folder / f"step-{step:08d}.pt"
     tmp = folder / f".{final.name}.tmp"
-    with open(tmp, "wb") as f:
-        torch.save(payload, f)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+    # A full disk shows as OSError, or as torch's RuntimeError from its zip writer (which
+    # hides the errno): either way the half-written file goes, so it fills nothing more.
+    except (OSError, RuntimeError) as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise SaveError(
+            f"could not write checkpoint {final} ({type(e).__name__}: {e}): "
+            "free disk space, make the run folder writable or move away what is in the way"
+        ) from None
     os.replace(tmp, final)
     _fsync_dir(folder)
     atomic_write_bytes(folder / LATEST, (final.name + "\n").encode())

@@ -227,7 +227,15 @@ class Trainer:
             "precision": self.precision,
             "time": time.time(),
         }
-        path, sha = ckpt.save(self.opts.run_dir, self.step, payload, self.cfg.training.keep_checkpoints)
+        try:
+            path, sha = ckpt.save(self.opts.run_dir, self.step, payload, self.cfg.training.keep_checkpoints)
+        except ckpt.SaveError as e:
+            earlier = self.last_good[0] if self.last_good else None
+            raise TrainingFailure(
+                "other", str(e),
+                f"the earlier checkpoint {earlier} is intact: continue from it (--resume {earlier}) once there is room"
+                if earlier else "no earlier checkpoint exists: start again once there is room",
+            ) from None
         self.last_good = (str(path), sha)
         self.events.emit("checkpoint", self.step, path=str(path), sha256=sha)
 
@@ -395,6 +403,9 @@ def _run(trainer: Trainer, opts: Options) -> int:
     trainer.control.install_signals()
     try:
         reason = trainer.train()
+        # The final save fails like one during training (a full disk): inside the same try.
+        if trainer.last_good is None or trainer.last_good[0] != str(ckpt.checkpoint_dir(opts.run_dir) / f"step-{trainer.step:08d}.pt"):
+            trainer.save()
     except TrainingFailure as f:
         report_failure(trainer, f.kind, f.message, f.advice, **f.extra)
         trainer.say_error(f"error: {f.message}. {f.advice}")
@@ -402,8 +413,6 @@ def _run(trainer: Trainer, opts: Options) -> int:
     except Exception as e:  # the event stream must say what happened, whatever it was
         report_failure(trainer, "other", f"{type(e).__name__}: {e}", "see trainer.log for the traceback")
         raise
-    if trainer.last_good is None or trainer.last_good[0] != str(ckpt.checkpoint_dir(opts.run_dir) / f"step-{trainer.step:08d}.pt"):
-        trainer.save()
     sha = trainer.state_sha256()
     messages = {
         "steps_reached": f"reached step {trainer.step}",
