@@ -71,7 +71,8 @@ def test_cli_start_wait_trains_resumes_in_place_lists_and_exports(tiny_data, tmp
     # Stopped as if by the time limit: exit code 3, a checkpoint saved.
     assert cli.main(["run", "start", "--config", str(path), "--wait", "--stop-at-step", "20"]) == 3
     out = capsys.readouterr().out
-    assert "35,200" in out and "20/30" in out and "time_limit" in out and "ternit run continue" in out
+    # 35 200 weights, written as the interface language writes numbers (Russian: a thin space).
+    assert "35\u202f200" in out and "20/30" in out and "time_limit" in out and "ternit run continue" in out
 
     reg = Registry()
     m = RunManager(reg)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..cli_args import Parser
 from ..i18n import t
-from ..numbers import count_text
+from ..numbers import count_text, int_text
 from . import status as st
 from .continuing import ContinueError
 from .events import Event
@@ -143,7 +143,7 @@ class Progress:
             self.steps_to = (cfg.get("training") or {}).get("steps_to")
             resumed = ev.get("resumed_from")
             print(
-                t("старт", "start") + f": {ev.get('params', 0):,} " + t("весов", "weights")
+                t("старт", "start") + f": {int_text(int(ev.get('params') or 0))} " + t("весов", "weights")
                 + f", {ev.get('device')} × {ev.get('world_size')}, {ev.get('precision')}, "
                 + f"{ev.get('tokens_per_step')} " + t("токенов/шаг", "tokens/step")
                 + (t(f", продолжение с шага {step}", f", resumed at step {step}") if resumed else ""),
@@ -174,7 +174,7 @@ def _num(v: Any) -> str:
 
 
 def _rate(v: Any) -> str:
-    return f"{v:,.0f}" if isinstance(v, (int, float)) else "—"
+    return int_text(round(v)) if isinstance(v, (int, float)) else "—"
 
 
 def _follow(m: RunManager, rec: RunRecord, as_json: bool) -> int:
