@@ -159,3 +159,21 @@ def test_a_data_failure_names_the_folder(tmp_path, capsys):
     assert cli.main(["run", "show", rec.id]) == 0
     shown = capsys.readouterr().out
     assert '"kind": "data"' in shown and rec.id in shown
+
+
+def test_export_failures_are_said_in_the_interface_language_with_no_traceback(tiny_data, tmp_path, capsys, russian):
+    from tests.trainer_run import run_trainer, write_run
+
+    run = write_run(tmp_path / "src", tiny_data, steps_to=2)
+    assert run_trainer(run).returncode == 0
+    ckpt = run / "checkpoints" / "step-00000002.pt"
+    (tmp_path / "afile").write_text("a file where the folder should be")
+    assert cli.main(["export", str(ckpt), str(tmp_path / "afile" / "w.safetensors")]) == 1
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "Не удалось записать" in err and "Выберите другое место" in err
+    damaged = tmp_path / "damaged.pt"
+    damaged.write_bytes(ckpt.read_bytes()[:1000])
+    assert cli.main(["export", str(damaged), str(tmp_path / "w.safetensors")]) == 1
+    err = capsys.readouterr().err
+    assert "не читается" in err and "damaged" in err  # the exporter's own line stays as the detail
+    assert not list(tmp_path.glob("*.safetensors")) and not list(tmp_path.glob(".*.tmp"))

@@ -27,11 +27,27 @@ def export(checkpoint: Path, out: Path) -> dict[str, str]:
         "tokenizer_sha256": state["data"]["tokenizer_sha256"],
         "tied": "tok.weight is also the output layer",
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.tmp")
-    save_file(tensors, str(tmp), metadata=metadata)
-    os.replace(tmp, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        save_file(tensors, str(tmp), metadata=metadata)
+        os.replace(tmp, out)
+    # safetensors reports a failed write as its own error type (not OSError): caught as
+    # Exception, the half-written file removed, and said as one line.
+    except Exception as e:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        raise WriteError(f"cannot write {out} ({type(e).__name__}: {e})") from None
     return metadata
+
+
+class WriteError(Exception):
+    """OUT could not be written: a read-only folder, a full disk, a file where a folder should be."""
+
+
+EXIT_CHECKPOINT, EXIT_WRITE = 2, 4
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,7 +59,10 @@ def main(argv: list[str] | None = None) -> int:
         meta = export(args.checkpoint, args.out)
     except CheckpointError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return EXIT_CHECKPOINT
+    except WriteError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_WRITE
     print(f"wrote {args.out} ({meta['params']} weights, step {meta['step']})")
     return 0
 

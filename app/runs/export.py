@@ -52,7 +52,24 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
         params = f"{int(params):,}" if params.isdigit() else params
         text = t(f"веса записаны: {out} ({params.replace(',', ' ')} весов, шаг {step})",
                  f"weights written: {out} ({params} weights, step {step})")
+    elif done.returncode in FAILURES:
+        # The exporter's line is English (trainer/ has no interface texts): the lab says
+        # what happened and what to do in the interface language, the line follows as detail.
+        text = FAILURES[done.returncode](checkpoint, out) + "\n" + text
     return ExportResult(ok, str(checkpoint), str(out), text)
+
+
+# The exporter's exit codes (trainer/export.py: EXIT_CHECKPOINT, EXIT_WRITE) → what to tell the user.
+FAILURES = {
+    2: lambda ckpt, out: t(
+        f"Чекпоинт {ckpt} не читается: он повреждён или это не чекпоинт Ternit Lab. Выберите другой чекпоинт.",
+        f"Checkpoint {ckpt} cannot be read: it is damaged or not a Ternit Lab checkpoint. Choose another checkpoint."),
+    4: lambda ckpt, out: t(
+        f"Не удалось записать {out}: папка только для чтения, диск полон или на пути вместо папки лежит файл. "
+        "Выберите другое место.",
+        f"Could not write {out}: the folder is read-only, the disk is full or a file stands where a folder "
+        "should be. Choose another place."),
+}
 
 
 def _metadata(path: Path) -> dict[str, str]:
