@@ -236,6 +236,20 @@ def test_the_nearest_measured_size_on_that_card_is_used_and_scaled():
     assert "scaled from the measurement of run near" in e["tokens_per_s_source"]
 
 
+def test_a_toy_run_far_from_the_asked_size_is_not_scaled_from():
+    """A 35-thousand-weight run's step is mostly fixed cost: scaled by compute to the default
+    model it made that model look 3.6× slower on the CPU than the CPU's rate says. Beyond
+    MAX_SCALE_DISTANCE the card's own figure is used again (and says it is an estimate)."""
+    toy = run_entry("toy", gpu="cpu", layers=2, width=32, context=32, batch=4,
+                    params=param_count(2, 32, 32, 300), tokens_per_s=400.0)
+    plain = est(gpu="cpu")
+    e = est(gpu="cpu", measured=[toy])
+    assert e["tokens_per_s_basis"]["kind"] == "cpu_rate" and e["tokens_per_s"] == pytest.approx(plain["tokens_per_s"])
+    # A size near the toy is still scaled from it.
+    small = est(gpu="cpu", layers=3, width=32, heads=2, context=32, vocab=300, batch=4, measured=[toy])
+    assert small["tokens_per_s_basis"]["run"] == "toy"
+
+
 def test_measured_peak_memory_calibrates_the_estimate():
     plain = est()
     pred = plain["memory_mb"]["allocated_peak"]

@@ -13,7 +13,8 @@ count. In order:
   16 layers ran 0.70× as fast as 8 where compute scaling says 0.53× (docs/PERF.md).
   Used when that fixed part is at least MIN_FIXED_SHARE of the nearest run's step;
 - else the nearest measured size, scaled by compute per token ("scaled_measured").
-Every result says which it was.
+A nearest run further than MAX_SCALE_DISTANCE is not used at all (the card's reference
+figure is). Every result says which it was.
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ MIN_SPREAD = 1.1
 # (measured runs of one size spread by a few per cent, docs/PERF.md): the nearest run's
 # scaling is then used, which on the CPU predicted as well with a smaller worst case.
 MIN_FIXED_SHARE = 0.10
+# A measured run further than this from the asked shape (_candidates' distance: e^3.5 ≈ 32×
+# the compute per token, or tokens per step far apart) says little about it: a toy run's
+# step is mostly fixed cost, so scaling it by compute made the default model on the CPU
+# 3.6× slower than the CPU's own rate says. The card's reference (or rate) is used then.
+MAX_SCALE_DISTANCE = 3.5
 
 
 @dataclass(frozen=True)
@@ -224,6 +230,8 @@ def estimate_speed(
     cost = _cost(s, facts, level)
     measured = list(measured or ())  # read twice below: a generator would be spent
     near = nearest_measured(s, gpu, level, measured)
+    if near is not None and near[1] > MAX_SCALE_DISTANCE:
+        near = None  # too far to scale from: the reference below says so
     if near is not None:
         m, dist = near
         ms = measured_shape(m)
