@@ -309,3 +309,15 @@ def test_argparse_messages_of_other_python_versions_are_translated():
     assert translate_error("argument --limit: expected one argument", "ru") == "аргумент --limit: нужно значение"
     assert translate_error("something argparse says one day", "ru") == "something argparse says one day"
     assert translate_error("unrecognized arguments: x", "en") == "unrecognized arguments: x"
+
+
+def test_bench_window_help_exits_0_and_a_wrong_argument_is_a_usage_error(capsys):
+    # A process benchmark, run in process here: only its argument handling is under test.
+    from ui.bench_window import main as bench_window
+
+    assert bench_window(["--help"]) == 0
+    assert "startup|plot" in capsys.readouterr().out
+    for wrong in (["plot", "many"], ["nothing"], ["plot", "5", "6"]):
+        assert bench_window(wrong) == 2
+        captured = capsys.readouterr()
+        assert captured.out == "" and "error: expected `startup|plot [N]`" in captured.err

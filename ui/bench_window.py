@@ -96,8 +96,13 @@ def plot(n: int) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if not argv or argv[0] not in ("startup", "plot"):
+    if argv[:1] in (["-h"], ["--help"]):
         print(__doc__)
+        return 0
+    # Anything else than `startup|plot [N]` is a usage error: said on stderr, exit 2, no traceback.
+    if not argv or argv[0] not in ("startup", "plot") or len(argv) > 2 or (len(argv) == 2 and not argv[1].isdigit()):
+        print(__doc__, file=sys.stderr)
+        print(f"ternit bench window: error: expected `startup|plot [N]`, got {' '.join(argv) or 'nothing'}", file=sys.stderr)
         return 2
     n = int(argv[1]) if len(argv) > 1 else (7 if argv[0] == "startup" else 20)
     return startup(n) if argv[0] == "startup" else plot(n)
