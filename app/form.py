@@ -713,13 +713,13 @@ class RunForm:
                 pw = pw.replace(".", ",")
             rows.append(SizeRow("data", t("Данные", "Data"),
                                 t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
-                                t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want)})",
-                                  f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want)})"),
+                                t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
+                                  f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"),
                                 level))
         else:
             rows.append(SizeRow("data", t("Данные", "Data"), "—",
-                                t(f"нужно ≈{count_text(want)} токенов (~20 на вес)",
-                                  f"wants ≈{count_text(want)} tokens (~20 per weight)"), "warning"))
+                                t(f"нужно ≈{count_text(want, sig=2)} токенов (~20 на вес)",
+                                  f"wants ≈{count_text(want, sig=2)} tokens (~20 per weight)"), "warning"))
         if not est:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
