@@ -514,3 +514,13 @@ def test_the_estimate_adds_the_workspace_on_gpus_only():
     t4 = estimate(gpu="t4", **args)["memory_mb"]
     assert t4["cublas_workspace"] == pytest.approx(2 * 8.125)
     assert estimate(gpu="cpu", **args)["memory_mb"]["cublas_workspace"] == 0
+
+
+def test_many_passes_over_tiny_data_read_as_a_number():
+    """A tiny dataset read tens of thousands of times: «49,2 тыс. проходов», not "45259.7"."""
+    many = estimate(**{**DEFAULT, "gpu": "t4x2", "lang": "ru", "data_tokens": 5000})
+    line = next(a for a in many["advice"] if "проход" in a)
+    assert "49,2 тыс. проходов" in line, line
+    few = estimate(**{**DEFAULT, "gpu": "t4x2", "lang": "en", "data_tokens": 100_000_000})
+    assert any("2.5 passes" in a for a in few["advice"])
+

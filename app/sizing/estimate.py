@@ -311,9 +311,12 @@ def _advice(e: dict[str, Any], s: Shape, facts: GpuFacts, lang: str, limit_min: 
         passes = e["passes"]
         read_t = count_text(e["tokens_read"], lang)
         if passes > 1.0:
-            p = f"{passes:.1f}"
+            # 1.5 passes; 45 260 passes (a tiny dataset), not "45259.7"
+            p = count_text(passes, lang) if passes >= 1000 else (
+                f"{passes:.1f}".replace(".", ",") if lang == "ru" else f"{passes:.1f}")
             out.append(("passes", _t(lang,
-                f"Прогон прочтёт {read_t} токенов — это {p.replace('.', ',')} прохода по данным; после нескольких проходов валидация перестаёт падать.",
+                f"Прогон прочтёт {read_t} токенов — это {p} {'проходов' if passes >= 1000 else 'прохода'} по данным; "
+                "после нескольких проходов валидация перестаёт падать.",
                 f"The run reads {read_t} tokens — {p} passes over the data; after a few passes validation stops improving.")))
         else:
             out.append(("passes", _t(lang,
