@@ -120,6 +120,8 @@ def test_stop_request_finishes_step_and_saves(tmp_path, tiny_data, how):
     assert proc.wait(timeout=60) == 0, proc.stderr.read()
     end = events(run, "end")[-1]
     assert end["reason"] == "stopped"
+    # Which request stopped it (a STOP file left from before would stop a new run at once).
+    assert ("RUN_DIR/STOP" if how == "stop_file" else "a signal") in end["message"]
     assert (run / "checkpoints" / f"step-{end['step']:08d}.pt").is_file()
 
 

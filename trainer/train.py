@@ -417,7 +417,10 @@ def _run(trainer: Trainer, opts: Options) -> int:
     messages = {
         "steps_reached": f"reached step {trainer.step}",
         "time_limit": f"stopped by the time limit at step {trainer.step}",
-        "stopped": f"stopped on request at step {trainer.step}",
+        # Which request: a STOP file left from an earlier run stops a new one at once, and
+        # the line should say why.
+        "stopped": f"stopped on request at step {trainer.step}"
+        + (" (RUN_DIR/STOP exists)" if (opts.run_dir / "STOP").exists() else " (a signal)"),
     }
     trainer.events.emit("end", trainer.step, reason=reason, state_sha256=sha, message=messages[reason])
     trainer.say(f"end: {messages[reason]}; state sha256 {sha}")
