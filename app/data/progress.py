@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TextIO
 
 from ..i18n import t
+from ..numbers import count_text
 
 
 @dataclass(frozen=True)
@@ -184,36 +185,37 @@ def progress_for_cli() -> TextBar | JsonLines:
     return JsonLines() if os.environ.get(PROGRESS_ENV) == "json" else TextBar()
 
 
-def parse_progress_line(line: str) -> Progress | None:
-    """A JsonLines line back into a Progress (None for any other line: a message)."""
+def _json_line(line: str, key: str) -> dict | None:
+    """A JsonLines line whose first key is `key`, as a dict (None for any other line)."""
     line = line.strip()
-    if not line.startswith('{"progress"'):
-        return None
-    try:
-        d = json.loads(line)
-        total = d.get("total")
-        return Progress(str(d["progress"]), float(d.get("done") or 0), None if total is None else float(total),
-                        str(d.get("unit") or ""), str(d.get("message") or ""))
-    except (ValueError, KeyError, TypeError):
-        return None
-
-
-def parse_warning_line(line: str) -> str | None:
-    """A JsonLines warning line back into its text (None for any other line)."""
-    line = line.strip()
-    if not line.startswith('{"warning"'):
+    if not line.startswith('{"' + key + '"'):
         return None
     try:
         d = json.loads(line)
     except ValueError:
         return None
-    return str(d["warning"]) if isinstance(d, dict) and "warning" in d else None
+    return d if isinstance(d, dict) and key in d else None
+
+
+def parse_progress_line(line: str) -> Progress | None:
+    """A JsonLines line back into a Progress (None for any other line: a message)."""
+    d = _json_line(line, "progress")
+    if d is None:
+        return None
+    try:
+        total = d.get("total")
+        return Progress(str(d["progress"]), float(d.get("done") or 0), None if total is None else float(total),
+                        str(d.get("unit") or ""), str(d.get("message") or ""))
+    except (ValueError, TypeError):
+        return None
+
+
+def parse_warning_line(line: str) -> str | None:
+    """A JsonLines warning line back into its text (None for any other line)."""
+    d = _json_line(line, "warning")
+    return None if d is None else str(d["warning"])
 
 
 def _human(n: float, unit: str) -> str:
-    if unit in ("chars", "tokens"):
-        for div, suffix in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
-            if n >= div:
-                return f"{n / div:.1f}{suffix}"
-        return f"{int(n)}"
-    return f"{int(n)}"
+    """Characters and tokens as the interface writes counts («1,2 млн»); files as they are."""
+    return count_text(n) if unit in ("chars", "tokens") else f"{int(n)}"
