@@ -300,15 +300,21 @@ def test_memory_advice_names_the_next_level_or_nothing(ctx, lang):
             assert other not in advice
 
 
-@pytest.mark.parametrize("lang", ["ru", "en"])
-def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
+def batch_1_on_t4x2(ctx, lang: str, width: str, layers: str) -> RunForm:
+    """A model at batch 1 on Kaggle's 2×T4, the form in `lang`."""
     set_language(lang)
     form = RunForm(ctx)
     form.set("gpu", "t4x2")
     form.set("batch_per_card", 1)
+    form.set_text("width", width)
+    form.set_text("layers", layers)
+    return form
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
     # Batch 1 needs the full level here: long context, so activations are what overflow.
-    form.set_text("width", "1536")
-    form.set_text("layers", "16")
+    form = batch_1_on_t4x2(ctx, lang, "1536", "16")
     form.set_text("context", "16384")
     texts_by_level = {}
     for level in ("off", "selective", "full"):
@@ -326,12 +332,7 @@ def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
 def test_no_economical_advice_when_the_weights_alone_overflow_the_card(ctx, lang):
     # 51 B weights: weights, gradients and AdamW alone are ~800 GB, which no level saves;
     # Start used to say "or turn on the economical mode" where the panel's advice did not.
-    set_language(lang)
-    form = RunForm(ctx)
-    form.set("gpu", "t4x2")
-    form.set("batch_per_card", 1)
-    form.set_text("width", "8192")
-    form.set_text("layers", "64")
+    form = batch_1_on_t4x2(ctx, lang, "8192", "64")
     for level in ("off", "selective"):
         form.set("economical", level)
         [text] = [i.text for i in form.field_issues("batch_per_card")]
