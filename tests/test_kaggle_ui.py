@@ -68,17 +68,25 @@ def test_machine_lists_accounts_and_explains_auto(qtbot, fake, tiny_data):
     assert auto_explanation(cfg) == w.line.text()
 
 
-def test_window_follows_a_kaggle_chain_into_its_next_leg_as_one_curve(qtbot, fake, tiny_data):
+def shown_window(qtbot, tiny_data):
+    """The lab's window, shown, with the tiny prepared data to choose from."""
     from app.runs import RunManager
-    from ui.main_window import LIVE, MainWindow
+    from ui.main_window import MainWindow
+
+    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+    qtbot.addWidget(w)
+    w.show()
+    return w
+
+
+def test_window_follows_a_kaggle_chain_into_its_next_leg_as_one_curve(qtbot, fake, tiny_data):
+    from ui.main_window import LIVE
 
     # Alice's quota ends the first leg at once; the lab goes on on bob by itself.
     fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
     fake.add_account("bob", KEYS["bob"], quota_h=10)
     add_lab_accounts("alice", "bob")
-    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
-    qtbot.addWidget(w)
-    w.show()
+    w = shown_window(qtbot, tiny_data)
     w.ensure_ready()
     cfg = tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100)
     cfg["target"]["account"] = "alice"
@@ -95,15 +103,11 @@ def test_window_follows_a_kaggle_chain_into_its_next_leg_as_one_curve(qtbot, fak
 
 
 def test_stop_on_a_kaggle_run_says_what_happens_in_the_window(qtbot, fake, tiny_data):
-    from app.runs import RunManager
-    from ui.main_window import MainWindow
 
     fake.run_kernels = False  # the kernel stays queued
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")
-    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
-    qtbot.addWidget(w)
-    w.show()
+    w = shown_window(qtbot, tiny_data)
     rec = w.start_run(tiny_config(tiny_data, limit_min=60))
     qtbot.waitUntil(lambda: w.runs.registry.get(rec.id).status == "queued", timeout=60_000)
     assert "Остановить" in w.banner.stop_button.text() and "kaggle.com" in w.banner.stop_button.toolTip()
@@ -118,15 +122,11 @@ def test_stop_on_a_kaggle_run_says_what_happens_in_the_window(qtbot, fake, tiny_
 def test_retry_of_a_kaggle_run_uploads_off_the_window_thread(qtbot, fake, tiny_data):
     import time
 
-    from app.runs import RunManager
-    from ui.main_window import MainWindow
 
     fake.run_kernels = False
     fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=30)  # no quota: the start fails
     add_lab_accounts("alice")
-    w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
-    qtbot.addWidget(w)
-    w.show()
+    w = shown_window(qtbot, tiny_data)
     rec = w.start_run(tiny_config(tiny_data, limit_min=60))
     qtbot.waitUntil(lambda: w.runs.registry.get(rec.id).status == "failed", timeout=60_000)
     assert w.runs.failure(rec.id).retry_label() is not None
