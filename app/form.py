@@ -145,6 +145,7 @@ class FormContext:
     accounts: list[Account] = field(default_factory=list)
     local_gpu: str | None = None  # the NVML name of this computer's card, None: no GPU
     local_card_memory_mb: float | None = None
+    local_gpu_index: int = 0  # its NVML index: a local run on it names it in target.gpu
     measured: list[dict[str, Any]] = field(default_factory=list)  # for app.sizing
     active_runs: list[ActiveRun] = field(default_factory=list)  # going now (the history's)
 
@@ -783,7 +784,7 @@ class RunForm:
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}
         else:
-            target = {"kind": "local", "gpu": "cpu" if v["gpu"] == "cpu" else "auto", "account": "auto"}
+            target = {"kind": "local", "gpu": self._local_target_gpu(), "account": "auto"}
         cfg = dict(base)
         cfg.update(
             name=str(v["name"]).strip(),
@@ -794,6 +795,15 @@ class RunForm:
             resume_from=base.get("resume_from") if self.continuing else None,
         )
         return cfg
+
+    def _local_target_gpu(self) -> str:
+        """run.json's target.gpu for a run on this computer: the card the form showed (its
+        name and memory sized the run) by its index, not "auto", which on a PC with two
+        cards would start on both; the CPU as chosen; "auto" for a size preset."""
+        gpu = self.values["gpu"]
+        if gpu == "cpu":
+            return "cpu"
+        return str(self.ctx.local_gpu_index) if gpu == "local" and self.ctx.local_gpu else "auto"
 
     def data_changed(self) -> bool:
         """Continuing with other constellations: validation starts anew."""

@@ -193,3 +193,17 @@ def two_cards() -> list[FakeCard]:
                  slowdown=85, shutdown=90, util=95, power_mw=66_000, power_limit_mw=70_000,
                  fan=0, errors={"nvmlDeviceGetFanSpeed": NOT_SUPPORTED}),
     ]
+
+
+def pc_with_cards(monkeypatch: Any, cards: list[FakeCard]) -> FakeNvml:
+    """This PC as NVML sees it: `cards`, every one visible to a trainer (conftest hides them
+    all), the lab's NVML session and the sizing's card cache made anew."""
+    from app.gpu import nvml
+    from app.sizing.gpus import local_card
+
+    fake = FakeNvml(cards)
+    fake.install(monkeypatch)
+    monkeypatch.setattr(nvml, "_session", None)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    local_card.cache_clear()
+    return fake

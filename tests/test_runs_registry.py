@@ -333,7 +333,7 @@ def test_launch_plans_pick_cpu_one_gpu_or_torchrun(tmp_path, monkeypatch):
     assert (parsed.module, parsed.training_script, parsed.training_script_args[:2]) == (True, "trainer", ["--run", str(tmp_path)])
     assert p.argv[-4:] == ["--resume", "latest", "--device", "cuda"] and p.processes == 2
     p = plan_launch(tmp_path, "1")
-    assert p.env == {"CUDA_VISIBLE_DEVICES": "1"} and "torch.distributed.run" not in p.argv
+    assert p.env == {"CUDA_VISIBLE_DEVICES": "1", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"} and "torch.distributed.run" not in p.argv
     assert plan_launch(tmp_path, "auto", gpu_count=0).device == "auto"
     with pytest.raises(ValueError):
         plan_launch(tmp_path, "gpu0")

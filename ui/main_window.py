@@ -8,7 +8,6 @@ load time) never imports torch: the trainer is always its own process.
 
 from __future__ import annotations
 
-import os
 import sys
 import threading
 import time
@@ -40,8 +39,9 @@ from PySide6.QtWidgets import (
 
 from app import paths
 from app.data import manage as data_manage
-from app.form import ActiveRun, ContinueFrom, FormContext, Prepared, scan_prepared
+from app.form import ActiveRun, ContinueFrom, FormContext, Prepared
 from app.i18n import current_language, t
+from app.lab import load_form_context
 from app.runs import ContinueError, RunEnded, RunError, RunManager, RunRecord
 from app.runs import status as st
 from app.runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
@@ -70,73 +70,6 @@ def _keys(standard: QKeySequence.StandardKey, fallback: str) -> list[QKeySequenc
 def key_text(action: QAction) -> str:
     """An action's first key as the platform writes it («Ctrl+Enter»); "" when it has none."""
     return action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-
-
-def load_form_context(runs: RunManager | None = None, extra_prepared: list[str] | None = None) -> FormContext:
-    """What the form chooses from: constellations with token counts, prepared data, Kaggle
-    accounts, this PC's card. Each source is optional: a part of the lab that is missing or
-    fails leaves its choices empty, never the window closed."""
-    ctx = FormContext()
-    _add_library(ctx)
-    for prep in scan_prepared(paths.prepared_dir()):
-        ctx.add_prepared(prep)
-    dirs = list(extra_prepared or [])
-    if runs is not None:  # data folders the history's runs used
-        for rec in runs.registry.list_runs(limit=50):
-            try:
-                d = (rec.config().get("data") or {}).get("dir")
-            except (OSError, ValueError):
-                d = None
-            if d:
-                dirs.append(d)
-    for d in dict.fromkeys(dirs):
-        prep = Prepared.read(d)
-        if prep:
-            ctx.add_prepared(prep)
-    _add_accounts(ctx)
-    _add_local_gpu(ctx)
-    return ctx
-
-
-def _add_local_gpu(ctx: FormContext) -> None:
-    """This PC's first card (NVML through app.gpu); no driver or no card: the CPU."""
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
-        return  # every GPU hidden from the trainer: local runs use the CPU
-    try:
-        from app.gpu.nvml import OK, session
-
-        nvml = session()
-        if nvml.ensure() != OK or nvml.count() < 1:
-            return
-        info = nvml.static(0)
-    except Exception:  # a broken driver must not stop the window opening
-        return
-    ctx.local_gpu = info.name
-    ctx.local_card_memory_mb = info.mem_total_mb
-
-
-def _add_library(ctx: FormContext) -> None:
-    """Constellations from app.data's library (with token counts where known)."""
-    try:
-        from app.data import library
-    except ImportError:
-        return
-    try:
-        for c in library.constellation_summaries():
-            ctx.constellations[c["name"]] = c.get("tokens")
-    except Exception:  # the library's own errors must not stop the window opening
-        return
-
-
-def _add_accounts(ctx: FormContext) -> None:
-    try:
-        from app.kaggle import accounts_for_form
-    except ImportError:
-        return
-    try:
-        ctx.accounts = list(accounts_for_form())
-    except Exception:
-        return
 
 
 class RunBanner(QWidget):

@@ -104,6 +104,9 @@ def plan_launch(
             raise ValueError(t(f"target.gpu: auto, cpu или номера видеокарт, например 0 или 0,1, а не {gpu!r}",
                                f"target.gpu must be auto, cpu or GPU numbers such as 0 or 0,1 — not {gpu!r}"))
         env["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
+        # The ids are NVML's (the form's card, `nvidia-smi`), which count in PCI bus order;
+        # CUDA's own default order (fastest first) would pick another card on a mixed PC.
+        env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         count, device, note = len(ids), "cuda", f"GPU {', '.join(ids)}"
     trainer_args += ["--device", device]
     if count > 1:

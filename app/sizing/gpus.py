@@ -94,7 +94,7 @@ GPUS: dict[str, GpuFacts] = {
     # same name, else assumed equal to one T4 until a run on it is measured.
     "local": GpuFacts(
         "local",
-        {"ru": "своя видеокарта", "en": "this computer's GPU"},
+        {"ru": "Карта этого компьютера", "en": "This computer's card"},
         "gpu", 1, None, T4_TOKENS_PER_S, False,
         {"ru": "неизвестная карта: принята скорость одной T4", "en": "unknown card: assumed as fast as one T4"},
         None, "bf16", on={"ru": "на своей видеокарте", "en": "on this computer's GPU"},
