@@ -167,12 +167,16 @@ def scan_prepared(root: str | Path) -> list[Prepared]:
     return sorted((p for p in found if p), key=lambda p: -p.mtime)
 
 
+RUNNING = "running"  # an Issue level: these very settings train now (Start off, not an error)
+
+
 @dataclass(frozen=True)
 class Issue:
-    """One thing the form says about a field: an error blocks Start, a warning does not."""
+    """One thing the form says about a field: an error blocks Start, a warning does not;
+    RUNNING (field "start") blocks Start too but is news, not a fault."""
 
     field: str
-    level: str  # "error" or "warning"
+    level: str  # "error", "warning" or RUNNING
     text: str
 
 
@@ -609,11 +613,14 @@ class RunForm:
             return []
         same = next((r for r in self.ctx.active_runs if r.same_training(config)), None)
         if same is not None:
-            return [Issue("name", "error", t(
-                f"Точно такой же прогон уже идёт: «{same.name}» ({same.id}). Второй посчитал бы те же "
-                "числа — измените настройки или дождитесь его конца",
-                f"The very same run is already going: «{same.name}» ({same.id}). A second one would "
-                "compute the same numbers — change the settings or wait for it to end"))]
+            # Almost always the run just started from this very form (or its continuation):
+            # not a fault, so said as news, not in red. Start stays off all the same: a
+            # second one would compute the same numbers (a double click).
+            return [Issue("start", RUNNING, t(
+                f"«{same.name}» обучается ({same.id}) — ход справа. Чтобы запустить ещё один, "
+                "измените настройки",
+                f"«{same.name}» is training ({same.id}) — progress on the right. To start another, "
+                "change the settings"))]
         local = [r for r in self.ctx.active_runs if r.local]
         if local and not self.is_kaggle():
             where = t("процессор", "the CPU") if self.values["gpu"] == "cpu" else t("видеокарту", "the card")
@@ -632,8 +639,10 @@ class RunForm:
         return [i for i in self.issues() if i.field == name]
 
     def start_blockers(self) -> list[str]:
-        """Why Start is disabled (empty: it is enabled)."""
-        return [i.text for i in self.errors()]
+        """Why Start is disabled (empty: it is enabled): the errors, then the run that
+        trains these very settings already."""
+        issues = self.issues()
+        return [i.text for i in issues if i.level == "error"] + [i.text for i in issues if i.level == RUNNING]
 
     def can_start(self) -> bool:
         return not self.start_blockers()

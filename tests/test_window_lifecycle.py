@@ -29,7 +29,7 @@ def test_start_pressed_twice_starts_one_run_and_says_why_not_a_second(qtbot, win
     assert len(runs) == 1, [r.id for r in runs]
     run_id = runs[0].id
     assert not view.start_button.isEnabled()
-    assert "Точно такой же прогон уже идёт" in view.why.text() and run_id in view.why.text()
+    assert "«tiny» обучается" in view.why.text() and run_id in view.why.text()
 
     # Another run on the same computer may start, with a word on what two trainings share.
     type_into(qtbot, view, "steps_to", "99999")
@@ -40,7 +40,7 @@ def test_start_pressed_twice_starts_one_run_and_says_why_not_a_second(qtbot, win
     view = window.form_view
     type_into(qtbot, view, "steps_to", "100000")
     assert not view.start_button.isEnabled()
-    assert "The very same run is already going" in view.why.text(), view.why.text()
+    assert "«tiny» is training" in view.why.text(), view.why.text()
 
     # Once it has ended, the same settings start again.
     window.stop_run(run_id)

@@ -27,12 +27,13 @@ from PySide6.QtWidgets import (
 )
 
 from app import fields as F
-from app.form import ContinueFrom, FormContext, RunForm
+from app.form import RUNNING, ContinueFrom, FormContext, RunForm
 from app.i18n import t
 from app.numbers import count_text
 
 ERROR_STYLE = "color: #b00020;"
 WARNING_STYLE = "color: #8a5a00;"
+NOTE_STYLE = "color: #1b5e20;"
 LOCKED_LABEL = "color: #777777;"
 LOCKED_INPUT = "background: #eeeeee; color: #555555;"
 
@@ -232,8 +233,8 @@ class RunFormView(QWidget):
     # -- edits -------------------------------------------------------------------------
 
     def _typed(self, name: str, text: str) -> None:
-        if self._updating:
-            return
+        # No `_updating` guard here: textEdited comes only from the user's keys, never from
+        # setText, and a key dropped while a refresh ran came back as a lost letter.
         if F.spec(name).kind in ("int", "float"):
             self.form.set_text(name, text)
         else:
@@ -345,9 +346,13 @@ class RunFormView(QWidget):
                 continue
             locked = form.locked(name)
             if isinstance(w, QLineEdit):
-                if name != keep_text:
-                    text = form.texts.get(name)
-                    w.setText(text if text is not None else ("" if v[name] is None else _plain(v[name])))
+                text = form.texts.get(name)
+                text = text if text is not None else ("" if v[name] is None else _plain(v[name]))
+                # Only a text that differs is put back: setText on the field being typed
+                # in (a tick's refresh) reset its cursor, selection and input method, and
+                # the user's next letters went astray («nc-stop» became «nc-sto»).
+                if name != keep_text and w.text() != text:
+                    w.setText(text)
                 w.setReadOnly(locked)
             elif isinstance(w, QCheckBox):
                 w.setChecked(bool(v[name]))
@@ -392,16 +397,21 @@ class RunFormView(QWidget):
                 locked = LOCKED_INPUT if self.form.locked(name) else ""
                 w.setStyleSheet("border: 1px solid #b00020;" if error else locked)
         blockers = [i.text for i in issues if i.level == "error"]
-        self.start_button.setEnabled(not blockers)
+        running = [i.text for i in issues if i.level == RUNNING]
+        self.start_button.setEnabled(not blockers and not running)
         if blockers:
             why = t("Старт недоступен: ", "Start is disabled: ") + "; ".join(blockers)
-            self.why.setText(why)
+            self.why.setStyleSheet(ERROR_STYLE)
+        else:  # the run just started: said as news under the button, the form left as it is
+            why = "; ".join(running)
+            self.why.setStyleSheet(NOTE_STYLE)
+        self.why.setText(why)
+        if why:
             self.start_button.setToolTip(why)
         else:
-            self.why.setText("")
             key = f" ({self.start_shortcut})" if self.start_shortcut else ""
             self.start_button.setToolTip(t("Запустить обучение", "Start training") + key)
-        self.why.setVisible(bool(blockers))
+        self.why.setVisible(bool(why))
         needs_prep = bool(self.form.values["constellations"]) and self.form.prepared_for_selection() is None
         self.prepare_button.setVisible(needs_prep)
         self.start_button.setText(t("Продолжить", "Continue") if self.form.continuing else t("Старт", "Start"))

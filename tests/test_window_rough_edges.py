@@ -1,0 +1,48 @@
+"""The window's rough edges a new user met on the first day (issue 16), each through the
+window as a user drives it: keys typed at 30 ms a key, clicks, a restart."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt, QTimer
+
+from tests.test_window import fill_tiny, window  # noqa: F401 (the fixture)
+
+pytestmark = pytest.mark.usefixtures("russian")
+
+
+def test_a_name_typed_at_30_ms_a_key_keeps_every_letter_while_the_window_refreshes(qtbot, window):  # noqa: F811
+    view = window.form_view
+    fill_tiny(qtbot, view)
+    edit = view.inputs["name"]
+    edit.setFocus()
+    # What the window does by itself meanwhile: the measured speeds arrive, a run starts or
+    # ends elsewhere, «Обновить» — each redraws the whole form.
+    redraw = QTimer(view)
+    redraw.timeout.connect(lambda: view.set_context(view.form.ctx))
+    redraw.start(10)
+    try:
+        for name in ("nc-stop", "run-alpha-7", "long-run_v2"):
+            edit.selectAll()
+            qtbot.keyClicks(edit, name, delay=30)
+            assert (edit.text(), view.form.values["name"]) == (name, name)
+        # A letter typed in the middle stays where the cursor is.
+        qtbot.keyClick(edit, Qt.Key.Key_Home)
+        qtbot.keyClicks(edit, "my-", delay=30)
+        assert edit.text() == "my-long-run_v2" == view.form.values["name"]
+    finally:
+        redraw.stop()
+
+
+def test_start_says_its_own_run_is_training_not_an_error(qtbot, window):  # noqa: F811
+    view = window.form_view
+    fill_tiny(qtbot, view)
+    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    run_id = window.followed
+    assert run_id, window.statusBar().currentMessage()
+    red = [label.text() for label in (*view.messages.values(), view.why, window.banner.failure)
+           if label.isVisible() and "#b00020" in label.styleSheet()]
+    assert red == []
+    assert "Старт недоступен" not in view.why.text()
+    assert "«tiny» обучается" in view.why.text() and run_id in view.why.text()
+    assert not view.start_button.isEnabled()  # a second click would train the same numbers
