@@ -23,6 +23,8 @@ GROUPS: dict[str, tuple[str, str, str]] = {
     "kaggle": ("app.kaggle.cli", "аккаунты Kaggle, квота и ядра", "Kaggle accounts, quota and kernels"),
     "bench": ("app.bench_cli", "замеры (экономный режим, подготовка данных и др.)",
               "benchmarks (economical mode, data preparation)"),
+    "sample": ("app.sample_cli", "текст от чекпоинта прогона", "text from a run's checkpoint"),
+    "eval": ("app.eval_cli", "потери и бит на байт чекпоинта на файле", "loss and bits per byte of a checkpoint on a file"),
     "export": ("app.export_cli", "веса чекпоинта в файл safetensors",
                "export a checkpoint's weights as safetensors"),
 }

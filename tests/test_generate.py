@@ -142,3 +142,77 @@ def test_sampler_input_errors(trained, tmp_path):
                                      "pre_tokenizer": {"type": "ByteLevel"}}), encoding="utf-8")
     other = sample(ckpt, "x", "--tokenizer", str(wrong_tok))
     assert other[-1]["what"] == "tokenizer" and "not the tokenizer" in other[-1]["message"]
+
+
+# ---- ternit sample / ternit eval ---------------------------------------------------------
+
+
+def ternit(*args: str, lang: str = "en") -> subprocess.CompletedProcess:
+    env = {**trainer_env(), "TERNIT_LANG": lang}
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
+
+
+def test_ternit_sample_streams_and_json(trained):
+    ckpt = str(sorted((trained / "checkpoints").glob("step-*.pt"))[-1])
+    plain = ternit("sample", ckpt, "--prompt", "the cat", "--tokens", "12", "--temperature", "0")
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.startswith("the cat") and "device: CPU, checkpoint of step 150" in plain.stderr
+    js = ternit("sample", ckpt, "--prompt", "the cat", "--tokens", "12", "--temperature", "0", "--json", "--num", "2")
+    rows = [json.loads(x) for x in js.stdout.splitlines()]
+    assert [r["sample"] for r in rows] == [0, 1] and rows[0]["prompt"] == "the cat"
+    assert "the cat" + rows[0]["text"] == plain.stdout.rstrip("\n")  # greedy: the same text both ways
+
+
+@pytest.mark.parametrize("args, words", [
+    (("sample", "no-such-run"), "не файл чекпоинта и не прогон"),
+    (("sample", "X", "--tokens", "много"), "неверное значение"),
+    (("sample", "X", "--top-p", "1.5"), "top-p 1.5 не подходит"),
+    (("eval", "X", "missing.txt"), "файла missing.txt нет"),
+])
+def test_bad_input_is_one_line_and_exit_2(args, words):
+    done = ternit(*args, lang="ru")
+    assert done.returncode == 2 and words in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr and (len(done.stderr.splitlines()) == 1 or "неверное" in words)
+
+
+def test_run_without_checkpoint_says_so(tmp_path):
+    from app.generation import GenerationError, run_target
+
+    (tmp_path / "run.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(GenerationError, match="no checkpoint yet|ещё нет чекпоинта"):
+        run_target(tmp_path, "r1")
+
+
+def test_eval_bits_per_byte_by_hand(trained, tiny_data, tmp_path):
+    import math
+
+    from tokenizers import Tokenizer as HF
+
+    from tests.tiny_data import make_text
+
+    ckpt = sorted((trained / "checkpoints").glob("step-*.pt"))[-1]
+    text = " ".join(make_text(25, seed=99)) + " И ещё: ёж."
+    file = tmp_path / "held.txt"
+    file.write_text(text, encoding="utf-8")
+    done = ternit("eval", str(ckpt), str(file), "--json")
+    assert done.returncode == 0, done.stderr
+    r = json.loads(done.stdout)
+    hf = HF.from_file(str(tiny_data / "tokenizer.json"))
+    ids = hf.encode(text).ids
+    nbytes = file.stat().st_size
+    assert r["tokens"] == len(ids) and r["bytes"] == nbytes
+    assert r["bits_per_byte"] == pytest.approx(r["loss"] * len(ids) / (nbytes * math.log(2)), rel=1e-12)
+    assert r["bpb_ci95"][0] < r["bits_per_byte"] < r["bpb_ci95"][1]
+    # the loss itself, by hand: every token after <|endoftext|> predicted, a context at a time
+    loaded = load_for_generation(ckpt, "cpu")
+    seq = torch.tensor([hf.token_to_id("<|endoftext|>"), *ids])
+    n, nats = loaded.model.cfg.context, 0.0
+    with torch.no_grad():
+        for s in range(0, len(seq) - 1, n):
+            window = seq[s : s + n + 1]
+            logits = loaded.model(window[None, :-1])[0].double()
+            nats += float(torch.nn.functional.cross_entropy(logits, window[1:], reduction="sum"))
+    assert r["loss"] == pytest.approx(nats / len(ids), rel=1e-5)
+    assert r["perplexity"] == pytest.approx(math.exp(r["loss"]))
+    words = ternit("eval", str(ckpt), str(file), lang="ru")
+    assert "бит на байт:" in words.stdout and words.returncode == 0

@@ -1,0 +1,237 @@
+"""Text from a run's checkpoint, and its loss on a file: what `ternit sample`, `ternit eval`
+and the window's «Текст» tab share.
+
+The work needs torch, so it runs in a child process (`python -m trainer.sample`, which
+speaks JSON lines, see its docstring); this module finds the checkpoint and the tokenizer,
+checks the numbers before anything starts, builds the child's command line, reads its lines
+and says its errors in the interface language.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .i18n import t
+from .numbers import int_text
+from .runs.checkpoints import usable_checkpoint
+from .runs.process import _trainer_root
+
+EXIT_INPUT = 2
+
+
+class GenerationError(Exception):
+    """What the user must change (a missing checkpoint, a bad number), in the interface language."""
+
+    def __init__(self, message: str, exit_code: int = EXIT_INPUT) -> None:
+        super().__init__(message)
+        self.message, self.exit_code = message, exit_code
+
+
+@dataclass
+class Target:
+    checkpoint: Path
+    tokenizer: Path | None  # None: the data folder the checkpoint names
+    run_id: str | None = None
+
+
+@dataclass
+class Settings:
+    tokens: int = 200
+    temperature: float = 0.8
+    top_k: int = 40
+    top_p: float = 1.0
+    seed: int = 1337
+    num: int = 1
+    device: str = "auto"
+
+    def check(self) -> None:
+        if self.tokens < 1 or self.tokens > 100_000:
+            raise GenerationError(t(f"длина {self.tokens} не подходит: нужно от 1 до 100 000 токенов",
+                                    f"length {self.tokens} refused: it must be 1 to 100,000 tokens"))
+        if not (math.isfinite(self.temperature) and 0 <= self.temperature <= 10):
+            raise GenerationError(t(f"температура {self.temperature} не подходит: нужно от 0 (всегда самый вероятный токен) до 10",
+                                    f"temperature {self.temperature} refused: it must be 0 (always the likeliest token) to 10"))
+        if self.top_k < 0:
+            raise GenerationError(t(f"top-k {self.top_k} не подходит: 0 (без ограничения) или больше",
+                                    f"top-k {self.top_k} refused: 0 (no limit) or more"))
+        if not (0 < self.top_p <= 1):
+            raise GenerationError(t(f"top-p {self.top_p} не подходит: нужно больше 0 и не больше 1",
+                                    f"top-p {self.top_p} refused: it must be above 0 and at most 1"))
+        if self.num < 1 or self.num > 100:
+            raise GenerationError(t(f"число образцов {self.num} не подходит: от 1 до 100",
+                                    f"sample count {self.num} refused: 1 to 100"))
+
+
+def _run_tokenizer(run_dir: Path) -> Path | None:
+    try:
+        cfg = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+        data_dir = cfg["data"]["dir"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return Path(data_dir) / "tokenizer.json" if data_dir else None
+
+
+def run_target(run_dir: Path, run_id: str | None = None) -> Target:
+    """A run folder's newest usable checkpoint and its data's tokenizer."""
+    found = usable_checkpoint(run_dir)
+    if found is None:
+        raise GenerationError(t(
+            f"у прогона {run_id or run_dir} ещё нет чекпоинта: подождите первого сохранения или продолжите прогон",
+            f"run {run_id or run_dir} has no checkpoint yet: wait for its first save or continue the run"))
+    tokenizer = _run_tokenizer(run_dir)
+    if tokenizer is not None and not tokenizer.is_file():
+        raise GenerationError(t(
+            f"нет токенизатора прогона {tokenizer}: подготовьте данные прогона заново (ternit data prepare)",
+            f"the run's tokenizer {tokenizer} is missing: prepare the run's data again (ternit data prepare)"))
+    return Target(found, tokenizer, run_id)
+
+
+def resolve(spec: str) -> Target:
+    """RUN_ID (or a unique part of one) → its latest checkpoint; else a checkpoint file."""
+    path = Path(spec)
+    if path.is_file():
+        return Target(path, None)
+    from .runs import Registry, RunNotFound
+
+    reg = Registry()
+    try:
+        rec = reg.find(spec)
+    except (RunNotFound, LookupError) as e:
+        detail = f" ({e.args[0]})" if isinstance(e, LookupError) and not isinstance(e, RunNotFound) else ""
+        raise GenerationError(t(
+            f"{spec} — не файл чекпоинта и не прогон{detail}: укажите ID из `ternit run list` или путь к .pt",
+            f"{spec} is neither a checkpoint file nor a run{detail}: give an id from `ternit run list` or a .pt path")) from None
+    finally:
+        reg.close()
+    return run_target(Path(rec.folder), rec.id)
+
+
+def _base(target: Target, command: str, device: str, *positional: str) -> list[str]:
+    argv = [sys.executable, "-m", "trainer.sample", command, str(target.checkpoint), *positional, "--device", device]
+    if target.tokenizer is not None:
+        argv += ["--tokenizer", str(target.tokenizer)]
+    return argv
+
+
+def sample_argv(target: Target, s: Settings) -> list[str]:
+    return _base(target, "sample", s.device) + [
+        "--tokens", str(s.tokens), "--temperature", repr(s.temperature), "--top-k", str(s.top_k),
+        "--top-p", repr(s.top_p), "--seed", str(s.seed), "--num", str(s.num)]
+
+
+def eval_argv(target: Target, file: Path, device: str = "auto") -> list[str]:
+    return _base(target, "eval", device, str(file))
+
+
+def start(argv: list[str], prompt: str = "") -> subprocess.Popen:
+    """The child, its prompt already on its stdin; stdout read line by line as it comes."""
+    env = dict(os.environ)
+    root = _trainer_root()
+    if root:
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONIOENCODING"] = "utf-8"
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=env, text=True, encoding="utf-8", bufsize=1,
+                            creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write(prompt)
+        proc.stdin.close()
+    except OSError:  # the child died at once; its exit code says why
+        pass
+    return proc
+
+
+def lines(proc: subprocess.Popen) -> Iterator[dict[str, Any]]:
+    """The child's records as they come (anything else on stdout is skipped)."""
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and "kind" in record:
+            yield record
+
+
+def stop(proc: subprocess.Popen, grace: float = 3.0) -> None:
+    """End the child now (terminate, then kill) and reap it: no process is left behind."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for stream in (proc.stdout, proc.stderr):
+        if stream is not None:
+            stream.close()
+
+
+_WHAT = {
+    "checkpoint": ("Чекпоинт не читается", "The checkpoint cannot be used",
+                   "выберите другой чекпоинт", "choose another checkpoint"),
+    "tokenizer": ("Токенизатор не подходит", "The tokenizer does not fit",
+                  "подготовьте данные прогона заново или укажите токенизатор, с которым он обучен",
+                  "prepare the run's data again or point to the tokenizer it was trained with"),
+    "file": ("Файл не подходит", "The file cannot be used", "выберите текстовый файл в UTF-8",
+             "choose a UTF-8 text file"),
+    "value": ("Значение не подходит", "A value is refused", "исправьте его", "correct it"),
+    "device": ("Видеокарта недоступна", "No GPU available", "выберите устройство cpu", "choose the cpu device"),
+}
+
+
+def error_text(record: dict[str, Any]) -> str:
+    """A child's error record in the interface language; its own (English) line follows as detail."""
+    ru, en, do_ru, do_en = _WHAT.get(str(record.get("what")), _WHAT["value"])
+    return t(f"{ru}: {do_ru}. ({record.get('message')})", f"{en}: {do_en}. ({record.get('message')})")
+
+
+def failure_text(code: int, stderr: str) -> str:
+    """A child that ended without an error record (a crash, out of memory)."""
+    last = next((x for x in reversed(stderr.strip().splitlines()) if x.strip()), "")
+    return t(f"генерация прервалась (код {code}): {last or 'без сообщения'}",
+             f"generation failed (exit {code}): {last or 'no message'}")
+
+
+def start_text(record: dict[str, Any]) -> str:
+    """The child's first line: where it runs, from which step, and a cropped prompt's notice."""
+    where = t("видеокарта", "GPU") if record.get("device") == "cuda" else t("процессор", "CPU")
+    text = t(f"устройство: {where}, чекпоинт шага {int_text(int(record.get('step', 0)))}",
+             f"device: {where}, checkpoint of step {int_text(int(record.get('step', 0)))}")
+    dropped = int(record.get("dropped") or 0)
+    if dropped:
+        text += t(f"; затравка длиннее контекста: первые {int_text(dropped)} токенов отброшены",
+                  f"; the prompt is longer than the context: its first {int_text(dropped)} tokens were dropped")
+    return text
+
+
+def _fmt(x: float, digits: int = 3) -> str:
+    body = f"{x:.{digits}f}"
+    return body.replace(".", ",") if t("ru", "en") == "ru" else body
+
+
+def eval_text(r: dict[str, Any]) -> str:
+    """`ternit eval`'s result in words."""
+    lo, hi = r["loss_ci95"]
+    blo, bhi = r["bpb_ci95"]
+
+    def ci(a: float, b: float) -> str:  # one segment has no interval
+        return f" (95 %: {_fmt(a)}…{_fmt(b)})" if math.isfinite(a) else ""
+
+    return "\n".join([
+        t("потери на токен:  ", "loss per token:   ") + _fmt(r["loss"]) + ci(lo, hi),
+        t("перплексия:       ", "perplexity:       ") + _fmt(r["perplexity"], 2),
+        t("бит на байт:      ", "bits per byte:    ") + _fmt(r["bits_per_byte"]) + ci(blo, bhi),
+        t(f"токенов {int_text(r['tokens'])}, байт {int_text(r['bytes'])}, отрезков {r['segments']}",
+          f"{int_text(r['tokens'])} tokens, {int_text(r['bytes'])} bytes, {r['segments']} segments"),
+    ])
