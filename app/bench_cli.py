@@ -1,4 +1,4 @@
-"""`ternit bench NAME`: the lab's benchmarks. Torch-heavy ones run as trainer processes."""
+"""`ternit bench NAME`: the lab's benchmarks. Torch-heavy ones run as their own processes."""
 
 from __future__ import annotations
 
@@ -8,20 +8,21 @@ import sys
 
 from .i18n import t
 
-# name -> (kind, target, what it measures in Russian, in English). kind "module": app.x.y
-# imported and called with main(argv); "process": run as `python -m trainer.x ARGS` (the
-# window's core never imports torch).
+# name -> (kind, target, what it measures in Russian, in English). kind "module": the module
+# imported and called with main(argv); "process": run as `python -m bench.x ARGS` (the
+# window's core never imports torch). The tools live in bench/, outside the trainer package
+# that a Kaggle kernel receives.
 BENCHES: dict[str, tuple[str, str, str, str]] = {
-    "trainer": ("process", "trainer.bench", "шаг тренера против простого цикла PyTorch",
+    "trainer": ("process", "bench.step", "шаг тренера против простого цикла PyTorch",
                 "trainer step against a plain PyTorch loop"),
-    "economical": ("process", "trainer.bench_economical", "экономный режим против обычного",
+    "economical": ("process", "bench.economical", "экономный режим против обычного",
                    "economical vs normal mode"),
     "data": ("module", "app.data.bench", "скорость подготовки данных", "data preparation throughput"),
     "sizing": ("module", "app.sizing.bench", "точность оценок против настоящего тренера",
                "estimate accuracy against the real trainer"),
     "sizing-gpu": ("module", "app.sizing.probe_check", "оценки против замера на видеокарте (scripts/gpu_probe.py)",
                    "estimates against a GPU probe (scripts/gpu_probe.py)"),
-    "monitor": ("module", "app.gpu.bench", "цена замеров видеокарты", "GPU sampling cost"),
+    "monitor": ("module", "bench.monitor", "цена замеров видеокарты", "GPU sampling cost"),
     "window": ("process", "ui.bench_window", "время до первого окна; график потерь на 100 000 точек",
                "time to first window; the loss plot at 100,000 points"),
 }

@@ -97,7 +97,7 @@ ECONOMICAL_OPTIONS: dict[str, dict[str, str]] = {
 }
 # The figures are trainer.economical.ABOUT's and docs/PERF.md's (issue 8): memory and step
 # time measured on the CPU at the issue's configuration; arithmetic and kernel launches
-# counted (trainer.opcount) at the lab's default model, not timed.
+# counted (bench.opcount) at the lab's default model, not timed.
 ECONOMICAL_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
     "off": {
         "ru": "все промежуточные результаты хранятся: больше всего памяти, обычная скорость.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +19,10 @@ from typing import Any
 from . import fields as F
 from .fields import format_value
 from .i18n import current_language, t
+from .kaggle.machine import Account, auto_explanation
 from .numbers import count_text, duration_text
+
+log = logging.getLogger(__name__)
 
 DEFAULT_VOCAB = 4000  # the vocabulary `ternit data prepare` builds by default
 KAGGLE_GPUS = ("t4x2",)  # Kaggle's only GPU shape now (P100 retired, no single T4)
@@ -79,15 +83,6 @@ class Prepared:
         """Whether the folder is still there: the context is read once, and a user may
         delete or move a data folder while the window is open."""
         return all((Path(self.dir) / f).is_file() for f in self.FILES)
-
-
-@dataclass(frozen=True)
-class Account:
-    """A Kaggle account as «Машина» lists it (public details only, never a key)."""
-
-    name: str
-    quota_hours: float | None = None
-    valid: bool = True
 
 
 @dataclass(frozen=True)
@@ -415,12 +410,9 @@ class RunForm:
         if not (self.is_kaggle() and self.values["machine"] == AUTO_MACHINE and self.ctx.accounts):
             return ""
         try:
-            from .kaggle import auto_explanation
-        except ImportError:
-            return ""
-        try:
             return str(auto_explanation(self.run_config()))
         except Exception:  # the form must keep working whatever the Kaggle state says
+            log.warning("the «Авто» note could not be made", exc_info=True)
             return ""
 
     # -- data --------------------------------------------------------------------------

@@ -34,7 +34,7 @@ def main() -> int:
     from app.gpu.nvml import NvmlSession
     from app.gpu.sampler import Sampler
     from app.gpu.settings import MonitorSettings
-    from tests.gpu_fake_nvml import FakeCard, FakeNvml
+    from bench.fake_nvml import FakeCard, FakeNvml
     from ui.monitor_panel import MonitorPanel
 
     fake = FakeNvml([FakeCard(name=f"Fake GPU {i}") for i in range(args.gpus)])

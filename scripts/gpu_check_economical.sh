@@ -24,16 +24,16 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$OUT
 
 DATA="$OUT/data"
 if [ ! -f "$DATA/meta.json" ]; then
-  $PY -c "from pathlib import Path; from tests.tiny_data import make_prepared; make_prepared(Path('$DATA'), vocab=4000, sentences=300000)" \
+  $PY -c "from pathlib import Path; from bench.synthetic import make_prepared; make_prepared(Path('$DATA'), vocab=4000, sentences=300000)" \
     || { echo "FAIL: could not make the synthetic data (needs tokenizers)"; exit 4; }
 fi
 
 status=0
 echo "== 1. benchmark, selective level, $STEPS steps x 2 series"
-$PY -m trainer.bench_economical --device cuda --data "$DATA" --steps "$STEPS" --series 2 \
+$PY -m bench.economical --device cuda --data "$DATA" --steps "$STEPS" --series 2 \
     --level selective --json "$OUT/bench_selective.json" 2>&1 | tee "$OUT/bench_selective.txt" || status=1
 echo "== 1b. benchmark, full level, 256 steps x 2 series"
-$PY -m trainer.bench_economical --device cuda --data "$DATA" --steps 256 --series 2 \
+$PY -m bench.economical --device cuda --data "$DATA" --steps 256 --series 2 \
     --level full --no-control --json "$OUT/bench_full.json" 2>&1 | tee "$OUT/bench_full.txt" || status=1
 
 echo "== 2. bit-exact resume on CUDA (deterministic algorithms)"

@@ -4,7 +4,7 @@
 
 1. Bit-exact resume on CUDA: a deterministic run to step 40 against the same run stopped at
    20 and resumed, for each precision the card offers (bf16/fp16 autocast, fp32).
-2. The trainer's step against the plain loop at the default model (python -m trainer.bench),
+2. The trainer's step against the plain loop at the default model (python -m bench.step),
    with tokens/s and the model-FLOPs utilisation.
 Prints one JSON object and writes it to OUT_DIR/gpu_check_trainer.json.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.tiny_data import make_prepared  # noqa: E402
+from bench.synthetic import make_prepared  # noqa: E402
 from tests.trainer_run import events, run_trainer, write_run  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def main() -> int:
     data = make_prepared(out / "data", vocab=1024, sentences=40000)
     result = {"resume": [resume_check(out, data, p) for p in ("auto", "fp32")]}
     bench = out / "bench.json"
-    p = subprocess.run([sys.executable, "-m", "trainer.bench", "--device", "cuda", "--context", "1024", "--width", "512",
+    p = subprocess.run([sys.executable, "-m", "bench.step", "--device", "cuda", "--context", "1024", "--width", "512",
                         "--heads", "8", "--layers", "8", "--vocab", "4000", "--batch", "16", "--series", "4",
                         "--steps", "30", "--json", str(bench)], cwd=ROOT, capture_output=True, text=True, timeout=900)
     result["bench"] = json.loads(bench.read_text()) if p.returncode == 0 else {"error": p.stderr[-3000:]}

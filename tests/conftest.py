@@ -51,6 +51,6 @@ def russian():
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory) -> Path:
     """A real prepared-data folder (BPE tokenizer, train.bin, val.bin, meta.json), tiny."""
-    from tests.tiny_data import make_prepared
+    from bench.synthetic import make_prepared
 
     return make_prepared(tmp_path_factory.mktemp("tiny-data"))

@@ -9,7 +9,8 @@ import math
 import pytest
 import torch
 
-from trainer import bench_economical, economical
+from bench import economical as bench_economical
+from trainer import economical
 from trainer.config import ModelConfig, TrainingConfig
 from trainer.memory import measure_step, model_tensors, optimizer_tensors
 from trainer.model import GPT, lm_loss
@@ -141,7 +142,7 @@ def test_peak_memory_below_0_46_of_normal_where_activations_dominate():
 
 
 def run_benchmark(tmp_path, tiny_data, training: dict, *args: str) -> dict:
-    """`python -m trainer.bench_economical` on a tiny model over the test data; its JSON."""
+    """`python -m bench.economical` on a tiny model over the test data; its JSON."""
     run = {
         "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
         "training": {"batch_per_card": 4, **training},

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from app.gpu import cli, nvml, settings
-from tests.gpu_fake_nvml import FakeNvml, two_cards
+from bench.fake_nvml import FakeNvml, two_cards
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -22,7 +22,7 @@ from app.gpu.samples import (
     TRAINER_MEM_NOT_REPORTED,
     TRAINER_MEM_OK,
 )
-from tests.gpu_fake_nvml import NOT_SUPPORTED, FakeCard, FakeNvml, two_cards
+from bench.fake_nvml import NOT_SUPPORTED, FakeCard, FakeNvml, two_cards
 
 
 class Clock:

@@ -12,7 +12,7 @@ from app.gpu.nvml import NvmlSession
 from app.gpu.sampler import Sampler
 from app.gpu.settings import MonitorSettings
 from app.i18n import set_language
-from tests.gpu_fake_nvml import NOT_SUPPORTED, FakeNvml, two_cards
+from bench.fake_nvml import NOT_SUPPORTED, FakeNvml, two_cards
 from ui.monitor_gpu_card import LEVEL_COLOURS
 from ui.monitor_panel import MonitorPanel
 

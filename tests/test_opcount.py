@@ -1,4 +1,4 @@
-"""The work a training step asks of the device (trainer.opcount): kernel-running operator
+"""The work a training step asks of the device (bench.opcount): kernel-running operator
 calls and FLOPs, counted at the dispatcher — the economical mode's cost on a GPU, read on
 the CPU."""
 
@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from bench.opcount import OpCounter, count_step
 from trainer import economical
 from trainer.config import ModelConfig, TrainingConfig
 from trainer.model import GPT
-from trainer.opcount import OpCounter, count_step
 from trainer.optim import make_optimizer, make_scaler
 from trainer.step import train_step
 

@@ -180,7 +180,7 @@ def test_the_local_card_takes_its_memory_from_the_caller():
 
 def test_no_local_card_means_unknown_memory_not_a_guess(monkeypatch):
     from app.sizing.gpus import local_card
-    from tests.gpu_fake_nvml import FakeNvml
+    from bench.fake_nvml import FakeNvml
 
     FakeNvml([]).install(monkeypatch)  # a driver with no card (as on a machine without one)
     local_card.cache_clear()
@@ -472,7 +472,7 @@ def test_advice_kinds_name_each_sentence():
 
 def test_the_local_card_is_read_through_nvml(monkeypatch):
     from app.sizing.gpus import local_card
-    from tests.gpu_fake_nvml import FakeCard, FakeNvml
+    from bench.fake_nvml import FakeCard, FakeNvml
 
     FakeNvml([FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192)]).install(monkeypatch)
     local_card.cache_clear()

@@ -26,7 +26,7 @@ modes' losses and gradients, so a change to one that the other lacks fails them.
 
 On a fast GPU a step of the lab's small models waits mostly for kernel launches, so the
 written-out passes launch as few as they can: no zero-filled accumulators, no copies a
-single slice does not need, few loss slices (`loss_slices`). trainer.opcount counts a
+single slice does not need, few loss slices (`loss_slices`). bench.opcount counts a
 step's launches and FLOPs; tests/test_opcount.py holds the selective level to ≤ 1.3× the
 normal step's launches (1.25× at the lab's default model) and to exactly the FLOPs it
 says it redoes.
@@ -54,7 +54,7 @@ LEVELS = ("off", "selective", "full")
 # What each level costs, printed with the benchmark's report (figures: docs/PERF.md). On a
 # GPU the step time is not measured for this version: the extra arithmetic (what a busy
 # card such as a T4 feels) and the extra kernel launches (what an H200 at these sizes
-# feels) are counted (trainer.opcount), at the lab's default model.
+# feels) are counted (bench.opcount), at the lab's default model.
 ABOUT = {
     "off": "all activations kept: the most memory, the normal speed",
     "selective": "MLP and norms recomputed, attention kept: 0.39x the peak memory at the "

@@ -1,6 +1,6 @@
 """One training step: forward, backward, clip, optimizer update.
 
-Kept apart from the loop so the benchmarks (trainer.bench, the economical-mode benchmark)
+Kept apart from the loop so the benchmarks (bench.step, the economical-mode benchmark)
 time exactly the step the trainer runs.
 """
 

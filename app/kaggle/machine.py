@@ -6,6 +6,7 @@ hashes), never the network, so the form can ask on every change.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,17 @@ def account_views(store: KaggleStore | None = None) -> list[AccountView]:
             store.close()
 
 
-def accounts_for_form() -> list[Any]:
-    """The accounts as app.form.Account (name, GPU hours left, whether the key works)."""
-    from ..form import Account  # the form's own type; imported here to keep app.kaggle light
+@dataclass(frozen=True)
+class Account:
+    """A Kaggle account as the form's «Машина» lists it (public details only, never a key)."""
 
+    name: str
+    quota_hours: float | None = None
+    valid: bool = True
+
+
+def accounts_for_form() -> list[Account]:
+    """The accounts for «Машина»: name, GPU hours left, whether the key works."""
     out = []
     for v in account_views():
         hours = v.quota.remaining_s / 3600.0 if v.quota else None

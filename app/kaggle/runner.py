@@ -31,8 +31,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import run_status as st
+from ..atomic import write_text as atomic_write_text
 from ..i18n import t
-from ..runs import status as st
 from . import datasets, follow, kernel
 from . import settings as kaggle_settings
 from .accounts import Accounts, key_status_text
@@ -379,9 +380,7 @@ class KaggleRuns:
         try:
             next_id = self.follow_leg(run_id)
         except Exception as e:  # noqa: BLE001 — a follower must leave a message, not a traceback
-            from ..runs.registry import RunNotFound
-
-            if isinstance(e, RunNotFound):  # the run was deleted from the history: stop for good
+            if isinstance(e, st.RunNotFound):  # the run was deleted from the history: stop for good
                 self.store.update_leg(run_id, state="failed", message="run deleted", ended_at=time.time())
             else:  # tried again by a later poll, not at once
                 _failed_at[run_id] = time.monotonic()
@@ -657,8 +656,6 @@ def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> t
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
     os.replace(tmp, dst)
-    from ..runs.files import atomic_write_text
-
     atomic_write_text(dst_dir / "latest", name + "\n")
     return "", str(dst), got
 

@@ -50,14 +50,14 @@ API overview (names are stable):
     export.export_checkpoint(ckpt, out) -> ExportResult  (runs `python -m trainer.export`)
     process.plan_launch(run_dir, gpu) -> LaunchPlan (argv, env, processes, device, note)
 
-Statuses: app.runs.status (STATUSES, ENDED, ACTIVE, label()). Run folders:
+Statuses: app.runs.status, i.e. app/run_status.py (STATUSES, ENDED, ACTIVE, label()). Run folders:
 runs_dir()/<YYYYmmdd-HHMM-name>/ run.json, events.jsonl, trainer.log, checkpoints/, outputs/.
 Kaggle runs: see app/runs/kaggle_bridge.py for the functions app.kaggle.runner provides.
 """
 
 from __future__ import annotations
 
-from . import status
+from .. import run_status as status  # app.runs.status: the statuses live in app/run_status.py
 from .continuing import ContinueCheck, ContinueError
 from .events import EventTail, iter_events, read_events
 from .failure import Failure

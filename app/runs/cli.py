@@ -18,10 +18,10 @@ import sys
 import time
 from typing import Any
 
+from .. import run_status as st
 from ..cli_args import Parser
 from ..i18n import t
 from ..numbers import count_text, int_text
-from . import status as st
 from .continuing import ContinueError
 from .events import Event
 from .manager import RunError, RunManager

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
+from .. import run_status as st
 from ..i18n import t
 from . import kaggle_bridge
 from . import process as proc
-from . import status as st
 from .checkpoints import usable_checkpoint
 from .continuing import ContinueCheck, ContinueError, check_continue, continue_config
 from .events import Event, EventTail, read_events

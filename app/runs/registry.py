@@ -21,9 +21,10 @@ from typing import Any
 import psutil
 
 from .. import paths
+from .. import run_status as st
 from ..i18n import t
+from ..run_status import RunNotFound
 from ..state import State, open_state, unavailable
-from . import status as st
 from .events import Event, EventTail, is_step_line, parse_lines
 from .files import (
     CHECKPOINTS,
@@ -38,12 +39,6 @@ from .files import (
 )
 
 THIN_BACKLOG_LINES = 2000  # more new lines than this at once: skip all but the last step
-
-
-class RunNotFound(KeyError):
-    def __str__(self) -> str:  # KeyError would quote the message
-        return t(f"прогона {self.args[0]!r} нет в истории (`ternit run list` покажет прогоны)",
-                 f"no run {self.args[0]!r} in the history (`ternit run list` shows the runs)")
 
 
 @dataclass

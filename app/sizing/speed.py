@@ -76,7 +76,7 @@ def economical_factor(s: Shape, level: str) -> float:
     the norms: 2·4·d² FLOPs; full, also the attention up to what its backward needs
     (qkv 3·d² and the kernel's 4·n·d; the checkpoint stops before the output projection):
     2·7·d² + 4·n·d. The chunked loss does no extra product. Counted in the real trainer
-    by trainer.opcount (tests/test_opcount.py); the time it costs is not measured here."""
+    by bench.opcount (tests/test_opcount.py); the time it costs is not measured here."""
     if level == "off":
         return 1.0
     L, d, n = s.layers, s.width, s.context

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from app.kaggle.kernel import KernelPlan, render  # noqa: E402
-from tests.tiny_data import make_prepared  # noqa: E402
+from bench.synthetic import make_prepared  # noqa: E402
 
 
 def marker(folder: Path, kind: str, digest: str) -> None:

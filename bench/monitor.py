@@ -7,8 +7,8 @@ window minus its idle neighbour, reported as median and range over the rounds. E
 sample's own CPU time (thread time) is also kept: median, 90th percentile, max. The very
 first sample (NVML initialisation and the cards' static values) is reported apart.
 
-`--fake-gpus N` runs against the tests' fake NVML (tests/gpu_fake_nvml.py, needs a source
-checkout): it measures the lab's own Python work per card, not the driver's time inside
+`--fake-gpus N` runs against a fake NVML (bench/fake_nvml.py, also the tests' own): it
+measures the lab's own Python work per card, not the driver's time inside
 real NVML calls, which only a machine with a GPU can measure.
 """
 
@@ -23,9 +23,11 @@ import threading
 import time
 from typing import Any
 
-from .nvml import NvmlSession
-from .sampler import Sampler, SamplerThread
-from .samples import Snapshot
+from app.gpu.nvml import NvmlSession
+from app.gpu.sampler import Sampler, SamplerThread
+from app.gpu.samples import Snapshot
+
+from .fake_nvml import FakeCard, FakeNvml
 
 
 class TimedSampler(Sampler):
@@ -132,13 +134,7 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _install_fake(n: int) -> Any:
-    try:
-        from tests.gpu_fake_nvml import FakeCard, FakeNvml
-    except ImportError:
-        print("ternit bench monitor: --fake-gpus needs the source checkout (tests/), run it "
-              "from the repository root", file=sys.stderr)
-        return None
+def _install_fake(n: int) -> FakeNvml:
     fake = FakeNvml([FakeCard(name=f"Fake GPU {i}", uuid=f"GPU-fake-{i}") for i in range(n)])
     fake.cards[0].processes = [(os.getpid(), 1024.0), (1, 64.0)]
     fake.install()
@@ -151,7 +147,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rounds", type=int, default=3, help="idle/sampling pairs (3)")
     p.add_argument("--interval", type=float, default=1.0, help="seconds between samples (1)")
     p.add_argument("--fake-gpus", type=int, default=0,
-                   help="measure against the tests' fake NVML with N cards")
+                   help="measure against the fake NVML (bench/fake_nvml.py) with N cards")
     p.add_argument("--no-trainer", action="store_true",
                    help="do not follow a trainer process (default: follow this process)")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -163,8 +159,6 @@ def main(argv: list[str]) -> int:
     fake = None
     if args.fake_gpus:
         fake = _install_fake(args.fake_gpus)
-        if fake is None:
-            return 2
     try:
         result = measure(args.seconds, args.rounds, args.interval,
                          None if args.no_trainer else os.getpid())

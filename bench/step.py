@@ -1,4 +1,4 @@
-"""python -m trainer.bench — the trainer's step against a plain PyTorch loop of the same shape.
+"""python -m bench.step — the trainer's step against a plain PyTorch loop of the same shape.
 
 The plain loop is what a tutorial writes: nn.Linear layers, nn.LayerNorm, SDPA, AdamW with
 its defaults, random batches from a tensor in memory, `loss.item()` each step. The trainer
@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import RunConfig, TrainingConfig, from_dict, parameter_count
-from .distributed import World
-from .train import Options, Trainer
+from trainer.config import RunConfig, TrainingConfig, from_dict, parameter_count
+from trainer.distributed import World
+from trainer.train import Options, Trainer
 
 # Peak dense matmul throughput (FLOP/s) for the model-FLOPs utilisation, by card name.
 PEAK_FLOPS = {"T4": 65e12, "A100": 312e12, "H100": 989e12, "H200": 989e12, "L4": 121e12,
@@ -128,7 +128,7 @@ def summarize(times: list[float]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m trainer.bench", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="python -m bench.step", description=__doc__.splitlines()[0])
     p.add_argument("--context", type=int, default=256)
     p.add_argument("--width", type=int, default=256)
     p.add_argument("--heads", type=int, default=4)

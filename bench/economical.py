@@ -1,6 +1,6 @@
 """The economical mode against the normal mode, side by side, in one process.
 
-    python -m trainer.bench_economical [--config RUN.json] [--data DIR] [--steps N]
+    python -m bench.economical [--config RUN.json] [--data DIR] [--steps N]
         [--series S] [--level selective|full] [--warmup W] [--device auto|cpu|cuda]
         [--json FILE]
         [--schedule sequential|interleaved]
@@ -36,7 +36,7 @@ Without --config the model is the issue's CPU configuration (context 512, width 
 4 layers, 4 heads, batch 16, vocabulary 1024) on the CPU, and the lab's default model
 (context 1024, width 512, 8 layers, 8 heads, batch 6, vocabulary 4000) on a GPU. Without
 --data (or data.dir in the config) a synthetic prepared-data folder is made with
-tests/tiny_data.py (run from the repository root).
+bench/synthetic.py.
 """
 
 from __future__ import annotations
@@ -58,14 +58,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import economical
-from .config import ConfigError, ModelConfig, RunConfig, TrainingConfig, economical_level, load
-from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
-from .memory import measure_step, model_tensors, optimizer_tensors
-from .model import GPT
+from trainer import economical
+from trainer.config import (
+    ConfigError,
+    ModelConfig,
+    RunConfig,
+    TrainingConfig,
+    economical_level,
+    load,
+)
+from trainer.data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
+from trainer.memory import measure_step, model_tensors, optimizer_tensors
+from trainer.model import GPT
+from trainer.optim import Schedule, make_optimizer, make_scaler, pick_precision
+from trainer.step import train_step
+
 from .opcount import count_step
-from .optim import Schedule, make_optimizer, make_scaler, pick_precision
-from .step import train_step
+from .synthetic import make_prepared
 
 CPU_MODEL = ModelConfig(context=512, width=128, heads=4, layers=4, vocab=1024)
 CPU_BATCH = 16
@@ -93,15 +102,8 @@ def default_config(device: torch.device) -> RunConfig:
 
 
 def synthetic_data(vocab: int, context: int, segments: int) -> Path:
-    """A prepared-data folder from tests/tiny_data.py, with enough held-out tokens for
+    """A prepared-data folder from bench/synthetic.py, with enough held-out tokens for
     `segments` segments of `context` tokens (the val split is a tenth of the text)."""
-    try:
-        from tests.tiny_data import make_prepared
-    except ImportError:
-        raise SystemExit(
-            "error: no data: pass --data DIR (a prepared-data folder) or run from the repository "
-            "root so that tests/tiny_data.py can make one"
-        ) from None
     # About five tokens per sentence (six, seen); val is 10 %; a margin of half again.
     sentences = max(6000, int(segments * (context + 1) * 10 / 5 * 1.5))
     out = Path(tempfile.mkdtemp(prefix="ternit-bench-econ-"))
@@ -208,7 +210,7 @@ class ModeRun:
     def step(self, step: int) -> None:
         batch = self.fetch.get(step)  # outside the timed region
         if step == self.warmup - 1:
-            # The last warm-up step, counted: kernels launched and FLOPs (trainer.opcount).
+            # The last warm-up step, counted: kernels launched and FLOPs (bench.opcount).
             loss, self.work = count_step(lambda: self._train(step, batch))
         elif step < self.warmup:
             loss = self._train(step, batch)
@@ -473,7 +475,7 @@ def compare(
         ],
     }
     if normal[0]["ops_per_step"] and econ[0]["ops_per_step"]:
-        # What a launch-bound GPU and a compute-bound one would feel (trainer.opcount).
+        # What a launch-bound GPU and a compute-bound one would feel (bench.opcount).
         ratios["ops_per_step"] = econ[0]["ops_per_step"] / normal[0]["ops_per_step"]
         ratios["flops_per_step"] = econ[0]["flops_per_step"] / normal[0]["flops_per_step"]
     if schedule == "interleaved":
@@ -610,7 +612,7 @@ def table(report: dict[str, Any]) -> str:
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
-        prog="python -m trainer.bench_economical", description=__doc__.split("\n\n")[0]
+        prog="python -m bench.economical", description=__doc__.split("\n\n")[0]
     )
     p.add_argument(
         "--config",

@@ -1,9 +1,10 @@
-"""A small but real prepared-data folder for tests that need the trainer.
+"""A small but real prepared-data folder for the trainer's tests and the benchmarks.
 
 The text is made here (Russian and English sentences from a fixed grammar), a byte-level
 BPE tokenizer is trained on it with `tokenizers`, and the token ids are written as the
 trainer reads them. It does not use app/'s pipeline on purpose: the trainer's tests must
-not depend on the data side.
+not depend on the data side. In bench/ (not tests/) because `ternit bench economical`
+makes its data with it when given none.
 """
 
 from __future__ import annotations

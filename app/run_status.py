@@ -1,8 +1,12 @@
-"""The documented set of run statuses, what ends a run, and their labels (RU/EN)."""
+"""The documented set of run statuses, what ends a run, and their labels (RU/EN); the
+history's "no such run". The words app.runs (the history) and app.kaggle (which writes
+Kaggle legs into it) share: a leaf module, so that neither package imports the other's
+insides (app.runs reaches the Kaggle runner only lazily, by name; app/runs/kaggle_bridge.py).
+`app.runs.status` is this module."""
 
 from __future__ import annotations
 
-from ..i18n import pick
+from .i18n import pick, t
 
 CREATED = "created"
 STARTING = "starting"          # process launched, no `start` event yet
@@ -53,6 +57,12 @@ LABELS = {
 def label(status: str, lang: str | None = None) -> str:
     """The status as the history shows it, in the interface language."""
     return pick(LABELS[status], lang) if status in LABELS else status
+
+
+class RunNotFound(KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return t(f"прогона {self.args[0]!r} нет в истории (`ternit run list` покажет прогоны)",
+                 f"no run {self.args[0]!r} in the history (`ternit run list` shows the runs)")
 
 
 def check(status: str) -> str:

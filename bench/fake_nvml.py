@@ -2,7 +2,8 @@
 
 It replaces the pynvml functions the lab calls (module attributes, so the real pynvml error
 classes and constants stay): cards with settable values, unsupported fields, a lost card,
-errors on chosen calls, no driver. Lives in tests/: product code never imports it.
+errors on chosen calls, no driver. Lives in bench/ (the lab's
+measuring tools, never shipped to a kernel); app/, ui/ and trainer/ never import it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.gpu import bench
+from bench import monitor as bench
 
 
 def test_bench_against_two_fake_gpus(capsys):
