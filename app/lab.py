@@ -1,18 +1,41 @@
 """The lab as the window sees it, headless: what the form chooses from (data, history,
-Kaggle accounts, this computer's card).
+Kaggle accounts, this computer's card), which run is followed and which runs are going, what
+each poll means for the window, and the actions (start, continue, retry, stop, quit).
 
-ui/main_window.py shows what this module decides and forwards the user's actions to it; the
-decisions are tested here without a window.
+ui/main_window.py shows what `Lab` decides and forwards the user's actions to it; the
+decisions are tested here without a window (tests/test_lab.py).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from . import paths
-from .form import FormContext, Prepared, scan_prepared
-from .runs import RunManager
+from .data import manage as data_manage
+from .form import ActiveRun, ContinueFrom, FormContext, Prepared, RunForm, scan_prepared
+from .i18n import t
+from .runs import (
+    ContinueError,
+    Failure,
+    HistoryRow,
+    RunError,
+    RunManager,
+    RunRecord,
+    RunUpdate,
+    kaggle_bridge,
+)
+from .runs import status as st
+from .runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
+from .runs.files import folder_gone
+from .state import StateError
 
 log = logging.getLogger(__name__)
 
@@ -100,3 +123,313 @@ def _add_accounts(ctx: FormContext) -> None:
         ctx.accounts = list(accounts_for_form())
     except Exception:  # a damaged Kaggle state must not stop the window opening
         log.exception("the Kaggle accounts could not be read for the form")
+
+
+HISTORY_EVERY_S = 2.0  # new steps refresh the history this often; a status change at once
+# What a refused action raises: each says what happened and what to do, in the interface
+# language; the window shows it as it is.
+ACTION_ERRORS = (RunError, ContinueError, StateError, OSError, ValueError, KeyError)
+
+
+class ActionError(Exception):
+    """An action the lab could not do; the text is for the user."""
+
+
+@dataclass
+class Tick:
+    """What one poll means for the window."""
+
+    updates: list[RunUpdate] = field(default_factory=list)
+    error: str = ""  # the runs did not update this time (said in the status bar)
+    follow: str | None = None  # the followed Kaggle run went on as this leg: follow it
+    monitor_changed: bool = False  # a run started or ended: point the GPU monitor again
+    monitor_step: dict[str, Any] | None = None  # the monitored run's newest step event
+    history_due: bool = False  # refresh the history now
+
+
+@dataclass
+class Started:
+    """A run the lab started (or is uploading to Kaggle: `kaggle`, launched in a thread)."""
+
+    run: RunRecord
+    kaggle: bool
+    message: str
+
+
+class Lab:
+    """The window's decisions, headless. `runs`: the RunManager (tests give one over their
+    own folders); `extra_prepared`: prepared folders added by hand (besides the lab's own)."""
+
+    def __init__(self, runs: RunManager | None = None, extra_prepared: list[str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.runs = runs if runs is not None else RunManager()
+        self.extra_prepared = list(extra_prepared or [])
+        self.followed: str | None = None
+        self.monitored: str | None = None  # the local run the GPU monitor watches
+        self.launching: set[str] = set()  # Kaggle starts still uploading in their thread
+        self._failures: dict[str, Failure | None] = {}
+        self._clock = clock
+        self._history_at = 0.0
+
+    # -- the form's context ------------------------------------------------------------
+
+    def form_context(self) -> FormContext:
+        return load_form_context(self.runs, self.extra_prepared)
+
+    def reload_context(self, old: FormContext) -> FormContext:
+        """The choices read again (new data, accounts); what was learnt meanwhile — measured
+        speeds, the runs going — stays."""
+        ctx = self.form_context()
+        ctx.measured, ctx.active_runs = old.measured, old.active_runs
+        return ctx
+
+    def add_prepared(self, folder: str, ctx: FormContext) -> None:
+        """A prepared folder picked by hand joins the form's choices (and later reloads)."""
+        prep = Prepared.read(folder)
+        if prep is None:
+            raise ActionError(t(
+                f"{folder}: нет tokenizer.json, train.bin, val.bin и meta.json — это не подготовленные данные",
+                f"{folder}: no tokenizer.json, train.bin, val.bin and meta.json — not prepared data"))
+        self.extra_prepared.append(str(folder))
+        ctx.add_prepared(prep)
+
+    def measured(self) -> list[dict[str, Any]]:
+        """Speeds and memory measured by earlier runs, for the estimates (slow with a long
+        history: the window calls it in a thread)."""
+        from .sizing.history import measured_runs
+
+        return list(measured_runs(self.runs.registry.runs_root))
+
+    def active_runs(self) -> list[ActiveRun]:
+        """The runs going (and Kaggle starts still uploading), for the form: it refuses the
+        same run twice and warns of two on one card."""
+        recs = self.runs.registry.active()
+        for run_id in sorted(self.launching - {r.id for r in recs}):
+            try:
+                recs.append(self.runs.registry.get(run_id))
+            except KeyError:
+                self.launching.discard(run_id)
+        active = []
+        for rec in recs:
+            try:
+                active.append(ActiveRun(rec.id, rec.name, rec.target_kind == "local", rec.config()))
+            except (OSError, ValueError):  # its run.json is gone or torn: nothing to compare
+                continue
+        return active
+
+    # -- following -----------------------------------------------------------------------
+
+    def follow(self, run_id: str) -> list[RunRecord] | None:
+        """Follow a run: the runs it continues and itself, oldest first (one curve); None
+        when it is not in the history."""
+        try:
+            chain = self.runs.registry.lineage(run_id)
+        except KeyError:
+            return None
+        self.followed = run_id
+        return chain
+
+    def initial_run(self) -> str | None:
+        """What a new window shows: a run still going (re-attached), else the newest."""
+        active = self.runs.registry.active()
+        if active:
+            return active[-1].id
+        rows = self.runs.registry.list_runs(limit=1)
+        return rows[0].id if rows else None
+
+    def monitor_target(self) -> RunRecord | None:
+        """The run the GPU monitor (its trainer figures, its heat guard) watches: the
+        followed one if it trains here, else the newest that does. A look at an old run
+        must not turn the heat guard off for the run still training."""
+        here = [r for r in self.runs.registry.active() if r.target_kind == "local"]
+        rec = next((r for r in here if r.id == self.followed), here[-1] if here else None)
+        self.monitored = rec.id if rec is not None else None
+        return rec
+
+    def followed_state(self) -> tuple[RunRecord | None, Failure | None]:
+        """The followed run for the banner, with its failure (read once: it is final)."""
+        if not self.followed:
+            return None, None
+        try:
+            rec = self.runs.registry.get(self.followed)
+        except KeyError:
+            return None, None
+        if rec.status != st.FAILED:
+            return rec, None
+        if rec.id not in self._failures:
+            self._failures[rec.id] = self.runs.failure(rec.id)
+        return rec, self._failures[rec.id]
+
+    def forget_failures(self) -> None:
+        """The failures' advice is in the old language: read again when next shown."""
+        self._failures.clear()
+
+    def training_here(self) -> list[RunRecord]:
+        """Local runs training now (not those already saving to stop)."""
+        return [r for r in self.runs.registry.active()
+                if r.target_kind == "local" and r.status in (st.STARTING, st.RUNNING)]
+
+    def poll(self) -> Tick:
+        """One look at the runs: statuses, events, a Kaggle leg to follow into."""
+        try:
+            updates = self.runs.poll()
+        except Exception as e:  # a locked database, a vanished folder: try again next tick
+            if not isinstance(e, (StateError, OSError, sqlite3.Error)):
+                log.exception("polling the runs failed")
+            return Tick(error=t(f"Прогоны не обновились ({e}); новая попытка через миг",
+                                f"The runs did not update ({e}); trying again in a moment"))
+        tick = Tick(updates=updates, monitor_changed=any(u.status_changed for u in updates))
+        if tick.monitor_changed:  # a run that just started here is watched from its first steps
+            self.monitor_target()
+        for u in updates:
+            if u.run.id == self.monitored:
+                steps = [e for e in u.events if e.get("event") == "step"]
+                if steps:
+                    tick.monitor_step = steps[-1]
+        # A Kaggle leg that hit its limit goes on as the next leg (another account): the
+        # plot and the banner go with it, the chain drawn as one curve.
+        ended = next((u.run for u in updates if u.run.id == self.followed and u.status_changed
+                      and not u.run.active), None)
+        nxt = self.runs.next_leg(ended.id) if ended is not None else None
+        tick.follow = nxt.id if nxt is not None else None
+        tick.history_due = tick.monitor_changed or (
+            any(u.events for u in updates) and self._clock() - self._history_at > HISTORY_EVERY_S)
+        return tick
+
+    def history(self, limit: int = 200) -> list[HistoryRow]:
+        self._history_at = self._clock()
+        return self.runs.history(limit=limit)
+
+    @staticmethod
+    def checkpoint_choices(rows: list[HistoryRow]) -> list[tuple[str, str]]:
+        """The runs the form can continue, as (id, label)."""
+        return [(r.id, f"{r.name} · {r.steps} · {r.created}") for r in rows if r.can_continue]
+
+    # -- actions -------------------------------------------------------------------------
+
+    def start(self, config: dict[str, Any], continuing: ContinueFrom | None = None) -> Started:
+        """Start (or continue `continuing`'s checkpoint). A local start only spawns the
+        trainer; a Kaggle run is created here and launched by `launch_in_background`."""
+        parent = continuing.run_id if continuing is not None else None
+        kaggle = (config.get("target") or {}).get("kind") == "kaggle"
+        try:
+            if kaggle:
+                if parent is not None:
+                    check = self.runs.check_continue(parent, config)
+                    if check.model_changed:
+                        raise ContinueError(check.warning or "model changed")
+                rec = self.runs.create(config, parent_id=parent)
+            elif parent is not None:
+                rec = self.runs.start_continue(parent, config)
+            else:
+                rec = self.runs.start(config)
+        except ACTION_ERRORS as e:
+            raise ActionError(str(e)) from e
+        if kaggle:
+            self.launching.add(rec.id)
+            return Started(rec, True, t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
+        return Started(rec, False, t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+
+    def launch_in_background(self, run_id: str, done: Callable[[str, str], None]) -> threading.Thread:
+        """Upload and push a Kaggle run off the caller's thread; `done(run_id, error)` is
+        called in that thread when it ends ("" when pushed)."""
+        def work() -> None:
+            try:
+                self.runs.launch(run_id)
+                error = ""
+            except Exception as e:  # said in the window; the run's row says failed
+                log.warning("Kaggle launch of %s failed", run_id, exc_info=True)
+                error = str(e) or type(e).__name__
+            done(run_id, error)
+
+        thread = threading.Thread(target=work, name=f"launch-{run_id}", daemon=True)
+        thread.start()
+        return thread
+
+    def launch_ended(self, run_id: str, error: str) -> str:
+        """A background Kaggle start ended: what to tell the user."""
+        self.launching.discard(run_id)
+        if error:
+            return t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}")
+        rec = self.runs.registry.get(run_id)
+        if rec.ended or rec.status == st.UPLOADING:  # stopped while uploading; waiting for Kaggle
+            return f"{run_id}: {st.label(rec.status)} — {rec.last_message or ''}"
+        return t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle")
+
+    def stop(self, run_id: str) -> str:
+        """Stop a run; what happens now, for the status bar."""
+        rec = self.runs.stop(run_id)
+        if rec.target_kind == "kaggle":  # nothing saves now: the runner's message says what happens
+            return f"{rec.name}: {rec.last_message or ''}"
+        return t(f"{rec.name}: сохранение…", f"{rec.name}: saving…")
+
+    def retry(self, run_id: str) -> Started:
+        """One click after a failure: the same run with the advice applied (OOM: the batch
+        that should fit; NaN: a lower learning rate), from its last checkpoint if any."""
+        try:
+            kaggle = self.runs.registry.get(run_id).target_kind == "kaggle"
+            rec = self.runs.retry(run_id, launch=not kaggle)
+        except ACTION_ERRORS as e:
+            raise ActionError(str(e)) from e
+        if kaggle:  # uploading and pushing must not freeze the window
+            self.launching.add(rec.id)
+            return Started(rec, True, t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
+        return Started(rec, False, t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+
+    def continue_info(self, run_id: str) -> ContinueFrom:
+        """What «Продолжить» fills the form with: the checkpoint's config and step."""
+        try:
+            cfg = self.runs.continue_config(run_id)
+            rec = self.runs.registry.get(run_id)
+        except (ContinueError, KeyError, OSError, ValueError) as e:
+            raise ActionError(str(e)) from e
+        ckpt = usable_checkpoint(rec.path)
+        step = (checkpoint_step(ckpt) if ckpt else None) or rec.last_step or 0
+        parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
+        return ContinueFrom(run_id=run_id, config=cfg, step=int(step),
+                            label=f"{rec.name} · {t('шаг', 'step')} {step}",
+                            tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "")
+
+    @staticmethod
+    def prepare_args(form: RunForm, constellations: list[str]) -> list[str]:
+        """`ternit data prepare` for «Подготовить данные»: the form's context length; a
+        continued run keeps its checkpoint's tokenizer."""
+        context = form.values.get("context")
+        tokenizer = None
+        if form.continuing is not None:
+            parent_dir = (form.continuing.config.get("data") or {}).get("dir")
+            if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
+                tokenizer = Path(parent_dir) / "tokenizer.json"
+        return data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer)
+
+    def run_folder(self, run_id: str) -> str:
+        """The run's folder, to open; ActionError when it was deleted or moved."""
+        rec = self.runs.registry.get(run_id)
+        gone = folder_gone(rec.path)
+        if gone:
+            raise ActionError(gone)
+        return rec.folder
+
+    def export_checkpoint(self, run_id: str) -> Path:
+        """The checkpoint «Экспорт весов» writes out: the run's latest."""
+        ckpt = latest_checkpoint(self.runs.registry.get(run_id).path)
+        if ckpt is None:
+            raise ActionError(t("У прогона нет чекпоинта", "The run has no checkpoint"))
+        return ckpt
+
+    @staticmethod
+    def export_args(ckpt: Path, out: str) -> list[str]:
+        """`ternit export` (python's arguments): a child process, since it loads torch."""
+        return ["-m", "app.cli", "export", str(ckpt), out]
+
+    def overlay(self, run_id: str) -> tuple[str, Any]:
+        """A run from the history to draw beside the followed one: (its name, its series)."""
+        try:
+            return self.runs.registry.get(run_id).name, self.runs.series(run_id)
+        except (KeyError, OSError) as e:
+            raise ActionError(str(e)) from e
+
+    def shutdown(self, timeout: float = 2.0) -> None:
+        """The window closes: stop following Kaggle runs here (the runs themselves go on;
+        the next start follows them again)."""
+        kaggle_bridge.shutdown(timeout)

@@ -41,10 +41,13 @@ def test_accounts_dialog_adds_tests_shows_quota_and_removes(qtbot, fake, tmp_pat
     assert not dlg.warning.isVisible()
 
 
-def test_machine_lists_accounts_and_explains_auto(qtbot, fake, tiny_data):
+def test_machine_lists_accounts_and_explains_auto(fake, tiny_data):
+    """«Машина» in the form: this computer, «Авто» and each account with its quota, and the one
+    line under it saying whom «Авто» picks now and why (headless: app.form over app.lab)."""
+    from app.form import AUTO_MACHINE, RunForm
     from app.kaggle.accounts import Accounts
     from app.kaggle.store import KaggleStore
-    from ui.kaggle_machine import AUTO, MachinePicker
+    from app.lab import load_form_context
 
     fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=25)
     fake.add_account("bob", KEYS["bob"], quota_h=30)
@@ -54,18 +57,16 @@ def test_machine_lists_accounts_and_explains_auto(qtbot, fake, tiny_data):
     store.close()
     form_accounts = {a.name: a for a in accounts_for_form()}
     assert form_accounts["bob"].quota_hours == 30 and form_accounts["alice"].valid
-    w = MachinePicker()
-    qtbot.addWidget(w)
-    labels = [w.combo.itemText(i) for i in range(w.combo.count())]
-    assert labels[:2] == ["Этот компьютер", "Авто (Kaggle)"] and any("bob — осталось 30 ч" in x for x in labels)
-    cfg = tiny_config(tiny_data, limit_min=600)
-    w.set_value(AUTO)
-    w.set_config(cfg)
-    assert w.line.text().startswith("Авто: bob") and "хватает на весь прогон" in w.line.text()
-    cfg["training"]["limit_min"] = 2000  # nobody covers it: the most quota, to be continued
-    w.set_config(cfg)
-    assert "продолжится на другом аккаунте" in w.line.text()
-    assert auto_explanation(cfg) == w.line.text()
+    form = RunForm(load_form_context(extra_prepared=[str(tiny_data)]))
+    labels = [label for _, label in form.machine_choices()]
+    assert labels[:2] == ["Этот компьютер", "Авто (Kaggle)"] and "bob — осталось 30.0 ч GPU" in labels
+    assert form.values["machine"] == AUTO_MACHINE
+    form.set("constellations", ["tiny"])
+    form.set("limit_min", 600)
+    assert form.machine_note().startswith("Авто: bob") and "хватает на весь прогон" in form.machine_note()
+    form.set("limit_min", 2000)  # nobody covers it: the most quota, to be continued
+    assert "продолжится на другом аккаунте" in form.machine_note()
+    assert auto_explanation(form.run_config()) == form.machine_note()
 
 
 def shown_window(qtbot, tiny_data):
@@ -116,28 +117,6 @@ def test_stop_on_a_kaggle_run_says_what_happens_in_the_window(qtbot, fake, tiny_
     assert not said.endswith("сохранение…") and "Stop session" in said  # nothing is saving: how to stop it
     w.tick()
     assert w.banner.note.isVisible() and "Stop session" in w.banner.note.text()
-    w.close()
-
-
-def test_retry_of_a_kaggle_run_uploads_off_the_window_thread(qtbot, fake, tiny_data):
-    import time
-
-
-    fake.run_kernels = False
-    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=30)  # no quota: the start fails
-    add_lab_accounts("alice")
-    w = shown_window(qtbot, tiny_data)
-    rec = w.start_run(tiny_config(tiny_data, limit_min=60))
-    qtbot.waitUntil(lambda: w.runs.registry.get(rec.id).status == "failed", timeout=60_000)
-    assert w.runs.failure(rec.id).retry_label() is not None
-    fake.accounts["alice"].used_s = 0.0  # the quota refreshed
-    fake.fail("SaveKernel", 429, retry_after="3")  # Kaggle is busy: the push waits 3 s
-    began = time.monotonic()
-    again = w.retry_run(rec.id)
-    assert time.monotonic() - began < 2.0  # the window did not wait for the upload and the push
-    assert again is not None and w.followed == again.id
-    qtbot.waitUntil(lambda: w.runs.registry.get(again.id).status == "queued", timeout=60_000)
-    assert len(fake.pushes) == 1 and fake.pushes[0]["slug"].startswith("alice/")  # the 429 one is not kept
     w.close()
 
 

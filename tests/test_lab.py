@@ -3,11 +3,24 @@ with NVIDIA cards (a fake NVML with cards) as well as without one."""
 
 from __future__ import annotations
 
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+
 import pytest
 
 from app.form import RunForm
-from app.lab import load_form_context
+from app.lab import HISTORY_EVERY_S, ActionError, Lab, load_form_context
+from app.runs import RunManager, RunRecord
+from app.runs import status as st
+from tests.fake_kaggle import fixtures
+from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
 from tests.gpu_fake_nvml import FakeCard, pc_with_cards
+
+fake = fixtures.fake  # the fake Kaggle server's fixture
+ROOT = Path(__file__).resolve().parent.parent
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
@@ -60,3 +73,119 @@ def test_no_driver_a_card_gone_or_no_card_leave_the_cpu(cards, monkeypatch):
     cards.cards.clear()
     monkeypatch.setattr(nvml, "_session", None)
     assert load_form_context().local_gpu is None
+
+
+# -- runs: which is followed, watched, going ---------------------------------------------------
+
+def local_run(lab: Lab, data: Path, name: str, status: str = st.FINISHED) -> RunRecord:
+    """A run in the history with `status` (a trainer is not needed to decide about it)."""
+    cfg = tiny_config(data)
+    cfg.update(name=name, target={"kind": "local", "gpu": "cpu"})
+    rec = lab.runs.registry.create_run(cfg)
+    return lab.runs.registry.update(rec.id, status=status, pid=os.getpid())
+
+
+def test_the_monitor_watches_the_run_training_here_not_the_one_looked_at(tiny_data):
+    lab = Lab(RunManager())
+    old = local_run(lab, tiny_data, "old")
+    a = local_run(lab, tiny_data, "a", st.RUNNING)
+    b = local_run(lab, tiny_data, "b", st.RUNNING)
+    assert lab.initial_run() == b.id  # a new window re-attaches to a run still going
+    lab.follow(old.id)
+    assert lab.monitor_target().id == b.id  # a look at an old run: the newest training here
+    lab.follow(a.id)
+    assert lab.monitor_target().id == a.id and lab.monitored == a.id
+    assert [r.id for r in lab.training_here()] == [a.id, b.id]
+    assert lab.follow("no-such-run") is None and lab.followed == a.id
+
+
+def test_the_form_learns_the_runs_going_and_starts_still_uploading(tiny_data):
+    lab = Lab(RunManager())
+    going = local_run(lab, tiny_data, "going", st.RUNNING)
+    uploading = local_run(lab, tiny_data, "uploading", st.UPLOADING)
+    lab.runs.registry.update(uploading.id, status=st.CREATED)  # not yet «active» in the history
+    lab.launching |= {uploading.id, "deleted-meanwhile"}
+    assert [r.id for r in lab.active_runs()] == [going.id, uploading.id]
+    assert lab.launching == {uploading.id}
+    assert lab.active_runs()[0].local and lab.active_runs()[0].config["name"] == "going"
+
+
+def test_continue_is_refused_with_its_reason_and_a_failure_is_read_once(tiny_data):
+    lab = Lab(RunManager())
+    rec = local_run(lab, tiny_data, "no-checkpoint")
+    with pytest.raises(ActionError, match="чекпоинт"):
+        lab.continue_info(rec.id)
+    with pytest.raises(ActionError, match="чекпоинт"):
+        lab.export_checkpoint(rec.id)
+    failed = lab.runs.registry.update(rec.id, status=st.FAILED, last_message="the trainer process disappeared")
+    lab.follow(failed.id)
+    shown, failure = lab.followed_state()
+    assert shown.id == failed.id and failure is not None
+    assert lab.followed_state()[1] is failure  # final: not read again on every tick
+    lab.forget_failures()
+    assert lab.followed_state()[1] is not failure
+
+
+def test_a_poll_that_fails_is_said_and_new_steps_refresh_the_history_every_few_seconds(tiny_data, monkeypatch):
+    now = [100.0]
+    lab = Lab(RunManager(), clock=lambda: now[0])
+    lab.history()
+    rec = local_run(lab, tiny_data, "going", st.RUNNING)
+    lab.follow(rec.id)
+    tick = lab.poll()
+    assert not tick.error and tick.follow is None
+    with open(rec.events_path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "step", "time": 1.0, "step": 1, "loss": 5.0}) + "\n")
+    tick = lab.poll()
+    assert tick.updates and not tick.history_due  # steps, but the history was just read
+    now[0] += HISTORY_EVERY_S + 0.1
+    with open(rec.events_path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "step", "time": 2.0, "step": 2, "loss": 4.9}) + "\n")
+    assert lab.poll().history_due
+
+    def locked() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(lab.runs, "poll", locked)
+    assert "database is locked" in lab.poll().error and "новая попытка" in lab.poll().error
+
+
+def test_quitting_stops_no_kaggle_follower_when_none_ran_and_loads_no_kaggle_client():
+    import subprocess
+    import sys
+
+    code = ("import sys; from app.lab import Lab; from app.runs import RunManager; "
+            "lab = Lab(RunManager()); lab.runs.poll(kaggle=False); lab.shutdown(); "
+            "print('app.kaggle.runner' in sys.modules, 'kaggle' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
+
+
+# -- Kaggle: starts and retries upload in a thread (the fake server) ----------------------------
+
+def test_a_kaggle_retry_uploads_in_a_thread_and_stop_says_what_happens(fake, tiny_data):
+    fake.run_kernels = False
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=30)  # no quota: the start fails
+    add_lab_accounts("alice")
+    lab = Lab(RunManager())
+    started = lab.start(tiny_config(tiny_data, limit_min=60))
+    assert started.kaggle and started.run.id in lab.launching and "загрузка на Kaggle" in started.message
+    ended: list[tuple[str, str]] = []
+    lab.launch_in_background(started.run.id, lambda *a: ended.append(a)).join(60)
+    assert ended and ended[0][1], ended  # refused: the error comes back for the window
+    assert "не запустился" in lab.launch_ended(*ended[0]) and not lab.launching
+    assert lab.runs.failure(started.run.id).retry_label() is not None
+
+    fake.accounts["alice"].used_s = 0.0  # the quota refreshed
+    fake.fail("SaveKernel", 429, retry_after="3")  # Kaggle is busy: the push waits 3 s
+    began = time.monotonic()
+    again = lab.retry(started.run.id)
+    assert time.monotonic() - began < 2.0 and again.kaggle  # nothing uploaded on the caller's thread
+    ended.clear()
+    lab.launch_in_background(again.run.id, lambda *a: ended.append(a)).join(60)
+    assert ended == [(again.run.id, "")] and lab.launch_ended(*ended[0]).endswith("отправлен на Kaggle")
+    assert len(fake.pushes) == 1 and fake.pushes[0]["slug"].startswith("alice/")  # the 429 one is not kept
+    said = lab.stop(again.run.id)
+    assert not said.endswith("сохранение…") and "Stop session" in said  # nothing saves: how to stop it
+    lab.shutdown()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMenu,
     QMessageBox,
-    QPushButton,
     QScrollArea,
     QSplitter,
     QStyle,
@@ -39,24 +37,20 @@ from PySide6.QtWidgets import (
 
 from app import paths
 from app.data import manage as data_manage
-from app.form import ActiveRun, ContinueFrom, FormContext, Prepared
+from app.form import ContinueFrom, FormContext
 from app.i18n import current_language, t
-from app.lab import load_form_context
-from app.runs import ContinueError, RunEnded, RunError, RunManager, RunRecord
-from app.runs import status as st
-from app.runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
-from app.runs.files import folder_gone
-from app.state import StateError
+from app.lab import ActionError, Lab
+from app.runs import RunEnded, RunManager, RunRecord
 from app.window_layout import WindowLayout
 
 from . import settings
 from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
 from .history import HistoryView
+from .run_banner import RunBanner
 from .run_form import RunFormView
 
 POLL_MS = 500
-HISTORY_EVERY_S = 2.0
 LIVE = "live"
 DEFAULT_SIZE = (1500, 950)  # the first start's size; later starts take the one left
 
@@ -70,92 +64,6 @@ def _keys(standard: QKeySequence.StandardKey, fallback: str) -> list[QKeySequenc
 def key_text(action: QAction) -> str:
     """An action's first key as the platform writes it («Ctrl+Enter»); "" when it has none."""
     return action.shortcut().toString(QKeySequence.SequenceFormat.NativeText)
-
-
-class RunBanner(QWidget):
-    """The followed run: name, status, progress; Stop; a failure's reason and its retry."""
-
-    stop_clicked = Signal()
-    retry_clicked = Signal()
-
-    def __init__(self, parent: QWidget | None = None) -> None:
-        super().__init__(parent)
-        self.title = QLabel(t("Нет прогона на графике", "No run on the plot"))
-        self.title.setStyleSheet("font-size: 14px; font-weight: bold;")
-        self.detail = QLabel()
-        self.stop_button = QPushButton(t("Остановить", "Stop"))
-        self.stop_button.setToolTip(t("Обучение доделает шаг, сохранит чекпоинт и выйдет",
-                                      "The trainer finishes the step, saves a checkpoint and exits"))
-        self.stop_button.clicked.connect(self.stop_clicked)
-        self.failure = QLabel()
-        self.failure.setWordWrap(True)
-        self.failure.setStyleSheet("color: #b00020;")
-        # What the lab is doing for a Kaggle run (uploading, waiting for the network, how
-        # to stop the kernel): it lives in the run's message, not in its events.
-        self.note = QLabel()
-        self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: #555555;")
-        self.retry_button = QPushButton()
-        self.retry_button.clicked.connect(self.retry_clicked)
-        top = QHBoxLayout()
-        top.addWidget(self.title)
-        top.addWidget(self.detail, 1)
-        top.addWidget(self.stop_button)
-        bottom = QHBoxLayout()
-        bottom.addWidget(self.note, 1)
-        bottom.addWidget(self.failure, 1)
-        bottom.addWidget(self.retry_button)
-        layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
-        layout.addLayout(top)
-        layout.addLayout(bottom)
-        self.show_run(None)
-
-    def show_run(self, rec: RunRecord | None, failure: Any = None) -> None:
-        if rec is None:
-            self.detail.setText("")
-            self.note.setVisible(False)
-            self.stop_button.setVisible(False)
-            self.failure.setVisible(False)
-            self.retry_button.setVisible(False)
-            return
-        self.title.setText(rec.name)
-        parts = [st.label(rec.status)]
-        if rec.last_step is not None:
-            parts.append(t(f"шаг {rec.last_step}", f"step {rec.last_step}") + (f" / {rec.steps_to}" if rec.steps_to else ""))
-        if rec.last_loss is not None:
-            parts.append(f"loss {rec.last_loss:.4f}")
-        if rec.best_val_loss is not None:
-            parts.append(f"val {rec.best_val_loss:.4f}")
-        self.detail.setText("  ·  ".join(parts))
-        stopping = rec.status == st.STOPPING
-        self.stop_button.setVisible(rec.active)
-        self.stop_button.setEnabled(rec.active and not stopping)
-        self.stop_button.setText(t("Сохранение…", "Saving…") if stopping else t("Остановить", "Stop"))
-        kaggle = rec.target_kind == "kaggle"
-        self.stop_button.setToolTip(
-            t("Следующего этапа не будет; само ядро Kaggle доработает до своего лимита "
-              "(остановить сразу — на kaggle.com, без последнего чекпоинта)",
-              "No further leg starts; the Kaggle kernel itself runs to its limit "
-              "(to stop it now: on kaggle.com, without a last checkpoint)") if kaggle else
-            t("Обучение доделает шаг, сохранит чекпоинт и выйдет",
-              "The trainer finishes the step, saves a checkpoint and exits"))
-        if kaggle:
-            self.note.setText((rec.last_message or "") if rec.active else "")
-        else:  # a PAUSE file holds the trainer (the heat guard's or the user's): say so here
-            from app.gpu.heat_guard import pause_note
-
-            self.note.setText(pause_note(rec.path) if rec.active else "")
-        self.note.setVisible(bool(self.note.text()))
-        if failure is not None:
-            self.failure.setText("\n".join(x for x in (failure.message, failure.advice) if x))
-            label = failure.retry_label()
-            self.retry_button.setText(label or "")
-            self.retry_button.setVisible(bool(label))
-            self.failure.setVisible(True)
-        else:
-            self.failure.setVisible(False)
-            self.retry_button.setVisible(False)
 
 
 class MainWindow(QMainWindow):
@@ -173,18 +81,12 @@ class MainWindow(QMainWindow):
         self.remember_layout = remember_layout
         self.shortcut_actions: dict[str, QAction] = {}
         self._pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
-        self.runs = runs if runs is not None else RunManager()
-        self.extra_prepared = list(extra_prepared or [])
-        self.followed: str | None = None
+        self.lab = Lab(runs, extra_prepared)  # the decisions; this window shows them
         self.overlays: set[str] = set()
-        self._monitored: str | None = None  # the run the GPU monitor watches (trains here)
         self.notifications: list[tuple[str, str]] = []
         self.export_processes: list[QProcess] = []
-        self._failures: dict[str, Any] = {}
-        self._launching: set[str] = set()  # Kaggle starts still uploading in their thread
         self._close_confirmed = False  # the close question was answered: close for real
         self.close_question: QMessageBox | None = None
-        self._history_at = 0.0
         self.tray: QSystemTrayIcon | None = None
         self.prepare_task: CliTask | None = None  # «Подготовить данные» running now
         self._prepare_names: list[str] = []
@@ -194,7 +96,7 @@ class MainWindow(QMainWindow):
         self.runs.add_listener(self._run_ended)
         self.launch_done.connect(self._launch_done)
         self.setWindowTitle("Ternit Lab")
-        self._build(ctx if ctx is not None else load_form_context(self.runs, self.extra_prepared))
+        self._build(ctx if ctx is not None else self.lab.form_context())
         self._build_menu()
         self.resize(*DEFAULT_SIZE)
         if remember_layout:
@@ -207,6 +109,19 @@ class MainWindow(QMainWindow):
         # The plot (pyqtgraph, numpy) and the GPU monitor are built just after the window
         # first shows: it appears at once, and they fill in a moment later.
         QTimer.singleShot(0, self.ensure_ready)
+
+    @property
+    def runs(self) -> RunManager:
+        return self.lab.runs
+
+    @property
+    def followed(self) -> str | None:
+        """The run on the plot and in the banner."""
+        return self.lab.followed
+
+    @followed.setter
+    def followed(self, run_id: str | None) -> None:
+        self.lab.followed = run_id
 
     # -- layout ------------------------------------------------------------------------
 
@@ -385,14 +300,7 @@ class MainWindow(QMainWindow):
     def load_measured(self) -> threading.Thread:
         """Speeds and memory measured by earlier runs (their events), for the estimates:
         read in a thread, since a long history means large event files."""
-        root = self.runs.registry.runs_root
-
-        def work() -> object:
-            from app.sizing.history import measured_runs
-
-            return measured_runs(root)
-
-        return run_in_thread(work, self._measured_loaded, self, name="measured-runs")
+        return run_in_thread(self.lab.measured, self._measured_loaded, self, name="measured-runs")
 
     def _measured_loaded(self, measured: object) -> None:
         ctx = self.form_view.form.ctx
@@ -548,7 +456,7 @@ class MainWindow(QMainWindow):
         old = self.centralWidget()
         if self.monitor is not None:
             self.monitor.stop()
-        self._failures.clear()  # their advice is in the old language
+        self.lab.forget_failures()  # their advice is in the old language
         self._build(form.ctx)
         self._restore_layout(layout, geometry=False)
         old.deleteLater()
@@ -575,21 +483,15 @@ class MainWindow(QMainWindow):
     def reload_context(self) -> None:
         """Read the choices again (new data, accounts); what the window learnt meanwhile —
         measured speeds, the runs going — stays."""
-        old = self.form_view.form.ctx
-        ctx = load_form_context(self.runs, self.extra_prepared)
-        ctx.measured, ctx.active_runs = old.measured, old.active_runs
-        self.form_view.set_context(ctx)
+        self.form_view.set_context(self.lab.reload_context(self.form_view.form.ctx))
 
     def add_prepared(self, folder: str) -> bool:
-        prep = Prepared.read(folder)
-        if prep is None:
-            self.statusBar().showMessage(t(
-                f"{folder}: нет tokenizer.json, train.bin, val.bin и meta.json — это не подготовленные данные",
-                f"{folder}: no tokenizer.json, train.bin, val.bin and meta.json — not prepared data"))
-            return False
-        self.extra_prepared.append(str(folder))
         ctx = self.form_view.form.ctx
-        ctx.add_prepared(prep)
+        try:
+            self.lab.add_prepared(folder, ctx)
+        except ActionError as e:
+            self.statusBar().showMessage(str(e))
+            return False
         self.form_view.set_context(ctx)
         return True
 
@@ -601,17 +503,8 @@ class MainWindow(QMainWindow):
 
     def prepare_data(self, constellations: list[str]) -> CliTask:
         """«Подготовить данные»: `ternit data prepare` in a child process (tokenizing is heavy
-        and must not freeze the window), its progress under the button with «Отмена». A
-        continued run keeps its checkpoint's tokenizer."""
-        form = self.form_view.form
-        context = form.values.get("context")
-        tokenizer = None
-        if form.continuing is not None:
-            parent_dir = (form.continuing.config.get("data") or {}).get("dir")
-            if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
-                tokenizer = Path(parent_dir) / "tokenizer.json"
-        args = data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer)
-        return self._prepare_in_background(args, constellations)
+        and must not freeze the window), its progress under the button with «Отмена»."""
+        return self._prepare_in_background(Lab.prepare_args(self.form_view.form, constellations), constellations)
 
     def _prepare_in_background(self, args: list[str], constellations: list[str]) -> CliTask:
         if self.prepare_task is not None:  # one at a time: the button is off meanwhile
@@ -627,11 +520,6 @@ class MainWindow(QMainWindow):
         self.form_view.prepare_button.setEnabled(False)
         task.start()
         return task
-
-    def cancel_prepare(self) -> None:
-        """«Отмена» under the form: the prepare stops like Ctrl-C and removes its unfinished folder."""
-        if self.prepare_task is not None:
-            self.prepare_bar.cancel()
 
     def _prepare_ended(self, code: int) -> None:
         task, self.prepare_task = self.prepare_task, None
@@ -649,110 +537,62 @@ class MainWindow(QMainWindow):
     # -- runs --------------------------------------------------------------------------
 
     def start_run(self, config: dict[str, Any]) -> RunRecord | None:
-        """Start (or continue, when the form continues a checkpoint) and follow the run.
-
-        A local start only spawns the trainer. A Kaggle start uploads data and pushes a
-        kernel over the network, so it runs in a thread; `launch_done` reports its end."""
-        form = self.form_view.form
-        parent = form.continuing.run_id if form.continuing is not None else None
-        kaggle = (config.get("target") or {}).get("kind") == "kaggle"
+        """Start (or continue, when the form continues a checkpoint) and follow the run. A
+        Kaggle start uploads and pushes in a thread; `launch_done` reports its end."""
         try:
-            if kaggle:
-                if parent is not None:
-                    check = self.runs.check_continue(parent, config)
-                    if check.model_changed:
-                        raise ContinueError(check.warning or "model changed")
-                rec = self.runs.create(config, parent_id=parent)
-            elif parent is not None:
-                rec = self.runs.start_continue(parent, config)
-            else:
-                rec = self.runs.start(config)
-        except (RunError, ContinueError, StateError, OSError, ValueError) as e:
+            started = self.lab.start(config, self.form_view.form.continuing)
+        except ActionError as e:
             self.banner.failure.setText(str(e))
             self.banner.failure.setVisible(True)
             self.statusBar().showMessage(str(e))
             return None
-        if kaggle:
-            self._launching.add(rec.id)
-            self._launch_in_background(rec.id)
-            self.statusBar().showMessage(t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
-        else:
-            self.statusBar().showMessage(t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        if started.kaggle:
+            self.lab.launch_in_background(started.run.id, self._emit_launch_done)
+        self.statusBar().showMessage(started.message)
         self.refresh_history()
-        self.follow(rec.id)
+        self.follow(started.run.id)
         self.form_view.form.from_scratch()
         self.form_view.refresh()
-        return rec
+        return started.run
 
-    def _launch_in_background(self, run_id: str) -> threading.Thread:
-        def work() -> None:
-            try:
-                self.runs.launch(run_id)
-                error = ""
-            except Exception as e:  # shown in the window; the run's row says failed
-                error = str(e) or type(e).__name__
-            try:
-                self.launch_done.emit(run_id, error)
-            except RuntimeError:  # the window was closed meanwhile
-                pass
-
-        thread = threading.Thread(target=work, name=f"launch-{run_id}", daemon=True)
-        thread.start()
-        return thread
+    def _emit_launch_done(self, run_id: str, error: str) -> None:
+        """From the launch thread: into the window's thread through the signal."""
+        try:
+            self.launch_done.emit(run_id, error)
+        except RuntimeError:  # the window was closed meanwhile
+            pass
 
     def _launch_done(self, run_id: str, error: str) -> None:
-        self._launching.discard(run_id)
-        if error:
-            self.statusBar().showMessage(t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}"))
-        else:
-            rec = self.runs.registry.get(run_id)
-            if rec.ended or rec.status == st.UPLOADING:  # stopped while uploading; waiting for Kaggle
-                self.statusBar().showMessage(f"{run_id}: {st.label(rec.status)} — {rec.last_message or ''}")
-            else:
-                self.statusBar().showMessage(t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle"))
+        self.statusBar().showMessage(self.lab.launch_ended(run_id, error))
         self.refresh_history()
         self._update_banner()
 
     def stop_run(self, run_id: str) -> None:
-        rec = self.runs.stop(run_id)
-        if rec.target_kind == "kaggle":  # nothing saves now: the runner's message says what happens
-            self.statusBar().showMessage(f"{rec.name}: {rec.last_message or ''}")
-        else:
-            self.statusBar().showMessage(t(f"{rec.name}: сохранение…", f"{rec.name}: saving…"))
+        self.statusBar().showMessage(self.lab.stop(run_id))
         self._update_banner()
         self.refresh_history()
 
     def retry_run(self, run_id: str) -> RunRecord | None:
-        """One click after a failure: the same run with the advice applied (OOM: the batch
-        that should fit; NaN: a lower learning rate), from its last checkpoint if any."""
+        """One click after a failure: the same run with the advice applied."""
         try:
-            kaggle = self.runs.registry.get(run_id).target_kind == "kaggle"
-            rec = self.runs.retry(run_id, launch=not kaggle)
-        except (RunError, ContinueError, StateError, OSError, ValueError) as e:
+            started = self.lab.retry(run_id)
+        except ActionError as e:
             self.statusBar().showMessage(str(e))
             return None
-        if kaggle:  # uploading and pushing must not freeze the window
-            self._launching.add(rec.id)
-            self._launch_in_background(rec.id)
-            self.statusBar().showMessage(t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
+        if started.kaggle:
+            self.lab.launch_in_background(started.run.id, self._emit_launch_done)
+            self.statusBar().showMessage(started.message)
         self.refresh_history()
-        self.follow(rec.id)
-        return rec
+        self.follow(started.run.id)
+        return started.run
 
     def continue_info(self, run_id: str) -> ContinueFrom | None:
         """What «Продолжить» fills the form with (None, and a message, if it cannot)."""
         try:
-            cfg = self.runs.continue_config(run_id)
-            rec = self.runs.registry.get(run_id)
-        except (ContinueError, KeyError, OSError, ValueError) as e:
+            return self.lab.continue_info(run_id)
+        except ActionError as e:
             self.statusBar().showMessage(str(e))
             return None
-        ckpt = usable_checkpoint(rec.path)
-        step = (checkpoint_step(ckpt) if ckpt else None) or rec.last_step or 0
-        parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
-        return ContinueFrom(run_id=run_id, config=cfg, step=int(step),
-                            label=f"{rec.name} · {t('шаг', 'step')} {step}",
-                            tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "")
 
     def continue_run(self, run_id: str) -> bool:
         """«Продолжить» in the history: the form filled from the checkpoint, model locked,
@@ -766,12 +606,10 @@ class MainWindow(QMainWindow):
 
     def follow(self, run_id: str) -> None:
         """Show a run (with the runs it continues, as one curve) on the plot, live."""
-        try:
-            chain = self.runs.registry.lineage(run_id)
-        except KeyError:
+        chain = self.lab.follow(run_id)
+        if chain is None:
             return
         rec = chain[-1]
-        self.followed = run_id
         self.plot.remove(LIVE)
         self.plot.follow(LIVE, [(r.id, r.events_path) for r in chain], label=rec.name)
         self.plot.set_title(t(f"Потери: {rec.name}", f"Loss: {rec.name}"))
@@ -780,14 +618,11 @@ class MainWindow(QMainWindow):
         self._update_monitor()
 
     def _update_monitor(self) -> None:
-        """Point the GPU monitor (its trainer figures, its heat guard) at the run training
-        on this computer: the followed one if it does, else the newest. A look at an old run
-        turned the heat guard off for the run still training, and lifted its pause."""
+        """Point the GPU monitor (its trainer figures, its heat guard) at the run the lab
+        says trains here."""
         if self.monitor is None:
             return
-        here = [r for r in self.runs.registry.active() if r.target_kind == "local"]
-        rec = next((r for r in here if r.id == self.followed), here[-1] if here else None)
-        self._monitored = rec.id if rec is not None else None
+        rec = self.lab.monitor_target()
         self.monitor.set_run(rec.path if rec is not None else None, local=True)
         self.monitor.set_trainer_pid(rec.pid if rec is not None else None)
 
@@ -823,95 +658,51 @@ class MainWindow(QMainWindow):
             self.plot.remove(key)
             return
         try:
-            rec = self.runs.registry.get(run_id)
-            series = self.runs.series(run_id)
-        except (KeyError, OSError) as e:
+            name, series = self.lab.overlay(run_id)
+        except ActionError as e:
             self.statusBar().showMessage(str(e))
             return
         self.overlays.add(run_id)
-        self.plot.show_series(key, series, label=rec.name, primary=False)
+        self.plot.show_series(key, series, label=name, primary=False)
 
     def _follow_initial(self) -> None:
         """Re-attach: follow a run that is still going, else show the newest run."""
-        active = self.runs.registry.active()
-        if active:
-            self.follow(active[-1].id)
-            return
-        rows = self.runs.registry.list_runs(limit=1)
-        if rows:
-            self.follow(rows[0].id)
+        run_id = self.lab.initial_run()
+        if run_id:
+            self.follow(run_id)
 
     def tick(self) -> None:
         """The timer: poll runs (statuses, notifications), the plot, the banner, the history."""
-        try:
-            updates = self.runs.poll()
-        except Exception as e:  # a locked database or a vanished folder: try again next tick
-            self.statusBar().showMessage(t(f"Прогоны не обновились ({e}); новая попытка через миг",
-                                           f"The runs did not update ({e}); trying again in a moment"))
+        tick = self.lab.poll()
+        if tick.error:
+            self.statusBar().showMessage(tick.error)
             return
         if self._plot is not None:
             self._plot.poll()
         if self.monitor is not None:
-            if any(u.status_changed for u in updates):
+            if tick.monitor_changed:
                 self._update_monitor()
-            for u in updates:
-                if u.run.id == self._monitored:
-                    steps = [e for e in u.events if e.get("event") == "step"]
-                    if steps:
-                        self.monitor.on_step_event(steps[-1])
-        # A Kaggle leg that hit its limit goes on as the next leg (another account): the
-        # plot and the banner go with it, the chain drawn as one curve.
-        ended = next((u.run for u in updates if u.run.id == self.followed and u.status_changed
-                      and not u.run.active), None)
-        nxt = self.runs.next_leg(ended.id) if ended is not None else None
-        if nxt is not None:
-            self.follow(nxt.id)
-        if updates or self.followed:
+            if tick.monitor_step is not None:
+                self.monitor.on_step_event(tick.monitor_step)
+        if tick.follow is not None:  # the Kaggle chain went on as its next leg
+            self.follow(tick.follow)
+        if tick.updates or self.followed:
             self._update_banner()
-        # A status change shows at once; new steps refresh the history every few seconds.
-        now = time.monotonic()
-        if any(u.status_changed for u in updates) or (
-                any(u.events for u in updates) and now - self._history_at > HISTORY_EVERY_S):
+        if tick.history_due:
             self.refresh_history()
 
     def _update_banner(self) -> None:
-        if not self.followed:
-            self.banner.show_run(None)
-            return
-        try:
-            rec = self.runs.registry.get(self.followed)
-        except KeyError:
-            self.banner.show_run(None)
-            return
-        failure = None
-        if rec.status == st.FAILED:  # final: read its events once, not on every tick
-            if rec.id not in self._failures:
-                self._failures[rec.id] = self.runs.failure(rec.id)
-            failure = self._failures[rec.id]
-        self.banner.show_run(rec, failure)
+        self.banner.show_run(*self.lab.followed_state())
 
     def refresh_history(self) -> None:
-        self._history_at = time.monotonic()
-        rows = self.runs.history(limit=200)
+        rows = self.lab.history()
         self.history.set_rows(rows)
-        self.form_view.set_checkpoints([(r.id, f"{r.name} · {r.steps} · {r.created}") for r in rows if r.can_continue])
+        self.form_view.set_checkpoints(Lab.checkpoint_choices(rows))
         self._show_active_runs()
 
     def _show_active_runs(self) -> None:
-        """Tell the form which runs are going (it refuses the same run twice and warns of
-        two on one card); the form refreshes only when that set changed."""
-        recs = self.runs.registry.active()
-        for run_id in self._launching - {r.id for r in recs}:
-            try:
-                recs.append(self.runs.registry.get(run_id))
-            except KeyError:
-                self._launching.discard(run_id)
-        active = []
-        for rec in recs:
-            try:
-                active.append(ActiveRun(rec.id, rec.name, rec.target_kind == "local", rec.config()))
-            except (OSError, ValueError):  # its run.json is gone or torn: nothing to compare
-                continue
+        """Tell the form which runs are going; it refreshes only when that set changed."""
+        active = self.lab.active_runs()
         ctx = self.form_view.form.ctx
         if [r.id for r in active] != [r.id for r in ctx.active_runs]:
             ctx.active_runs = active
@@ -920,29 +711,30 @@ class MainWindow(QMainWindow):
     # -- files -------------------------------------------------------------------------
 
     def open_folder(self, run_id: str) -> None:
-        rec = self.runs.registry.get(run_id)
-        gone = folder_gone(rec.path)
-        if gone:
-            self.statusBar().showMessage(gone)
+        try:
+            folder = self.lab.run_folder(run_id)
+        except ActionError as e:
+            self.statusBar().showMessage(str(e))
             return
-        QDesktopServices.openUrl(QUrl.fromLocalFile(rec.folder))
+        QDesktopServices.openUrl(QUrl.fromLocalFile(folder))
 
     def export_weights(self, run_id: str, out: str | None = None) -> QProcess | None:
         """The latest checkpoint's weights as .safetensors, by `ternit export` in a child
         process (it loads torch; the window does not)."""
-        rec = self.runs.registry.get(run_id)
-        ckpt = latest_checkpoint(rec.path)
-        if ckpt is None:
-            self.statusBar().showMessage(t("У прогона нет чекпоинта", "The run has no checkpoint"))
+        try:
+            ckpt = self.lab.export_checkpoint(run_id)  # none: said before asking where to
+            if out is None:
+                name = self.runs.registry.get(run_id).name
+                out, _ = QFileDialog.getSaveFileName(self, t("Экспорт весов", "Export weights"),
+                                                     str(Path.home() / f"{name}.safetensors"), "safetensors (*.safetensors)")
+                if not out:
+                    return None
+        except ActionError as e:
+            self.statusBar().showMessage(str(e))
             return None
-        if out is None:
-            out, _ = QFileDialog.getSaveFileName(self, t("Экспорт весов", "Export weights"),
-                                                 str(Path.home() / f"{rec.name}.safetensors"), "safetensors (*.safetensors)")
-            if not out:
-                return None
         proc = QProcess(self)
         proc.setProgram(sys.executable)
-        proc.setArguments(["-m", "app.cli", "export", str(ckpt), out])
+        proc.setArguments(Lab.export_args(ckpt, out))
         proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
 
         def done(code: int, _status: Any) -> None:
@@ -978,9 +770,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"{title}: {text}")
 
     def training_here(self) -> list[RunRecord]:
-        """Local runs training now (not those already saving to stop)."""
-        return [r for r in self.runs.registry.active()
-                if r.target_kind == "local" and r.status in (st.STARTING, st.RUNNING)]
+        return self.lab.training_here()
 
     def _ask_about_running(self, running: list[RunRecord]) -> QMessageBox:
         """Closing while a run trains: say that it goes on without the window, and offer to
@@ -1042,9 +832,7 @@ class MainWindow(QMainWindow):
             self.prepare_task.stop_and_wait()
         if self.monitor is not None and hasattr(self.monitor, "stop"):
             self.monitor.stop()
-        runner = sys.modules.get("app.kaggle.runner")  # Kaggle followers, if any ran here
-        if runner is not None and hasattr(runner, "shutdown_followers"):
-            runner.shutdown_followers(timeout=2.0)
+        self.lab.shutdown()  # Kaggle runs are followed again at the next start
         if self.tray is not None:
             self.tray.hide()
         super().closeEvent(event)

@@ -42,11 +42,23 @@ class KaggleUnavailable(RuntimeError):
     """The Kaggle side of the lab is not installed or not working."""
 
 
+_loaded: ModuleType | None = None  # the runner, once a Kaggle run was started or followed
+
+
 def runner() -> ModuleType:
+    global _loaded
     try:
-        return importlib.import_module(RUNNER_MODULE)
+        _loaded = importlib.import_module(RUNNER_MODULE)
     except ImportError as e:
         raise KaggleUnavailable(f"Kaggle runs are not available: {e}") from e
+    return _loaded
+
+
+def shutdown(timeout: float = 2.0) -> None:
+    """The lab is quitting: stop following Kaggle runs (the state keeps where each leg was).
+    A lab that never loaded the runner has nothing to stop, and loads nothing now."""
+    if _loaded is not None:
+        _loaded.shutdown_followers(timeout=timeout)
 
 
 def start(registry: Any, run_id: str, account: str = "auto") -> None:
