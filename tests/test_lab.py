@@ -15,9 +15,9 @@ from app.form import RunForm
 from app.lab import HISTORY_EVERY_S, ActionError, Lab, load_form_context
 from app.runs import RunManager, RunRecord
 from app.runs import status as st
+from bench.fake_nvml import FakeCard, pc_with_cards
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
-from tests.gpu_fake_nvml import FakeCard, pc_with_cards
 
 fake = fixtures.fake  # the fake Kaggle server's fixture
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from app.runs import RunManager
 from app.runs import process as proc
-from tests.gpu_fake_nvml import FakeCard, pc_with_cards
+from bench.fake_nvml import FakeCard, pc_with_cards
 from tests.test_window import fill_tiny, type_into
 from tests.ui_actions import choose
 
