@@ -188,7 +188,7 @@ def test_eval_bits_per_byte_by_hand(trained, tiny_data, tmp_path):
 
     from tokenizers import Tokenizer as HF
 
-    from tests.tiny_data import make_text
+    from bench.synthetic import make_text
 
     ckpt = sorted((trained / "checkpoints").glob("step-*.pt"))[-1]
     text = " ".join(make_text(25, seed=99)) + " И ещё: ёж."
