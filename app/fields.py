@@ -44,6 +44,8 @@ class FieldSpec:
     options: dict[str, dict[str, str]] = field(default_factory=dict)
     # What each fixed option means and costs, for the option's own tooltip.
     option_tooltips: dict[str, dict[str, str]] = field(default_factory=dict)
+    # Shorter names for `ternit run start`'s flag (--batch besides --batch-per-card).
+    flags: tuple[str, ...] = ()
 
     def label_text(self, lang: str | None = None) -> str:
         return self.label[lang or current_language()]
@@ -344,6 +346,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="int",
         path="training.batch_per_card",
+        flags=("--batch",),
         default=6,
         minimum=1,
         maximum=4096,
@@ -365,6 +368,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="int",
         path="training.steps_to",
+        flags=("--steps",),
         default=20000,
         minimum=1,
         maximum=100_000_000,

@@ -203,7 +203,8 @@ def test_the_prose_check_flags_an_untranslated_help_and_not_option_names():
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_usage_errors_in_the_interface_language(lang):
     cases = {
-        ("run", "start"): ("не хватает аргументов: --config", "the following arguments are required: --config"),
+        ("run", "start", "--layers", "x"): ("аргумент --layers: неверное значение 'x' (нужно: целое число)",
+                                            "argument --layers: invalid int value: 'x'"),
         ("run", "stop", "1", "--wait", "x"): ("лишние аргументы: x", "unrecognized arguments: x"),
         ("estimate", "--gpu", "h100"): ("аргумент --gpu: недопустимое значение 'h100'",
                                         "argument --gpu: invalid choice: 'h100'"),
@@ -243,7 +244,7 @@ def test_an_ambiguous_run_id_and_a_bad_gpu_are_explained_in_russian(tmp_path):
     assert code == 2 and "подходит к нескольким прогонам" in err and "укажите ID полнее" in err, err
 
     config = tmp_path / "run.json"
-    config.write_text(json.dumps({"target": {"kind": "local"}}))
+    config.write_text(json.dumps({"target": {"kind": "local"}, "data": {"dir": str(tmp_path)}}))
     code, _, err = run_cli(["run", "start", "--config", str(config), "--gpu", "first"], "ru")
     assert code == 2 and "target.gpu: auto, cpu или номера видеокарт" in err and "'first'" in err, err
 

@@ -84,7 +84,7 @@ def test_errors_are_one_line_with_exit_codes(tmp_path, capsys, english):
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and vocab in err and "uint16" in err
 
-    assert main(["data", "prepare", "--constellations", "nope"]) == 1
+    assert main(["data", "prepare", "--constellations", "nope"]) == 2  # bad input, as elsewhere
     assert "nope" in capsys.readouterr().err
 
     assert main(["data", "prepare", "--constellations", "demo", "--tokenizer", str(tmp_path / "t.json")]) == 2
@@ -258,7 +258,7 @@ def test_constellations_can_be_renamed_and_removed_and_a_dataset_taken_out(tmp_p
     assert main(["data", "remove", "books", "--constellation", "extra"]) == 0
     assert main(["data", "remove", "books", "--constellation", "extra"]) == 1  # not in it any more
     assert main(["data", "remove-constellation", "extra"]) == 0
-    assert main(["data", "remove-constellation", "nope"]) == 1
+    assert main(["data", "remove-constellation", "nope"]) == 2  # an unknown name: bad input
     capsys.readouterr()
     assert main(["data", "constellations"]) == 0
     rows = {line.split()[0]: line.split()[1] for line in capsys.readouterr().out.splitlines()[1:-1]}

@@ -12,7 +12,8 @@
     ternit data check [NAME...]
     ternit data bench [...]          (the same as `ternit bench data`)
 
-Errors are one line on stderr: exit 2 for a missing/unreadable path or a refused argument,
+Errors are one line on stderr: exit 2 for a missing/unreadable path or a refused argument
+(an unknown constellation or dataset name included),
 1 for other failures, 130 when interrupted (nothing half-written is left).
 """
 

@@ -103,8 +103,10 @@ def valid_constellation_name(name: str) -> str:
 # --- scanning -------------------------------------------------------------------------------
 
 def list_files(root: Path) -> list[tuple[str, Path, str]]:
-    """(relpath, path, format) of the readable text files under a folder, in a fixed order.
-    Hidden folders and files (.git, .cache) are not data."""
+    """(relpath, path, format) of the files under a folder, in a fixed order. Hidden folders
+    and files (.git, .cache) are not data. A file without a known suffix is read as plain
+    text, as a single file is: its content decides (a binary one is skipped with a note
+    naming it when it is read), so a folder of `chapter-01` files is not refused."""
     found: list[tuple[str, Path, str]] = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
@@ -112,9 +114,7 @@ def list_files(root: Path) -> list[tuple[str, Path, str]]:
             if fname.startswith("."):
                 continue
             p = Path(dirpath) / fname
-            fmt = readers.format_of(p)
-            if fmt:
-                found.append((p.relative_to(root).as_posix(), p, fmt))
+            found.append((p.relative_to(root).as_posix(), p, readers.format_of(p, explicit=True) or "text"))
     return found
 
 
@@ -226,19 +226,16 @@ class Library:
         previous = self._files(row["id"]) if row is not None else {}
         files = scan(kind, p, previous, progress, cancel)
         if kind == "folder" and not files:
-            raise LibraryError(t(
-                f"в папке {p} нет текстовых файлов (.txt, .md, .jsonl, .gz)",
-                f"the folder {p} has no text files (.txt, .md, .jsonl, .gz)",
-            ))
+            raise LibraryError(t(f"в папке {p} нет файлов", f"the folder {p} has no files"), exit_code=2)
         if row is None and not any(f.status == "ok" for f in files):
             # A binary or empty file added by mistake would otherwise sit in the library
             # (and in its constellation) as a dataset of nothing.
             why = "; ".join(f"{f.relpath}: {f.note}" for f in files[:3] if f.note)
             raise LibraryError(t(
                 f"в {p} нет текста ({why}): ничего не добавлено. Лаборатория читает текст в UTF-8 "
-                "или Windows-1251: .txt, .md, .jsonl (поле \"text\") и они же в .gz",
+                "или Windows-1251 в файлах с любым именем (.jsonl — поле \"text\"), и они же в .gz",
                 f"{p} holds no text ({why}): nothing was added. The lab reads UTF-8 or Windows-1251 "
-                "text: .txt, .md, .jsonl (a \"text\" field) and those in .gz",
+                "text in files of any name (.jsonl: a \"text\" field), and those in .gz",
             ), exit_code=2)
         # The dataset and its constellation stand or fall together: an add cancelled (or
         # failing) between the two must not leave half of it in the library.
@@ -333,7 +330,8 @@ class Library:
     def dataset(self, name: str) -> Dataset:
         found = [d for d in self.datasets() if d.name == name]
         if not found:
-            raise LibraryError(t(f"нет набора «{name}» (ternit data list)", f"no dataset {name!r} (ternit data list)"))
+            raise LibraryError(t(f"нет набора «{name}» (ternit data list)", f"no dataset {name!r} (ternit data list)"),
+                               exit_code=2)
         return found[0]
 
     def datasets(self) -> list[Dataset]:
@@ -441,7 +439,8 @@ class Library:
             if c.name == name:
                 return c
         known = ", ".join(c.name for c in self.constellations()) or "-"
-        raise LibraryError(t(f"нет созвездия «{name}» (есть: {known})", f"no constellation {name!r} (known: {known})"))
+        raise LibraryError(t(f"нет созвездия «{name}» (есть: {known})", f"no constellation {name!r} (known: {known})"),
+                           exit_code=2)
 
     # the demo
     def ensure_demo(self) -> None:

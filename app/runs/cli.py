@@ -2,6 +2,7 @@
 
 Exit codes (with --wait, the run's outcome):
   0  started (without --wait), or finished at «Шагов до», or a stop was asked for
+     (`stop --wait`: the run saved and ended, whatever ended it)
   1  the run failed (the reason and the advice are printed)
   2  bad arguments, config or run id
   3  the run stopped at its time limit (a checkpoint is saved: `ternit run continue ID`)
@@ -20,12 +21,16 @@ from typing import Any
 
 from .. import run_status as st
 from ..cli_args import Parser
+from ..data.for_run import fill_data
+from ..data.library import LibraryError
+from ..data.progress import progress_for_cli
 from ..i18n import t
 from ..numbers import count_text, int_text
 from .continuing import ContinueError
 from .events import Event
-from .manager import RunError, RunManager
+from .manager import RunError, RunManager, load_config, normalize_config
 from .registry import RunNotFound, RunRecord
+from .start_flags import add_field_flags, apply_flags
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIME_LIMIT, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 OUTCOME_CODES = {st.FINISHED: EXIT_OK, st.FAILED: EXIT_FAILED, st.TIME_LIMIT: EXIT_TIME_LIMIT, st.STOPPED: EXIT_STOPPED}
@@ -36,6 +41,7 @@ DESCRIPTION_RU = """\
 
 Коды выхода (с --wait — итог прогона):
   0  запущен (без --wait), дошёл до «Шагов до» или остановка запрошена
+     (`stop --wait`: прогон сохранился и завершился, чем бы он ни закончился)
   1  прогон упал (причина и совет напечатаны)
   2  неверные аргументы, конфиг или ID прогона
   3  прогон остановлен по лимиту времени (чекпоинт сохранён: `ternit run continue ID`)
@@ -48,6 +54,7 @@ DESCRIPTION_EN = """\
 
 Exit codes (with --wait, the run's outcome):
   0  started (without --wait), or finished at «Steps to», or a stop was asked for
+     (`stop --wait`: the run saved and ended, whatever ended it)
   1  the run failed (the reason and the advice are printed)
   2  bad arguments, config or run id
   3  the run stopped at its time limit (a checkpoint is saved: `ternit run continue ID`)
@@ -65,9 +72,18 @@ def parser() -> argparse.ArgumentParser:
     wait = t("следить за прогоном до конца, печатая ход", "follow the run until it ends, printing progress")
     as_json = t("печатать события строками JSON", "print events as JSON lines")
     stop_at = t("остановиться на этом шаге, как по лимиту времени", "stop at this step as if the time limit hit")
-    s = sub.add_parser("start", help=t("запустить прогон по run.json", "start a run from a run.json"))
-    s.add_argument("--config", required=True, metavar="RUN.json",
-                   help=t("run.json, который обучать", "the run.json to train"))
+    s = sub.add_parser("start", help=t("запустить прогон по run.json или по полям формы",
+                                        "start a run from a run.json or from the form's fields"),
+                       description=t(
+                           "Без --config нужен хотя бы --constellations: например, `ternit run start "
+                           "--constellations demo --layers 4 --width 256 --steps 2000`. Подготовленные "
+                           "данные созвездий находятся сами (или готовятся с прогрессом).",
+                           "Without --config at least --constellations is needed: e.g. `ternit run start "
+                           "--constellations demo --layers 4 --width 256 --steps 2000`. The constellations' "
+                           "prepared data is found (or prepared, with progress) by itself."))
+    s.add_argument("--config", metavar="RUN.json",
+                   help=t("run.json, который обучать (ключи: docs/RUN_JSON.md); флаги полей его дополняют",
+                          "the run.json to train (its keys: docs/RUN_JSON.md); field flags override it"))
     s.add_argument("--target", choices=["local", "kaggle"],
                    help=t("где обучать (по умолчанию target.kind из конфига)",
                           "where (default: the config's target.kind)"))
@@ -79,6 +95,7 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
     s.add_argument("--wait", action="store_true", help=wait)
     s.add_argument("--json", action="store_true", help=as_json)
+    add_field_flags(s)
     ls = sub.add_parser("list", help=t("история прогонов, новые сверху", "the run history, newest first"))
     ls.add_argument("--limit", type=int, metavar="N", help=t("показать не больше N прогонов", "show at most N runs"))
     ls.add_argument("--json", action="store_true", help=t("вывести список в JSON", "print the list as JSON"))
@@ -233,6 +250,9 @@ def main(argv: list[str]) -> int:
     except (RunError, ContinueError, RunNotFound, LookupError, ValueError) as e:
         print(f"ternit run {args.cmd}: {e}", file=sys.stderr)
         return EXIT_USAGE
+    except LibraryError as e:  # the constellations' data could not be prepared: its own code
+        print(f"ternit run {args.cmd}: {e}", file=sys.stderr)
+        return e.exit_code
     except BrokenPipeError:  # `ternit run list | head`: the reader left; not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
@@ -240,9 +260,24 @@ def main(argv: list[str]) -> int:
         m.registry.close()
 
 
+def _start_config(args: argparse.Namespace) -> dict[str, Any]:
+    """run.json from --config and the field flags over it, with its data found or prepared
+    when only constellations are named."""
+    raw, base = load_config(args.config) if args.config else ({}, None)
+    cfg = normalize_config(apply_flags(raw, args), base)
+    bar = progress_for_cli()
+    try:
+        cfg, note = fill_data(cfg, progress=bar)
+    finally:
+        bar.close()
+    if note:
+        print(note, file=sys.stderr)
+    return cfg
+
+
 def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "start":
-        rec = m.create(args.config, target=args.target, account=args.account, gpu=args.gpu)
+        rec = m.create(_start_config(args), target=args.target, account=args.account, gpu=args.gpu)
         rec = m.launch(rec.id, stop_at_step=args.stop_at_step)
         _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
@@ -268,7 +303,12 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         print(f"{rec.id}: {st.label(rec.status)}")
         if rec.target_kind == "kaggle" and rec.last_message:  # no save on request: what happens instead
             print(rec.last_message)
-        return _follow(m, rec, False) if args.wait and rec.active else EXIT_OK
+        if not (args.wait and rec.active):
+            return EXIT_OK
+        # What the user asked for happened when the run saved and ended: a stop, or the
+        # steps or the time limit reached first. Only a failure is not a success here.
+        code = _follow(m, rec, False)
+        return EXIT_OK if code in (EXIT_STOPPED, EXIT_TIME_LIMIT) else code
     if args.cmd == "continue":
         parent = m.registry.find(args.id)
         rec = m.start_continue(parent.id, steps_to=args.steps_to, stop_at_step=args.stop_at_step)

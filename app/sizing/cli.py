@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli_args import Parser
+from ..data.library import LibraryError
 from ..i18n import current_language, t
 from ..numbers import count_text, duration_text, int_text, mb_text
 from .estimate import estimate
@@ -37,8 +38,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--heads", type=int, default=8, metavar="N", help=t("головы (8)", "heads (8)"))
     p.add_argument("--context", type=int, default=1024, metavar="N",
                    help=t("контекст n, токенов (1024)", "context n, tokens (1024)"))
-    p.add_argument("--vocab", type=int, default=4000, metavar="N",
-                   help=t("размер словаря (4000)", "vocabulary size (4000)"))
+    p.add_argument("--vocab", type=int, default=None, metavar="N",
+                   help=t("размер словаря (4000, или словарь данных --constellations)",
+                          "vocabulary size (4000, or the --constellations data's)"))
     p.add_argument("--batch", type=int, default=6, metavar="N", help=t("батч на карту (6)", "batch per card (6)"))
     p.add_argument("--gpu", choices=list(GPUS), default="t4x2",
                    help=t("видеокарта (t4x2: Kaggle 2×T4)", "GPU (t4x2: Kaggle's 2×T4)"))
@@ -50,6 +52,9 @@ def parser() -> argparse.ArgumentParser:
                    help=t("лимит времени, минут", "time limit, minutes"))
     p.add_argument("--data-tokens", type=int, default=None, metavar="N",
                    help=t("токенов в данных (для совета о размере)", "tokens of data (for the size advice)"))
+    p.add_argument("--constellations", default=None, metavar="A,B",
+                   help=t("посчитать данные этих созвездий (подготовленные найдутся или подготовятся)",
+                          "count these constellations' data (found prepared, or prepared now)"))
     p.add_argument("--economical", nargs="?", const="selective", default="off", choices=ECONOMICAL,
                    help=t("экономный режим (selective, если без значения, или full)",
                           "economical mode (selective when given alone, or full)"))
@@ -124,6 +129,24 @@ def human(e: dict[str, Any], lang: str) -> str:
     return "\n".join(lines)
 
 
+def _prepared(args: argparse.Namespace, lang: str):
+    """The prepared data of --constellations (prepared now when there is none); which
+    folder is said on stderr, so the counted tokens can be traced."""
+    from ..data.for_run import data_for
+    from ..data.progress import progress_for_cli
+
+    names = [n.strip() for n in args.constellations.split(",") if n.strip()]
+    bar = progress_for_cli()
+    try:
+        prep, fresh = data_for(names, context=args.context, vocab=args.vocab, progress=bar)
+    finally:
+        bar.close()
+    how = t("подготовлены сейчас", "prepared now", lang) if fresh else t("подготовлены раньше", "prepared before", lang)
+    print(t(f"данные: {prep.dir} ({how}), {int_text(prep.train_tokens, lang)} токенов для обучения",
+            f"data: {prep.dir} ({how}), {int_text(prep.train_tokens, lang)} training tokens", lang), file=sys.stderr)
+    return prep
+
+
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     lang = args.lang or current_language()
@@ -143,11 +166,20 @@ def main(argv: list[str]) -> int:
             measured = [one] if one else []
         else:
             measured = measured_runs(root)
+    data_tokens, vocab = args.data_tokens, args.vocab
+    if args.constellations:
+        try:
+            prep = _prepared(args, lang)
+        except LibraryError as err:
+            print(f"ternit estimate: {err}", file=sys.stderr)
+            return err.exit_code
+        data_tokens = data_tokens or prep.train_tokens
+        vocab = vocab or prep.vocab
     try:
         e = estimate(
             layers=args.layers, width=args.width, heads=args.heads, context=args.context,
-            vocab=args.vocab, batch=args.batch, gpu=args.gpu, steps_to=args.steps_to,
-            start_step=args.start_step, limit_min=args.limit_min, data_tokens=args.data_tokens,
+            vocab=vocab or 4000, batch=args.batch, gpu=args.gpu, steps_to=args.steps_to,
+            start_step=args.start_step, limit_min=args.limit_min, data_tokens=data_tokens,
             economical=args.economical, precision=args.precision, measured=measured, lang=lang,
             card_memory_mb=args.card_memory_mb,
         )

@@ -1,0 +1,98 @@
+"""`ternit run start`'s flags for the form's fields, made from the one field table
+(app/fields.py), so the command line and the window can never offer different settings.
+
+Every field that has a place in run.json (`FieldSpec.path`) gets a flag named after it
+(`--batch-per-card`, plus the spec's shorter `flags`, `--batch`); its help is the field's
+label, unit, default and run.json key. A choice whose options the form lists from the lab's
+state («Видеокарта», «Машина») has its own flags instead (--gpu, --account, --target).
+A flag given overrides the same key of --config; keys given nowhere take the trainer's
+defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+from typing import Any
+
+from .. import fields as F
+from ..i18n import t
+
+
+def flag_fields() -> list[F.FieldSpec]:
+    """The fields `ternit run start` takes as flags, in the form's order."""
+    return [f for f in F.FIELDS if f.path and (f.kind != "choice" or f.options)]
+
+
+def dest(spec: F.FieldSpec) -> str:
+    return "field_" + spec.name
+
+
+def add_field_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group(t("поля формы (вместо run.json или поверх него)",
+                                        "the form's fields (instead of a run.json, or over it)"))
+    for spec in flag_fields():
+        names = ["--" + spec.name.replace("_", "-"), *spec.flags]
+        kwargs: dict[str, Any] = dict(dest=dest(spec), default=None, help=_help(spec))
+        if spec.kind == "int":
+            kwargs.update(type=int, metavar="N")
+        elif spec.kind == "float":
+            kwargs.update(type=float, metavar="X")
+        elif spec.kind == "multi":
+            kwargs.update(metavar="A,B")
+        elif spec.kind == "text":
+            kwargs.update(metavar=t("ТЕКСТ", "TEXT"))
+        elif spec.kind == "choice":
+            kwargs.update(choices=list(spec.options))
+        elif spec.kind == "bool":
+            kwargs.update(action=argparse.BooleanOptionalAction)
+        group.add_argument(*names, **kwargs)
+
+
+def _help(spec: F.FieldSpec) -> str:
+    label, unit = spec.label_text(), spec.unit_text()
+    if unit and not label.endswith(unit):  # «Лимит, мин» already says its unit
+        label += f", {unit}"
+    if spec.kind == "multi" or spec.default in (None, ""):
+        return f"{label} (run.json: {spec.path})"
+    shown = F.format_value(spec.default)
+    return f"{label} (run.json: {spec.path}; " + t(f"по умолчанию {shown})", f"default {shown})")
+
+
+def range_problem(spec: F.FieldSpec, value: Any) -> str | None:
+    """Why a flag's number is refused (the form's own limits), or None."""
+    if spec.kind not in ("int", "float"):
+        return None
+    flag = "--" + spec.name.replace("_", "-")
+    if spec.minimum is not None and value < spec.minimum:
+        return t(f"{flag}: не меньше {F.format_value(spec.minimum)}, а не {F.format_value(value)}",
+                 f"{flag} must be at least {F.format_value(spec.minimum)}, not {F.format_value(value)}")
+    if spec.maximum is not None and value > spec.maximum:
+        return t(f"{flag}: не больше {F.format_value(spec.maximum)}, а не {F.format_value(value)}",
+                 f"{flag} must be at most {F.format_value(spec.maximum)}, not {F.format_value(value)}")
+    return None
+
+
+def apply_flags(config: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """`config` with every field flag that was given written at its run.json key. Raises
+    ValueError naming the flag when a number is out of the form's range."""
+    cfg = copy.deepcopy(config)
+    for spec in flag_fields():
+        value = getattr(args, dest(spec), None)
+        if value is None:
+            continue
+        problem = range_problem(spec, value)
+        if problem:
+            raise ValueError(problem)
+        if spec.kind == "multi":
+            value = [v.strip() for v in str(value).split(",") if v.strip()]
+        *parents, key = str(spec.path).split(".")
+        node = cfg
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[key] = value
+    return cfg
+
+
+def any_flag(args: argparse.Namespace) -> bool:
+    return any(getattr(args, dest(spec), None) is not None for spec in flag_fields())

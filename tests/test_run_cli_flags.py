@@ -1,0 +1,113 @@
+"""`ternit run start` without hand-written JSON: the form's fields as flags (made from
+app/fields.py), data found or prepared for `data.constellations` alone, exit codes of
+`run stop --wait` and of an unknown constellation. The real trainer on a tiny CPU model."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from app import cli, paths
+from app import fields as F
+from app.data.for_run import fill_data
+from app.data.library import Library
+from app.data.textgen import documents
+from app.runs import Registry, RunManager
+from app.runs.start_flags import flag_fields
+from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401
+
+pytestmark = pytest.mark.timeout(120)
+
+TINY_FLAGS = ["--context", "32", "--width", "32", "--heads", "2", "--layers", "2", "--batch", "4"]
+
+
+@pytest.fixture
+def tiny_in_lab(tiny_data):
+    """The tiny prepared folder where `ternit data prepare` puts prepared data."""
+    dest = paths.prepared_dir() / "tiny-v300"
+    shutil.copytree(tiny_data, dest)
+    return dest
+
+
+def test_every_form_field_with_a_run_json_place_is_a_flag():
+    names = {f.name for f in flag_fields()}
+    assert {"name", "constellations", "context", "width", "heads", "layers", "batch_per_card",
+            "steps_to", "limit_min", "lr", "economical"} <= names
+    # «Видеокарта» and «Машина» list the lab's state; --gpu/--account/--target stand for them.
+    assert not names & {"gpu", "machine", "start_from", "checkpoint"}
+    assert all(f.path for f in flag_fields()) and F.spec("batch_per_card").flags == ("--batch",)
+
+
+def test_start_from_flags_and_constellations_alone(tiny_in_lab, tmp_path, capsys):
+    # Only what the flags cannot say (eval cadence for a 6-step run) comes from a config,
+    # and it names no data folder: the prepared data of «tiny» is found by itself.
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps({"training": {"eval_every": 3, "eval_segments": 4, "warmup_steps": 1,
+                                             "batch_per_card": 99}}))
+    code = cli.main(["run", "start", "--config", str(path), "--constellations", "tiny", *TINY_FLAGS,
+                     "--steps", "6", "--name", "flags", "--gpu", "cpu", "--wait"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert str(tiny_in_lab) in err  # which folder was taken is said
+    reg = Registry()
+    rec = reg.list_runs()[0]
+    cfg = rec.config()
+    assert (rec.name, rec.status, rec.last_step) == ("flags", "finished", 6)
+    assert cfg["data"] == {"dir": str(tiny_in_lab), "constellations": ["tiny"]}
+    assert cfg["model"] == {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300}
+    assert cfg["training"]["batch_per_card"] == 4  # the flag over the config's 99
+    assert cfg["training"]["eval_every"] == 3
+    reg.close()
+
+
+def test_bad_input_exits_2_with_the_reason(capsys):
+    assert cli.main(["run", "start", "--layers", "2"]) == 2  # no data named anywhere
+    assert "--constellations" in capsys.readouterr().err
+    assert cli.main(["run", "start", "--constellations", "nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+    assert cli.main(["run", "start", "--constellations", "demo", "--width", "0"]) == 2
+    assert "--width" in capsys.readouterr().err
+    assert Registry().list_runs() == []  # nothing was created for a refused start
+
+
+def test_constellations_not_prepared_yet_are_prepared(tmp_path):
+    root = tmp_path / "books"
+    root.mkdir()
+    for i, doc in enumerate(documents(40, seed=3)):
+        (root / f"{i:02d}.txt").write_text(doc, encoding="utf-8")
+    Library().add(root, name="books", constellation="library")
+    seen = []
+    cfg, note = fill_data({"model": {"vocab": 300, "context": 32}, "data": {"constellations": ["library"]}},
+                          progress=seen.append)
+    folder = paths.prepared_dir()
+    assert cfg["data"]["dir"].startswith(str(folder)) and "library" in note
+    meta = json.loads((Path(cfg["data"]["dir"]) / "meta.json").read_text())
+    assert meta["constellations"] == ["library"] and meta["vocab_size"] <= 300
+    assert seen  # with progress
+    again, note2 = fill_data({"model": {"vocab": 300}, "data": {"constellations": ["library"]}})
+    assert again["data"]["dir"] == cfg["data"]["dir"] and note2 != note  # found, not prepared again
+
+
+def test_stop_wait_exits_0_after_a_successful_stop(tiny_data, capsys):
+    m = RunManager()
+    rec = m.start(config(tiny_data, steps_to=100_000, eval_every=1000))
+    wait_until(m, rec.id, lambda r: (r.last_step or 0) >= 2)
+    assert cli.main(["run", "stop", rec.id, "--wait"]) == 0
+    assert m.registry.get(rec.id).status == "stopped"
+    m.registry.close()
+
+
+def test_estimate_counts_the_constellations_data(tiny_in_lab, capsys):
+    train = json.loads((tiny_in_lab / "meta.json").read_text())["train_tokens"]
+    assert cli.main(["estimate", "--constellations", "tiny", "--layers", "2", "--width", "32", "--heads", "2",
+                     "--context", "32", "--batch", "4", "--gpu", "cpu", "--steps-to", "10", "--no-measured",
+                     "--json"]) == 0
+    out, err = capsys.readouterr()
+    e = json.loads(out)
+    assert str(tiny_in_lab) in err
+    assert e["params"] == 12 * 2 * 32**2 + 300 * 32 + 32 * 32  # the data's vocabulary, 300
+    assert e["tokens_per_weight"] == pytest.approx(train / e["params"])
+    assert cli.main(["estimate", "--constellations", "nope", "--json"]) == 2
