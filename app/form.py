@@ -13,10 +13,10 @@ import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from . import fields as F
+from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
 from .fields import format_value
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
@@ -39,50 +39,6 @@ _GPU_LABELS: dict[str, dict[str, str]] = {
     "rtx5070ti": {"ru": "RTX 5070 Ti (дома)", "en": "RTX 5070 Ti (home)"},
 }
 GPU_CHOICES: tuple[str, ...] = ("t4x2", "local", "cpu", "rtx3050", "rtx5070ti")
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """A prepared-data folder (its meta.json), as the form needs it."""
-
-    dir: str
-    constellations: tuple[str, ...]
-    vocab: int
-    train_tokens: int
-    tokens_by_constellation: dict[str, int] = field(default_factory=dict)
-    val_tokens: int = 0  # 0: not known (an older meta.json)
-    data_id: str = ""
-    tokenizer_sha256: str = ""
-    mtime: float = 0.0
-
-    FILES = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
-
-    @classmethod
-    def read(cls, folder: str | Path) -> Prepared | None:
-        """The folder's meta.json, or None when it is not a complete prepared folder."""
-        d = Path(folder)
-        if not all((d / f).is_file() for f in cls.FILES):
-            return None
-        try:
-            meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return cls(
-            dir=str(d),
-            constellations=tuple(meta.get("constellations") or ()),
-            vocab=int(meta.get("vocab_size") or 0),
-            train_tokens=int(meta.get("train_tokens") or 0),
-            val_tokens=int(meta.get("val_tokens") or 0),
-            tokens_by_constellation={k: int(v) for k, v in (meta.get("tokens_by_constellation") or {}).items()},
-            data_id=str(meta.get("data_id") or ""),
-            tokenizer_sha256=str(meta.get("tokenizer_sha256") or ""),
-            mtime=(d / "meta.json").stat().st_mtime,
-        )
-
-    def present(self) -> bool:
-        """Whether the folder is still there: the context is read once, and a user may
-        delete or move a data folder while the window is open."""
-        return all((Path(self.dir) / f).is_file() for f in self.FILES)
 
 
 @dataclass(frozen=True)
@@ -151,15 +107,6 @@ class FormContext:
             tokens = prep.tokens_by_constellation.get(name)
             if self.constellations.get(name) is None:
                 self.constellations[name] = tokens
-
-
-def scan_prepared(root: str | Path) -> list[Prepared]:
-    """Complete prepared folders directly under root (newest first)."""
-    root = Path(root)
-    if not root.is_dir():
-        return []
-    found = [Prepared.read(d) for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
-    return sorted((p for p in found if p), key=lambda p: -p.mtime)
 
 
 RUNNING = "running"  # an Issue level: these very settings train now (Start off, not an error)

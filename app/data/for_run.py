@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import paths
-from ..form import Prepared, scan_prepared
+from .prepared import Prepared, scan_prepared
 from .progress import ProgressFn
 
 
