@@ -44,6 +44,12 @@ class TrainingConfig:
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1
     grad_clip: float = 1.0
+    # Samples during training (trainer.samples): every `sample_every` steps, 0 = with each
+    # evaluation; `sample_tokens` new tokens per prompt, 0 = no samples; no prompts = the
+    # first words of a few held-out documents, the same for the whole run.
+    sample_every: int = 0
+    sample_tokens: int = 32
+    sample_prompts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -170,6 +176,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(
             "training.warmup_steps must be ≥ 0 and eval_every, eval_segments, keep_checkpoints ≥ 1"
         )
+    if t.sample_every < 0 or t.sample_tokens < 0:
+        raise ConfigError("training.sample_every and training.sample_tokens must be ≥ 0 (0 tokens: no samples)")
     if t.precision not in PRECISIONS:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)

@@ -39,7 +39,7 @@ class Sampling:
     """How the next token is chosen: temperature 0 = always the likeliest (greedy)."""
 
     temperature: float = 0.8
-    top_k: int = 0  # 0: no limit
+    top_k: int = 40  # 0: no limit
     top_p: float = 1.0  # 1: no limit
 
     def check(self) -> None:

@@ -45,7 +45,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     s.add_argument("checkpoint", type=Path)
     s.add_argument("--tokens", type=int, default=200)
     s.add_argument("--temperature", type=float, default=0.8)
-    s.add_argument("--top-k", type=int, default=0)
+    s.add_argument("--top-k", type=int, default=40)
     s.add_argument("--top-p", type=float, default=1.0)
     s.add_argument("--seed", type=int, default=1337)
     s.add_argument("--num", type=int, default=1)

@@ -26,6 +26,7 @@ from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, say
 from .model import GPT, count_parameters
 from .optim import Schedule, autocast, make_optimizer, make_scaler, pick_precision
+from .samples import Sampler, TokenizerError
 from .step import train_step
 
 EXIT_OK, EXIT_CONFIG, EXIT_TRAINING = 0, 2, 3
@@ -114,6 +115,7 @@ class Trainer:
         # report the same figures, since the working set does not change between steps.
         self.cpu_peak_mb: float | None = None
         self.cpu_alloc_mb: float | None = None
+        self.sampler: Sampler | None = None  # samples during training (trainer.samples)
 
     # ---- set-up -------------------------------------------------------------------------
     def build(self) -> None:
@@ -143,6 +145,11 @@ class Trainer:
     def open_data(self) -> None:
         self.data = open_prepared(self.cfg.data.dir)
         check_data(self.cfg, self.data)
+        if self.world.is_main:
+            try:
+                self.sampler = Sampler.open(self.data.dir, self.data.val, self.cfg.training, self.cfg.model.vocab)
+            except TokenizerError as e:  # samples are a view, not the training: go on without
+                self.say(f"warning: no samples during training: {e}")
 
     def restore(self, spec: str) -> None:
         path = ckpt.resolve(self.opts.run_dir, spec)
@@ -265,6 +272,19 @@ class Trainer:
         self.events.emit("eval", self.step, val_loss=mean, val_ci95=[mean - half, mean + half], segments=len(losses))
         self.say(f"step {self.step}: val loss {mean:.4f} ± {half:.4f} on {len(losses)} segments")
 
+    def write_samples(self) -> None:
+        """`sample` events (outside the step's timing; the training's RNG is not used)."""
+        assert self.sampler is not None
+        try:
+            with autocast(self.precision, self.device):
+                samples = self.sampler.run(self.model, self.precision)
+        except RuntimeError as e:  # e.g. out of memory on a full card: the training goes on
+            self.say(f"warning: samples at step {self.step} skipped: {str(e).splitlines()[0][:200]}")
+            return
+        for i, sample in enumerate(samples):
+            self.events.emit("sample", self.step, index=i, **sample)
+        self.say(f"step {self.step}: sample: {samples[0]['prompt']}|{samples[0]['text'][:120]!r}")
+
     # ---- the loop ------------------------------------------------------------------------
     def memory_mb(self) -> tuple[float | None, float | None]:
         if self.device.type == "cuda":
@@ -345,6 +365,8 @@ class Trainer:
             )
             if self.step % t.eval_every == 0 or self.step == t.steps_to:
                 self.evaluate()
+            if self.sampler is not None and self.sampler.due(self.step, t.steps_to):
+                self.write_samples()
             if time.monotonic() - last_save >= t.checkpoint_every_min * 60:
                 self.save()
                 last_save = time.monotonic()
