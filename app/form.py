@@ -759,6 +759,17 @@ class RunForm:
             self.continuing.constellations)
 
 
+def continue_now(ctx: FormContext, info: ContinueFrom) -> tuple[dict[str, Any] | None, list[str]]:
+    """One click on «Продолжить»: the run.json that a form filled from this checkpoint
+    would start (steps and all as the parent had them, «Шагов до» moved on if reached),
+    or None and why not (data to prepare, …). A form of its own: what the user has in
+    the window's form stays as it is."""
+    form = RunForm(ctx)
+    form.continue_from(info)
+    blockers = form.start_blockers()
+    return (None, blockers) if blockers else (form.run_config(), [])
+
+
 def _mb(x: Any) -> str:
     return format_value(int(round(float(x)))) if isinstance(x, (int, float)) else "?"
 

@@ -169,11 +169,12 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     parent = window.runs.registry.get(run_id)
     assert any(title.endswith("остановлен") for title, _ in window.notifications)
 
-    # «Продолжить» in the history: the form is filled from the checkpoint, model locked.
+    # «Изменить и продолжить…» in the history: the form is filled from the checkpoint, model
+    # locked, for a change of «Шагов до» (one click on «Продолжить»: test_window_rough_edges).
     window.refresh_history()
     window.history.select(run_id)
-    assert window.history.buttons["continue"].isEnabled()
-    qtbot.mouseClick(window.history.buttons["continue"], Qt.MouseButton.LeftButton)
+    assert window.history.buttons["continue_edit"].isEnabled()
+    qtbot.mouseClick(window.history.buttons["continue_edit"], Qt.MouseButton.LeftButton)
     assert view.form.continuing is not None and view.form.continuing.run_id == run_id
     for name in ("context", "width", "heads", "layers"):
         assert view.inputs[name].isReadOnly() and "чекпоинта" in view.inputs[name].toolTip()

@@ -65,7 +65,8 @@ def test_a_deleted_data_folder_is_caught_in_the_form_not_by_a_failed_run(qtbot, 
 
     shutil.rmtree(data)  # moved or deleted while the window is open
     w.refresh_history()
-    assert w.continue_run(run_id)
+    assert not w.continue_run(run_id)  # one click cannot start it: the form says why
+    assert "Продолжить сразу нельзя" in w.statusBar().currentMessage()
     view = w.form_view
     assert not view.start_button.isEnabled()
     assert "не подготовлены" in view.why.text() and not view.prepare_button.isHidden()

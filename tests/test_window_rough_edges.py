@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
-from tests.test_window import fill_tiny, window  # noqa: F401 (the fixture)
+from app.runs import status as st
+from tests.test_window import WAIT_MS, fill_tiny, type_into, window  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.usefixtures("russian")
 
@@ -46,3 +47,24 @@ def test_start_says_its_own_run_is_training_not_an_error(qtbot, window):  # noqa
     assert "Старт недоступен" not in view.why.text()
     assert "«tiny» обучается" in view.why.text() and run_id in view.why.text()
     assert not view.start_button.isEnabled()  # a second click would train the same numbers
+
+
+def test_continue_in_the_history_continues_in_one_click_and_leaves_the_form(qtbot, window):  # noqa: F811
+    view = window.form_view
+    fill_tiny(qtbot, view)
+    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    run_id = window.followed
+    qtbot.waitUntil(lambda: (window.runs.registry.get(run_id).last_step or 0) >= 2, timeout=WAIT_MS)
+    window.stop_run(run_id)
+    qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.STOPPED, timeout=WAIT_MS)
+    type_into(qtbot, view, "name", "next-idea")  # the user meanwhile plans another run
+    window.refresh_history()
+    window.history.select(run_id)
+    qtbot.mouseClick(window.history.buttons["continue"], Qt.MouseButton.LeftButton)
+    child_id = window.followed
+    assert child_id != run_id, window.statusBar().currentMessage()
+    child = window.runs.registry.get(child_id)
+    assert child.parent_id == run_id and child.active
+    assert child.config()["training"]["steps_to"] == 100000  # the parent's «Шагов до»
+    # The form is the user's, untouched: no checkpoint loaded into it.
+    assert view.form.continuing is None and view.form.values["name"] == "next-idea"

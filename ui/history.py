@@ -82,6 +82,7 @@ class HistoryView(QWidget):
     """Signals carry the run id."""
 
     continue_requested = Signal(str)
+    continue_edit_requested = Signal(str)
     stop_requested = Signal(str)
     show_requested = Signal(str)
     open_folder_requested = Signal(str)
@@ -125,8 +126,15 @@ class HistoryView(QWidget):
         bar.addStretch(1)
         specs = [
             ("continue", t("Продолжить", "Continue"), self.continue_requested,
-             t("Форма заполнится из последнего чекпоинта: модель заблокирована, всё готово к старту",
-               "Fills the form from the latest checkpoint: model locked, ready to start")),
+             t("Сразу продолжить с последнего чекпоинта, с теми же настройками\n"
+               "(завершённый прогон — дальше его «Шагов до»)",
+               "Continue from the latest checkpoint now, with the same settings\n"
+               "(a finished run: on past its «Steps to»)")),
+            ("continue_edit", t("Изменить и продолжить…", "Edit and continue…"), self.continue_edit_requested,
+             t("Форма заполнится из чекпоинта (модель заблокирована):\n"
+               "поменяйте «Шагов до» или другое и нажмите «Продолжить»",
+               "Fills the form from the checkpoint (model locked):\n"
+               "change «Steps to» or more, then press «Continue»")),
             ("stop", t("Остановить", "Stop"), self.stop_requested,
              t("Попросить обучение сохраниться и выйти", "Ask the trainer to save and exit")),
             ("show", t("Показать", "Show"), self.show_requested,
@@ -179,7 +187,8 @@ class HistoryView(QWidget):
 
     def _selection_changed(self) -> None:
         row = self.selected()
-        self.buttons["continue"].setEnabled(bool(row and row.can_continue))
+        for key in ("continue", "continue_edit"):
+            self.buttons[key].setEnabled(bool(row and row.can_continue))
         self.buttons["stop"].setEnabled(bool(row and row.can_stop))
         self.buttons["export"].setEnabled(bool(row and row.can_export and not row.can_stop))
         for key in ("show", "folder"):

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 
 from app import paths
 from app.data import manage as data_manage
-from app.form import ContinueFrom, FormContext
+from app.form import ContinueFrom, FormContext, continue_now
 from app.i18n import current_language, t
 from app.lab import ActionError, Lab
 from app.runs import RunEnded, RunManager, RunRecord
@@ -144,6 +144,7 @@ class MainWindow(QMainWindow):
         self.plot_slot.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.history = HistoryView()
         self.history.continue_requested.connect(self.continue_run)
+        self.history.continue_edit_requested.connect(self.edit_continue)
         self.history.stop_requested.connect(self.stop_run)
         self.history.show_requested.connect(self.follow)
         self.history.open_folder_requested.connect(self.open_folder)
@@ -536,11 +537,13 @@ class MainWindow(QMainWindow):
 
     # -- runs --------------------------------------------------------------------------
 
-    def start_run(self, config: dict[str, Any]) -> RunRecord | None:
+    def start_run(self, config: dict[str, Any], continuing: ContinueFrom | None = None) -> RunRecord | None:
         """Start (or continue, when the form continues a checkpoint) and follow the run. A
-        Kaggle start uploads and pushes in a thread; `launch_done` reports its end."""
+        Kaggle start uploads and pushes in a thread; `launch_done` reports its end.
+        `continuing`: a continue started without the form (the history's one click)."""
+        from_form = continuing is None
         try:
-            started = self.lab.start(config, self.form_view.form.continuing)
+            started = self.lab.start(config, self.form_view.form.continuing if from_form else continuing)
         except ActionError as e:
             self.banner.failure.setText(str(e))
             self.banner.failure.setVisible(True)
@@ -551,8 +554,9 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(started.message)
         self.refresh_history()
         self.follow(started.run.id)
-        self.form_view.form.from_scratch()
-        self.form_view.refresh()
+        if from_form:  # the history's one click leaves the user's form as it is
+            self.form_view.form.from_scratch()
+            self.form_view.refresh()
         return started.run
 
     def _emit_launch_done(self, run_id: str, error: str) -> None:
@@ -595,8 +599,23 @@ class MainWindow(QMainWindow):
             return None
 
     def continue_run(self, run_id: str) -> bool:
-        """«Продолжить» in the history: the form filled from the checkpoint, model locked,
-        ready to start; the plot shows the run being continued."""
+        """«Продолжить» in the history: one click continues from the checkpoint with the
+        run's own settings (app.form.continue_now); the form is left as the user has it.
+        When it cannot start as it is (data to prepare, …), the form is filled instead,
+        saying why."""
+        info = self.continue_info(run_id)
+        if info is None:
+            return False
+        config, blockers = continue_now(self.form_view.form.ctx, info)
+        if config is None:
+            self.edit_continue(run_id)
+            self.statusBar().showMessage(t("Продолжить сразу нельзя: ", "Cannot continue at once: ") + "; ".join(blockers))
+            return False
+        return self.start_run(config, continuing=info) is not None
+
+    def edit_continue(self, run_id: str) -> bool:
+        """«Изменить и продолжить…»: the form filled from the checkpoint, model locked, for
+        a change of «Шагов до» (or more) before «Продолжить»; the plot shows the run."""
         info = self.continue_info(run_id)
         if info is None:
             return False
