@@ -3,11 +3,16 @@ window as a user drives it: keys typed at 30 ms a key, clicks, a restart."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
+from app.runs import RunManager
 from app.runs import status as st
 from tests.test_window import WAIT_MS, fill_tiny, type_into, window  # noqa: F401 (the fixture)
+from tests.ui_actions import choose
+from ui import settings
 
 pytestmark = pytest.mark.usefixtures("russian")
 
@@ -68,3 +73,38 @@ def test_continue_in_the_history_continues_in_one_click_and_leaves_the_form(qtbo
     assert child.config()["training"]["steps_to"] == 100000  # the parent's «Шагов до»
     # The form is the user's, untouched: no checkpoint loaded into it.
     assert view.form.continuing is None and view.form.values["name"] == "next-idea"
+
+
+def test_a_restart_opens_the_form_as_the_user_left_it(qtbot, tiny_data):
+    from ui.main_window import MainWindow
+
+    def start() -> MainWindow:
+        w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+        qtbot.addWidget(w)
+        w.show()
+        return w
+
+    w = start()
+    fill_tiny(qtbot, w.form_view)
+    choose(w.form_view, "economical", "full")
+    kept = dict(w.form_view.form.values)
+    w.close()
+    w = start()
+    view = w.form_view
+    assert view.form.values == kept
+    assert view.inputs["width"].text() == "32" and view._constellation_boxes["tiny"].isChecked()
+    assert view.start_button.isEnabled(), view.why.text()
+    w.close()
+
+    # A value damaged by hand or gone from the lab since is ignored; the rest comes back.
+    path = settings.settings_path()
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    saved["form"].update(width="wide", heads=-2, layers=10**9, constellations=["gone", "tiny"],
+                         gpu="rtx9999", machine="someone-else", economical="max")
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    w = start()
+    values = w.form_view.form.values
+    assert (values["width"], values["heads"], values["layers"]) == (512, 8, 8)  # the defaults
+    assert values["constellations"] == ["tiny"] and values["context"] == 32
+    assert values["gpu"] == "cpu" and values["machine"] == "local" and values["economical"] == "off"
+    w.close()

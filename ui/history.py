@@ -15,13 +15,14 @@ from typing import Any
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
+    QAbstractButton,
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -118,12 +119,9 @@ class HistoryView(QWidget):
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.itemChanged.connect(self._item_changed)
         self.table.cellDoubleClicked.connect(lambda r, _c: self._emit(self.show_requested, r))
-        self.buttons: dict[str, QPushButton] = {}
+        self.buttons: dict[str, QAbstractButton] = {}
         bar = QHBoxLayout()
-        title = QLabel(t("История прогонов", "Run history"))
-        title.setStyleSheet("font-weight: bold;")
-        bar.addWidget(title)
-        bar.addStretch(1)
+        bar.addStretch(1)  # no title: the tab says «История», and the actions need the width
         specs = [
             ("continue", t("Продолжить", "Continue"), self.continue_requested,
              t("Сразу продолжить с последнего чекпоинта, с теми же настройками\n"
@@ -147,7 +145,13 @@ class HistoryView(QWidget):
                "Save the latest checkpoint's weights as .safetensors")),
         ]
         for key, text, signal, tip in specs:
-            b = QPushButton(text)
+            # «Изменить и продолжить…» is a narrow ✎ beside «Продолжить» (its name in its
+            # tooltip): one more full-width button made the window wider than a laptop's half.
+            b = QToolButton() if key == "continue_edit" else QPushButton(text)
+            if key == "continue_edit":
+                b.setText("✎")
+                b.setAccessibleName(text)
+                tip = f"{text}\n{tip}"
             b.setToolTip(tip)
             b.clicked.connect(lambda _=False, s=signal: self._emit(s, self.table.currentRow()))
             self.buttons[key] = b

@@ -35,7 +35,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import paths
+from app import form_memory, paths
 from app.data import manage as data_manage
 from app.form import ContinueFrom, FormContext, continue_now
 from app.i18n import current_language, t
@@ -99,7 +99,8 @@ class MainWindow(QMainWindow):
         self._build(ctx if ctx is not None else self.lab.form_context())
         self._build_menu()
         self.resize(*DEFAULT_SIZE)
-        if remember_layout:
+        if remember_layout:  # the form first: its refresh after the geometry resized the window
+            self._restore_form()
             self._restore_layout(self._read_layout(), geometry=True)
         self.timer = QTimer(self)
         self.timer.setInterval(poll_ms)
@@ -260,7 +261,7 @@ class MainWindow(QMainWindow):
             columns=dict(self.history.user_widths), sort=sort)
 
     def save_layout(self) -> bool:
-        """Remember the layout for the next start (the data window's own parts kept)."""
+        """Remember the layout and the form for the next start (the data window's own parts kept)."""
         if not self.remember_layout:
             return False
         layout = self._read_layout()
@@ -269,9 +270,21 @@ class MainWindow(QMainWindow):
         layout.tab, layout.columns, layout.sort = now.tab, now.columns, now.sort
         try:
             settings.save_layout(layout)
+            snapshot = form_memory.snapshot(self.form_view.form)
+            if snapshot:  # a form continuing a checkpoint keeps the last from-scratch values
+                settings.save_form(snapshot)
         except OSError:  # a read-only config folder: the next start takes the defaults
             return False
         return True
+
+    def _restore_form(self) -> None:
+        """The form as the user left it at the last close (app.form_memory checks each value)."""
+        try:
+            kept = settings.load_form()
+        except OSError:
+            return
+        form_memory.restore(self.form_view.form, kept)
+        self.form_view.refresh()
 
     def ensure_ready(self) -> None:
         """Build the deferred parts (the loss plot, the GPU monitor) if not yet built."""

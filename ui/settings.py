@@ -1,7 +1,8 @@
 """The window's settings, kept in settings.json (config folder): the interface language
 (app.i18n reads the "language" key) and whether closing the window asks about runs that
 are still training ("ask_on_close"), and the windows' layout ("window": sizes, splitters,
-the bottom tab, the history's columns; checked by app.window_layout). Written atomically,
+the bottom tab, the history's columns; checked by app.window_layout) and the form's
+values ("form", checked by app.form_memory). Written atomically,
 keeping any other keys.
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app import atomic, paths, window_layout
+from app import atomic, form_memory, paths, window_layout
 from app.i18n import LANGUAGES, set_language
 from app.window_layout import WindowLayout
 
@@ -59,3 +60,13 @@ def load_layout() -> WindowLayout:
 def save_layout(layout: WindowLayout) -> None:
     """Remember the windows' layout (OSError when the config folder cannot be written)."""
     atomic.write_json(settings_path(), window_layout.merged(load(), layout))
+
+
+def load_form() -> dict:
+    """The form's values as last saved (each missing or bad one left out)."""
+    return form_memory.from_settings(load())
+
+
+def save_form(values: dict) -> None:
+    """Remember the form's values (OSError when the config folder cannot be written)."""
+    atomic.write_json(settings_path(), form_memory.merged(load(), values))
