@@ -39,6 +39,9 @@ class TrainingConfig:
     checkpoint_every_min: float = 30.0
     keep_checkpoints: int = 3
     economical: bool | str = False
+    # The lean training state (trainer/lean.py): false, true, or "offload" (its moments in
+    # the host's memory between steps).
+    lean_state: bool | str = False
     precision: str = "auto"
     deterministic: bool = False
     min_lr_ratio: float = 0.1
@@ -95,7 +98,7 @@ def _coerce(where: str, value: Any, default: Any) -> Any:
     if isinstance(default, bool):
         if isinstance(value, bool):
             return value
-        if where == "training.economical" and isinstance(value, str):
+        if where in ("training.economical", "training.lean_state") and isinstance(value, str):
             return value
         raise ConfigError(f"{where} must be true or false, not {value!r}")
     if isinstance(default, int):
@@ -181,6 +184,7 @@ def validate(cfg: RunConfig) -> None:
     if t.precision not in PRECISIONS:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)
+    lean_mode(t.lean_state)
     if cfg.target.kind not in TARGET_KINDS:
         raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
 
@@ -196,6 +200,20 @@ def economical_level(value: bool | str) -> str:
     raise ConfigError(
         f"training.economical must be true, false or one of {', '.join(ECONOMICAL_LEVELS)}, not {value!r}"
     )
+
+
+LEAN_MODES = ("off", "on", "offload")
+
+
+def lean_mode(value: bool | str) -> str:
+    """`lean_state` is true/false or "off", "on", "offload"; returns the name."""
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    if value in LEAN_MODES:
+        return str(value)
+    raise ConfigError(f"training.lean_state must be true, false or \"offload\", not {value!r}")
 
 
 def load(path: str | Path) -> RunConfig:

@@ -16,7 +16,8 @@ def export(checkpoint: Path, out: Path) -> dict[str, str]:
     from safetensors.torch import save_file
 
     state = load(checkpoint)
-    tensors = {k: v.contiguous() for k, v in state["model"].items()}
+    # fp32 whichever combination trained them: the lean state keeps bf16 weights.
+    tensors = {k: (v.float() if v.is_floating_point() else v).contiguous() for k, v in state["model"].items()}
     metadata = {
         "format": "ternit-lab",
         "model": json.dumps(state["config"]["model"]),

@@ -26,6 +26,15 @@ def train_step(
     for group in optimizer.param_groups:
         group["lr"] = lr
     x, y = batch
+    if getattr(optimizer, "steps_in_backward", False):
+        # The lean state (trainer/lean.py): each parameter is updated from its gradient
+        # hook during the backward pass, clipped by the previous step's global norm.
+        optimizer.begin_step()
+        with autocast(precision, device):
+            loss = model(x, y)
+        loss.backward()
+        optimizer.end_step()
+        return loss.detach()
     with autocast(precision, device):
         loss = model(x, y)
     scaler.scale(loss).backward()

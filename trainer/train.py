@@ -20,7 +20,7 @@ import torch
 from torch.nn.parallel import DistributedDataParallel
 
 from . import checkpoint as ckpt
-from .config import ConfigError, RunConfig, economical_level, load, parameter_count
+from .config import ConfigError, RunConfig, economical_level, lean_mode, load, parameter_count
 from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
 from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, say
@@ -123,6 +123,11 @@ class Trainer:
         if t.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=True)
             torch.backends.cudnn.benchmark = False
+        lean = lean_mode(t.lean_state)
+        if lean != "off":  # before anything is built: a missing library is one line, exit 2
+            from .lean import check_device
+
+            check_device(self.device)
         self.model = GPT(cfg.model)
         self.model.init_weights(t.seed)
         level = economical_level(t.economical)
@@ -133,7 +138,12 @@ class Trainer:
         self.model.to(self.device)
         self.params = count_parameters(self.model)
         assert self.params == parameter_count(cfg.model), "model and formula disagree"
-        self.optimizer = make_optimizer(self.model, t, self.device)
+        if lean != "off":
+            from .lean import LeanOptimizer
+
+            self.optimizer = LeanOptimizer(self.model, t, self.device, self.precision, lean, self.world.size)
+        else:
+            self.optimizer = make_optimizer(self.model, t, self.device)
         self.scaler = make_scaler(self.precision, self.device)
         self.schedule = Schedule.fresh(t)
         self.ddp = (
@@ -169,7 +179,7 @@ class Trainer:
                 "prepare the new data with the checkpoint's tokenizer (ternit data prepare --tokenizer …)"
             )
         self.model.load_state_dict(state["model"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.load_optimizer(state, path)
         self.scaler.load_state_dict(state["scaler"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
@@ -178,6 +188,23 @@ class Trainer:
         self.data_changed = self.data is not None and state["data"]["data_id"] != self.data.data_id
         self.resumed_from = str(path)
         self.last_good = (str(path), ckpt.file_sha256(path))
+
+    def load_optimizer(self, state: dict[str, Any], path: Path) -> None:
+        """The optimizer's state, converted when the checkpoint was saved in another
+        combination (normal AdamW ↔ the lean 8-bit state), and said in the log."""
+        saved_lean = "lean" in state["optimizer"]
+        mine_lean = lean_mode(self.cfg.training.lean_state) != "off"
+        if saved_lean and not mine_lean:
+            from .lean import adamw_state_from_lean
+
+            self.optimizer.load_state_dict(adamw_state_from_lean(state["optimizer"], self.optimizer))
+            self.say(f"checkpoint {path.name} was saved with lean_state: 8-bit moments dequantized to fp32 AdamW")
+            return
+        self.optimizer.load_state_dict(state["optimizer"])
+        if mine_lean and not saved_lean:
+            self.say(f"checkpoint {path.name} was saved without lean_state: moments quantized to 8 bits, "
+                     f"weights kept in {'bf16' if self.precision == 'bf16' else 'fp32'}; "
+                     "the first step after it is not clipped (no previous gradient norm)")
 
     # ---- events --------------------------------------------------------------------------
     def say(self, message: str) -> None:
@@ -210,6 +237,7 @@ class Trainer:
             data_id=self.data.data_id if self.data else None,
             data_changed=self.data_changed,
             economical=economical_level(self.cfg.training.economical),
+            lean_state=lean_mode(self.cfg.training.lean_state),
             pid=os.getpid(),
         )
 

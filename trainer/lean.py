@@ -1,0 +1,304 @@
+"""The lean training state (run.json `training.lean_state`): the weights, gradients and
+optimizer state shrunk, where the economical levels shrink only the activations.
+
+Normal training keeps 16 bytes a weight: fp32 weights, fp32 gradients, AdamW's two fp32
+moments. At the lab's full model (1.67 B weights) that is 25 GB, and no activation
+saving makes it fit a 16 GB card. The lean state keeps:
+- the moments in 8 bits, block-wise quantized (bitsandbytes' AdamW8bit, a maintained
+  library; ≈ 2.03 bytes a weight for both moments with their block scales);
+- the weights in bf16 where the precision is bf16 (cards of compute capability ≥ 8, or
+  `precision: "bf16"` asked for), with no fp32 master copy: each update is made in fp32
+  on a temporary copy of one parameter and rounded back stochastically (an unbiased
+  rounding, so updates smaller than a bf16 step still move the weight on average). The
+  random bits come from a generator seeded by (seed, update, parameter), so a resumed
+  run rounds exactly as an uninterrupted one. Under fp32 or fp16 (a T4) the weights stay
+  fp32: they are their own master copy;
+- the optimizer step inside the backward pass: a post-accumulate-grad hook updates each
+  parameter as soon as its gradient is complete and frees that gradient, so the full set
+  of gradients is never held. Clipping by the global norm then cannot wait for the whole
+  norm: each step is scaled by the coefficient the PREVIOUS step's global norm gives
+  (min(1, clip / norm)); the first step of a run is not clipped (its rate is the warm-up's
+  smallest). The bench measures how far that is from the exact coefficient
+  (trainer.bench_economical, `clip_lag`). Under fp16 (a T4) the step is not fused: the
+  GradScaler must see every gradient for infinities before any weight moves, so the
+  gradients are held as usual and clipped exactly; the moments are still 8-bit;
+- with `lean_state: "offload"`, the 8-bit moments live in the host's memory between
+  steps and visit the card one parameter at a time (copied in, updated, copied back): the
+  card holds the weights, the activations and one parameter's moments. The price is the
+  copies, ≈ 4 bytes a weight over PCIe each way and step (≈ 0.27 s a step at 1.67 B on
+  PCIe 4.0 ×16, more than the 0.15 s step itself); on the CPU it changes nothing.
+
+The parameters keep their names and shapes: a checkpoint from one combination continues
+in any other (weights cast on load, moments quantized or dequantized: `convert_in`,
+`adamw_state_from_lean`), and the trainer says so in its log.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+from torch import nn
+
+from .config import ConfigError, TrainingConfig
+
+BLOCK = 256  # bitsandbytes' block size for its 8-bit optimizer state
+MIN_8BIT = 4096  # bitsandbytes' min_8bit_size: smaller parameters keep fp32 moments
+FORMAT = 1
+STATE_KEYS = ("state1", "state2", "absmax1", "absmax2")
+
+
+def import_library() -> Any:
+    """bitsandbytes, or a ConfigError that says how to get it (one line)."""
+    # Its import logs about optional kernels it did not find (4-bit matrix products the lab
+    # does not use); those lines would read like failures in trainer.log.
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
+    try:
+        import bitsandbytes
+    except ImportError as e:
+        raise ConfigError(
+            f"training.lean_state needs the bitsandbytes library, which is not installed ({e}): "
+            "pip install 'ternit-lab[lean]' (or pip install bitsandbytes), or set lean_state to false"
+        ) from None
+    return bitsandbytes
+
+
+def check_device(device: torch.device) -> None:
+    """One 8-bit update on `device`, so a library built without this device's kernels fails
+    here, before the run starts, and not at the first step."""
+    bnb = import_library()
+    p = nn.Parameter(torch.zeros(BLOCK * 16, device=device))
+    p.grad = torch.ones_like(p)
+    try:
+        bnb.optim.AdamW8bit([p], lr=1e-3).step()
+    except Exception as e:  # noqa: BLE001 — any failure means: this device is not served
+        first = str(e).splitlines()[0][:200] if str(e) else type(e).__name__
+        raise ConfigError(
+            f"training.lean_state: bitsandbytes cannot update weights on {device.type} ({first}): "
+            "install a bitsandbytes build for this device, or set lean_state to false"
+        ) from None
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """The two groups trainer.optim.make_optimizer makes (decay on matrices, not on the
+    embeddings), in its order: an AdamW checkpoint's state indices follow it."""
+    decay, rest = [], []
+    for name, p in model.named_parameters():
+        (decay if p.dim() >= 2 and not name.startswith(("tok.", "pos.")) else rest).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": rest, "weight_decay": 0.0}]
+
+
+def stochastic_round_(dest: torch.Tensor, value: torch.Tensor, generator: torch.Generator) -> None:
+    """dest (bf16) ← value (fp32) rounded up or down at random, in proportion to the
+    distance: the 16 bits bf16 drops are compared with 16 random bits. Unbiased."""
+    bits = value.view(torch.int32)
+    noise = torch.randint(0, 1 << 16, value.shape, dtype=torch.int32, device=value.device, generator=generator)
+    rounded = (bits + noise) & -65536  # 0xFFFF0000 as a signed 32-bit mask
+    dest.copy_(rounded.view(torch.float32))  # exact: the low 16 bits are zero
+
+
+class LeanOptimizer(torch.optim.Optimizer):
+    """8-bit AdamW, one bitsandbytes optimizer per parameter, stepped from the backward
+    pass (`steps_in_backward`) or, under fp16, by `step()` after it as usual.
+
+    It is a torch Optimizer over the model's parameters so that the trainer's code
+    (GradScaler, learning-rate setting, checkpoints, the memory count) treats it as any
+    other: `state[p]` is bitsandbytes' state of `p`."""
+
+    def __init__(self, model: nn.Module, t: TrainingConfig, device: torch.device, precision: str,
+                 mode: str, world_size: int = 1) -> None:
+        bnb = import_library()
+        self.bf16 = precision == "bf16"
+        self.steps_in_backward = precision != "fp16"
+        if self.steps_in_backward and world_size > 1:
+            raise ConfigError(
+                "training.lean_state steps the optimizer inside the backward pass, which DDP's "
+                "gradient averaging over 2 processes would come after: run it on one process"
+            )
+        if self.bf16:  # no fp32 master copy: the weights themselves are bf16
+            model.to(torch.bfloat16)
+        self.offload = mode == "offload" and device.type == "cuda"
+        self.device, self.seed, self.clip = device, t.seed, t.grad_clip
+        self.updates = 0  # updates made (the stochastic rounding's seed)
+        self.prev_norm: float | None = None  # the previous step's global gradient norm
+        self._norm_sq: torch.Tensor | None = None
+        self._coef = 1.0
+        groups = param_groups(model, t.weight_decay)
+        super().__init__([{"params": g["params"], "weight_decay": g["weight_decay"]} for g in groups],
+                         {"lr": t.lr})
+        self.order = [p for g in self.param_groups for p in g["params"]]
+        self.inner: dict[nn.Parameter, tuple[Any, nn.Parameter]] = {}
+        for g in self.param_groups:
+            for p in g["params"]:
+                # Under bf16 the library updates an fp32 copy made just for the update.
+                target = nn.Parameter(torch.empty(0, device=device)) if self.bf16 else p
+                opt = bnb.optim.AdamW8bit([target], lr=t.lr, betas=(0.9, 0.95), eps=1e-8,
+                                          weight_decay=g["weight_decay"])
+                self.inner[p] = (opt, target)
+                self.state[p] = opt.state[target]  # the same dict, filled at the first update
+        self._hooks = []
+        if self.steps_in_backward:
+            for i, p in enumerate(self.order):
+                self._hooks.append(p.register_post_accumulate_grad_hook(self._hook(i)))
+
+    # ---- one step ------------------------------------------------------------------------
+    def begin_step(self) -> None:
+        """Before the backward pass: the clip coefficient from the previous step's norm."""
+        self._coef = 1.0
+        if self.clip > 0 and self.prev_norm is not None and self.prev_norm > self.clip:
+            self._coef = self.clip / (self.prev_norm + 1e-6)
+        self._norm_sq = torch.zeros((), dtype=torch.float32, device=self.device)
+
+    def end_step(self) -> None:
+        """After the backward pass: this step's global norm, for the next step's clipping."""
+        assert self._norm_sq is not None
+        self.prev_norm = float(self._norm_sq.sqrt())
+        self._norm_sq = None
+        self.updates += 1
+
+    def _hook(self, index: int):  # noqa: ANN202
+        def hook(p: nn.Parameter) -> None:
+            if self._norm_sq is None:  # a backward pass outside a training step
+                return
+            self._norm_sq += p.grad.detach().float().pow(2).sum()
+            self._update(index, p, self._coef)
+            p.grad = None  # freed now: no full set of gradients
+
+        return hook
+
+    @torch.no_grad()
+    def step(self, closure: Any = None) -> None:  # noqa: ARG002 — the Optimizer interface
+        """The non-fused path (fp16): every parameter with a gradient, after the backward
+        pass; the trainer has unscaled and clipped them already."""
+        for i, p in enumerate(self.order):
+            if p.grad is not None:
+                self._update(i, p, 1.0)
+        self.updates += 1
+
+    @torch.no_grad()
+    def _update(self, index: int, p: nn.Parameter, coef: float) -> None:
+        opt, target = self.inner[p]
+        group = opt.param_groups[0]
+        group["lr"] = self.param_groups[0]["lr"]
+        state = opt.state[target]
+        if self.offload:
+            for k in STATE_KEYS:
+                if k in state:
+                    state[k] = state[k].to(self.device, non_blocking=True)
+        if self.bf16:
+            target.data = p.detach().float()
+            target.grad = p.grad.detach().float()
+            if coef != 1.0:
+                target.grad.mul_(coef)
+        elif coef != 1.0:
+            p.grad.mul_(coef)
+        opt.step()
+        if self.bf16:
+            g = torch.Generator(device=p.device)
+            g.manual_seed((self.seed * 1_000_003 + self.updates * 10_007 + index) % (2**63))
+            stochastic_round_(p.data, target.data, g)
+            target.data, target.grad = torch.empty(0, device=self.device), None
+        self.state[p] = opt.state[target]
+        if self.offload:
+            for k in STATE_KEYS:
+                if k in state:
+                    state[k] = state[k].to("cpu")
+
+    # ---- checkpoints -----------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        state = {}
+        for i, p in enumerate(self.order):
+            s = self.state.get(p)
+            if s:
+                state[i] = {k: (v.detach().cpu().clone() if torch.is_tensor(v) else v)
+                            for k, v in s.items() if k in (*STATE_KEYS, "qmap1", "qmap2", "step")}
+        return {"state": state, "lean": {"format": FORMAT, "updates": self.updates,
+                                         "prev_norm": self.prev_norm}}
+
+    def load_state_dict(self, sd: dict[str, Any]) -> None:
+        """A lean state as saved, or a normal AdamW state (quantized here)."""
+        if "lean" not in sd:
+            sd = lean_state_from_adamw(sd, self.order)
+        lean = sd["lean"]
+        self.updates, self.prev_norm = int(lean["updates"]), lean["prev_norm"]
+        for i, p in enumerate(self.order):
+            saved = sd["state"].get(i) or sd["state"].get(str(i))
+            if saved is None:
+                continue
+            opt, target = self.inner[p]
+            if self.bf16:  # the library sizes its state by the parameter it updates
+                target.data = torch.empty(p.shape, device=self.device)
+            opt.init_state(opt.param_groups[0], target, 0, 0)
+            if self.bf16:
+                target.data = torch.empty(0, device=self.device)
+            state = opt.state[target]
+            home = "cpu" if self.offload else self.device
+            for k in STATE_KEYS:
+                if k in saved:
+                    state[k] = saved[k].to(home).clone()
+            state["step"] = int(saved["step"])
+            self.state[p] = state
+
+
+def _quantize(x: torch.Tensor, signed: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """fp32 → (uint8 codes, per-block absmax, the map) in bitsandbytes' dynamic map."""
+    bnb = import_library()
+    code = bnb.functional.create_dynamic_map(signed=signed).to(x.device)
+    q, qs = bnb.functional.quantize_blockwise(x.float().contiguous(), code=code, blocksize=BLOCK)
+    return q, qs.absmax.float(), code
+
+
+def _dequantize(q: torch.Tensor, absmax: torch.Tensor, code: torch.Tensor) -> torch.Tensor:
+    """uint8 codes → fp32 by the map saved with them and the block scales (no library
+    needed, so a normal run continues from a lean checkpoint without bitsandbytes)."""
+    flat = code.float()[q.reshape(-1).long()]
+    pad = (-flat.numel()) % BLOCK
+    blocks = torch.nn.functional.pad(flat, (0, pad)).view(-1, BLOCK) * absmax.view(-1, 1).float()
+    return blocks.reshape(-1)[: flat.numel()].view(q.shape)
+
+
+def lean_state_from_adamw(sd: dict[str, Any], order: list[nn.Parameter]) -> dict[str, Any]:
+    """A torch AdamW state dict (params in param_groups' order) → the lean format."""
+    state = {}
+    for i, _ in enumerate(order):
+        s = sd["state"].get(i)
+        if not s:
+            continue
+        if s["exp_avg"].numel() < MIN_8BIT:  # bitsandbytes keeps these in fp32
+            state[i] = {"state1": s["exp_avg"].float().clone(), "state2": s["exp_avg_sq"].float().clone(),
+                        "step": int(s["step"])}
+            continue
+        q1, a1, c1 = _quantize(s["exp_avg"], signed=True)
+        q2, a2, c2 = _quantize(s["exp_avg_sq"], signed=False)
+        state[i] = {"state1": q1, "state2": q2, "absmax1": a1, "absmax2": a2, "qmap1": c1, "qmap2": c2,
+                    "step": int(s["step"])}
+    return {"state": state, "lean": {"format": FORMAT, "updates": 0, "prev_norm": None}}
+
+
+def adamw_state_from_lean(sd: dict[str, Any], adamw: torch.optim.Optimizer) -> dict[str, Any]:
+    """The lean format → a state dict `adamw` (a torch AdamW over the same model) loads."""
+    out = adamw.state_dict()
+    state = {}
+    for i, s in sd["state"].items():
+        if s["state1"].dtype == torch.uint8:
+            m = _dequantize(s["state1"], s["absmax1"], s["qmap1"])
+            v = _dequantize(s["state2"], s["absmax2"], s["qmap2"])
+        else:  # a parameter small enough that bitsandbytes kept it in fp32
+            m, v = s["state1"].float(), s["state2"].float()
+        state[int(i)] = {"step": torch.tensor(float(s["step"])), "exp_avg": m, "exp_avg_sq": v}
+    out["state"] = state
+    return out
+
+
+def is_lean_state(sd: dict[str, Any]) -> bool:
+    return isinstance(sd, dict) and "lean" in sd
+
+
+def lean_tensors(optimizer: torch.optim.Optimizer) -> Iterable[torch.Tensor]:
+    """Every tensor of the lean state (for the memory count)."""
+    for s in optimizer.state.values():
+        for v in s.values():
+            if torch.is_tensor(v):
+                yield v
