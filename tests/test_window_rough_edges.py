@@ -108,3 +108,12 @@ def test_a_restart_opens_the_form_as_the_user_left_it(qtbot, tiny_data):
     assert values["constellations"] == ["tiny"] and values["context"] == 32
     assert values["gpu"] == "cpu" and values["machine"] == "local" and values["economical"] == "off"
     w.close()
+
+
+def test_the_banner_says_speed_and_time_left_while_it_trains(qtbot, window):  # noqa: F811
+    view = window.form_view
+    fill_tiny(qtbot, view)  # «Шагов до» 100 000, «Лимит» 3 min: the limit comes first
+    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
+    live = window.banner.live
+    qtbot.waitUntil(lambda: live.isVisible() and "ток/с" in live.text(), timeout=WAIT_MS)
+    assert "мс/шаг" in live.text() and "лимит через" in live.text() and "раньше «Шагов до»" in live.text()

@@ -41,6 +41,7 @@ from app.form import ContinueFrom, FormContext, continue_now
 from app.i18n import current_language, t
 from app.lab import ActionError, Lab
 from app.runs import RunEnded, RunManager, RunRecord
+from app.runs.live import LiveFollower
 from app.window_layout import WindowLayout
 
 from . import settings
@@ -82,6 +83,7 @@ class MainWindow(QMainWindow):
         self.shortcut_actions: dict[str, QAction] = {}
         self._pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
         self.lab = Lab(runs, extra_prepared)  # the decisions; this window shows them
+        self._live = LiveFollower()  # the followed run's speed and time left
         self.overlays: set[str] = set()
         self.notifications: list[tuple[str, str]] = []
         self.export_processes: list[QProcess] = []
@@ -724,7 +726,9 @@ class MainWindow(QMainWindow):
             self.refresh_history()
 
     def _update_banner(self) -> None:
-        self.banner.show_run(*self.lab.followed_state())
+        rec, failure = self.lab.followed_state()
+        # Speed and time left (app.runs.live, the same line `ternit run … --wait` prints).
+        self.banner.show_run(rec, failure, live=self._live.text_for(rec) if rec is not None else "")
 
     def refresh_history(self) -> None:
         rows = self.lab.history()

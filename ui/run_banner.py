@@ -33,6 +33,8 @@ class RunBanner(QWidget):
         self.failure.setStyleSheet("color: #b00020;")
         # What the lab is doing for a Kaggle run (uploading, waiting for the network, how
         # to stop the kernel): it lives in the run's message, not in its events.
+        self.live = QLabel()  # tokens/s, time per step, time left: a line of its own
+        self.live.setWordWrap(True)
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setStyleSheet("color: #555555;")
@@ -49,12 +51,15 @@ class RunBanner(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addLayout(top)
+        layout.addWidget(self.live)
         layout.addLayout(bottom)
         self.show_run(None)
 
-    def show_run(self, rec: RunRecord | None, failure: Any = None) -> None:
+    def show_run(self, rec: RunRecord | None, failure: Any = None, live: str = "") -> None:
+        """`live`: the running run's speed and time left (app.runs.live), "" when none."""
         if rec is None:
             self.detail.setText("")
+            self.live.setVisible(False)
             self.note.setVisible(False)
             self.stop_button.setVisible(False)
             self.failure.setVisible(False)
@@ -69,6 +74,8 @@ class RunBanner(QWidget):
         if rec.best_val_loss is not None:
             parts.append(f"val {rec.best_val_loss:.4f}")
         self.detail.setText("  ·  ".join(parts))
+        self.live.setText(live if rec.active else "")
+        self.live.setVisible(bool(self.live.text()))
         stopping = rec.status == st.STOPPING
         self.stop_button.setVisible(rec.active)
         self.stop_button.setEnabled(rec.active and not stopping)

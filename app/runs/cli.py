@@ -28,6 +28,7 @@ from ..i18n import t
 from ..numbers import count_text, int_text
 from .continuing import ContinueError
 from .events import Event
+from .live import LiveFollower, LiveProgress
 from .manager import RunError, RunManager, load_config, normalize_config
 from .registry import RunNotFound, RunRecord
 from .start_flags import add_field_flags, apply_flags
@@ -137,6 +138,7 @@ class Progress:
         self._last = 0.0
         self._pending: Event | None = None
         self.steps_to: int | None = None
+        self.live = LiveProgress()  # speed and time left, as the window's banner says them
 
     def _print_step(self, ev: Event) -> None:
         self._pending = None
@@ -147,12 +149,16 @@ class Progress:
             + f"  {count_text(ev.get('tokens_seen'))} " + t("токенов", "tokens"),
             file=self.out, flush=True,
         )
+        live = self.live.text()
+        if live:
+            print("  " + live, file=self.out, flush=True)
 
     def __call__(self, ev: Event) -> None:
         if self.as_json:
             print(json.dumps(ev, ensure_ascii=False), file=self.out, flush=True)
             return
         kind, step = ev.get("event"), ev.get("step")
+        self.live.feed(ev)
         if kind != "step" and self._pending is not None:
             self._print_step(self._pending)
         if kind == "start":
@@ -199,6 +205,7 @@ def _follow(m: RunManager, rec: RunRecord, as_json: bool) -> int:
             f"following {rec.id} (Ctrl+C stops following; training goes on)"), file=sys.stderr, flush=True)
     progress = Progress(as_json)
     progress.steps_to = rec.steps_to
+    progress.live = LiveFollower.progress_of(rec)
     try:
         final = m.wait(rec.id, on_event=progress)
     except KeyboardInterrupt:
