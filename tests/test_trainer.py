@@ -187,12 +187,15 @@ def test_damaged_checkpoint_is_refused_and_the_earlier_one_offered(tmp_path, tin
     assert run_trainer(run, "--stop-at-step", "3").returncode == 0
     newest = run / "checkpoints" / "step-00000003.pt"
     newest.write_bytes(newest.read_bytes()[:1000])
-    p = run_trainer(run, "--resume", "latest")
+    p = run_trainer(run, "--resume", str(newest))  # a named checkpoint: refused, the intact one offered
     assert p.returncode == 2
     assert "damaged" in p.stderr and "step-00000002.pt" in p.stderr
     err = events(run, "error")[-1]
     assert err["kind"] == "other" and "damaged" in err["message"]
-    assert run_trainer(run, "--resume", str(run / "checkpoints" / "step-00000002.pt"), "--stop-at-step", "4").returncode == 0
+    p = run_trainer(run, "--resume", "latest", "--stop-at-step", "4")  # its own latest: the newest intact, said
+    assert p.returncode == 0, p.stderr
+    assert events(run, "start")[-1]["resumed_from"].endswith("step-00000002.pt")
+    assert "step-00000003.pt" in events(run, "warning")[-1]["message"] and "warning:" in p.stderr
 
 
 def test_checkpoint_of_another_shape_is_refused(tmp_path, tiny_data):
@@ -346,7 +349,7 @@ def test_full_disk_during_the_final_save_is_an_error_event_and_keeps_the_earlier
     assert "step-00000004.pt" in err["message"] and err["checkpoint"].endswith("step-00000002.pt")
     assert "--resume" in err["advice"] and events(run, "end")[-1]["reason"] == "error"
     assert (folder / "latest").read_text().strip() == "step-00000002.pt"
-    assert sorted(x.name for x in folder.iterdir()) == ["latest", "step-00000002.pt"]  # no half-written file left
+    assert sorted(x.name for x in folder.iterdir()) == ["latest", "step-00000002.pt", "step-00000002.pt.sha256"]  # no half-written file left
     assert run_trainer(run, "--resume", "latest").returncode == 0
 
 

@@ -28,6 +28,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
+    from .lock import LockError
     from .train import EXIT_CONFIG, Options, run
 
     if not (args.run / "run.json").is_file():
@@ -35,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_CONFIG
     try:
         return run(Options(args.run, args.resume, args.device, args.stop_at_step, args.dry_run))
-    except ConfigError as e:
+    except (ConfigError, LockError) as e:  # nothing was written to the run folder
         print(f"error: {e}", file=sys.stderr)
         return EXIT_CONFIG
 

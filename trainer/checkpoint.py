@@ -4,6 +4,11 @@ A checkpoint is written to a temporary file in the same folder, flushed and fsyn
 renamed into place; only then is the `latest` pointer (a one-line text file naming the
 checkpoint) replaced the same way. A process killed at any moment leaves either the old or
 the new checkpoint complete, never a half-written file under a checkpoint's name.
+
+Beside each checkpoint lies its SHA-256 (`step-XXXXXXXX.pt.sha256`, in `sha256sum` format,
+written before the checkpoint gets its name): a file changed on disk afterwards (a flipped
+bit, a bad copy) is refused on load instead of being trained on silently. A checkpoint
+written before these files existed has none and is only checked by loading it.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +25,9 @@ import torch
 
 FORMAT = 1
 LATEST = "latest"
+HASH_SUFFIX = ".sha256"
+# What `latest` may name: a checkpoint file in the same folder, nothing else (no path).
+NAME = re.compile(r"step-\d{8}\.pt")
 
 
 class CheckpointError(ValueError):
@@ -63,6 +72,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def hash_path(path: Path) -> Path:
+    """The file beside a checkpoint that holds its SHA-256."""
+    return path.with_name(path.name + HASH_SUFFIX)
+
+
 def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[Path, str]:
     """Write step-XXXXXXXX.pt atomically, point `latest` at it, prune old ones; returns (path, sha256)."""
     folder = checkpoint_dir(run_dir)
@@ -74,13 +88,17 @@ def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[
             torch.save(payload, f)
             f.flush()
             os.fsync(f.fileno())
+        # The hash goes down before the checkpoint gets its name: every named checkpoint has one.
+        sha = file_sha256(tmp)
+        atomic_write_bytes(hash_path(final), f"{sha}  {final.name}\n".encode())
     # A full disk shows as OSError, or as torch's RuntimeError from its zip writer (which
     # hides the errno): either way the half-written file goes, so it fills nothing more.
     except (OSError, RuntimeError) as e:
-        try:
-            tmp.unlink(missing_ok=True)
-        except OSError:
-            pass
+        for leftover in (tmp, hash_path(final).with_name(f".{hash_path(final).name}.tmp")):
+            try:
+                leftover.unlink(missing_ok=True)
+            except OSError:
+                pass
         raise SaveError(
             f"could not write checkpoint {final} ({type(e).__name__}: {e}): "
             "free disk space, make the run folder writable or move away what is in the way"
@@ -89,7 +107,7 @@ def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[
     _fsync_dir(folder)
     atomic_write_bytes(folder / LATEST, (final.name + "\n").encode())
     _prune(folder, keep, final)
-    return final, file_sha256(final)
+    return final, sha
 
 
 def _prune(folder: Path, keep: int, newest: Path) -> None:
@@ -97,39 +115,122 @@ def _prune(folder: Path, keep: int, newest: Path) -> None:
     for old in ckpts[:-keep]:
         if old != newest:
             old.unlink(missing_ok=True)
+            hash_path(old).unlink(missing_ok=True)
     for stale in folder.glob(".step-*.tmp"):  # left by a process killed mid-save
         stale.unlink(missing_ok=True)
+    for orphan in folder.glob(f"step-*.pt{HASH_SUFFIX}"):  # its checkpoint never got its name
+        if not orphan.with_name(orphan.name.removesuffix(HASH_SUFFIX)).exists():
+            orphan.unlink(missing_ok=True)
+
+
+def damage(path: Path) -> str | None:
+    """Why `path` differs from what was written (None: it matches its stored SHA-256, or
+    it is an older checkpoint with no hash beside it, checked only by loading)."""
+    try:
+        recorded = hash_path(path).read_text(encoding="ascii").split()[0]
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, IndexError) as e:
+        return f"its hash file {hash_path(path).name} cannot be read ({type(e).__name__})"
+    actual = file_sha256(path)
+    if actual != recorded:
+        return f"its SHA-256 is {actual[:12]}…, not the {recorded[:12]}… written with it: the file changed on disk"
+    return None
+
+
+def read_pointer(folder: Path) -> tuple[Path | None, str | None]:
+    """The checkpoint `latest` names, and what is wrong with the pointer (if anything).
+    Only a step file inside `folder` is followed, never a path elsewhere."""
+    pointer = folder / LATEST
+    try:
+        name = pointer.read_bytes().decode("utf-8").strip()
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"{pointer} cannot be read ({type(e).__name__})"
+    if not NAME.fullmatch(name):
+        return None, f"{pointer} does not name a checkpoint file in {folder.name}/ ({name[:40]!r})"
+    if not (folder / name).is_file():
+        return None, f"{pointer} names {name}, which does not exist"
+    return folder / name, None
+
+
+def candidates(run_dir: Path) -> tuple[list[Path], list[str]]:
+    """RUN_DIR's checkpoints in the order `--resume latest` tries them: the one `latest`
+    names, then every other step file newest first; and what was wrong with the pointer."""
+    folder = checkpoint_dir(run_dir)
+    named, problem = read_pointer(folder)
+    files = sorted(folder.glob("step-*.pt"), reverse=True) if folder.is_dir() else []
+    notes = [problem] if problem else []
+    if named is None and files and not problem:
+        notes.append(f"{folder / LATEST} is missing")
+    return ([named] if named else []) + [p for p in files if p != named], notes
 
 
 def resolve(run_dir: Path, spec: str) -> Path:
-    """`latest` (RUN_DIR's own latest checkpoint) or a path to a checkpoint file."""
-    if spec != LATEST:
-        path = Path(spec)
-        if not path.is_file():
-            raise CheckpointError(f"checkpoint {path} does not exist")
-        return path
-    pointer = checkpoint_dir(run_dir) / LATEST
-    if not pointer.is_file():
-        raise CheckpointError(f"{run_dir} has no checkpoint yet (no checkpoints/latest): start it without --resume")
-    return checkpoint_dir(run_dir) / pointer.read_text(encoding="utf-8").strip()
+    """A path to a checkpoint file (`--resume PATH`); `latest` goes through `load_latest`."""
+    path = Path(spec)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint {path} does not exist")
+    return path
 
 
-def earlier_than(path: Path) -> Path | None:
-    """The newest checkpoint in the same folder older than `path`, if any."""
-    older = [p for p in sorted(path.parent.glob("step-*.pt")) if p.name < path.name]
-    return older[-1] if older else None
+def earlier_intact(path: Path) -> Path | None:
+    """The newest checkpoint in the same folder older than `path` that was checked and is
+    intact (its hash matches and it loads), if any."""
+    for p in sorted(path.parent.glob("step-*.pt"), reverse=True):
+        if p.name < path.name and _problem(p) is None:
+            return p
+    return None
 
 
-def load(path: Path) -> dict[str, Any]:
+def _problem(path: Path) -> str | None:
+    try:
+        _load_checked(path)
+    except CheckpointError as e:
+        return str(e)
+    return None
+
+
+def _load_checked(path: Path) -> dict[str, Any]:
+    wrong = damage(path)
+    if wrong:
+        raise CheckpointError(f"checkpoint {path} is damaged: {wrong}")
     try:
         payload = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated or corrupted file raises many kinds of errors
-        earlier = earlier_than(path)
-        offer = f"; the earlier checkpoint {earlier} is intact: --resume {earlier}" if earlier else ""
-        raise CheckpointError(f"checkpoint {path} is damaged ({type(e).__name__}: {e}){offer}") from None
+        raise CheckpointError(f"checkpoint {path} is damaged ({type(e).__name__}: {e})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
         raise CheckpointError(f"{path} is not a Ternit Lab checkpoint (format {FORMAT})")
     return payload
+
+
+def load(path: Path) -> dict[str, Any]:
+    """Load a checkpoint after checking it against its stored hash; a damaged one is refused
+    with the newest earlier checkpoint that was checked and found intact, if any."""
+    try:
+        return _load_checked(path)
+    except CheckpointError as e:
+        earlier = earlier_intact(path)
+        offer = f"; the earlier checkpoint {earlier} is intact: --resume {earlier}" if earlier else ""
+        raise CheckpointError(f"{e}{offer}") from None
+
+
+def load_latest(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]]:
+    """`--resume latest`: the newest intact checkpoint of RUN_DIR, its payload, and what was
+    passed over on the way (a damaged pointer, damaged files) for the run to say."""
+    found, notes = candidates(run_dir)
+    if not found:
+        raise CheckpointError(f"{run_dir} has no checkpoint yet (no checkpoints/latest): start it without --resume")
+    for path in found:
+        try:
+            return path, _load_checked(path), notes
+        except CheckpointError as e:
+            notes.append(str(e))
+    raise CheckpointError(
+        f"no intact checkpoint in {checkpoint_dir(run_dir)}: " + "; ".join(notes)
+        + ": start it again without --resume"
+    )
 
 
 def rng_state() -> dict[str, Any]:

@@ -8,6 +8,7 @@ library is used, so this module can be read without torch.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -84,6 +85,11 @@ class RunConfig:
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 ECONOMICAL_LEVELS = ("off", "selective", "full")
 TARGET_KINDS = ("local", "kaggle")
+# fp32 weights, their gradients and AdamW's two moments: 16 bytes a weight before any
+# activation. Over 1 TiB no single machine holds it, so such a size is a typo (a width of
+# 1,000,000), refused here rather than by a failed allocation at step 1.
+STATE_BYTES_PER_WEIGHT = 16
+MAX_STATE_BYTES = 2**40
 
 _SECTIONS = {
     "model": ModelConfig,
@@ -108,6 +114,8 @@ def _coerce(where: str, value: Any, default: Any) -> Any:
     if isinstance(default, float):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ConfigError(f"{where} must be a number, not {value!r}")
+        if not math.isfinite(value):  # json reads Infinity and NaN
+            raise ConfigError(f"{where} must be a finite number, not {value!r}")
         return float(value)
     if isinstance(default, str):
         if not isinstance(value, str):
@@ -181,6 +189,21 @@ def validate(cfg: RunConfig) -> None:
         )
     if t.sample_every < 0 or t.sample_tokens < 0:
         raise ConfigError("training.sample_every and training.sample_tokens must be ≥ 0 (0 tokens: no samples)")
+    if not 0 <= t.seed < 2**63:
+        raise ConfigError(f"training.seed must be a whole number from 0 to 2**63 - 1, not {t.seed}")
+    if t.checkpoint_every_min < 0:
+        raise ConfigError(f"training.checkpoint_every_min must be 0 or more, not {t.checkpoint_every_min:g}")
+    if not 0 <= t.min_lr_ratio <= 1:
+        raise ConfigError(f"training.min_lr_ratio must be from 0 to 1, not {t.min_lr_ratio:g}")
+    if t.weight_decay < 0 or t.grad_clip < 0:
+        raise ConfigError("training.weight_decay and training.grad_clip must be 0 or more")
+    state = parameter_count(m) * STATE_BYTES_PER_WEIGHT
+    if state > MAX_STATE_BYTES:
+        raise ConfigError(
+            f"the model has {parameter_count(m):,} weights: their training state alone (weights, gradients, "
+            f"optimizer) needs about {state / 2**30:,.0f} GiB, beyond any machine the lab trains on; "
+            "lower model.width or model.layers"
+        )
     if t.precision not in PRECISIONS:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)
@@ -225,6 +248,10 @@ def load(path: str | Path) -> RunConfig:
         raise ConfigError(f"{path} does not exist: write a run.json there first") from None
     except json.JSONDecodeError as e:
         raise ConfigError(f"{path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path} is not UTF-8 text (byte {e.start}): save it as UTF-8") from None
+    except OSError as e:
+        raise ConfigError(f"{path} cannot be read ({type(e).__name__}: {e})") from None
     return from_dict(raw)
 
 

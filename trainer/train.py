@@ -23,7 +23,8 @@ from . import checkpoint as ckpt
 from .config import ConfigError, RunConfig, economical_level, lean_mode, load, parameter_count
 from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
 from .distributed import World, init_world, shutdown, sum_across, sum_tensor
-from .events import EventLog, say
+from .events import EventLog, OutputError, detach_terminal, say
+from .lock import LockError, RunLock
 from .model import GPT, count_parameters
 from .optim import Schedule, autocast, make_optimizer, make_scaler, pick_precision
 from .samples import Sampler, TokenizerError
@@ -57,6 +58,13 @@ class Control:
 
         signal.signal(signal.SIGINT, handler)
         signal.signal(signal.SIGTERM, handler)
+        if hasattr(signal, "SIGHUP"):  # the terminal of a foreground trainer closed: save too
+
+            def hangup(signum, frame):
+                self.signalled = True
+                detach_terminal()  # its lines would now fail: they go nowhere instead
+
+            signal.signal(signal.SIGHUP, hangup)
 
     def local_reason(self, step: int) -> str | None:
         if self.signalled or (self.run_dir / "STOP").exists():
@@ -110,6 +118,7 @@ class Trainer:
         self.tokens_seen = 0
         self.resumed_from: str | None = None
         self.data_changed = False
+        self.trained = False  # a step ran in this process
         self.last_good: tuple[str, str] | None = None  # (path, sha256) of the newest checkpoint
         # On the CPU the first step of the process is measured (see run_step); later steps
         # report the same figures, since the working set does not change between steps.
@@ -162,8 +171,11 @@ class Trainer:
                 self.say(f"warning: no samples during training: {e}")
 
     def restore(self, spec: str) -> None:
-        path = ckpt.resolve(self.opts.run_dir, spec)
-        state = ckpt.load(path)
+        if spec == ckpt.LATEST:
+            path, state, passed_over = ckpt.load_latest(self.opts.run_dir)
+        else:
+            path, passed_over = ckpt.resolve(self.opts.run_dir, spec), []
+            state = ckpt.load(path)
         saved_model = state["config"]["model"]
         for key, value in saved_model.items():
             mine = getattr(self.cfg.model, key)
@@ -183,11 +195,23 @@ class Trainer:
         self.scaler.load_state_dict(state["scaler"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
+        if self.cfg.training.steps_to < self.step:
+            raise ConfigError(
+                f"training.steps_to {self.cfg.training.steps_to} is below the checkpoint's step {self.step} ({path}): "
+                f"set it above {self.step} to train further"
+            )
         self.tokens_seen = int(state["tokens_seen"])
         self.schedule = Schedule(**state["schedule"]).restretched(self.step, self.cfg.training.steps_to)
         self.data_changed = self.data is not None and state["data"]["data_id"] != self.data.data_id
         self.resumed_from = str(path)
         self.last_good = (str(path), ckpt.file_sha256(path))
+        for note in passed_over:  # said, not hidden: the run goes on from an older step
+            self.warn("checkpoint_skipped", f"{note}; resuming from {path.name}, the newest intact checkpoint")
+
+    def warn(self, kind: str, message: str) -> None:
+        """Something the run goes on despite: a `warning` event and a log line."""
+        self.events.emit("warning", self.step, kind=kind, message=message)
+        self.say(f"warning: {message}")
 
     def load_optimizer(self, state: dict[str, Any], path: Path) -> None:
         """The optimizer's state, converted when the checkpoint was saved in another
@@ -273,6 +297,15 @@ class Trainer:
             ) from None
         self.last_good = (str(path), sha)
         self.events.emit("checkpoint", self.step, path=str(path), sha256=sha)
+
+    def saved_at_this_step(self) -> bool:
+        return self.last_good is not None and self.last_good[0] == str(
+            ckpt.checkpoint_dir(self.opts.run_dir) / f"step-{self.step:08d}.pt"
+        )
+
+    def trained_since_save(self) -> bool:
+        """Whether the model holds steps no checkpoint has (worth saving before an exit)."""
+        return hasattr(self, "model") and self.data is not None and self.trained and not self.saved_at_this_step()
 
     def state_sha256(self) -> str:
         return ckpt.state_sha256(self.model.state_dict(), self.optimizer.state_dict())
@@ -378,6 +411,7 @@ class Trainer:
             elapsed = time.perf_counter() - began
             lr = self.schedule.at(self.step)
             self.step += 1
+            self.trained = True
             self.tokens_seen += self.tokens_per_step
             alloc, peak = self.memory_mb()
             self.events.emit(
@@ -419,9 +453,15 @@ def run(opts: Options) -> int:
     world = init_world(device_type)
     code: int | None = None
     trainer: Trainer | None = None
+    lock = RunLock(opts.run_dir)
     try:
         device = pick_device(opts.device, world)
-        trainer = Trainer(cfg, opts, world, device)
+        _lock_run(lock, world, device)
+        try:
+            trainer = Trainer(cfg, opts, world, device)
+        except OutputError as e:  # events.jsonl cannot be opened (a folder in its place)
+            say(f"error: {e}")
+            return EXIT_CONFIG
         code = _run(trainer, opts)
         return code
     finally:
@@ -431,9 +471,31 @@ def run(opts: Options) -> int:
         trainer = None
         gc.collect()
         shutdown(world, together=code == EXIT_OK)
+        lock.release()
+
+
+def _lock_run(lock: RunLock, world: World, device: torch.device) -> None:
+    """Rank 0 takes the run folder's lock before anything is written there; every rank
+    learns whether it got it, so that all of them stop together when it did not."""
+    problem: LockError | None = None
+    if world.is_main:
+        try:
+            lock.acquire()
+        except LockError as e:
+            problem = e
+    refused = sum_across(world, [1.0 if problem else 0.0], device)[0] > 0
+    if refused:
+        raise problem or LockError("rank 0 could not lock the run folder (see its message)")
 
 
 def _run(trainer: Trainer, opts: Options) -> int:
+    try:
+        return _run_steps(trainer, opts)
+    except OutputError as e:
+        return _output_failed(trainer, e)
+
+
+def _run_steps(trainer: Trainer, opts: Options) -> int:
     cfg = trainer.cfg
     try:
         if not opts.dry_run or cfg.data.dir:
@@ -454,12 +516,14 @@ def _run(trainer: Trainer, opts: Options) -> int:
     try:
         reason = trainer.train()
         # The final save fails like one during training (a full disk): inside the same try.
-        if trainer.last_good is None or trainer.last_good[0] != str(ckpt.checkpoint_dir(opts.run_dir) / f"step-{trainer.step:08d}.pt"):
+        if not trainer.saved_at_this_step():
             trainer.save()
     except TrainingFailure as f:
         report_failure(trainer, f.kind, f.message, f.advice, **f.extra)
         trainer.say_error(f"error: {f.message}. {f.advice}")
         return EXIT_TRAINING
+    except OutputError:
+        raise
     except Exception as e:  # the event stream must say what happened, whatever it was
         report_failure(trainer, "other", f"{type(e).__name__}: {e}", "see trainer.log for the traceback")
         raise
@@ -475,6 +539,25 @@ def _run(trainer: Trainer, opts: Options) -> int:
     trainer.events.emit("end", trainer.step, reason=reason, state_sha256=sha, message=messages[reason])
     trainer.say(f"end: {messages[reason]}; state sha256 {sha}")
     return EXIT_OK
+
+
+def _output_failed(trainer: Trainer, error: OutputError) -> int:
+    """events.jsonl or the log could not be written (a full disk): handled like a failed
+    checkpoint. The work since the last checkpoint is saved if there is room for it (a
+    checkpoint may fit where a log line did not), then what can still be said is said."""
+    if trainer.trained_since_save():
+        try:
+            trainer.save()
+        except TrainingFailure:
+            pass  # no room for it either: the earlier checkpoint stays the one to go on from
+    intact = trainer.last_good[0] if trainer.last_good else None
+    advice = (
+        f"free disk space, then continue from checkpoint {intact} (--resume latest)"
+        if intact else "free disk space, then start the run again"
+    )
+    report_failure(trainer, "other", str(error), advice)
+    trainer.say_error(f"error: {error}. {advice}")
+    return EXIT_TRAINING
 
 
 def report_failure(trainer: Trainer, kind: str, message: str, advice: str, **extra: Any) -> None:
