@@ -50,11 +50,18 @@ def main(argv: list[str]) -> int:
         finally:
             reg.close()
         found = run_checkpoint(rec.folder)
-        if found is None:
-            print(t(f"ternit export: у прогона {rec.id} ещё нет чекпоинта", f"ternit export: run {rec.id} has no checkpoint yet"),
+        damaged = "; ".join(found.skipped)
+        if found.path is None:
+            print(t(f"ternit export: у прогона {rec.id} нет целого чекпоинта ({damaged})",
+                    f"ternit export: run {rec.id} has no intact checkpoint ({damaged})") if damaged else
+                  t(f"ternit export: у прогона {rec.id} ещё нет чекпоинта", f"ternit export: run {rec.id} has no checkpoint yet"),
                   file=sys.stderr)
             return 2
-        ckpt = found
+        if damaged:
+            print(t(f"ternit export: пропущены повреждённые чекпоинты ({damaged}); экспорт из {found.path.name}",
+                    f"ternit export: damaged checkpoints passed over ({damaged}); exporting {found.path.name}"),
+                  file=sys.stderr)
+        ckpt = found.path
     result = export_checkpoint(ckpt, args.out)
     print(result.message, file=sys.stdout if result.ok else sys.stderr)
     return 0 if result.ok else 1

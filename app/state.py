@@ -44,6 +44,10 @@ def unavailable(path: Path, exc: sqlite3.Error, what: str = "") -> StateError:
     from .i18n import t
 
     done = f" {what}" if what else ""
+    if "full" in str(exc):  # SQLITE_FULL: "database or disk is full"
+        return StateError(t(
+            f"На диске с файлом состояния лаборатории {path} нет места ({exc}).{done} Освободите место и повторите.",
+            f"The disk holding the lab's state file {path} is full ({exc}).{done} Free some space and try again."))
     return StateError(t(
         f"Файл состояния лаборатории {path} занят или недоступен ({exc}).{done} Закройте программу, "
         "которая держит его открытым (другое окно лаборатории, просмотрщик SQLite), и повторите.",

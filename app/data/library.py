@@ -114,6 +114,8 @@ def list_files(root: Path) -> list[tuple[str, Path, str]]:
             if fname.startswith("."):
                 continue
             p = Path(dirpath) / fname
+            if not p.is_file():  # a pipe, socket or device would block the reader or never end
+                continue
             found.append((p.relative_to(root).as_posix(), p, readers.format_of(p, explicit=True) or "text"))
     return found
 
@@ -202,6 +204,11 @@ class Library:
                                  f"not readable: {p} — give yourself read access (chmod u+rX) "
                                  "or copy the files into a folder of your own"), exit_code=2)
         p = p.resolve()
+        if not (p.is_dir() or p.is_file()):
+            raise LibraryError(t(f"{p} — не обычный файл и не папка (канал, сокет или устройство): такое "
+                                 "не читается как набор данных. Сохраните текст в файл и добавьте его.",
+                                 f"{p} is neither a regular file nor a folder (a pipe, socket or device): it "
+                                 "cannot be read as a dataset. Save the text to a file and add that."), exit_code=2)
         kind = "folder" if p.is_dir() else "file"
         name = (name or p.stem).strip()
         if not name:
@@ -450,8 +457,6 @@ class Library:
         row = self.state.one("SELECT id, sha256 FROM datasets WHERE name = ? AND kind = 'builtin'", (DEMO_DATASET,))
         if row is not None and row["sha256"] == sha:
             return
-        if self.state.one("SELECT 1 FROM datasets WHERE name = ? AND kind != 'builtin'", (DEMO_DATASET,)):
-            return  # the user took the name for their own data: leave it
         stats = readers.FileStats()
         units = list(iter_demo_units())
         documents = sum(1 for _, end in units if end)
@@ -459,6 +464,13 @@ class Library:
         size = sum(len(u.encode()) for u, _ in units)
         ts = now()
         with self.state.transaction():
+            # Looked at again under the write lock: several `ternit` commands on a fresh lab
+            # seed at once, and the first one's row must not make the others' INSERT fail.
+            row = self.state.one("SELECT id, sha256 FROM datasets WHERE name = ? AND kind = 'builtin'", (DEMO_DATASET,))
+            if row is not None and row["sha256"] == sha:
+                return
+            if self.state.one("SELECT 1 FROM datasets WHERE name = ? AND kind != 'builtin'", (DEMO_DATASET,)):
+                return  # the user took the name for their own data: leave it
             if row is None:
                 self.state.execute(
                     "INSERT INTO datasets (name, path, kind, sha256, bytes, documents, characters, files,"

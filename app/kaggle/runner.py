@@ -655,6 +655,9 @@ def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> t
     shutil.copyfile(src, tmp)
     with open(tmp, "rb") as f:
         os.fsync(f.fileno())
+    # The hash the trainer would have stored beside it (sha256sum format), before the name:
+    # a continuation checks the copy against it like any local checkpoint.
+    atomic_write_text(dst_dir / f"{name}.sha256", f"{got}  {name}\n")
     os.replace(tmp, dst)
     atomic_write_text(dst_dir / "latest", name + "\n")
     return "", str(dst), got

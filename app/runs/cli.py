@@ -7,7 +7,7 @@ Exit codes (with --wait, the run's outcome):
   2  bad arguments, config or run id
   3  the run stopped at its time limit (a checkpoint is saved: `ternit run continue ID`)
   4  the run was stopped by request
-  130  Ctrl+C while following: the training itself goes on
+  130  Ctrl+C while following: the training itself goes on (143: SIGTERM, the same)
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import time
 from typing import Any
@@ -26,6 +27,7 @@ from ..data.library import LibraryError
 from ..data.progress import progress_for_cli
 from ..i18n import t
 from ..numbers import count_text, int_text
+from ..state import StateError
 from .continuing import ContinueError
 from .events import Event
 from .live import LiveFollower, LiveProgress
@@ -34,6 +36,7 @@ from .registry import RunNotFound, RunRecord
 from .start_flags import add_field_flags, apply_flags
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIME_LIMIT, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_TERMINATED = 143  # SIGTERM while following (128 + 15): the training goes on
 OUTCOME_CODES = {st.FINISHED: EXIT_OK, st.FAILED: EXIT_FAILED, st.TIME_LIMIT: EXIT_TIME_LIMIT, st.STOPPED: EXIT_STOPPED}
 
 
@@ -47,7 +50,7 @@ DESCRIPTION_RU = """\
   2  неверные аргументы, конфиг или ID прогона
   3  прогон остановлен по лимиту времени (чекпоинт сохранён: `ternit run continue ID`)
   4  прогон остановлен по запросу
-  130  Ctrl+C во время слежения: само обучение продолжается
+  130  Ctrl+C во время слежения: само обучение продолжается (143 — SIGTERM, то же)
 """
 
 DESCRIPTION_EN = """\
@@ -60,7 +63,7 @@ Exit codes (with --wait, the run's outcome):
   2  bad arguments, config or run id
   3  the run stopped at its time limit (a checkpoint is saved: `ternit run continue ID`)
   4  the run was stopped by request
-  130  Ctrl+C while following: the training itself goes on
+  130  Ctrl+C while following: the training itself goes on (143: SIGTERM, the same)
 """
 
 
@@ -111,6 +114,9 @@ def parser() -> argparse.ArgumentParser:
                    help=t("новое «Шагов до» (по умолчанию как у родителя, или вдвое больше, если он его достиг)",
                           "the new «Steps to» (default: the parent's, or twice it if reached)"))
     c.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
+    c.add_argument("--from-step", type=int, metavar=t("ШАГ", "STEP"),
+                   help=t("продолжить с чекпоинта этого шага, а не с последнего (если тот повреждён)",
+                          "continue from this step's checkpoint instead of the newest (when that one is damaged)"))
     c.add_argument("--wait", action="store_true", help=wait)
     c.add_argument("--json", action="store_true", help=as_json)
     w = sub.add_parser("wait", help=t("следить за прогоном до конца (например, после перезапуска лаборатории)",
@@ -186,6 +192,8 @@ class Progress:
             print(t("  чекпоинт", "  checkpoint") + f": {ev.get('path')}", file=self.out, flush=True)
         elif kind == "pause":
             print(t(f"  пауза {ev.get('seconds')} с", f"  paused {ev.get('seconds')} s"), file=self.out, flush=True)
+        elif kind == "warning":
+            print(t("предупреждение", "warning") + f": {ev.get('message')}", file=self.out, flush=True)
         elif kind == "error":
             print(t("ошибка", "error") + f" ({ev.get('kind')}): {ev.get('message')}", file=self.out, flush=True)
         elif kind == "end":
@@ -206,13 +214,40 @@ def _follow(m: RunManager, rec: RunRecord, as_json: bool) -> int:
     progress = Progress(as_json)
     progress.steps_to = rec.steps_to
     progress.live = LiveFollower.progress_of(rec)
+    troubles: set[str] = set()
+
+    def trouble(message: str) -> None:  # said once, not at every poll
+        if message not in troubles:
+            troubles.add(message)
+            print(message, file=sys.stderr, flush=True)
+
+    previous = _leave_on_sigterm()
     try:
-        final = m.wait(rec.id, on_event=progress)
-    except KeyboardInterrupt:
+        final = m.wait(rec.id, on_event=progress, on_trouble=trouble)
+    except (KeyboardInterrupt, _Terminated) as e:
         print(t(f"\nобучение продолжается; остановить: ternit run stop {rec.id}",
                 f"\ntraining goes on; to stop it: ternit run stop {rec.id}"), file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return EXIT_TERMINATED if isinstance(e, _Terminated) else EXIT_INTERRUPTED
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return _outcome(m, final)
+
+
+class _Terminated(Exception):
+    """SIGTERM while following: only the following ends, as with Ctrl+C."""
+
+
+def _leave_on_sigterm() -> Any:
+    """SIGTERM (a closed session, `kill`) stops the following with the same line as Ctrl+C
+    instead of a silent exit; returns the handler to put back (None off the main thread)."""
+    def leave(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    try:
+        return signal.signal(signal.SIGTERM, leave)
+    except ValueError:  # not the main thread (a test's helper thread): leave it as it is
+        return None
 
 
 def _outcome(m: RunManager, rec: RunRecord) -> int:
@@ -254,7 +289,7 @@ def main(argv: list[str]) -> int:
         return EXIT_USAGE
     try:
         return _dispatch(m, args)
-    except (RunError, ContinueError, RunNotFound, LookupError, ValueError) as e:
+    except (RunError, ContinueError, RunNotFound, LookupError, ValueError, StateError) as e:
         print(f"ternit run {args.cmd}: {e}", file=sys.stderr)
         return EXIT_USAGE
     except LibraryError as e:  # the constellations' data could not be prepared: its own code
@@ -318,7 +353,11 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         return EXIT_OK if code in (EXIT_STOPPED, EXIT_TIME_LIMIT) else code
     if args.cmd == "continue":
         parent = m.registry.find(args.id)
-        rec = m.start_continue(parent.id, steps_to=args.steps_to, stop_at_step=args.stop_at_step)
+        notes: list[str] = []
+        rec = m.start_continue(parent.id, steps_to=args.steps_to, stop_at_step=args.stop_at_step,
+                               from_step=args.from_step, notes=notes)
+        for note in notes:
+            print(note, file=sys.stderr)
         _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "wait":

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import t
-from .checkpoints import checkpoint_step, usable_checkpoint
+from .checkpoints import checkpoint_step, intact_checkpoint, usable_checkpoint
 from .events import read_events
 from .files import folder_gone
 from .registry import Registry, RunRecord
@@ -74,7 +74,58 @@ def data_changed(parent_cfg: dict[str, Any], parent_data_id: str | None, new_cfg
     return str(old.get("dir") or "") != str(new.get("dir") or "")
 
 
-def continue_config(registry: Registry, run_id: str, steps_to: int | None = None) -> dict[str, Any]:
+def refuse_running(rec: RunRecord) -> None:
+    """A running run is not continued: its trainer still writes and prunes its checkpoints."""
+    if rec.active:
+        raise ContinueError(t(
+            f"Прогон {rec.id} ещё идёт: продолжить можно после его конца (остановить: ternit run stop {rec.id}).",
+            f"Run {rec.id} is still going: continue it once it has ended (to stop it: ternit run stop {rec.id}).",
+        ))
+
+
+def pick_checkpoint(rec: RunRecord, from_step: int | None = None, notes: list[str] | None = None) -> Path:
+    """The checkpoint a continuation of `rec` starts from: its newest one that matches the
+    hash the trainer stored beside it (newer damaged ones are passed over and said in
+    `notes`), or the one at `from_step`; a run with none of its own goes on from the one it
+    started from."""
+    checked = intact_checkpoint(rec.path, from_step)
+    if checked.path is not None:
+        if notes is not None and checked.skipped:
+            notes.append(t(
+                f"Пропущены повреждённые чекпоинты ({'; '.join(checked.skipped)}); продолжение — с {checked.path.name}.",
+                f"Damaged checkpoints passed over ({'; '.join(checked.skipped)}); continuing from {checked.path.name}.",
+            ))
+        return checked.path
+    if from_step is not None:
+        have = sorted(s for s in (checkpoint_step(p) for p in rec.checkpoints_dir.glob("step-*.pt")) if s is not None)
+        raise ContinueError(t(
+            f"У прогона {rec.id} нет целого чекпоинта на шаге {from_step}"
+            + (f" ({'; '.join(checked.skipped)})" if checked.skipped else "")
+            + f". Есть шаги: {', '.join(map(str, have)) or 'никаких'}.",
+            f"Run {rec.id} has no intact checkpoint at step {from_step}"
+            + (f" ({'; '.join(checked.skipped)})" if checked.skipped else "")
+            + f". Steps there: {', '.join(map(str, have)) or 'none'}.",
+        ))
+    if checked.skipped:
+        raise ContinueError(t(
+            f"Все чекпоинты прогона {rec.id} повреждены ({'; '.join(checked.skipped)}). Запустите его заново.",
+            f"Every checkpoint of run {rec.id} is damaged ({'; '.join(checked.skipped)}). Start it again instead.",
+        ))
+    ckpt = usable_checkpoint(rec.path)
+    if ckpt is None:
+        raise ContinueError(
+            t(
+                f"У прогона {rec.id} нет чекпоинта: продолжать не с чего. Запустите его заново.",
+                f"Run {rec.id} has no checkpoint to continue from: start it again instead.",
+            )
+        )
+    return ckpt
+
+
+def continue_config(
+    registry: Registry, run_id: str, steps_to: int | None = None, *,
+    from_step: int | None = None, notes: list[str] | None = None,
+) -> dict[str, Any]:
     """The run.json of a continuation of `run_id` (not yet started).
 
     `steps_to` defaults to the parent's when the parent stopped short of it, and to twice
@@ -84,14 +135,8 @@ def continue_config(registry: Registry, run_id: str, steps_to: int | None = None
     gone = folder_gone(parent.path)
     if gone:
         raise ContinueError(gone)
-    ckpt = usable_checkpoint(parent.path)
-    if ckpt is None:
-        raise ContinueError(
-            t(
-                f"У прогона {run_id} нет чекпоинта: продолжать не с чего. Запустите его заново.",
-                f"Run {run_id} has no checkpoint to continue from: start it again instead.",
-            )
-        )
+    refuse_running(parent)
+    ckpt = pick_checkpoint(parent, from_step, notes)
     cfg = copy.deepcopy(parent.config())
     cfg["model"] = parent_model(parent)
     cfg["resume_from"] = str(ckpt.resolve())

@@ -43,9 +43,12 @@ class EventTail:
             self.offset = 0
         if size == self.offset:
             return []
-        with open(self.path, "rb") as f:
-            f.seek(self.offset)
-            chunk = f.read(max_bytes if max_bytes is not None else size - self.offset)
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                chunk = f.read(max_bytes if max_bytes is not None else size - self.offset)
+        except OSError:  # a folder in its place, no permission: no events, never a traceback
+            return []
         end = chunk.rfind(b"\n")
         if end < 0:
             return []

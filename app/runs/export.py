@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..i18n import t
-from .checkpoints import latest_checkpoint
+from .checkpoints import Checked, intact_checkpoint, latest_checkpoint
 from .process import _trainer_root
 
 
@@ -88,6 +88,10 @@ def _metadata(path: Path) -> dict[str, str]:
         return {}
 
 
-def run_checkpoint(run_dir: Path | str) -> Path | None:
-    """The checkpoint a run's export uses: its latest."""
-    return latest_checkpoint(Path(run_dir))
+def run_checkpoint(run_dir: Path | str) -> Checked:
+    """The checkpoint a run's export uses: its newest one that matches the hash stored
+    beside it (damaged newer ones are listed in `skipped`), else a Kaggle run's downloaded one."""
+    checked = intact_checkpoint(Path(run_dir))
+    if checked.path is None and not checked.skipped:
+        checked.path = latest_checkpoint(Path(run_dir))
+    return checked

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,13 @@ from ..i18n import t
 from . import kaggle_bridge
 from . import process as proc
 from .checkpoints import usable_checkpoint
-from .continuing import ContinueCheck, ContinueError, check_continue, continue_config
+from .continuing import (
+    ContinueCheck,
+    ContinueError,
+    check_continue,
+    continue_config,
+    refuse_running,
+)
 from .events import Event, EventTail, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, kaggle_failed, vanished
 from .files import STOP_FILE
@@ -98,6 +105,9 @@ def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Pa
         raise RunError(t(f"Файла {path} нет.", f"{path} does not exist.")) from None
     except json.JSONDecodeError as e:
         raise RunError(t(f"{path}: не JSON (строка {e.lineno}: {e.msg}).", f"{path} is not valid JSON (line {e.lineno}: {e.msg}).")) from None
+    except UnicodeDecodeError as e:
+        raise RunError(t(f"{path}: не текст UTF-8 (байт {e.start}); сохраните его в UTF-8.",
+                         f"{path} is not UTF-8 text (byte {e.start}); save it as UTF-8.")) from None
     if not isinstance(raw, dict):
         raise RunError(t(f"{path}: нужен один JSON-объект.", f"{path} must hold one JSON object."))
     return raw, path.resolve().parent
@@ -124,7 +134,8 @@ def normalize_config(config: dict[str, Any], base: Path | None = None) -> dict[s
         candidates = [Path.cwd() / d] + ([base / d] if base else []) + [paths.prepared_dir() / d]
         found = next((c for c in candidates if c.is_dir()), None)
         data["dir"] = str((found or candidates[0]).resolve())
-    if cfg.get("resume_from") and not Path(cfg["resume_from"]).is_absolute():
+    # Only a path is made absolute; anything else is left for the trainer's check to name.
+    if isinstance(cfg.get("resume_from"), str) and cfg["resume_from"] and not Path(cfg["resume_from"]).is_absolute():
         r = Path(cfg["resume_from"])
         cands = [Path.cwd() / r] + ([base / r] if base else [])
         cfg["resume_from"] = str(next((c for c in cands if c.is_file()), cands[0]).resolve())
@@ -186,6 +197,7 @@ class RunManager:
             if value:
                 raw.setdefault("target", {})[key] = value
         cfg = normalize_config(raw, base)
+        check_config(cfg)
         return self.registry.create_run(cfg, parent_id=parent_id)
 
     def start(
@@ -207,11 +219,7 @@ class RunManager:
         """Start an existing run (created, or a time-limited one resumed in place with
         resume="latest")."""
         rec = self.registry.get(run_id)
-        if rec.target_kind == "kaggle":
-            problem = proc.config_problem(rec.run_json_path)
-            if problem:  # caught here, not after uploading and waiting for a kernel
-                self.registry.set_status(rec.id, st.FAILED, problem)
-                raise RunError(problem)
+        if rec.target_kind == "kaggle":  # its run.json was checked by create()
             try:
                 kaggle_bridge.start(self.registry, rec.id, account=rec.target_account or "auto")
             except Exception as e:  # the Kaggle side's errors say what to do; keep their words
@@ -315,6 +323,7 @@ class RunManager:
         poll_s: float = 0.5,
         timeout: float | None = None,
         follow_chain: bool = True,
+        on_trouble: Callable[[str], None] | None = None,
     ) -> RunRecord:
         """Follow one run until it ends (or `timeout` s pass); `on_event` sees each event.
 
@@ -335,7 +344,14 @@ class RunManager:
                     on_event(ev)
 
         while True:
-            self.poll()
+            try:
+                self.poll()
+            except sqlite3.Error as e:
+                # The state file cannot take the run's news (a full disk): the run goes on,
+                # its events are still shown from its own file, and the row catches up once
+                # there is room again.
+                if on_trouble is not None:
+                    on_trouble(state_write_failed(e))
             deliver()
             rec = self.registry.get(run_id)
             if not rec.active and follow_chain:
@@ -374,10 +390,14 @@ class RunManager:
         return loss_series(self.registry, run_id, with_parents)
 
     # ---- continuing and retrying ---------------------------------------------------
-    def continue_config(self, run_id: str, steps_to: int | None = None) -> dict[str, Any]:
-        """The run.json for «Продолжить»: resume_from = the parent's latest checkpoint,
-        the parent's model (locked), data and training from the parent."""
-        return continue_config(self.registry, run_id, steps_to)
+    def continue_config(
+        self, run_id: str, steps_to: int | None = None, *,
+        from_step: int | None = None, notes: list[str] | None = None,
+    ) -> dict[str, Any]:
+        """The run.json for «Продолжить»: resume_from = the parent's newest intact checkpoint
+        (or the one at `from_step`), the parent's model (locked), data and training from
+        the parent. Damaged checkpoints passed over are said in `notes`."""
+        return continue_config(self.registry, run_id, steps_to, from_step=from_step, notes=notes)
 
     def check_continue(self, run_id: str, config: dict[str, Any]) -> ContinueCheck:
         return check_continue(self.registry, run_id, config)
@@ -389,9 +409,12 @@ class RunManager:
         *,
         steps_to: int | None = None,
         stop_at_step: int | None = None,
+        from_step: int | None = None,
+        notes: list[str] | None = None,
     ) -> RunRecord:
         """Start a continuation of `run_id` as a new run (parent set, next leg of its chain)."""
-        cfg = config if config is not None else self.continue_config(run_id, steps_to)
+        refuse_running(self.registry.get(run_id))
+        cfg = config if config is not None else self.continue_config(run_id, steps_to, from_step=from_step, notes=notes)
         if not cfg.get("resume_from"):
             raise ContinueError(t("В продолжении нет resume_from (чекпоинта).", "A continuation needs resume_from (a checkpoint)."))
         check = self.check_continue(run_id, cfg)
@@ -441,6 +464,30 @@ class RunManager:
         # A Kaggle start uploads and pushes over the network: the window does that in a
         # thread of its own (launch=False, then launch(rec.id) there).
         return self.launch(rec.id) if launch else rec
+
+
+def state_write_failed(error: sqlite3.Error) -> str:
+    """One line for a state-file write that failed while a run is followed."""
+    return t(
+        f"Файл состояния лаборатории не записывается ({error}): освободите место на диске с папкой данных "
+        "лаборатории. Обучение идёт, слежение продолжится, когда место появится.",
+        f"The lab's state file cannot be written ({error}): free space on the disk of the lab's data folder. "
+        "Training goes on; following resumes once there is room.",
+    )
+
+
+def check_config(config: dict[str, Any]) -> None:
+    """The trainer's own verdict on a run.json (`python -m trainer.config`: one rule set,
+    no torch), before any run folder or history row exists: a bad value is a RunError
+    naming the key, for local and Kaggle runs alike, never a failed run in the history."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ternit-check-") as tmp:
+        path = Path(tmp) / "run.json"
+        path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
+        problem = proc.config_problem(path)
+    if problem:
+        raise RunError(problem)
 
 
 def _log_tail(path: Path, max_bytes: int = 16384) -> str:

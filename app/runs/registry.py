@@ -25,7 +25,7 @@ from .. import run_status as st
 from ..i18n import t
 from ..run_status import RunNotFound
 from ..state import State, open_state, unavailable
-from .events import Event, EventTail, is_step_line, parse_lines
+from .events import Event, EventTail, is_step_line, parse_lines, read_events
 from .files import (
     CHECKPOINTS,
     EVENTS,
@@ -106,8 +106,17 @@ class RunRecord:
         return self.status in st.ACTIVE
 
     def config(self) -> dict[str, Any]:
-        """The run's run.json as written at creation."""
-        return read_json(self.run_json_path)
+        """The run's run.json as written at creation; a damaged one is a ValueError that
+        names the file."""
+        path = self.run_json_path
+        try:
+            config = read_json(path)
+        except ValueError as e:  # not JSON, not UTF-8
+            raise ValueError(t(f"{path} повреждён ({e}): восстановите его или запустите прогон заново.",
+                               f"{path} is damaged ({e}): restore it or start the run again.")) from None
+        if not isinstance(config, dict):
+            raise ValueError(t(f"{path} повреждён: в нём не JSON-объект.", f"{path} is damaged: it holds no JSON object."))
+        return config
 
 
 _COLUMNS = tuple(f.name for f in fields(RunRecord))
@@ -188,10 +197,14 @@ class Registry:
         for folder in folders:  # ids sort by time: a parent comes before its continuations
             try:
                 config = read_json(folder / RUN_JSON)
+            except FileNotFoundError:
+                continue  # not a run folder
             except (OSError, ValueError):
-                continue
+                config = None
             if not isinstance(config, dict):
-                continue
+                # A damaged run.json does not make the run vanish: its history is in its
+                # events (the trainer's start event holds the whole config).
+                config = _start_config(folder / EVENTS)
             parent = None
             resume = config.get("resume_from")
             if isinstance(resume, str) and resume:
@@ -457,6 +470,11 @@ def _record(
         steps_to=training.get("steps_to"),
         last_step=parent.last_step if parent else None,  # a continuation starts where it left
     )
+
+
+def _start_config(events_path: Path) -> dict[str, Any]:
+    starts = [e for e in read_events(events_path) if e.get("event") == "start" and isinstance(e.get("config"), dict)]
+    return dict(starts[-1]["config"]) if starts else {}
 
 
 def _like(text: str) -> str:

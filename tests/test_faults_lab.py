@@ -1,0 +1,227 @@
+"""Fault injection on the lab's side (issue 17): bad run.json values refused before a run
+exists, one run's damaged files staying that run's problem, continuing a running run,
+concurrent first starts of a fresh lab, a FIFO given as data, SIGTERM while following.
+Real trainer processes (tiny model, CPU), real SQLite, real `ternit` processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from app import cli
+from app.runs import Registry, RunManager, status
+from app.runs import process as proc
+from tests.test_faults import flip_bytes_in_largest_tensor
+from tests.trainer_run import ROOT
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture(autouse=True)
+def no_orphans():
+    """A test that fails midway must not leave a detached trainer on the shared machine."""
+    yield
+    reg = Registry()
+    try:
+        for rec in reg.active():
+            if rec.target_kind == "local" and proc.is_alive(rec.pid, rec.pid_started_at):
+                os.killpg(rec.pid, signal.SIGKILL)
+    finally:
+        reg.close()
+
+
+def config(data_dir: Path, **training) -> dict:
+    return {
+        "name": "tiny",
+        "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
+        "training": {"batch_per_card": 4, "steps_to": 6, "eval_every": 10, "eval_segments": 4,
+                     "warmup_steps": 2, "limit_min": 3, **training},
+        "data": {"dir": str(data_dir)},
+        "target": {"kind": "local", "gpu": "cpu"},
+    }
+
+
+def ternit(*args: str, timeout: float = 120, **popen) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=timeout, **popen)
+
+
+# ---- 2. bad run.json refused before a run exists -----------------------------------------
+BAD = [
+    ({"model": {"width": 64, "heads": 5}}, "model.heads"),
+    ({"model": {"width": "64"}}, "model.width"),
+    ({"training": {"lerning_rate": 0.1}}, "training.lerning_rate"),
+    ({"training": {"lr": 0}}, "training.lr"),
+    ({"training": {"seed": -1}}, "training.seed"),
+    ({"training": {"checkpoint_every_min": -5}}, "training.checkpoint_every_min"),
+    ({"model": {"width": 1_000_000, "heads": 8}}, "GiB"),
+    ({"resume_from": 123}, "resume_from"),
+]
+
+
+@pytest.mark.parametrize("target", ["local", "kaggle"])
+@pytest.mark.parametrize("change, key", BAD)
+def test_a_bad_run_json_is_refused_with_exit_2_and_no_run_left(tiny_data, tmp_path, capsys, change, key, target):
+    cfg = config(tiny_data)
+    for section, value in change.items():
+        cfg[section] = {**cfg.get(section, {}), **value} if isinstance(value, dict) else value
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(cfg), encoding="utf-8")
+    code = cli.main(["run", "start", "--config", str(path), "--target", target, "--wait"])
+    err = capsys.readouterr().err
+    assert code == 2 and key in err, err
+    assert "Traceback" not in err and "disappeared" not in err
+    reg = Registry()
+    try:
+        assert reg.list_runs() == []
+        assert not reg.runs_root.exists() or not any(reg.runs_root.iterdir())
+    finally:
+        reg.close()
+
+
+def test_infinity_and_bad_bytes_in_run_json_are_one_line(tiny_data, tmp_path, capsys):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(config(tiny_data)).replace('"lr"', '"x"').replace('"steps_to": 6', '"lr": Infinity, "steps_to": 6'))
+    assert cli.main(["run", "start", "--config", str(path)]) == 2
+    assert "training.lr must be a finite number" in capsys.readouterr().err
+    path.write_bytes(b'{"name": "\xff"}')
+    assert cli.main(["run", "start", "--config", str(path)]) == 2
+    assert "UTF-8" in capsys.readouterr().err
+
+
+# ---- 4, 1, 7: one run's damage stays that run's problem ----------------------------------
+@pytest.fixture
+def finished(tiny_data) -> tuple[RunManager, str]:
+    """A local run of 3 steps with a checkpoint at each (steps 1, 2, 3 kept)."""
+    m = RunManager()
+    rec = m.start(config(tiny_data, steps_to=3, checkpoint_every_min=0))
+    rec = m.wait(rec.id, timeout=180)
+    assert rec.status == status.FINISHED, rec.last_message
+    yield m, rec.id
+    m.registry.close()
+
+
+def test_damaged_pointer_flipped_bytes_and_a_damaged_run_json(finished, tmp_path, capsys):
+    m, run_id = finished
+    folder = m.registry.get(run_id).checkpoints_dir
+    (folder / "latest").write_bytes(b"\xff\xfe")
+    assert cli.main(["run", "list"]) == 0 and run_id in capsys.readouterr().out
+    (folder / "latest").write_text("../run.json\n")
+    assert m.continue_config(run_id)["resume_from"].endswith("step-00000003.pt")  # not ../run.json
+
+    flip_bytes_in_largest_tensor(folder / "step-00000003.pt")
+    notes: list[str] = []
+    assert m.continue_config(run_id, notes=notes)["resume_from"].endswith("step-00000002.pt")
+    assert "step-00000003.pt" in notes[0]
+    assert m.continue_config(run_id, from_step=1)["resume_from"].endswith("step-00000001.pt")
+    assert cli.main(["run", "continue", run_id, "--from-step", "3"]) == 2
+    assert "step-00000003.pt" in capsys.readouterr().err
+    out = tmp_path / "w.safetensors"
+    assert cli.main(["export", run_id, str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "step-00000003.pt" in captured.err and out.is_file()  # the damaged one passed over, said
+    assert cli.main(["export", str(folder / "step-00000003.pt"), str(tmp_path / "x.safetensors")]) == 1
+    assert "step-00000003.pt" in capsys.readouterr().err  # named, refused
+
+    run_json = m.registry.get(run_id).run_json_path
+    run_json.write_bytes(b"{not json")
+    assert cli.main(["run", "continue", run_id]) == 2
+    assert str(run_json) in capsys.readouterr().err
+    state_file = m.registry.state.path
+    m.registry.close()
+    for f in state_file.parent.glob(state_file.name + "*"):
+        f.unlink()  # the state is rebuilt from the run folders
+    again = Registry()
+    try:
+        RunManager(again)
+        assert [r.id for r in again.list_runs()] == [run_id]
+    finally:
+        again.close()
+    m.registry = Registry()
+
+
+def test_events_file_replaced_by_a_folder_does_not_break_the_history(finished, capsys):
+    m, run_id = finished
+    events = m.registry.get(run_id).events_path
+    events.unlink()
+    events.mkdir()
+    assert m.registry.reindex(run_id).id == run_id
+    assert cli.main(["run", "list"]) == 0 and run_id in capsys.readouterr().out
+
+
+# ---- 5. the lab refuses to continue a running run ----------------------------------------
+def test_a_running_run_is_not_continued(tiny_data, capsys):
+    m = RunManager()
+    try:
+        rec = m.start(config(tiny_data, steps_to=100000, checkpoint_every_min=0))
+        deadline = time.monotonic() + 120
+        while not list(m.registry.get(rec.id).checkpoints_dir.glob("step-*.pt")):
+            assert time.monotonic() < deadline
+            m.poll()
+            time.sleep(0.2)
+        assert cli.main(["run", "continue", rec.id]) == 2
+        err = capsys.readouterr().err
+        assert rec.id in err and ("ещё идёт" in err or "still going" in err), err
+        assert [r.id for r in m.registry.list_runs()] == [rec.id]  # no child made
+        m.stop(rec.id)
+        assert m.wait(rec.id, timeout=120).status == status.STOPPED
+    finally:
+        m.registry.close()
+
+
+# ---- 7. SIGTERM while following; a FIFO as data ------------------------------------------
+@pytest.mark.skipif(os.name != "posix", reason="SIGTERM to a process is POSIX")
+def test_sigterm_to_start_wait_says_training_goes_on(tiny_data, tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(config(tiny_data, steps_to=100000)), encoding="utf-8")
+    follower = subprocess.Popen([sys.executable, "-m", "app", "run", "start", "--config", str(path), "--wait"],
+                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert follower.stdout.readline()  # "<id>\t<status>\t<folder>": the run exists
+        time.sleep(1.0)
+        follower.send_signal(signal.SIGTERM)
+        _, err = follower.communicate(timeout=60)
+    finally:
+        follower.kill()
+    assert follower.returncode == 143 and "Traceback" not in err
+    assert "обучение продолжается" in err or "training goes on" in err
+    reg = Registry()
+    try:
+        (rec,) = reg.list_runs()
+        assert proc.is_alive(rec.pid, rec.pid_started_at)  # the training itself went on
+    finally:
+        reg.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_is_refused_not_read_forever(tmp_path):
+    fifo = tmp_path / "pipe.txt"
+    os.mkfifo(fifo)
+    p = ternit("data", "add", str(fifo), "--name", "pipe", timeout=60)
+    assert p.returncode == 2 and "Traceback" not in p.stderr
+    assert "pipe.txt" in p.stderr
+
+
+# ---- 6. concurrent first starts of a fresh lab -------------------------------------------
+def test_concurrent_first_commands_on_a_fresh_lab_all_succeed(tmp_path):
+    files = []
+    for i in range(3):
+        f = tmp_path / f"text{i}.txt"
+        f.write_text(f"набор {i}: кот видит мяч.\n" * 50, encoding="utf-8")
+        files.append(f)
+    commands = [["data", "add", str(f), "--name", f"set{i}"] for i, f in enumerate(files)]
+    commands += [["run", "list"], ["run", "list"], ["data", "list"]]
+    children = [subprocess.Popen([sys.executable, "-m", "app", *c], cwd=ROOT, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True) for c in commands]
+    results = [(c, *child.communicate(timeout=120), child.returncode) for c, child in zip(commands, children, strict=True)]
+    for command, _, err, code in results:
+        assert code == 0, (command, err)
+    p = ternit("data", "list")
+    assert all(f"set{i}" in p.stdout for i in range(3)), p.stdout
