@@ -34,6 +34,9 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 TRAINER_THIRD_PARTY = {"torch", "numpy"}
 # `ternit export` runs trainer.export on the user's machine, never in a kernel.
 TRAINER_LOCAL_ONLY = {"trainer.export": {"safetensors"}}
+# Optional libraries a run asks for by name: imported only when run.json turns the feature
+# on, and their absence is one line with exit 2 before training (tests/test_lean.py).
+TRAINER_OPTIONAL = {"trainer.lean": {"bitsandbytes"}}
 MODULE_NAME = re.compile(r"^(app|ui|trainer|bench)(\.[A-Za-z_]\w*)+$")
 
 
@@ -95,7 +98,8 @@ def room_violations(room: str) -> list[str]:
                 bad.append(f"{path.relative_to(ROOT)}:{line} imports {name} (app reads only {TRAINER_CONTRACT})")
             elif room == "trainer":
                 top = name.split(".")[0]
-                allowed = {"trainer", *TRAINER_THIRD_PARTY, *TRAINER_LOCAL_ONLY.get(module_name(path), ())}
+                allowed = {"trainer", *TRAINER_THIRD_PARTY, *TRAINER_LOCAL_ONLY.get(module_name(path), ()),
+                           *TRAINER_OPTIONAL.get(module_name(path), ())}
                 if top not in allowed and top not in sys.stdlib_module_names:
                     bad.append(f"{path.relative_to(ROOT)}:{line} imports {name} (a kernel has only "
                                "the standard library, torch and numpy)")
