@@ -13,6 +13,15 @@ from app.data.library import Library
 from app.i18n import set_language
 
 WAIT_MS = 30_000
+STALLED_DISK = os.path.join(os.path.dirname(__file__), "stalled_disk")
+
+
+def stalled_file(monkeypatch, folder) -> None:
+    """A text file in `folder` whose reading never finishes in the child commands (a stalled
+    network disk: tests/stalled_disk/sitecustomize.py), so an add is caught mid-way."""
+    (folder / "zz-stuck.txt").write_text("Этот файл не дочитать.\n", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (STALLED_DISK, os.environ.get("PYTHONPATH")) if p))
+    monkeypatch.setenv("TERNIT_TEST_STALL", "zz-stuck.txt")
 
 
 @pytest.fixture
@@ -152,12 +161,11 @@ def test_the_demo_cannot_be_renamed_or_removed(qtbot, dialog):
     assert row_of(dialog.constellations, "demo") is not None and row_of(dialog.datasets, "python-docs")
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
-def test_cancel_an_add_in_progress_leaves_the_library_unchanged(qtbot, dialog, tmp_path):
-    """A file that never finishes reading (a named pipe nobody writes: like a stalled network
-    disk) holds the add; «Отмена» stops the child and nothing of the add is kept."""
+def test_cancel_an_add_in_progress_leaves_the_library_unchanged(qtbot, dialog, tmp_path, monkeypatch):
+    """A file that never finishes reading (a stalled network disk) holds the add; «Отмена»
+    stops the child and nothing of the add is kept."""
     folder = texts(tmp_path / "долго")
-    os.mkfifo(folder / "zz-stuck.txt")
+    stalled_file(monkeypatch, folder)
     before = library_names()
     with qtbot.waitSignal(dialog.task_finished, timeout=WAIT_MS) as got:
         dialog.add(str(folder), constellation="долгое")
@@ -251,10 +259,9 @@ def test_lab_menu_opens_data_and_the_form_lists_a_new_constellation(qtbot, tmp_p
     window.timer.stop()
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
-def test_closing_the_dialog_during_an_add_cancels_it(qtbot, dialog, tmp_path):
+def test_closing_the_dialog_during_an_add_cancels_it(qtbot, dialog, tmp_path, monkeypatch):
     folder = texts(tmp_path / "закрыть")
-    os.mkfifo(folder / "zz-stuck.txt")
+    stalled_file(monkeypatch, folder)
     before = library_names()
     proc = dialog.add(str(folder))
     qtbot.waitUntil(lambda: dialog.output.progress is not None, timeout=WAIT_MS)
