@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import pytest
 from app import cli
 from app.runs import Registry, RunManager, status
 from app.runs import process as proc
+from app.runs.cli import EXIT_STOPPED
 from tests.test_faults import flip_bytes_in_largest_tensor
 from tests.trainer_run import ROOT
 
@@ -225,3 +227,51 @@ def test_concurrent_first_commands_on_a_fresh_lab_all_succeed(tmp_path):
         assert code == 0, (command, err)
     p = ternit("data", "list")
     assert all(f"set{i}" in p.stdout for i in range(3)), p.stdout
+
+
+# ---- 3. the lab's state file on a full disk while following ------------------------------
+@pytest.mark.skipif(not hasattr(__import__("resource"), "prlimit"), reason="needs Linux's prlimit")
+def test_a_full_state_disk_while_following_is_one_line_and_following_resumes(tiny_data, tmp_path):
+    """`ternit run wait` whose every write to a file starts failing (RLIMIT_FSIZE of 1 byte;
+    SQLite then says "disk I/O error" or "database or disk is full"), while the trainer, started before, trains on: one line
+    says so and the following goes on; once the limit is lifted (space returns) the row
+    catches up and the follower ends with the run."""
+    import resource
+
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(config(tiny_data, steps_to=100000)), encoding="utf-8")
+    started = ternit("run", "start", "--config", str(path))
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.split("\t")[0].strip()
+    run_dir = Path(started.stdout.strip().split("\t")[-1])
+
+    follower = subprocess.Popen([sys.executable, "-m", "app", "run", "wait", run_id], cwd=ROOT,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Pipes, not files (the file-size limit below would cut a file); stdout drained aside so
+    # its step lines never fill the pipe while stderr is read here.
+    out: list[str] = []
+    drain = threading.Thread(target=lambda: out.extend(follower.stdout), daemon=True)
+    drain.start()
+    try:
+        said = [follower.stderr.readline()]  # «следим за …»: the state is open, following began
+        assert run_id in said[0], said
+        # The disk fills up under the follower: every write past byte 1 of any file fails
+        # (Python ignores SIGXFSZ, so the write returns EFBIG, as a full disk's ENOSPC would).
+        resource.prlimit(follower.pid, resource.RLIMIT_FSIZE, (1, resource.RLIM_INFINITY))
+        deadline = time.monotonic() + 120
+        while not any("не записывается" in line or "cannot be written" in line for line in said):
+            assert time.monotonic() < deadline and follower.poll() is None, said
+            said.append(follower.stderr.readline())
+        resource.prlimit(follower.pid, resource.RLIMIT_FSIZE, (resource.RLIM_INFINITY, resource.RLIM_INFINITY))
+        (run_dir / "STOP").touch()
+        err = follower.stderr.read()
+        follower.wait(timeout=120)
+        drain.join(timeout=10)
+    finally:
+        follower.kill()
+    err = "".join(said) + err
+    assert "Traceback" not in err, err
+    assert sum("не записывается" in line or "cannot be written" in line for line in err.splitlines()) == 1, err
+    assert follower.returncode == EXIT_STOPPED, err + "".join(out)  # the run's own outcome: stopped by STOP
+    shown = ternit("run", "show", run_id)
+    assert json.loads(shown.stdout)["status"] == status.STOPPED, shown.stdout  # the row caught up
