@@ -8,6 +8,7 @@ psutil trouble (the trainer exited) becomes `alive=False`. The thread is a plain
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from .samples import (
     Snapshot,
     TrainerSample,
 )
+
+log = logging.getLogger(__name__)
 
 _NOT_SUPPORTED = "not supported"
 # Finding a process's children reads every process in /proc (~1.5 ms for 100 processes, the
@@ -265,6 +268,7 @@ class SamplerThread(threading.Thread):
             try:
                 snap = self.sampler.sample()
             except Exception as exc:  # a bug must not silently end the monitor
+                log.exception("a GPU sample failed")
                 self.last_error = f"{type(exc).__name__}: {exc}"
                 snap = None
             self.cpu_s += time.thread_time() - started
@@ -272,7 +276,8 @@ class SamplerThread(threading.Thread):
                 self.samples += 1
                 try:
                     self.on_sample(snap)
-                except Exception as exc:
+                except Exception as exc:  # the listener's bug: the sampling goes on
+                    log.exception("the GPU sample's listener failed")
                     self.last_error = f"{type(exc).__name__}: {exc}"
             # Fixed rate without drift; after a long stall, skip the missed ticks.
             next_at += self.interval_s
