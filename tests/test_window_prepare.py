@@ -235,18 +235,36 @@ def test_warnings_stay_in_sight_until_the_next_prepare(qtbot, window, tmp_path):
     assert not window.prepare_row.note_box.isVisible()
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP to hold the child still")
 def test_closing_the_window_stops_a_prepare_like_ctrl_c(qtbot, window, tmp_path):
     """Quitting mid-prepare: the child is stopped as «Отмена» stops it (it cleans up after
-    itself), not left running nor killed outright by Qt as the window goes."""
-    folder = add_texts(tmp_path / "застрявшие", "застрявшие", 3)
+    itself), not left running nor killed outright by Qt as the window goes. The child is held
+    (SIGSTOP) mid-prepare and let go just after the window's SIGTERM, so the close surely
+    lands mid-prepare on any machine (a named pipe used to hold it, but `data add` now
+    refuses one, and the prepare then sometimes ended before the close)."""
+    add_texts(tmp_path / "застрявшие", "застрявшие", 1500, seed=3)
     show(window, "застрявшие")
-    os.mkfifo(folder / "zz-stuck.txt")  # a new file that never finishes reading (a stalled disk)
+    held: list[int] = []
+
+    def hold() -> None:
+        p = window.prepare_row.task.output.progress
+        if not held and p is not None and p.phase in ("tokenizer", "tokenize"):
+            held.append(window.prepare_row.task.proc.processId())
+            os.kill(held[0], signal.SIGSTOP)
+
     qtbot.mouseClick(window.form_view.prepare_button, Qt.MouseButton.LeftButton)
     task = window.prepare_row.task
     exits: list[tuple[int, object]] = []
     task.proc.finished.connect(lambda code, status: exits.append((code, status)))
-    qtbot.waitUntil(lambda: task.output.progress is not None, timeout=WAIT_MS)
+    task.progressed.connect(hold)
+    qtbot.waitUntil(lambda: bool(held), timeout=WAIT_MS)
+    cancel = task.cancel
+
+    def cancel_then_let_go() -> None:  # the SIGTERM is pending; SIGCONT delivers it
+        cancel()
+        os.kill(held[0], signal.SIGCONT)
+
+    task.cancel = cancel_then_let_go
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         window.close()
     assert done.args == [130] and window.prepare_row.task is None

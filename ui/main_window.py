@@ -10,6 +10,7 @@ the trainer is always its own process (docs/ARCHITECTURE.md).
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from typing import Any
@@ -204,12 +205,6 @@ class MainWindow(QMainWindow):
         self.ensure_ready()
         return self._plot
 
-    def refresh_all(self) -> None:
-        """«Обновить»: the form's choices and the history read again."""
-        self.reload_context()
-        self.refresh_history()
-        self.statusBar().showMessage(t("Обновлено", "Refreshed"), 3000)
-
     # -- language ----------------------------------------------------------------------
 
     def set_language(self, lang: str) -> None:
@@ -293,10 +288,8 @@ class MainWindow(QMainWindow):
 
     def _emit_launch_done(self, run_id: str, error: str) -> None:
         """From the launch thread: into the window's thread through the signal."""
-        try:
+        with contextlib.suppress(RuntimeError):  # the window was closed meanwhile
             self.launch_done.emit(run_id, error)
-        except RuntimeError:  # the window was closed meanwhile
-            pass
 
     def _launch_done(self, run_id: str, error: str) -> None:
         self.statusBar().showMessage(self.lab.launch_ended(run_id, error))
@@ -457,9 +450,6 @@ class MainWindow(QMainWindow):
     def notify(self, title: str, text: str) -> None:
         self.notifier.notify(title, text)
 
-    def training_here(self) -> list[RunRecord]:
-        return self.lab.training_here()
-
     def _closed_by_answer(self) -> None:
         self._close_confirmed = True
         self.close()
@@ -468,7 +458,7 @@ class MainWindow(QMainWindow):
         # Closing the window does not stop training: the runs go on and are re-attached later.
         # While one trains, the user is told so first (unless they asked not to be).
         if not self._close_confirmed and self.isVisible() and settings.ask_on_close():
-            running = self.training_here()
+            running = self.lab.training_here()
             if running:
                 event.ignore()
                 if self.close_question is not None:  # asked before and answered «Отмена»

@@ -90,7 +90,7 @@ def _lab_menu(window: MainWindow, lab: QMenu) -> dict[str, QAction]:
                          "(если их меняли вне окна: ternit в терминале, другой компьютер)",
                          "Read the data, prepared folders, Kaggle accounts and run history again "
                          "(when they were changed outside the window: ternit in a terminal, another computer)"))
-    refresh.triggered.connect(window.refresh_all)
+    refresh.triggered.connect(lambda: refresh_all(window))
     lab.addAction(refresh)
     lab.addSeparator()
     quit_action = QAction(t("Выход (обучение продолжится)", "Quit (training goes on)"), window)
@@ -112,6 +112,13 @@ def _language_menu(window: MainWindow, options: QMenu) -> None:
         group.addAction(action)
         lang_menu.addAction(action)
         window.language_actions[code] = action
+
+
+def refresh_all(window: MainWindow) -> None:
+    """«Обновить»: the form's choices and the history read again."""
+    window.reload_context()
+    window.refresh_history()
+    window.statusBar().showMessage(t("Обновлено", "Refreshed"), 3000)
 
 
 def sync_start_action(window: MainWindow) -> None:

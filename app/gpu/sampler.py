@@ -268,8 +268,10 @@ class SamplerThread(threading.Thread):
             try:
                 snap = self.sampler.sample()
             except Exception as exc:  # a bug must not silently end the monitor
-                log.exception("a GPU sample failed")
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                error = f"{type(exc).__name__}: {exc}"
+                if error != self.last_error:  # once, not every second while it lasts
+                    log.exception("a GPU sample failed")
+                self.last_error = error
                 snap = None
             self.cpu_s += time.thread_time() - started
             if snap is not None:
@@ -277,8 +279,10 @@ class SamplerThread(threading.Thread):
                 try:
                     self.on_sample(snap)
                 except Exception as exc:  # the listener's bug: the sampling goes on
-                    log.exception("the GPU sample's listener failed")
-                    self.last_error = f"{type(exc).__name__}: {exc}"
+                    error = f"{type(exc).__name__}: {exc}"
+                    if error != self.last_error:
+                        log.exception("the GPU sample's listener failed")
+                    self.last_error = error
             # Fixed rate without drift; after a long stall, skip the missed ticks.
             next_at += self.interval_s
             now = time.monotonic()

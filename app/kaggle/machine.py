@@ -19,6 +19,7 @@ from .picker import Candidate, Pick, Want, pick
 from .store import KaggleStore
 
 log = logging.getLogger(__name__)
+_auto_failures: set[str] = set()  # what «Авто» failed with, logged once each
 
 
 def account_views(store: KaggleStore | None = None) -> list[AccountView]:
@@ -77,7 +78,9 @@ def auto_explanation(config: dict[str, Any], store: KaggleStore | None = None) -
     try:
         return auto_pick(config, store).reason
     except Exception as e:  # the form must keep working whatever the state says
-        log.warning("«Авто» could not pick a Kaggle account", exc_info=True)
+        if str(e) not in _auto_failures:  # asked at every form refresh: logged once
+            _auto_failures.add(str(e))
+            log.warning("«Авто» could not pick a Kaggle account", exc_info=True)
         return t(f"Авто: не удалось оценить ({e})", f"Auto: cannot tell ({e})")
 
 
