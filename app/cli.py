@@ -63,6 +63,9 @@ def _main(argv: list[str] | None) -> int:
         print(t(f"ternit: нет команды {name!r}", f"ternit: unknown command {name!r}") + f"\n\n{usage()}",
               file=sys.stderr)
         return 2
+    from . import logs
+
+    logs.setup()  # what a broad except swallows goes to the lab's log file (README: Logs)
     module = importlib.import_module(GROUPS[name][0])
     return int(module.main(rest) or 0)
 

@@ -445,9 +445,15 @@ class RunForm:
 
     def issues(self) -> list[Issue]:
         """Everything the form says now: errors block Start, warnings do not."""
-        out = self._field_issues()
+        return [*self._field_issues(), *self._data_issues(), *self._prepared_issues(),
+                *self._continue_issues(), *self._machine_issues(),
+                # Runs going now: the same one again (a double click on Start), or another on this PC.
+                *self._active_run_issues(), *self._memory_issues()]
+
+    def _data_issues(self) -> list[Issue]:
+        """The constellations: ticked, known, prepared (with the checkpoint's tokenizer)."""
+        out: list[Issue] = []
         v = self.values
-        # Data.
         if not v["constellations"]:
             out.append(Issue("constellations", "error", t(
                 "Отметьте хотя бы одно созвездие: без текста учиться не на чем",
@@ -474,6 +480,12 @@ class RunForm:
                 out.append(Issue("constellations", "warning", t(
                     "Созвездия изменились: новая отложенная выборка, валидация начнётся заново",
                     "The constellations changed: a new held-out sample, validation starts anew")))
+        return out
+
+    def _prepared_issues(self) -> list[Issue]:
+        """The prepared data against the context and the checkpoint's vocabulary."""
+        out: list[Issue] = []
+        v = self.values
         prep = self.prepared_for_selection()
         n = v["context"]
         if prep and prep.val_tokens and isinstance(n, int) and (prep.val_tokens < n + 1 or prep.train_tokens < n + 2):
@@ -490,7 +502,11 @@ class RunForm:
             out.append(Issue("constellations", "error", t(
                 f"Словарь данных ({prep.vocab}) не совпадает со словарём чекпоинта ({self.vocab()})",
                 f"The data's vocabulary ({prep.vocab}) differs from the checkpoint's ({self.vocab()})")))
-        # Continue.
+        return out
+
+    def _continue_issues(self) -> list[Issue]:
+        out: list[Issue] = []
+        v = self.values
         if v["start_from"] == "checkpoint" and self.continuing is None:
             out.append(Issue("checkpoint", "error", t(
                 "Выберите прогон, с чьего чекпоинта продолжить",
@@ -499,7 +515,12 @@ class RunForm:
             out.append(Issue("steps_to", "error", t(
                 f"«Шагов до» должно быть больше шага чекпоинта ({format_value(self.continuing.step)})",
                 f"«Steps to» must be above the checkpoint's step ({format_value(self.continuing.step)})")))
-        # Where it runs.
+        return out
+
+    def _machine_issues(self) -> list[Issue]:
+        """Where it runs: a Kaggle account that works, a limit inside Kaggle's session."""
+        out: list[Issue] = []
+        v = self.values
         if self.is_kaggle():
             if not self.ctx.accounts:
                 out.append(Issue("machine", "error", t(
@@ -518,9 +539,12 @@ class RunForm:
                 out.append(Issue("limit_min", "error", t(
                     f"Kaggle обрывает сессию через 12 ч: лимит не больше {KAGGLE_SESSION_MIN} мин (обычно 630)",
                     f"Kaggle ends a session after 12 h: the limit must be at most {KAGGLE_SESSION_MIN} min (630 is usual)")))
-        # Runs going now: the same one again (a double click on Start), or another on this PC.
-        out += self._active_run_issues()
-        # What sizing says about memory and data.
+        return out
+
+    def _memory_issues(self) -> list[Issue]:
+        """What sizing says about memory: a batch that does not fit the card, and what would."""
+        out: list[Issue] = []
+        v = self.values
         est = self.estimate()
         if est is not None:
             if est.get("fits") is False and not self.locked("batch_per_card"):

@@ -20,7 +20,15 @@ from typing import Any
 
 from . import paths
 from .data import manage as data_manage
-from .form import ActiveRun, ContinueFrom, FormContext, Prepared, RunForm, scan_prepared
+from .form import (
+    ActiveRun,
+    ContinueFrom,
+    FormContext,
+    Prepared,
+    RunForm,
+    continue_now,
+    scan_prepared,
+)
 from .i18n import t
 from .runs import (
     ContinueError,
@@ -199,6 +207,26 @@ class Lab:
         from .sizing.history import measured_runs
 
         return list(measured_runs(self.runs.registry.runs_root))
+
+    @staticmethod
+    def take_measured(ctx: FormContext, measured: object) -> None:
+        """What `measured` gave (read in a thread: the list, or the exception it raised)
+        joins the form's context; an unreadable history gives no estimate corrections,
+        never a broken window, and says why in the log."""
+        if isinstance(measured, BaseException):
+            log.warning("the measured speeds of earlier runs could not be read", exc_info=measured)
+            ctx.measured = []
+        else:
+            ctx.measured = list(measured)  # type: ignore[call-overload]
+
+    def update_active_runs(self, ctx: FormContext) -> bool:
+        """Tell the form's context which runs are going; True when that set changed (the
+        form refreshes only then)."""
+        active = self.active_runs()
+        if [r.id for r in active] == [r.id for r in ctx.active_runs]:
+            return False
+        ctx.active_runs = active
+        return True
 
     def active_runs(self) -> list[ActiveRun]:
         """The runs going (and Kaggle starts still uploading), for the form: it refuses the
@@ -390,6 +418,16 @@ class Lab:
                             label=f"{rec.name} · {t('шаг', 'step')} {step}",
                             tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "")
 
+    def continue_now(self, run_id: str, ctx: FormContext) -> tuple[ContinueFrom, dict[str, Any] | None, str]:
+        """«Продолжить» in the history, one click: (what to continue, the config to start
+        as it is or None, and why not). None when it cannot start as it is (data to
+        prepare, …): the window fills the form instead, saying why."""
+        info = self.continue_info(run_id)
+        config, blockers = continue_now(ctx, info)
+        if config is not None:
+            return info, config, ""
+        return info, None, t("Продолжить сразу нельзя: ", "Cannot continue at once: ") + "; ".join(blockers)
+
     @staticmethod
     def prepare_args(form: RunForm, constellations: list[str]) -> list[str]:
         """`ternit data prepare` for «Подготовить данные»: the form's context length; a
@@ -416,6 +454,10 @@ class Lab:
         if ckpt is None:
             raise ActionError(t("У прогона нет чекпоинта", "The run has no checkpoint"))
         return ckpt
+
+    def export_file_name(self, run_id: str) -> str:
+        """The file name «Экспорт весов» offers: the run's name."""
+        return f"{self.runs.registry.get(run_id).name}.safetensors"
 
     @staticmethod
     def export_args(ckpt: Path, out: str) -> list[str]:

@@ -4,6 +4,7 @@ with NVIDIA cards (a fake NVML with cards) as well as without one."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -11,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from app.form import RunForm
+from app.form import FormContext, RunForm
 from app.lab import HISTORY_EVERY_S, ActionError, Lab, load_form_context
 from app.runs import RunManager, RunRecord
 from app.runs import status as st
@@ -108,6 +109,19 @@ def test_the_form_learns_the_runs_going_and_starts_still_uploading(tiny_data):
     assert [r.id for r in lab.active_runs()] == [going.id, uploading.id]
     assert lab.launching == {uploading.id}
     assert lab.active_runs()[0].local and lab.active_runs()[0].config["name"] == "going"
+    ctx = FormContext()
+    assert lab.update_active_runs(ctx) and [r.id for r in ctx.active_runs] == [going.id, uploading.id]
+    assert not lab.update_active_runs(ctx)  # the same runs: the form need not refresh
+
+
+def test_measured_speeds_that_cannot_be_read_leave_none_and_say_why_in_the_log(caplog):
+    ctx = FormContext()
+    Lab.take_measured(ctx, [{"tokens_per_s": 1.0}])
+    assert ctx.measured == [{"tokens_per_s": 1.0}]
+    with caplog.at_level(logging.WARNING, logger="app.lab"):
+        Lab.take_measured(ctx, sqlite3.OperationalError("database is locked"))
+    assert ctx.measured == []
+    assert any(r.exc_info and "database is locked" in str(r.exc_info[1]) for r in caplog.records)
 
 
 def test_continue_is_refused_with_its_reason_and_a_failure_is_read_once(tiny_data):
@@ -117,6 +131,9 @@ def test_continue_is_refused_with_its_reason_and_a_failure_is_read_once(tiny_dat
         lab.continue_info(rec.id)
     with pytest.raises(ActionError, match="чекпоинт"):
         lab.export_checkpoint(rec.id)
+    with pytest.raises(ActionError, match="чекпоинт"):  # the history's one click says the same
+        lab.continue_now(rec.id, FormContext())
+    assert lab.export_file_name(rec.id) == "no-checkpoint.safetensors"
     failed = lab.runs.registry.update(rec.id, status=st.FAILED, last_message="the trainer process disappeared")
     lab.follow(failed.id)
     shown, failure = lab.followed_state()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QMessageBox
 
 from app.runs import RunManager
 from app.runs import status as st
@@ -122,6 +123,15 @@ def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
     assert window.form_view.form.values["layers"] == 12  # the form kept its values
     settings = json.loads((paths.config_dir() / "settings.json").read_text(encoding="utf-8"))
     assert settings["language"] == "en"
+    # Help → About, rebuilt in the new language, names the log file (app.logs).
+    from app import logs
+
+    menus = [a.text() for a in window.menuBar().actions()]
+    assert menus[-1] == "Help" and window.about_action.text() == "About"
+    window.about_action.trigger()
+    box = next(b for b in window.findChildren(QMessageBox) if b.windowTitle() == "About" and b.isVisible())
+    assert str(logs.log_path()) in box.text()
+    box.close()
 
 
 def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, window, tiny_data, tmp_path):

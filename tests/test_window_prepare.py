@@ -31,8 +31,8 @@ def window(qtbot, russian):
     w.resize(1400, 900)
     w.show()
     yield w
-    if w.prepare_task is not None:
-        w.prepare_task.stop_and_wait()
+    if w.prepare_row.task is not None:
+        w.prepare_row.task.stop_and_wait()
     for rec in w.runs.registry.active():
         w.runs.stop(rec.id)
         from app.runs import process as proc
@@ -86,16 +86,16 @@ def test_progress_reaches_the_view_and_the_run_starts_after(qtbot, window, tmp_p
     seen: list[str] = []
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
-        task = window.prepare_task
-        assert task is not None and window.prepare_bar.isVisible()
+        task = window.prepare_row.task
+        assert task is not None and window.prepare_row.bar.isVisible()
         assert not view.prepare_button.isEnabled()  # one prepare at a time
-        assert window.prepare_bar.cancel_button.isVisible()
-        task.progressed.connect(lambda: seen.append(window.prepare_bar.progress.text()))
-    assert done.args == [0], window.prepare_note.text()
+        assert window.prepare_row.bar.cancel_button.isVisible()
+        task.progressed.connect(lambda: seen.append(window.prepare_row.bar.progress.text()))
+    assert done.args == [0], window.prepare_row.note.text()
     # The bar showed the phases by name, with their percentage (the JSON progress lines).
     assert any(x.startswith("Токенизация") and "%" in x for x in seen), seen
     assert any(x.startswith("Обучение токенизатора") for x in seen), seen
-    assert not window.prepare_bar.isVisible()
+    assert not window.prepare_row.bar.isVisible()
     assert window.statusBar().currentMessage() == "Данные «сказки» подготовлены"
     prep = view.form.prepared_for_selection()
     assert prep is not None and prep.constellations == ("сказки",) and Path(prep.dir).parent == paths.prepared_dir()
@@ -128,16 +128,16 @@ def test_a_failed_prepare_says_why_and_what_to_do_and_it_stays(qtbot, window, tm
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
     assert done.args == [2]
-    note = window.prepare_note.text()
+    note = window.prepare_row.note.text()
     for w in words:
         assert w in note, note
     assert "ternit data:" not in note
-    assert window.prepare_note_box.isVisible() and "#b00020" in window.prepare_note.styleSheet()
-    assert not window.prepare_bar.isVisible() and view.prepare_button.isEnabled()
+    assert window.prepare_row.note_box.isVisible() and "#b00020" in window.prepare_row.note.styleSheet()
+    assert not window.prepare_row.bar.isVisible() and view.prepare_button.isEnabled()
     # Other news in the status bar, the run list polling: the failure is still there.
     window.statusBar().showMessage("другое")
     window.tick()
-    assert window.prepare_note_box.isVisible() and window.prepare_note.text() == note
+    assert window.prepare_row.note_box.isVisible() and window.prepare_row.note.text() == note
     assert view.form.prepared_for_selection() is None and prepared_entries() == []
 
 
@@ -147,10 +147,10 @@ def test_too_little_text_is_refused_and_shown(qtbot, window, tmp_path):
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(window.form_view.prepare_button, Qt.MouseButton.LeftButton)
     assert done.args == [1]
-    note = window.prepare_note.text()
+    note = window.prepare_row.note.text()
     assert "слишком мало текста, чтобы отложить проверочную выборку" in note, note
     assert "4 куска" in note, note  # (was «4 кусков»)
-    assert "«Подготовить данные» снова" in note and window.prepare_note_box.isVisible()
+    assert "«Подготовить данные» снова" in note and window.prepare_row.note_box.isVisible()
     assert prepared_entries() == []
 
 
@@ -164,25 +164,25 @@ def test_cancel_leaves_no_prepared_folder_and_says_so(qtbot, window, tmp_path):
     def hold() -> None:
         # Freeze the child as soon as it works in its temporary folder, so «Отмена» surely lands
         # mid-prepare whatever the machine's speed; it goes on (and gets the signal) after.
-        p = window.prepare_task.output.progress
+        p = window.prepare_row.task.output.progress
         if not held and p is not None and p.phase in ("tokenizer", "tokenize", "split"):
-            pid = window.prepare_task.proc.processId()
+            pid = window.prepare_row.task.proc.processId()
             os.kill(pid, signal.SIGSTOP)
             held.append(pid)
 
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
-        window.prepare_task.progressed.connect(hold)
+        window.prepare_row.task.progressed.connect(hold)
         qtbot.waitUntil(lambda: bool(held), timeout=WAIT_MS)
         assert [n for n in prepared_entries() if ".tmp-" in n], prepared_entries()  # it was writing
-        qtbot.mouseClick(window.prepare_bar.cancel_button, Qt.MouseButton.LeftButton)
-        assert window.prepare_bar.progress.text() == "Отмена…"
+        qtbot.mouseClick(window.prepare_row.bar.cancel_button, Qt.MouseButton.LeftButton)
+        assert window.prepare_row.bar.progress.text() == "Отмена…"
         os.kill(held[0], signal.SIGCONT)
     assert done.args == [130]
     assert prepared_entries() == []  # no folder, no hidden half-written one
-    note = window.prepare_note.text()
+    note = window.prepare_row.note.text()
     assert "отменена" in note and "незаконченная папка удалена" in note, note
-    assert window.prepare_note_box.isVisible()
+    assert window.prepare_row.note_box.isVisible()
     assert view.form.prepared_for_selection() is None
     assert view.prepare_button.isVisible() and view.prepare_button.isEnabled()
     assert "не подготовлены" in view.why.text()
@@ -196,12 +196,12 @@ def test_warnings_stay_in_sight_until_the_next_prepare(qtbot, window, tmp_path):
     view = window.form_view
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
-    assert done.args == [0], window.prepare_note.text()
-    note = window.prepare_note.text()
+    assert done.args == [0], window.prepare_row.note.text()
+    note = window.prepare_row.note.text()
     assert note.startswith("Данные «малые» подготовлены, но обратите внимание:"), note
     assert "2 последовательности байт не в UTF-8 заменены" in note, note  # (was «2 последовательностей»)
     assert "текста мало для словаря 4000" in note and "проверочная выборка меньше желаемой" in note, note
-    assert "#8a5a00" in window.prepare_note.styleSheet()
+    assert "#8a5a00" in window.prepare_row.note.styleSheet()
     assert window.statusBar().currentMessage() == "Данные «малые» подготовлены — с предупреждениями"
     assert view.form.prepared_for_selection() is not None  # picked, warnings or not
     assert view.start_button.isEnabled(), view.why.text()
@@ -216,40 +216,58 @@ def test_warnings_stay_in_sight_until_the_next_prepare(qtbot, window, tmp_path):
     assert view.start_button.isEnabled(), view.why.text()
     window.statusBar().showMessage("другое")
     window.tick()
-    assert window.prepare_note_box.isVisible() and window.prepare_note.text() == note
+    assert window.prepare_row.note_box.isVisible() and window.prepare_row.note.text() == note
     # A language switch rebuilds the window: the note is redrawn (the warnings themselves are
     # the command's words, in the language it ran in).
     window.set_language("en")
-    assert window.prepare_note.text().startswith("The data of 'малые' is prepared, but note:")
+    assert window.prepare_row.note.text().startswith("The data of 'малые' is prepared, but note:")
     window.set_language("ru")
-    assert window.prepare_note.text() == note
+    assert window.prepare_row.note.text() == note
     # The next prepare (here: the same data again, from the cache) replaces it.
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS):
         window.prepare_data(["малые"])
-        assert not window.prepare_note_box.isVisible()
+        assert not window.prepare_row.note_box.isVisible()
     # The cache hit re-reads the datasets: the replaced bytes are said again, the rest was
     # said when the folder was made.
-    assert "заменены" in window.prepare_note.text()
+    assert "заменены" in window.prepare_row.note.text()
     # «✕» hides it.
-    qtbot.mouseClick(window.prepare_note_close, Qt.MouseButton.LeftButton)
-    assert not window.prepare_note_box.isVisible()
+    qtbot.mouseClick(window.prepare_row.note_close, Qt.MouseButton.LeftButton)
+    assert not window.prepare_row.note_box.isVisible()
 
 
-@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs a named pipe")
+@pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP to hold the child still")
 def test_closing_the_window_stops_a_prepare_like_ctrl_c(qtbot, window, tmp_path):
     """Quitting mid-prepare: the child is stopped as «Отмена» stops it (it cleans up after
-    itself), not left running nor killed outright by Qt as the window goes."""
-    folder = add_texts(tmp_path / "застрявшие", "застрявшие", 3)
+    itself), not left running nor killed outright by Qt as the window goes. The child is held
+    (SIGSTOP) mid-prepare and let go just after the window's SIGTERM, so the close surely
+    lands mid-prepare on any machine (a named pipe used to hold it, but `data add` now
+    refuses one, and the prepare then sometimes ended before the close)."""
+    add_texts(tmp_path / "застрявшие", "застрявшие", 1500, seed=3)
     show(window, "застрявшие")
-    os.mkfifo(folder / "zz-stuck.txt")  # a new file that never finishes reading (a stalled disk)
+    held: list[int] = []
+
+    def hold() -> None:
+        p = window.prepare_row.task.output.progress
+        if not held and p is not None and p.phase in ("tokenizer", "tokenize"):
+            held.append(window.prepare_row.task.proc.processId())
+            os.kill(held[0], signal.SIGSTOP)
+
     qtbot.mouseClick(window.form_view.prepare_button, Qt.MouseButton.LeftButton)
-    task = window.prepare_task
+    task = window.prepare_row.task
     exits: list[tuple[int, object]] = []
     task.proc.finished.connect(lambda code, status: exits.append((code, status)))
-    qtbot.waitUntil(lambda: task.output.progress is not None, timeout=WAIT_MS)
+    task.progressed.connect(hold)
+    qtbot.waitUntil(lambda: bool(held), timeout=WAIT_MS)
+    cancel = task.cancel
+
+    def cancel_then_let_go() -> None:  # the SIGTERM is pending; SIGCONT delivers it
+        cancel()
+        os.kill(held[0], signal.SIGCONT)
+
+    task.cancel = cancel_then_let_go
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         window.close()
-    assert done.args == [130] and window.prepare_task is None
+    assert done.args == [130] and window.prepare_row.task is None
     # It ended by itself on SIGTERM (the CLI's interrupt code), not by a kill.
     assert exits == [(130, QProcess.ExitStatus.NormalExit)]
     assert prepared_entries() == []
@@ -264,26 +282,26 @@ def test_a_language_switch_mid_prepare_keeps_its_bar_and_cancel(qtbot, window, t
     held: list[int] = []
 
     def hold() -> None:
-        p = window.prepare_task.output.progress
+        p = window.prepare_row.task.output.progress
         if not held and p is not None and p.phase in ("tokenizer", "tokenize"):
-            held.append(window.prepare_task.proc.processId())
+            held.append(window.prepare_row.task.proc.processId())
             os.kill(held[0], signal.SIGSTOP)
 
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         window.prepare_data(["длинные"])
-        window.prepare_task.progressed.connect(hold)
+        window.prepare_row.task.progressed.connect(hold)
         qtbot.waitUntil(lambda: bool(held), timeout=WAIT_MS)
         window.set_language("en")
         QApplication.processEvents()
-        assert window.prepare_bar.isVisible()
-        text = window.prepare_bar.progress.text()
+        assert window.prepare_row.bar.isVisible()
+        text = window.prepare_row.bar.progress.text()
         assert text.startswith(("Training the tokenizer", "Tokenizing")) and "%" in text, text
         assert not window.form_view.prepare_button.isEnabled()
-        qtbot.mouseClick(window.prepare_bar.cancel_button, Qt.MouseButton.LeftButton)
-        assert window.prepare_bar.progress.text() == "Cancelling…"
+        qtbot.mouseClick(window.prepare_row.bar.cancel_button, Qt.MouseButton.LeftButton)
+        assert window.prepare_row.bar.progress.text() == "Cancelling…"
         os.kill(held[0], signal.SIGCONT)
     assert done.args == [130]
-    assert window.prepare_note.text().startswith("Preparing the data was cancelled"), window.prepare_note.text()
+    assert window.prepare_row.note.text().startswith("Preparing the data was cancelled"), window.prepare_row.note.text()
     assert prepared_entries() == []
 
 

@@ -131,6 +131,25 @@ class DataDialog(QDialog):
         layout.addWidget(intro)
 
         split = QSplitter(Qt.Orientation.Vertical)
+        split.addWidget(self._constellations_part())
+        split.addWidget(self._datasets_part())
+        split.setSizes([240, 320])
+        self.split = split
+        layout.addWidget(split, 1)
+        self._build_foot(layout)
+        self.constellations.itemSelectionChanged.connect(self._update_buttons)
+        self.datasets.itemSelectionChanged.connect(self._update_buttons)
+        self._restore_layout()
+        self.refresh()
+        if self.library is None:
+            self.status.setText(opened)
+        else:
+            self.load_statuses()
+
+    # -- building --------------------------------------------------------------------------
+
+    def _constellations_part(self) -> QWidget:
+        """The constellations table and its buttons."""
         top = QWidget()
         top_col = QVBoxLayout(top)
         top_col.setContentsMargins(0, 0, 0, 0)
@@ -147,8 +166,10 @@ class DataDialog(QDialog):
             self.remove_selected_constellation)
         row.addStretch(1)
         top_col.addLayout(row)
-        split.addWidget(top)
+        return top
 
+    def _datasets_part(self) -> QWidget:
+        """The datasets table and its buttons."""
         bottom = QWidget()
         bottom_col = QVBoxLayout(bottom)
         bottom_col.setContentsMargins(0, 0, 0, 0)
@@ -178,11 +199,10 @@ class DataDialog(QDialog):
             self.recheck)
         row.addStretch(1)
         bottom_col.addLayout(row)
-        split.addWidget(bottom)
-        split.setSizes([240, 320])
-        self.split = split
-        layout.addWidget(split, 1)
+        return bottom
 
+    def _build_foot(self, layout: QVBoxLayout) -> None:
+        """A running task's progress with «Отмена», the status line, «Закрыть»."""
         self.task_bar = TaskBar()
         self.progress = self.task_bar.progress
         self.cancel_button = self.task_bar.cancel_button
@@ -200,16 +220,6 @@ class DataDialog(QDialog):
         row.addWidget(close)
         layout.addLayout(row)
 
-        self.constellations.itemSelectionChanged.connect(self._update_buttons)
-        self.datasets.itemSelectionChanged.connect(self._update_buttons)
-        self._restore_layout()
-        self.refresh()
-        if self.library is None:
-            self.status.setText(opened)
-        else:
-            self.load_statuses()
-
-    # -- building --------------------------------------------------------------------------
     @staticmethod
     def _heading(text: str) -> QLabel:
         label = QLabel(text)

@@ -4,11 +4,13 @@ window offscreen to a PNG and exits (the README's screenshot, and the tests)."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import time
 
 _T0 = time.perf_counter()
+log = logging.getLogger(__name__)
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
@@ -40,6 +42,9 @@ def main(argv: list[str] | None = None) -> int:
                 "for a picture use ternit-lab --snapshot FILE.png; without a window, the ternit command."),
               file=sys.stderr)
         return 2
+    from app import logs
+
+    logs.setup()  # what a broad except swallows goes to the lab's log file (Справка → О программе)
     from .main_window import MainWindow, app_instance
 
     app = app_instance([sys.argv[0]])
@@ -48,6 +53,8 @@ def main(argv: list[str] | None = None) -> int:
         window = MainWindow(remember_layout=not args.snapshot)
     except Exception as e:  # the lab's state or folders cannot be opened: say so, lose nothing
         from app import paths
+
+        log.exception("the window could not open")
 
         text = t(f"Лаборатория не открылась: {e}\nПапка данных: {paths.data_dir()}",
                  f"The lab could not open: {e}\nData folder: {paths.data_dir()}")

@@ -79,6 +79,26 @@ class MonitorPanel(QWidget):
         self.alerts_label.setStyleSheet("color: #c62828; font-weight: bold;")
         self.alerts_label.setVisible(False)
 
+        guard_row = self._guard_row()
+
+        layout = QVBoxLayout(self)
+        layout.addWidget(self.status_label)
+        layout.addLayout(self.cards_box)
+        layout.addWidget(self.host_label)
+        layout.addWidget(self.trainer_label)
+        layout.addWidget(self.trainer_alloc_label)
+        layout.addWidget(self.alerts_label)
+        layout.addLayout(guard_row)
+        layout.addWidget(self.guard_label)
+        layout.addStretch(1)
+
+        self.guard_check.toggled.connect(self._guard_settings_changed)
+        self.guard_threshold.valueChanged.connect(self._guard_settings_changed)
+        self.guard_hold.valueChanged.connect(self._guard_settings_changed)
+        self._update_guard_label()
+
+    def _guard_row(self) -> QHBoxLayout:
+        """The heat guard's switch, its threshold and how long the card may stay above it."""
         self.guard_check = QCheckBox(t("Защита от перегрева", "Heat guard"))
         self.guard_check.setToolTip(t(
             "Для локального прогона: если карта держится на заданной температуре или выше "
@@ -108,22 +128,7 @@ class MonitorPanel(QWidget):
         guard_row.addWidget(QLabel(t("дольше", "for")))
         guard_row.addWidget(self.guard_hold)
         guard_row.addStretch(1)
-
-        layout = QVBoxLayout(self)
-        layout.addWidget(self.status_label)
-        layout.addLayout(self.cards_box)
-        layout.addWidget(self.host_label)
-        layout.addWidget(self.trainer_label)
-        layout.addWidget(self.trainer_alloc_label)
-        layout.addWidget(self.alerts_label)
-        layout.addLayout(guard_row)
-        layout.addWidget(self.guard_label)
-        layout.addStretch(1)
-
-        self.guard_check.toggled.connect(self._guard_settings_changed)
-        self.guard_threshold.valueChanged.connect(self._guard_settings_changed)
-        self.guard_hold.valueChanged.connect(self._guard_settings_changed)
-        self._update_guard_label()
+        return guard_row
 
     # -- what the window calls -------------------------------------------------------------------
 

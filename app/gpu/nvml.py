@@ -9,6 +9,7 @@ function is looked up on the module at call time, so tests can replace them.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -16,6 +17,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .samples import ERROR, NO_GPU, OK
+
+log = logging.getLogger(__name__)
 
 try:  # nvidia-ml-py is a dependency; a broken install must still not crash the window
     import pynvml
@@ -132,18 +135,21 @@ class NvmlSession:
             self._set(ERROR, "no_permission", str(exc))
             return
         except Exception as exc:  # any other NVMLError, or a broken library: report, never raise
+            log.warning("NVML did not start", exc_info=True)
             self._set(ERROR, "nvml_error", f"{type(exc).__name__}: {exc}")
             return
         try:
             count = int(pynvml.nvmlDeviceGetCount())
             handles = [self._handle(i) for i in range(count)]
-        except Exception as exc:
+        except Exception as exc:  # NVML started but cannot list its cards: report, never raise
+            log.warning("NVML could not list the cards", exc_info=True)
             self._shutdown_quietly()
             self._set(ERROR, "nvml_error", f"{type(exc).__name__}: {exc}")
             return
         try:
             self.driver = _text(pynvml.nvmlSystemGetDriverVersion())
-        except Exception:
+        except Exception as exc:  # only shown beside the cards: none is no failure
+            log.info("NVML gave no driver version: %s: %s", type(exc).__name__, exc)
             self.driver = None
         self._handles = handles
         self._static.clear()
@@ -169,8 +175,8 @@ class NvmlSession:
     def _shutdown_quietly(self) -> None:
         try:
             pynvml.nvmlShutdown()
-        except Exception:
-            pass
+        except Exception as exc:  # a session going away anyway: nothing left to do
+            log.debug("nvmlShutdown failed: %s: %s", type(exc).__name__, exc)
 
     def mark_broken(self, exc: BaseException) -> None:
         """NVML stopped answering mid-run: report it, and re-initialise after retry_s."""

@@ -8,6 +8,7 @@ psutil trouble (the trainer exited) becomes `alive=False`. The thread is a plain
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -29,6 +30,8 @@ from .samples import (
     Snapshot,
     TrainerSample,
 )
+
+log = logging.getLogger(__name__)
 
 _NOT_SUPPORTED = "not supported"
 # Finding a process's children reads every process in /proc (~1.5 ms for 100 processes, the
@@ -265,15 +268,21 @@ class SamplerThread(threading.Thread):
             try:
                 snap = self.sampler.sample()
             except Exception as exc:  # a bug must not silently end the monitor
-                self.last_error = f"{type(exc).__name__}: {exc}"
+                error = f"{type(exc).__name__}: {exc}"
+                if error != self.last_error:  # once, not every second while it lasts
+                    log.exception("a GPU sample failed")
+                self.last_error = error
                 snap = None
             self.cpu_s += time.thread_time() - started
             if snap is not None:
                 self.samples += 1
                 try:
                     self.on_sample(snap)
-                except Exception as exc:
-                    self.last_error = f"{type(exc).__name__}: {exc}"
+                except Exception as exc:  # the listener's bug: the sampling goes on
+                    error = f"{type(exc).__name__}: {exc}"
+                    if error != self.last_error:
+                        log.exception("the GPU sample's listener failed")
+                    self.last_error = error
             # Fixed rate without drift; after a long stall, skip the missed ticks.
             next_at += self.interval_s
             now = time.monotonic()

@@ -6,6 +6,7 @@ hashes), never the network, so the form can ask on every change.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,9 @@ from .accounts import Accounts, AccountView, key_status_text
 from .datasets import code_bundle, data_hash_cached
 from .picker import Candidate, Pick, Want, pick
 from .store import KaggleStore
+
+log = logging.getLogger(__name__)
+_auto_failures: set[str] = set()  # what «Авто» failed with, logged once each
 
 
 def account_views(store: KaggleStore | None = None) -> list[AccountView]:
@@ -74,6 +78,9 @@ def auto_explanation(config: dict[str, Any], store: KaggleStore | None = None) -
     try:
         return auto_pick(config, store).reason
     except Exception as e:  # the form must keep working whatever the state says
+        if str(e) not in _auto_failures:  # asked at every form refresh: logged once
+            _auto_failures.add(str(e))
+            log.warning("«Авто» could not pick a Kaggle account", exc_info=True)
         return t(f"Авто: не удалось оценить ({e})", f"Auto: cannot tell ({e})")
 
 
@@ -85,6 +92,7 @@ def _code_hash() -> str:
     if _code_hash_cache is None:
         try:
             _code_hash_cache = code_bundle().content_hash
-        except Exception:
+        except Exception:  # no hash: the form shows no upload estimate, nothing breaks
+            log.warning("the code bundle's hash could not be computed", exc_info=True)
             _code_hash_cache = ""
     return _code_hash_cache

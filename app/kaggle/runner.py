@@ -22,6 +22,7 @@ run: the follower says it is waiting and tries again.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -52,6 +53,8 @@ from .errors import (
 from .picker import Candidate, Pick, Want, pick
 from .quota import hours
 from .store import ACCOUNT_INVALID, KaggleStore, sha256_file
+
+log = logging.getLogger(__name__)
 
 FINAL_KERNEL = ("COMPLETE", "ERROR", "CANCEL_REQUESTED", "CANCEL_ACKNOWLEDGED")
 
@@ -383,6 +386,7 @@ class KaggleRuns:
             if isinstance(e, st.RunNotFound):  # the run was deleted from the history: stop for good
                 self.store.update_leg(run_id, state="failed", message="run deleted", ended_at=time.time())
             else:  # tried again by a later poll, not at once
+                log.warning("following the Kaggle run %s stopped", run_id, exc_info=True)
                 _failed_at[run_id] = time.monotonic()
                 self._message(run_id, t(f"слежение за ядром прервано: {e}", f"following the kernel stopped: {e}"))
             next_id = None
@@ -492,6 +496,7 @@ class KaggleRuns:
         except (NetworkDown, Transient):
             raise
         except Exception as e:  # a stream cut mid-way, or no stream for this kernel (yet)
+            log.info("the log stream of %s is unavailable: %s", run_id, _brief(e))
             self._message(run_id, t(f"поток журнала недоступен ({_brief(e)}); переподключаюсь",
                                     f"the log stream is unavailable ({_brief(e)}); reconnecting"))
             if not final:
@@ -589,7 +594,8 @@ class KaggleRuns:
         last_error = ""
         try:
             nxt = self.registry.create_leg(rec.id, config)
-        except Exception as e:  # noqa: BLE001
+        except Exception as e:  # noqa: BLE001 - said to the user; the chain stops here
+            log.warning("the next leg of %s was not created", rec.id, exc_info=True)
             return None, t(f"следующий этап не создан: {e}", f"the next leg was not created: {e}")
         for attempt_choice in ([choice, "auto"] if choice != "auto" else ["auto"]):
             try:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import signal
 import sys
@@ -34,6 +35,8 @@ from .live import LiveFollower, LiveProgress
 from .manager import RunError, RunManager, load_config, normalize_config
 from .registry import RunNotFound, RunRecord
 from .start_flags import add_field_flags, apply_flags
+
+log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_TIME_LIMIT, EXIT_STOPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 EXIT_TERMINATED = 143  # SIGTERM while following (128 + 15): the training goes on
@@ -285,6 +288,7 @@ def main(argv: list[str]) -> int:
     try:
         m = RunManager()
     except Exception as e:  # the state cannot be opened: say why (StateError says what to do)
+        log.warning("ternit run: the lab's state could not be opened", exc_info=True)
         print(f"ternit run: {e}", file=sys.stderr)
         return EXIT_USAGE
     try:

@@ -10,6 +10,7 @@ events.jsonl and the pid kept in the registry.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import signal
 import subprocess
@@ -22,6 +23,8 @@ import psutil
 
 from ..i18n import t
 from .files import LOG
+
+log = logging.getLogger(__name__)
 
 # Children this process started: reaped here so that a finished trainer does not linger as
 # a zombie (which would look alive to a pid check) while the window stays open.
@@ -64,6 +67,7 @@ def visible_gpu_count() -> int:
         nvml.ensure()
         return int(nvml.count)
     except Exception:  # the session reports, never raises; be as forgiving here
+        log.warning("NVML could not count the cards; the trainer starts on the CPU", exc_info=True)
         return 0
 
 

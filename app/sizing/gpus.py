@@ -14,11 +14,14 @@ shown apart.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .formulas import Shape
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SHAPE = Shape()
 
@@ -141,7 +144,8 @@ def local_card() -> LocalCard | None:
         return None
     try:
         pynvml.nvmlInit()
-    except Exception:  # noqa: BLE001 - no driver or library: no local card, not a failure
+    except Exception as exc:  # noqa: BLE001 - no driver or library: no local card, not a failure
+        log.info("no local card for the sizing: NVML did not start (%s: %s)", type(exc).__name__, exc)
         return None
     try:
         if pynvml.nvmlDeviceGetCount() < 1:
@@ -152,16 +156,18 @@ def local_card() -> LocalCard | None:
         mem = pynvml.nvmlDeviceGetMemoryInfo(h).total / 2**20
         try:
             cc = tuple(pynvml.nvmlDeviceGetCudaComputeCapability(h))
-        except Exception:  # noqa: BLE001 - old drivers lack it
+        except Exception as exc:  # noqa: BLE001 - old drivers lack it
+            log.debug("no compute capability from NVML: %s", exc)
             cc = None
         return LocalCard(name, float(mem), cc)  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001
+    except Exception:  # noqa: BLE001 - a card NVML cannot read: sized as no card
+        log.warning("the local card could not be read through NVML", exc_info=True)
         return None
     finally:
         try:
             pynvml.nvmlShutdown()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception as exc:  # noqa: BLE001 - going away anyway
+            log.debug("nvmlShutdown failed: %s", exc)
 
 
 def known_card(name: str) -> GpuFacts | None:
@@ -183,7 +189,8 @@ def cpu_threads() -> int:
         import psutil
 
         cores = psutil.cpu_count(logical=False)
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - os.cpu_count below is good enough
+        log.debug("psutil gave no core count: %s", exc)
         cores = None
     if not cores:
         cores = os.cpu_count() or 1
@@ -225,7 +232,8 @@ def ram_mb() -> float | None:
         import psutil
 
         return psutil.virtual_memory().total / 2**20
-    except Exception:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 - no memory figure: no RAM check in the estimate
+        log.info("psutil gave no memory size: %s", exc)
         return None
 
 

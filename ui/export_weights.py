@@ -1,0 +1,48 @@
+"""«Экспорт весов»: the latest checkpoint's weights as .safetensors, by `ternit export` in a
+child process (it loads torch; the window never does). Which checkpoint, and the command,
+are app.lab's."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QProcess
+from PySide6.QtWidgets import QFileDialog, QMainWindow
+
+from app.i18n import t
+from app.lab import ActionError, Lab
+
+
+def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None = None) -> QProcess | None:
+    """Ask where to (unless `out`), start the export, say in the status bar how it ended.
+    None when there is nothing to export (said first) or the user cancelled."""
+    status = window.statusBar()
+    try:
+        ckpt = lab.export_checkpoint(run_id)  # none: said before asking where to
+        if out is None:
+            out, _ = QFileDialog.getSaveFileName(window, t("Экспорт весов", "Export weights"),
+                                                 str(Path.home() / lab.export_file_name(run_id)),
+                                                 "safetensors (*.safetensors)")
+            if not out:
+                return None
+    except ActionError as e:
+        status.showMessage(str(e))
+        return None
+    proc = QProcess(window)
+    proc.setProgram(sys.executable)
+    proc.setArguments(Lab.export_args(ckpt, out))
+    proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
+
+    def done(code: int, _status: Any) -> None:
+        text = bytes(proc.readAll()).decode("utf-8", "replace").strip()
+        if code == 0:
+            status.showMessage(t(f"Веса сохранены: {out}", f"Weights saved: {out}"))
+        else:
+            status.showMessage(t(f"Экспорт не удался: {text[-300:]}", f"Export failed: {text[-300:]}"))
+
+    proc.finished.connect(done)
+    status.showMessage(t(f"Экспорт весов в {out}…", f"Exporting weights to {out}…"))
+    proc.start()
+    return proc
