@@ -3,7 +3,9 @@
 The window feeds `estimate(measured=...)` from its own run history; the headless
 `ternit estimate` reads the lab's runs folder through here. One entry per run:
 {"run", "gpu", "params", "layers", "width", "heads", "context", "vocab", "batch",
- "tokens_per_s", "mem_peak_mb", "economical", "steps"}.
+ "tokens_per_s", "mem_peak_mb", "economical", "lean_state", "steps"}.
+The CPU's short rate measurement (cpu_rate.py) joins the lab's own list as one more entry,
+marked "probe": the estimates scale the CPU's rate by it, never take it for a run.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def measured_from_events(run_id: str, events: list[dict[str, Any]]) -> dict[str,
             "vocab": int(model["vocab"]),
             "batch": int(training.get("batch_per_card", 6)),
             "economical": start.get("economical", training.get("economical", False)),
+            "lean_state": start.get("lean_state", training.get("lean_state", False)),
         }
     except (KeyError, TypeError, ValueError):
         return None
