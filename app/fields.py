@@ -166,6 +166,21 @@ LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
 }
 
 
+def lean_state_level(value: Any) -> str | None:
+    """run.json's `training.lean_state` as a name: false → "off", true → "on", "offload"
+    (and the names themselves) as they are; None for anything else."""
+    if value is None or value is False:
+        return "off"
+    if value is True:
+        return "on"
+    return value if value in LEAN_STATES else None
+
+
+def lean_state_run_value(name: str) -> bool | str:
+    """What run.json gets: false / true / "offload" (trainer.config.lean_mode's words)."""
+    return {"off": False, "on": True}.get(name, name)
+
+
 def economical_level(value: Any) -> str | None:
     """run.json's `training.economical` as a level: false → "off", true → "selective" (what
     a checkbox meant before the levels), a level name as it is; None for anything else."""

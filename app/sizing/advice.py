@@ -4,7 +4,7 @@ that fits when the chosen one does not), data and passes."""
 
 from __future__ import annotations
 
-from ..fields import economical_step_up
+from ..fields import LEAN_STATE_OPTIONS, economical_step_up
 from ..numbers import count_text, duration_text, int_text, mb_text, plural_ru
 from .combos import Combination
 from .gpus import GpuFacts
@@ -52,6 +52,10 @@ def fix_phrase(current: Combination, fix: Combination, lang: str) -> str:
     words the form has always used, else the whole combination."""
     if (fix.lean_state, fix.sharded) == (current.lean_state, current.sharded):
         return economical_step_up(current.level, lang, to=fix.level)
+    if fix.level == current.level:
+        lean = LEAN_STATE_OPTIONS[fix.lean_state][lang]
+        shard = _t(lang, ", разделённое между картами", ", sharded over the cards") if fix.sharded else ""
+        return _t(lang, f"выберите экономное состояние «{lean}»{shard}", f"choose the lean state «{lean}»{shard}")
     return _t(lang, "выберите ", "choose ") + fix.text(lang)
 
 

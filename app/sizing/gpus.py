@@ -208,6 +208,13 @@ def cpu_threads() -> int:
     env = os.environ.get("OMP_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
+    return _physical_threads()
+
+
+@functools.lru_cache(maxsize=1)
+def _physical_threads() -> int:
+    """Asked once per process: psutil reads sysfs for it (≈ 1 ms a call, and every
+    estimate asks it for each combination)."""
     try:
         import psutil
 
