@@ -89,8 +89,9 @@ def measured_from_run_dir(run_dir: str | Path) -> dict[str, Any] | None:
     return measured_from_events(d.name, read_events(d / "events.jsonl"))
 
 
-def measured_runs(root: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every run under `root` (default: the lab's runs folder) that has timed steps."""
+def measured_runs(root: str | Path | None = None, probe: bool = True) -> list[dict[str, Any]]:
+    """Every run under `root` (default: the lab's runs folder) that has timed steps, and
+    (with `probe`) the CPU's short rate measurement when the lab has made one."""
     if root is None:
         from ..paths import runs_dir
 
@@ -101,4 +102,10 @@ def measured_runs(root: str | Path | None = None) -> list[dict[str, Any]]:
             m = measured_from_run_dir(d)
             if m is not None:
                 out.append(m)
+    if probe:
+        from .cpu_rate import stored
+
+        rate = stored()
+        if rate is not None:
+            out.append(rate)
     return out
