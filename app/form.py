@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import fields as F
+from . import form_sizes as sizes
 from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
 from .fields import format_value
+from .form_sizes import SizeRow
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text, duration_text
-from .sizing.advice import fix_phrase
+from .numbers import count_text
 from .sizing.result import Estimate
 
 log = logging.getLogger(__name__)
@@ -123,17 +124,6 @@ class Issue:
     field: str
     level: str  # "error", "warning" or RUNNING
     text: str
-
-
-@dataclass(frozen=True)
-class SizeRow:
-    """One line of the «Как выбрать размер» panel."""
-
-    key: str
-    label: str
-    value: str
-    note: str = ""
-    level: str = "ok"  # ok, warning, error
 
 
 def heads_that_work(width: int, limit: int = 128) -> list[int]:
@@ -538,24 +528,12 @@ class RunForm:
         return out
 
     def _memory_issues(self) -> list[Issue]:
-        """Batch does not fit the card in the chosen combination of «Экономный режим»: the
-        largest batch that does, and the combination at which this batch would."""
+        """Batch does not fit the card in the chosen combination of «Экономный режим»."""
         est = self.estimate()
-        v = self.values
         if est is None or est.fits is not False or self.locked("batch_per_card"):
             return []
-        card = gpu_label(v["gpu"])
-        more = fix_phrase(est.combination, est.fits_with, current_language()) if est.fits_with else ""
-        if est.max_batch:
-            hint = t(f"наибольший, что поместится, — {est.max_batch}", f"the largest that fits is {est.max_batch}")
-            hint += t(f", или {more} и оставьте батч", f", or {more} and keep the batch") if more else ""
-        else:
-            hint = t("не поместится даже батч 1: уменьшите модель", "not even batch 1 fits: shrink the model")
-            hint += t(f" или {more}", f" or {more}") if more else ""
-        need, have = est.memory.total, est.card_memory_mb
-        return [Issue("batch_per_card", "error", t(
-            f"Батч {v['batch_per_card']} не помещается в {card} (нужно ≈{_mb(need)} из {_mb(have)} МБ): {hint}",
-            f"Batch {v['batch_per_card']} does not fit {card} (needs ≈{_mb(need)} of {_mb(have)} MB): {hint}"))]
+        return [Issue("batch_per_card", "error",
+                      sizes.batch_issue(est, self.values["batch_per_card"], gpu_label(self.values["gpu"])))]
 
     def _active_run_issues(self) -> list[Issue]:
         if not self.ctx.active_runs or not self.model_ok() or self.prepared_for_selection() is None:
@@ -671,73 +649,16 @@ class RunForm:
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
                                 t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
                                   f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")))
-        rows.append(self._data_row(est, params))
+        rows.append(sizes.data_row(est, params, self.data_tokens()))
         if est is None:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
             return rows
-        rows += [self._time_row(est), self._limit_row(est), *self._memory_rows(est)]
+        rows += [sizes.time_row(est, int(v["steps_to"])), sizes.limit_row(est, v["limit_min"]), *sizes.memory_rows(est)]
         # app.sizing's advice, less what the rows above already say (speed, time, limit).
         for i, sentence in enumerate(est.advice_texts(ROW_ADVICE_KINDS)):
             rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", sentence, "ok"))
         return rows
-
-    def _data_row(self, est: Estimate | None, params: int) -> SizeRow:
-        data = self.data_tokens()
-        want = 20 * params
-        if not data:
-            return SizeRow("data", t("Данные", "Data"), "—",
-                           t(f"нужно ≈{count_text(want, sig=2)} токенов (~20 на вес)",
-                             f"wants ≈{count_text(want, sig=2)} tokens (~20 per weight)"), "warning")
-        per_weight = (est.tokens_per_weight if est else None) or data / params
-        level = "ok" if per_weight >= 20 else "warning"
-        pw = f"{per_weight:.1f}" if per_weight >= 1 else f"{per_weight:.2g}"
-        if current_language() == "ru":
-            pw = pw.replace(".", ",")
-        return SizeRow("data", t("Данные", "Data"), t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
-                       t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
-                         f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"), level)
-
-    def _time_row(self, est: Estimate) -> SizeRow:
-        """The time to «Шагов до»; an estimate, and said so, until this shape is measured."""
-        steps_to = int(self.values["steps_to"])
-        source = est.tokens_per_s_source
-        speed_t = t(f"{format_value(int(est.tokens_per_s))} ток/с", f"{format_value(int(est.tokens_per_s))} tok/s")
-        note = ", ".join(x for x in (source, speed_t) if x)
-        if not est.is_measurement and not any(w in source.lower() for w in ("оценк", "estimat")):
-            note += t(" — оценка, не замер", " — an estimate, not a measurement")
-        return SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
-                       "≈ " + duration_text(est.seconds_to_steps), note)
-
-    def _limit_row(self, est: Estimate) -> SizeRow:
-        v = self.values
-        limit_label = t(f"Лимит {format_value(v['limit_min'])} мин", f"Limit {format_value(v['limit_min'])} min")
-        if est.limit_stops_at_step is None:
-            return SizeRow("limit", limit_label, t("не обрежет", "will not cut it"),
-                           t("прогон успеет дойти до «Шагов до»", "the run reaches «Steps to» in time"))
-        at = int(est.limit_stops_at_step)  # a step number on the run's own scale (a continuation's included)
-        return SizeRow("limit", limit_label, t(f"остановит на шаге ≈{format_value(at)}", f"stops it at step ≈{format_value(at)}"),
-                       t("чекпоинт сохранится; продолжите одной кнопкой",
-                         "a checkpoint is saved; continue with one click"), "warning")
-
-    def _memory_rows(self, est: Estimate) -> list[SizeRow]:
-        """The memory per card in the chosen combination, and what it is made of."""
-        mem, have, fits = est.memory, est.card_memory_mb, est.fits
-        of = t(f" из {_mb(have)} МБ", f" of {_mb(have)} MB") if have else ""
-        note = (t("помещается", "fits") if fits else t("не помещается", "does not fit")) if fits is not None else ""
-        if est.max_batch:
-            note += t(f"; наибольший батч ≈{est.max_batch}", f"; largest batch ≈{est.max_batch}")
-        parts = [(t("веса", "weights"), mem.weights), (t("градиенты", "gradients"), mem.gradients),
-                 (t("оптимизатор", "optimizer"), mem.optimizer), (t("активации", "activations"), mem.activations)]
-        split = ", ".join(f"{name} {_mb(mb)}" for name, mb in parts)
-        if mem.optimizer_host:
-            split += t(f"; в памяти ПК {_mb(mem.optimizer_host)}", f"; in host memory {_mb(mem.optimizer_host)}")
-        return [
-            SizeRow("memory", t("Память на карту", "Memory per card"),
-                    t(f"≈{_mb(mem.total)} МБ", f"≈{_mb(mem.total)} MB") + of, note,
-                    "ok" if fits is not False else "error"),
-            SizeRow("memory_parts", t("Из них, МБ", "Of which, MB"), split, est.combination.text(current_language())),
-        ]
 
     # -- the result --------------------------------------------------------------------
 
@@ -793,10 +714,6 @@ def continue_now(ctx: FormContext, info: ContinueFrom) -> tuple[dict[str, Any] |
     form.continue_from(info)
     blockers = form.start_blockers()
     return (None, blockers) if blockers else (form.run_config(), [])
-
-
-def _mb(x: Any) -> str:
-    return format_value(int(round(float(x)))) if isinstance(x, (int, float)) else "?"
 
 
 def oom_batch(batch: int, advice_batch: int | None) -> int:
