@@ -155,3 +155,60 @@ def test_large_models_on_the_5070ti_use_the_notes_reference():
     assert small.speed.kind == "spec_estimate" and "2.5 × T4" in small.tokens_per_s_source
     # The 2×T4 has no large-model reference: scaled from its 27.7 M measurement.
     assert estimate(**FULL, gpu="t4x2").speed.kind == "reference"
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_the_lean_state_field_says_what_each_option_costs(lang):
+    from app import fields as F
+
+    spec = F.spec("lean_state")
+    assert [k for k, _ in spec.option_choices(lang)] == ["off", "on", "offload"]
+    assert spec.path == "training.lean_state" and F.defaults()["lean_state"] == "off"
+    for text in [spec.tooltip_text(lang), *(spec.option_tooltip(k, lang) for k in spec.options)]:
+        lines = text.splitlines()
+        assert len(lines) <= 12 and max(len(line) for line in lines) <= 60, text
+    costs = {k: spec.option_tooltip(k, lang) for k in spec.options}
+    assert all(("байт" if lang == "ru" else "bytes") in c for c in costs.values())
+    assert "PCIe" in costs["offload"]
+
+
+def test_the_form_names_the_lean_state_for_the_full_model_and_writes_it():
+    from app.form import FormContext, RunForm
+    from app.i18n import set_language
+
+    set_language("en")
+    try:
+        form = RunForm(FormContext())
+        form.set("gpu", "rtx5070ti")
+        for key, value in dict(layers=26, width=2304, heads=18, batch_per_card=1).items():
+            form.set(key, value)
+        [issue] = form.field_issues("batch_per_card")
+        assert "not even batch 1 fits" in issue.text and "choose the lean state «8-bit»" in issue.text
+        form.set("lean_state", "on")  # taking the advice
+        assert form.field_issues("batch_per_card") == []
+        rows = {r.key: r for r in form.size_rows()}
+        assert "gradients 0" in rows["memory_parts"].value and "state «8-bit»" in rows["memory_parts"].note
+        assert "the lab's note" in rows["time"].note  # which reference the time comes from
+        assert form.run_config()["training"]["lean_state"] is True
+        form.set("lean_state", "offload")
+        cfg = form.run_config()
+        assert cfg["training"]["lean_state"] == "offload"
+        again = RunForm(FormContext())
+        again.load_config(cfg)
+        assert again.values["lean_state"] == "offload"
+        again.load_config({"training": {"lean_state": False}})
+        assert again.values["lean_state"] == "off"
+    finally:
+        set_language(None)
+
+
+def test_measured_runs_count_only_in_their_own_lean_state():
+    run = {"run": "lean1", "gpu": "t4", "params": 27_738_112, "layers": 8, "width": 512, "heads": 8, "context": 1024,
+           "vocab": 4000, "batch": 6, "tokens_per_s": 30_000.0, "mem_peak_mb": 5000.0, "economical": False,
+           "lean_state": "on"}
+    kw = dict(gpu="t4", lang="en", measured=[run])
+    normal, lean = estimate(**kw), estimate(**kw, lean_state="on")
+    assert normal.speed.kind == "reference" and normal.calibration_run is None
+    assert lean.speed.kind == "measured" and lean.tokens_per_s == pytest.approx(30_000.0)
+    assert lean.is_measurement and lean.calibration_run == "lean1"
+    assert lean.memory.allocated_peak == pytest.approx(5000.0)
