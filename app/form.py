@@ -181,6 +181,7 @@ class RunForm:
         self.values: dict[str, Any] = F.defaults()
         self.texts: dict[str, str] = {}  # what the user typed where it did not parse
         self.continuing: ContinueFrom | None = None
+        self._estimated: tuple[Any, Estimate | None] | None = None  # (the values' key, their estimate)
         self._start_defaults()
 
     # -- starting points ---------------------------------------------------------------
@@ -626,10 +627,18 @@ class RunForm:
             kwargs["card_memory_mb"] = self.ctx.local_card_memory_mb
         kwargs = {k: val for k, val in kwargs.items() if k in params or any(
             p.kind is p.VAR_KEYWORD for p in params.values())}
+        # Start's checks and every field's messages ask again for the same values: one
+        # estimate (all the economical combinations) per set of values.
+        key = (id(estimate), id(self.ctx.measured), len(self.ctx.measured),
+               json.dumps({k: val for k, val in kwargs.items() if k != "measured"}, sort_keys=True, default=str))
+        if self._estimated is not None and self._estimated[0] == key:
+            return self._estimated[1]
         try:
-            return estimate(**kwargs)
+            result = estimate(**kwargs)
         except (ValueError, KeyError, TypeError):
-            return None
+            result = None
+        self._estimated = (key, result)
+        return result
 
     def size_rows(self) -> list[SizeRow]:
         """The «Как выбрать размер» panel, line by line."""
