@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ..fields import LEAN_STATE_OPTIONS, economical_step_up
 from ..numbers import count_text, duration_text, int_text, mb_text, plural_ru
-from .combos import Combination
+from .combos import SHARDED, Combination
 from .gpus import GpuFacts
 from .result import Advice, Estimate
 
@@ -54,7 +54,7 @@ def fix_phrase(current: Combination, fix: Combination, lang: str) -> str:
         return economical_step_up(current.level, lang, to=fix.level)
     if fix.level == current.level:
         lean = LEAN_STATE_OPTIONS[fix.lean_state][lang]
-        shard = _t(lang, ", разделённое между картами", ", sharded over the cards") if fix.sharded else ""
+        shard = SHARDED[lang] if fix.sharded else ""
         return _t(lang, f"выберите экономное состояние «{lean}»{shard}", f"choose the lean state «{lean}»{shard}")
     return _t(lang, "выберите ", "choose ") + fix.text(lang)
 

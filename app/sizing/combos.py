@@ -26,6 +26,9 @@ from .memory import ECONOMICAL
 from .state import LEAN_STATES
 
 LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread
+# The form has no field for sharding (the trainer's run.json key): the advice names the key.
+SHARDED = {"ru": ", разделённое между картами (run.json: training.sharding)",
+           "en": ", sharded over the cards (run.json: training.sharding)"}
 
 
 @dataclass(frozen=True)
@@ -49,9 +52,9 @@ class Combination:
         lean = LEAN_STATE_OPTIONS[self.lean_state][lang]
         if lang == "ru":
             out = f"экономный режим «{level}», состояние «{lean}»"
-            return out + ", разделённое между картами" if self.sharded else out
+            return out + SHARDED["ru"] if self.sharded else out
         out = f"the economical mode «{level}», state «{lean}»"
-        return out + ", sharded over the cards" if self.sharded else out
+        return out + SHARDED["en"] if self.sharded else out
 
 
 def combinations(cards: int) -> list[Combination]:
