@@ -212,3 +212,19 @@ def test_measured_runs_count_only_in_their_own_lean_state():
     assert lean.speed.kind == "measured" and lean.tokens_per_s == pytest.approx(30_000.0)
     assert lean.is_measurement and lean.calibration_run == "lean1"
     assert lean.memory.allocated_peak == pytest.approx(5000.0)
+
+
+def test_a_lean_estimate_without_lean_runs_starts_from_the_normal_runs_plus_its_cost():
+    run = {"run": "n1", "gpu": "cpu", "params": 27_738_112, "layers": 8, "width": 512, "heads": 8, "context": 1024,
+           "vocab": 4000, "batch": 2, "tokens_per_s": 500.0, "mem_peak_mb": None, "economical": False}
+    kw = dict(gpu="cpu", batch=2, lang="en", measured=[run])
+    normal, lean = estimate(**kw), estimate(**kw, lean_state="on")
+    assert normal.is_measurement and normal.tokens_per_s == pytest.approx(500.0)
+    assert lean.speed.kind == "scaled_measured" and not lean.is_measurement
+    assert "the lean state's cost" in lean.tokens_per_s_source
+    # bitsandbytes' CPU update: ≈ 0.8 s a step for 17 M weights on one thread, added to the step.
+    from app.sizing.combos import LEAN_CPU_S_PER_WEIGHT
+    from app.sizing.gpus import cpu_threads
+
+    step = 2 * 1024 / 500.0 + LEAN_CPU_S_PER_WEIGHT * 27_738_112 / cpu_threads()
+    assert lean.tokens_per_s == pytest.approx(2 * 1024 / step, rel=1e-9)

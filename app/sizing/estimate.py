@@ -122,12 +122,20 @@ def _calibration(ctx: _Ctx, c: Combination) -> tuple[float, str | None]:
 
 def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
     """The speed's basis and tokens/s in combination `c`, its own costs added where the
-    basis is not a run in that lean state (combos.extra_step_seconds)."""
+    basis is not a run in that lean state (combos.extra_step_seconds). With no run in that
+    lean state, the normal mode's runs (plus the costs) beat the card's reference."""
     s, facts = ctx.s, ctx.facts
-    speed = estimate_speed(s, ctx.gpu, economical=c.level, measured=ctx.measured,
-                           local_name=ctx.local_name, lean_state=c.lean_state)
+    kw = dict(economical=c.level, measured=ctx.measured, local_name=ctx.local_name)
+    speed = estimate_speed(s, ctx.gpu, lean_state=c.lean_state, **kw)
+    same_state = speed.kind in MEASURED_KINDS
+    if not same_state and c.lean_state != "off":
+        normal = estimate_speed(s, ctx.gpu, lean_state="off", **kw)
+        if normal.kind in MEASURED_KINDS:
+            speed = dataclasses.replace(normal, kind="scaled_measured", source={
+                "ru": normal.source["ru"] + " (обычное состояние) + цена экономного состояния",
+                "en": normal.source["en"] + " (the normal state) + the lean state's cost"})
     per_step = tokens_per_step(s.batch, facts.cards, s.context)
-    lean_costs = c if speed.kind not in MEASURED_KINDS else Combination(c.level, "off", c.sharded)
+    lean_costs = Combination(c.level, "off", c.sharded) if same_state else c
     threads = cpu_threads() if facts.kind == "cpu" else 1
     extra = extra_step_seconds(lean_costs, param_count(s.layers, s.width, s.context, s.vocab),
                                facts.kind, facts.pcie_gb_s, threads)
