@@ -131,6 +131,56 @@ _ECONOMICAL_NOT_MEASURED = {
 }
 
 
+# The lean training state (trainer/lean.py; run.json training.lean_state: false, true or
+# "offload"). Figures: app.sizing.state's model at the lab's full model (1.67 B weights)
+# and issue 13's measurements; tooltips kept to ≤ 60 characters a line, ≤ 12 lines.
+LEAN_STATES: tuple[str, ...] = ("off", "on", "offload")
+LEAN_STATE_OPTIONS: dict[str, dict[str, str]] = {
+    "off": {"ru": "Обычное", "en": "Normal"},
+    "on": {"ru": "8 бит", "en": "8-bit"},
+    "offload": {"ru": "8 бит в памяти ПК", "en": "8-bit in host memory"},
+}
+LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
+    "off": {
+        "ru": "Веса, градиенты и моменты AdamW в fp32:\n16 байт на вес (1,67 млрд весов — 25 ГБ).\n"
+        "Обычная скорость.",
+        "en": "fp32 weights, gradients and AdamW moments:\n16 bytes a weight (1.67 B weights: 25 GB).\n"
+        "The normal speed.",
+    },
+    "on": {
+        "ru": "Моменты в 8 битах (bitsandbytes), веса в bf16\nбез fp32-копии, шаг внутри обратного\n"
+        "прохода: ≈ 4 байта на вес (1,67 млрд — 6,3 ГБ).\nНа видеокарте почти обычная скорость;\n"
+        "на процессоре шаг заметно медленнее.\nОбрезка градиента — по норме прошлого шага.",
+        "en": "8-bit moments (bitsandbytes), bf16 weights\nwithout an fp32 copy, the step inside the\n"
+        "backward pass: ≈ 4 bytes a weight (1.67 B: 6.3 GB).\nNearly the normal speed on a GPU;\n"
+        "much slower steps on the CPU.\nClipping uses the previous step's norm.",
+    },
+    "offload": {
+        "ru": "Как «8 бит», но моменты ждут в памяти ПК:\nна карте ≈ 2 байта на вес (1,67 млрд — 3,1 ГБ).\n"
+        "Цена — копирование по PCIe каждый шаг:\n≈ 0,27 с на шаг при 1,67 млрд весов,\n"
+        "больше самого шага (≈ 0,15 с).",
+        "en": "As «8-bit», the moments wait in host memory:\n≈ 2 bytes a weight on the card (1.67 B: 3.1 GB).\n"
+        "The price: PCIe copies every step,\n≈ 0.27 s a step at 1.67 B weights,\n"
+        "more than the step itself (≈ 0.15 s).",
+    },
+}
+
+
+def lean_state_level(value: Any) -> str | None:
+    """run.json's `training.lean_state` as a name: false → "off", true → "on", "offload"
+    (and the names themselves) as they are; None for anything else."""
+    if value is None or value is False:
+        return "off"
+    if value is True:
+        return "on"
+    return value if value in LEAN_STATES else None
+
+
+def lean_state_run_value(name: str) -> bool | str:
+    """What run.json gets: false / true / "offload" (trainer.config.lean_mode's words)."""
+    return {"off": False, "on": True}.get(name, name)
+
+
 def economical_level(value: Any) -> str | None:
     """run.json's `training.economical` as a level: false → "off", true → "selective" (what
     a checkbox meant before the levels), a level name as it is; None for anything else."""
@@ -489,6 +539,26 @@ FIELDS: tuple[FieldSpec, ...] = (
             "choose a size» panel shows the memory at the chosen level. A checkpoint saved at "
             "one level continues at any other. "
             "Default: {default}.",
+        },
+    ),
+    FieldSpec(
+        name="lean_state",
+        section="training",
+        kind="choice",
+        path="training.lean_state",
+        default="off",
+        label={"ru": "Экономное состояние", "en": "Lean state"},
+        options=LEAN_STATE_OPTIONS,
+        option_tooltips=LEAN_STATE_OPTION_TOOLTIPS,
+        tooltip={
+            "ru": "Часть «Экономного режима»: сжимает веса,\nградиенты и моменты оптимизатора, а уровни\n"
+            "выше — только промежуточные результаты.\nБольшой модели память нужна именно на это.\n"
+            "Сочетается с любым уровнем; чекпоинт\nпродолжается в любом сочетании.\n"
+            "«Как выбрать размер» назовёт сочетание,\nкоторое помещается. По умолчанию: {default}.",
+            "en": "Part of the «Economical mode»: shrinks the\nweights, gradients and optimizer moments; the\n"
+            "levels above shrink only intermediate results.\nA large model needs memory for exactly this.\n"
+            "Combines with any level; a checkpoint\ncontinues in any combination.\n"
+            "«How to choose a size» names the combination\nthat fits. Default: {default}.",
         },
     ),
 )

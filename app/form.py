@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import fields as F
+from . import form_sizes as sizes
 from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
 from .fields import format_value
+from .form_sizes import SizeRow
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text, duration_text
+from .numbers import count_text
+from .sizing.result import Estimate
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +87,8 @@ class ActiveRun:
 
 
 # The training values the form sets (run_config); the rest keep their defaults.
-_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical")
+_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical",
+                  "lean_state")
 
 
 @dataclass
@@ -120,17 +124,6 @@ class Issue:
     field: str
     level: str  # "error", "warning" or RUNNING
     text: str
-
-
-@dataclass(frozen=True)
-class SizeRow:
-    """One line of the «Как выбрать размер» panel."""
-
-    key: str
-    label: str
-    value: str
-    note: str = ""
-    level: str = "ok"  # ok, warning, error
 
 
 def heads_that_work(width: int, limit: int = 128) -> list[int]:
@@ -188,6 +181,7 @@ class RunForm:
         self.values: dict[str, Any] = F.defaults()
         self.texts: dict[str, str] = {}  # what the user typed where it did not parse
         self.continuing: ContinueFrom | None = None
+        self._estimated: tuple[Any, Estimate | None] | None = None  # (the values' key, their estimate)
         self._start_defaults()
 
     # -- starting points ---------------------------------------------------------------
@@ -249,6 +243,10 @@ class RunForm:
                 node = F.economical_level(node)
                 if node is None:
                     continue
+            if spec.name == "lean_state":
+                node = F.lean_state_level(node)
+                if node is None:
+                    continue
             self.values[spec.name] = list(node) if spec.kind == "multi" else node
             self.texts.pop(spec.name, None)
         target = cfg.get("target") or {}
@@ -304,6 +302,12 @@ class RunForm:
             if level is None:
                 raise ValueError(f"economical must be one of {', '.join(F.ECONOMICAL_LEVELS)}, not {value!r}")
             self.values["economical"] = level
+            return
+        if name == "lean_state":
+            lean = F.lean_state_level(value)
+            if lean is None:
+                raise ValueError(f"lean_state must be one of {', '.join(F.LEAN_STATES)}, not {value!r}")
+            self.values["lean_state"] = lean
             return
         self.values[name] = list(value) if F.spec(name).kind == "multi" else value
 
@@ -542,30 +546,12 @@ class RunForm:
         return out
 
     def _memory_issues(self) -> list[Issue]:
-        """What sizing says about memory: a batch that does not fit the card, and what would."""
-        out: list[Issue] = []
-        v = self.values
+        """Batch does not fit the card in the chosen combination of «Экономный режим»."""
         est = self.estimate()
-        if est is not None:
-            if est.get("fits") is False and not self.locked("batch_per_card"):
-                need = est.get("memory_mb", {}).get("total")
-                have = est.get("card_memory_mb")
-                best = est.get("max_batch")
-                card = gpu_label(v["gpu"])
-                # The economical level at which this very batch fits (None: no level does, e.g.
-                # when the weights and AdamW alone overflow the card), as the panel's advice says.
-                keep = est.get("economical_fits_at")
-                more = F.economical_step_up(self.economical(), to=keep) if keep else ""
-                if best:
-                    hint = t(f"наибольший, что поместится, — {best}", f"the largest that fits is {best}")
-                    hint += t(f", или {more} и оставьте батч", f", or {more} and keep the batch") if more else ""
-                else:
-                    hint = t("не поместится даже батч 1: уменьшите модель", "not even batch 1 fits: shrink the model")
-                    hint += t(f" или {more}", f" or {more}") if more else ""
-                out.append(Issue("batch_per_card", "error", t(
-                    f"Батч {v['batch_per_card']} не помещается в {card} (нужно ≈{_mb(need)} из {_mb(have)} МБ): {hint}",
-                    f"Batch {v['batch_per_card']} does not fit {card} (needs ≈{_mb(need)} of {_mb(have)} MB): {hint}")))
-        return out
+        if est is None or est.fits is not False or self.locked("batch_per_card"):
+            return []
+        return [Issue("batch_per_card", "error",
+                      sizes.batch_issue(est, self.values["batch_per_card"], gpu_label(self.values["gpu"])))]
 
     def _active_run_issues(self) -> list[Issue]:
         if not self.ctx.active_runs or not self.model_ok() or self.prepared_for_selection() is None:
@@ -616,6 +602,10 @@ class RunForm:
         """The chosen economical level: "off", "selective" or "full"."""
         return F.economical_level(self.values["economical"]) or "off"
 
+    def lean_state(self) -> str:
+        """The chosen lean state: "off", "on" or "offload"."""
+        return F.lean_state_level(self.values.get("lean_state")) or "off"
+
     def start_step(self) -> int:
         return self.continuing.step if self.continuing else 0
 
@@ -626,7 +616,7 @@ class RunForm:
             return cards
         return 2 if self.values["gpu"] == "t4x2" else 1
 
-    def estimate(self) -> dict[str, Any] | None:
+    def estimate(self) -> Estimate | None:
         """app.sizing's estimate for the form's values (None while the model is invalid or
         the sizing core is absent). Time is for the steps this run will make."""
         if not self.model_ok():
@@ -643,7 +633,8 @@ class RunForm:
             layers=v["layers"], width=v["width"], heads=v["heads"], context=v["context"],
             vocab=self.vocab(), batch=v["batch_per_card"], gpu=v["gpu"], steps_to=int(v["steps_to"]),
             start_step=self.start_step(), limit_min=v["limit_min"], data_tokens=self.data_tokens(),
-            economical=self.economical(), measured=self.ctx.measured or None, lang=current_language(),
+            economical=self.economical(), lean_state=self.lean_state(),
+            measured=self.ctx.measured or None, lang=current_language(),
             local_name=self.ctx.local_gpu,
             eval_every=int(base_training.get("eval_every") or 200),
             eval_segments=int(base_training.get("eval_segments") or 96),
@@ -653,10 +644,18 @@ class RunForm:
             kwargs["card_memory_mb"] = self.ctx.local_card_memory_mb
         kwargs = {k: val for k, val in kwargs.items() if k in params or any(
             p.kind is p.VAR_KEYWORD for p in params.values())}
+        # Start's checks and every field's messages ask again for the same values: one
+        # estimate (all the economical combinations) per set of values.
+        key = (id(estimate), id(self.ctx.measured), len(self.ctx.measured),
+               json.dumps({k: val for k, val in kwargs.items() if k != "measured"}, sort_keys=True, default=str))
+        if self._estimated is not None and self._estimated[0] == key:
+            return self._estimated[1]
         try:
-            return estimate(**kwargs)
+            result = estimate(**kwargs)
         except (ValueError, KeyError, TypeError):
-            return None
+            result = None
+        self._estimated = (key, result)
+        return result
 
     def size_rows(self) -> list[SizeRow]:
         """The «Как выбрать размер» panel, line by line."""
@@ -664,79 +663,27 @@ class RunForm:
         if not self.model_ok():
             return [SizeRow("params", t("Сколько весов", "How many weights"), "—",
                             t("исправьте поля модели", "fix the model fields"), "error")]
-        est = self.estimate() or {}
+        est = self.estimate()
         n, d, L, V = v["context"], v["width"], v["layers"], self.vocab()
-        params = int(est.get("params") or params_exact(L, d, n, V))
+        params = est.params if est else params_exact(L, d, n, V)
         rows = [SizeRow("params", t("Сколько весов", "How many weights"), format_value(params),
                         f"≈ 12·{L}·{d}² + {V}·{d} + {n}·{d}")]
         batch_ok = isinstance(v["batch_per_card"], int) and v["batch_per_card"] > 0
         if batch_ok:
             cards = self.cards()
-            per_step = int(est.get("tokens_per_step") or v["batch_per_card"] * cards * n)
+            per_step = est.tokens_per_step if est else v["batch_per_card"] * cards * n
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
                                 t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
                                   f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")))
-        data = self.data_tokens()
-        want = 20 * params
-        if data:
-            per_weight = est.get("tokens_per_weight") or data / params
-            level = "ok" if per_weight >= 20 else "warning"
-            pw = f"{per_weight:.1f}" if per_weight >= 1 else f"{per_weight:.2g}"
-            if current_language() == "ru":
-                pw = pw.replace(".", ",")
-            rows.append(SizeRow("data", t("Данные", "Data"),
-                                t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
-                                t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
-                                  f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"),
-                                level))
-        else:
-            rows.append(SizeRow("data", t("Данные", "Data"), "—",
-                                t(f"нужно ≈{count_text(want, sig=2)} токенов (~20 на вес)",
-                                  f"wants ≈{count_text(want, sig=2)} tokens (~20 per weight)"), "warning"))
-        if not est:
+        rows.append(sizes.data_row(est, params, self.data_tokens()))
+        if est is None:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
             return rows
-        steps_to = int(v["steps_to"])
-        source = str(est.get("tokens_per_s_source") or "")
-        speed = est.get("tokens_per_s")
-        speed_t = t(f"{format_value(int(speed))} ток/с", f"{format_value(int(speed))} tok/s") if speed else ""
-        seconds = est.get("seconds_to_steps")
-        if seconds is not None:
-            measured = (est.get("tokens_per_s_basis") or {}).get("kind") == "measured"
-            note = ", ".join(x for x in (source, speed_t) if x)
-            if not measured and not any(w in source.lower() for w in ("оценк", "estimat")):
-                note += t(" — оценка, не замер", " — an estimate, not a measurement")
-            rows.append(SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
-                                "≈ " + duration_text(float(seconds)), note))
-        stop = est.get("limit_stops_at_step")
-        limit_label = t(f"Лимит {format_value(v['limit_min'])} мин", f"Limit {format_value(v['limit_min'])} min")
-        if stop is None:
-            rows.append(SizeRow("limit", limit_label, t("не обрежет", "will not cut it"),
-                                t("прогон успеет дойти до «Шагов до»", "the run reaches «Steps to» in time")))
-        else:
-            at = int(stop)  # a step number on the run's own scale (a continuation's included)
-            rows.append(SizeRow("limit", limit_label, t(f"остановит на шаге ≈{format_value(at)}",
-                                                        f"stops it at step ≈{format_value(at)}"),
-                                t("чекпоинт сохранится; продолжите одной кнопкой",
-                                  "a checkpoint is saved; continue with one click"), "warning"))
-        mem = est.get("memory_mb") or {}
-        have = est.get("card_memory_mb")
-        if mem.get("total") is not None:
-            fits = est.get("fits")
-            of = t(f" из {_mb(have)} МБ", f" of {_mb(have)} MB") if have else ""
-            note = (t("помещается", "fits") if fits else t("не помещается", "does not fit")) if fits is not None else ""
-            if est.get("max_batch"):
-                note += t(f"; наибольший батч ≈{est['max_batch']}", f"; largest batch ≈{est['max_batch']}")
-            rows.append(SizeRow("memory", t("Память на карту", "Memory per card"),
-                                t(f"≈{_mb(mem['total'])} МБ", f"≈{_mb(mem['total'])} MB") + of,
-                                note, "ok" if fits is not False else "error"))
+        rows += [sizes.time_row(est, int(v["steps_to"])), sizes.limit_row(est, v["limit_min"]), *sizes.memory_rows(est)]
         # app.sizing's advice, less what the rows above already say (speed, time, limit).
-        advice = est.get("advice") or []
-        kinds = est.get("advice_kinds") or [""] * len(advice)
-        shown = [s for s, kind in zip(advice, kinds, strict=True) if kind not in ROW_ADVICE_KINDS]
-        for i, sentence in enumerate(shown):
-            rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", str(sentence), "ok"))
+        for i, sentence in enumerate(est.advice_texts(ROW_ADVICE_KINDS)):
+            rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", sentence, "ok"))
         return rows
 
     # -- the result --------------------------------------------------------------------
@@ -752,7 +699,8 @@ class RunForm:
         training.update(
             batch_per_card=int(v["batch_per_card"]), steps_to=int(v["steps_to"]),
             limit_min=v["limit_min"], checkpoint_every_min=v["checkpoint_every_min"], lr=float(v["lr"]),
-            economical=F.economical_run_value(self.economical()))
+            economical=F.economical_run_value(self.economical()),
+            lean_state=F.lean_state_run_value(self.lean_state()))
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}
         else:
@@ -792,10 +740,6 @@ def continue_now(ctx: FormContext, info: ContinueFrom) -> tuple[dict[str, Any] |
     form.continue_from(info)
     blockers = form.start_blockers()
     return (None, blockers) if blockers else (form.run_config(), [])
-
-
-def _mb(x: Any) -> str:
-    return format_value(int(round(float(x)))) if isinstance(x, (int, float)) else "?"
 
 
 def oom_batch(batch: int, advice_batch: int | None) -> int:

@@ -204,9 +204,12 @@ class Lab:
     def measured(self) -> list[dict[str, Any]]:
         """Speeds and memory measured by earlier runs, for the estimates (slow with a long
         history: the window calls it in a thread)."""
+        from .sizing.cpu_rate import measured_with_probe
         from .sizing.history import measured_runs
 
-        return list(measured_runs(self.runs.registry.runs_root))
+        # Nothing known of this CPU's speed: measured now, a few steps in a child process
+        # (this runs in the window's thread, so the window goes on meanwhile).
+        return measured_with_probe(list(measured_runs(self.runs.registry.runs_root)))
 
     @staticmethod
     def take_measured(ctx: FormContext, measured: object) -> None:

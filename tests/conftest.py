@@ -18,6 +18,9 @@ os.environ["CUDA_VISIBLE_DEVICES"] = ""
 # One compute thread for torch in the tests and the trainers they start: on a busy 2-core
 # machine two OpenMP threads contend and a tiny step can take 100× longer.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+# No background CPU rate measurement (app/sizing/cpu_rate.py) from each test's fresh lab;
+# its own tests start it themselves.
+os.environ.setdefault("TERNIT_CPU_PROBE", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -268,8 +268,8 @@ def test_the_sizing_gets_the_chosen_level_and_full_needs_less_memory(ctx, monkey
         est = form.estimate()
         form.start_blockers()  # Start's checks ask the sizing too
         assert seen and set(seen) == {level}
-        assert est["economical"] == level
-        totals[level] = est["memory_mb"]["total"]
+        assert est.combination.level == level and est.combination.lean_state == "off"
+        totals[level] = est.memory.total
     assert totals["full"] < totals["selective"] < totals["off"]
 
 
@@ -278,26 +278,29 @@ def _advice_at(form: RunForm) -> str:
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
-def test_memory_advice_names_the_next_level_or_nothing(ctx, lang):
+def test_memory_advice_names_the_next_level_then_the_lean_state(ctx, lang):
     set_language(lang)
     form = RunForm(ctx)
     form.set("gpu", "t4x2")
     turn_on = "включите экономный режим" if lang == "ru" else "turn on the economical mode"
     go_full = "выберите полный уровень" if lang == "ru" else "choose the full economical level"
-    for level, want in (("off", turn_on), ("selective", go_full), ("full", None)):
+    lean = "выберите экономное состояние «8 бит»" if lang == "ru" else "choose the lean state «8-bit»"
+    for level, want in (("off", turn_on), ("selective", go_full), ("full", lean)):
         form.set("economical", level)
         form.set("batch_per_card", 6)
-        form.set("batch_per_card", form.estimate()["max_batch"] + 1)  # just too big at this level
+        form.set("batch_per_card", form.estimate().max_batch + 1)  # just too big at this level
         est = form.estimate()
-        assert est["fits"] is False
+        assert est.fits is False
         advice = _advice_at(form)
-        if want:
-            assert want in advice, (level, advice)
-        else:
-            assert "экономн" not in advice and "economical" not in advice, advice
-        if level != "full":
-            other = go_full if want == turn_on else turn_on
+        assert want in advice, (level, advice)
+        for other in {turn_on, go_full, lean} - {want}:
             assert other not in advice
+        # Taking the advice: the same batch fits in the combination it names.
+        assert est.fits_with is not None and est.fits_with.level in ("selective", "full")
+        form.set("economical", est.fits_with.level)
+        form.set("lean_state", est.fits_with.lean_state)
+        assert form.estimate().fits is True
+        form.set("lean_state", "off")
 
 
 def batch_1_on_t4x2(ctx, lang: str, width: str, layers: str) -> RunForm:

@@ -212,7 +212,7 @@ def analyse(runs: dict[str, list[dict[str, Any]]], econ: list[dict[str, Any]], g
             if src == dst:
                 continue
             kw = _estimate_kw(by_name[dst], gpu)
-            pred = estimate(measured=[measured[src]["entry"]], **kw)["tokens_per_s"]
+            pred = estimate(measured=[measured[src]["entry"]], **kw).tokens_per_s
             meas = measured[dst]["entry"]["tokens_per_s"]
             fl_src, fl_dst = (_flops(by_name[x]) for x in (src, dst))
             plain = measured[src]["entry"]["tokens_per_s"] * fl_src / fl_dst
@@ -222,12 +222,12 @@ def analyse(runs: dict[str, list[dict[str, Any]]], econ: list[dict[str, Any]], g
     for dst in measured:
         others = [measured[o]["entry"] for o in measured if o != dst]
         kw = _estimate_kw(by_name[dst], gpu)
-        got = estimate(measured=others, **kw)
+        got = estimate(measured=others, **kw).as_json()
         meas = measured[dst]["entry"]["tokens_per_s"]
         near = nearest_measured(_shape(by_name[dst]), gpu, "off", others)
         if near is None:
             continue
-        near_pred = estimate(measured=[near[0]], **kw)["tokens_per_s"]
+        near_pred = estimate(measured=[near[0]], **kw).tokens_per_s
         fit = got["tokens_per_s_fit"]
         loo.append({"size": dst, "measured": meas, "predicted": got["tokens_per_s"],
                     "error": got["tokens_per_s"] / meas - 1, "kind": got["tokens_per_s_basis"]["kind"],
@@ -238,7 +238,7 @@ def analyse(runs: dict[str, list[dict[str, Any]]], econ: list[dict[str, Any]], g
     for name in measured:
         s = _shape(by_name[name])
         pred = estimate(layers=s.layers, width=s.width, heads=s.heads, context=s.context, vocab=s.vocab,
-                        batch=s.batch, gpu=gpu, steps_to=100, lang="en", card_memory_mb=1e9)["tokens_per_s"]
+                        batch=s.batch, gpu=gpu, steps_to=100, lang="en", card_memory_mb=1e9).tokens_per_s
         no_measure.append({"size": name, "predicted": pred, "measured": measured[name]["entry"]["tokens_per_s"],
                            "error": pred / measured[name]["entry"]["tokens_per_s"] - 1})
     mem_rows = []

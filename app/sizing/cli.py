@@ -1,7 +1,8 @@
 """`ternit estimate`: the sizing panel without the window (the same numbers, same dict).
 
     ternit estimate --layers 8 --width 512 --heads 8 --context 1024 --vocab 4000 --batch 6 \
-        --gpu t4x2 --steps-to 20000 [--limit-min 630] [--data-tokens N] [--economical] [--json]
+        --gpu t4x2 --steps-to 20000 [--limit-min 630] [--data-tokens N] [--json] \
+        [--economical [off|selective|full|auto]] [--lean-state off|on|offload] [--sharding]
     ternit estimate --plateau RUN_DIR [--json]     # has validation reached a plateau?
 
 Measured runs in the lab's runs folder (or --runs DIR) calibrate speed and memory unless
@@ -25,6 +26,8 @@ from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events
 from .memory import ECONOMICAL
 from .plateau import plateau
+from .result import Estimate
+from .state import LEAN_STATES
 
 
 def parser() -> argparse.ArgumentParser:
@@ -55,9 +58,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--constellations", default=None, metavar="A,B",
                    help=t("посчитать данные этих созвездий (подготовленные найдутся или подготовятся)",
                           "count these constellations' data (found prepared, or prepared now)"))
-    p.add_argument("--economical", nargs="?", const="selective", default="off", choices=ECONOMICAL,
-                   help=t("экономный режим (selective, если без значения, или full)",
-                          "economical mode (selective when given alone, or full)"))
+    p.add_argument("--economical", nargs="?", const="selective", default="off", choices=(*ECONOMICAL, "auto"),
+                   help=t("экономный режим (selective, если без значения, или full); auto — самое быстрое "
+                          "сочетание уровня и состояния, что помещается на карту",
+                          "economical mode (selective when given alone, or full); auto: the fastest "
+                          "combination of level and state that fits the card"))
+    p.add_argument("--lean-state", choices=LEAN_STATES, default="off",
+                   help=t("экономное состояние: on — моменты в 8 битах и веса в bf16, offload — ещё и "
+                          "моменты в памяти ПК (off)",
+                          "lean training state: on, 8-bit moments and bf16 weights; offload, the moments "
+                          "in host memory too (off)"))
+    p.add_argument("--sharding", action="store_true",
+                   help=t("разделить состояние между картами цели (FSDP2, training.sharding)",
+                          "shard the state over the target's cards (FSDP2, training.sharding)"))
     p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
                    help=t("точность вычислений (auto)", "precision (auto)"))
     p.add_argument("--card-memory-mb", type=float, default=None, metavar="MIB",
@@ -88,44 +101,54 @@ def _plateau_of(run_dir: Path, data_tokens: int | None, lang: str) -> dict[str, 
     return plateau(points, params=params, data_tokens=data_tokens, lang=lang)
 
 
-def human(e: dict[str, Any], lang: str) -> str:
-    mem = e["memory_mb"]
+MEMORY_ROWS = (
+    ("weights", "веса", "weights"), ("gradients", "градиенты", "gradients"),
+    ("optimizer", "оптимизатор (моменты AdamW)", "optimizer (AdamW's moments)"),
+    ("optimizer_host", "оптимизатор в памяти ПК", "optimizer in host memory"),
+    ("ddp_buckets", "буферы DDP", "DDP buckets"), ("sharded_buffers", "буферы FSDP2", "FSDP2 buffers"),
+    ("autocast_copies", "16-битные копии весов", "16-bit weight copies"),
+    ("activations", "активации", "activations"), ("loss_and_recompute", "потери / пересчёт", "loss / recompute"),
+    ("allocated_peak", "пик, выделяет программа", "peak the program allocates"),
+    ("framework", "фреймворк (контекст CUDA, кэш)", "framework (CUDA context, cache)"),
+    ("total", "всего на карте", "total on the card"),
+)
+
+
+def human(e: Estimate, lang: str) -> str:
+    speed_note = "" if e.is_measurement else t(" — оценка", " — an estimate", lang)
     rows = [
-        (t("Весов", "Weights", lang), int_text(e["params"], lang)),
-        (t("Вычислений на токен", "FLOPs per token", lang), count_text(e["flops_per_token"], lang)),
-        (t("Токенов за шаг", "Tokens per step", lang), int_text(e["tokens_per_step"], lang)),
-        (t("Скорость, токенов/с", "Speed, tokens/s", lang), f"{int_text(round(e['tokens_per_s']), lang)}  ({e['tokens_per_s_source']})"),
-        (t("Время", "Time", lang), duration_text(e["seconds_to_steps"], lang)),
+        (t("Весов", "Weights", lang), int_text(e.params, lang)),
+        (t("Вычислений на токен", "FLOPs per token", lang), count_text(e.flops_per_token, lang)),
+        (t("Токенов за шаг", "Tokens per step", lang), int_text(e.tokens_per_step, lang)),
+        (t("Скорость, токенов/с", "Speed, tokens/s", lang),
+         f"{int_text(round(e.tokens_per_s), lang)}  ({e.tokens_per_s_source})"),
+        (t("Время", "Time", lang), duration_text(e.seconds_to_steps, lang) + speed_note),
         (t("Лимит остановит на шаге", "Limit stops at step", lang),
-         "—" if e["limit_stops_at_step"] is None else int_text(e["limit_stops_at_step"], lang)),
+         "—" if e.limit_stops_at_step is None else int_text(e.limit_stops_at_step, lang)),
+        (t("Экономный режим", "Economical mode", lang),
+         e.combination.text(lang) + (t(" (подобрано)", " (picked)", lang) if e.auto else "")),
     ]
-    for key, ru, en in (("weights", "веса", "weights"), ("gradients", "градиенты", "gradients"),
-                        ("optimizer", "AdamW", "AdamW"), ("ddp_buckets", "буферы DDP", "DDP buckets"),
-                        ("autocast_copies", "16-битные копии весов", "16-bit weight copies"),
-                        ("activations", "активации", "activations"),
-                        ("loss_and_recompute", "потери / пересчёт", "loss / recompute"),
-                        ("allocated_peak", "пик, выделяет программа", "peak the program allocates"),
-                        ("framework", "фреймворк (контекст CUDA, кэш)", "framework (CUDA context, cache)"),
-                        ("total", "всего на карте", "total on the card")):
-        if mem[key]:
-            rows.append((t("Память: ", "Memory: ", lang) + t(ru, en, lang), mb_text(mem[key], lang)))
-    card = "—" if e["card_memory_mb"] is None else mb_text(e["card_memory_mb"], lang)
+    for key, ru, en in MEMORY_ROWS:
+        value = getattr(e.memory, key)
+        if value:
+            rows.append((t("Память: ", "Memory: ", lang) + t(ru, en, lang), mb_text(value, lang)))
+    card = "—" if e.card_memory_mb is None else mb_text(e.card_memory_mb, lang)
     rows.append((t("Память карты", "Card memory", lang), card))
-    fits = {True: t("да", "yes", lang), False: t("нет", "no", lang), None: "?"}[e["fits"]]
-    if e["max_batch"] is None:
+    fits = {True: t("да", "yes", lang), False: t("нет", "no", lang), None: "?"}[e.fits]
+    if e.max_batch is None:
         best = ""
-    elif e["max_batch"] == 0:  # the weights and optimizer alone overflow the card
+    elif e.max_batch == 0:  # the weights and optimizer alone overflow the card
         best = t(" (даже батч 1 не помещается)", " (not even batch 1 fits)", lang)
     else:
-        best = t(f" (наибольший батч {e['max_batch']})", f" (largest batch {e['max_batch']})", lang)
+        best = t(f" (наибольший батч {e.max_batch})", f" (largest batch {e.max_batch})", lang)
     rows.append((t("Помещается", "Fits", lang), fits + best))
-    if e["tokens_per_weight"] is not None:
-        per = f"{e['tokens_per_weight']:.1f}"
+    if e.tokens_per_weight is not None:
+        per = f"{e.tokens_per_weight:.1f}"
         rows.append((t("Токенов на вес", "Tokens per weight", lang), per.replace(".", ",") if lang == "ru" else per))
     width = max(len(r[0]) for r in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines.append("")
-    lines += [f"• {a}" for a in e["advice"]]
+    lines += [f"• {a}" for a in e.advice_texts()]
     return "\n".join(lines)
 
 
@@ -180,11 +203,11 @@ def main(argv: list[str]) -> int:
             layers=args.layers, width=args.width, heads=args.heads, context=args.context,
             vocab=vocab or 4000, batch=args.batch, gpu=args.gpu, steps_to=args.steps_to,
             start_step=args.start_step, limit_min=args.limit_min, data_tokens=data_tokens,
-            economical=args.economical, precision=args.precision, measured=measured, lang=lang,
-            card_memory_mb=args.card_memory_mb,
+            economical=args.economical, lean_state=args.lean_state, sharded=args.sharding,
+            precision=args.precision, measured=measured, lang=lang, card_memory_mb=args.card_memory_mb,
         )
     except ValueError as err:  # estimate() words its errors in `lang`
         print(f"ternit estimate: {err}", file=sys.stderr)
         return 2
-    print(json.dumps(e, ensure_ascii=False) if args.json else human(e, lang))
+    print(json.dumps(e.as_json(), ensure_ascii=False) if args.json else human(e, lang))
     return 0

@@ -1,21 +1,35 @@
-"""The «Как выбрать размер» panel's numbers: one dict, the same the `ternit estimate --json`
-prints. Everything here is arithmetic on the form's fields (no torch, no Qt)."""
+"""The «Как выбрать размер» panel's numbers: one Estimate (result.py), whose as_json() is
+what `ternit estimate --json` prints. Everything here is arithmetic on the form's fields
+(no torch, no Qt)."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from ..fields import economical_step_up
 from ..i18n import current_language
-from ..numbers import count_text, duration_text, int_text, mb_text, plural_ru
+from .advice import advice
+from .combos import Combination, combinations, extra_step_seconds
 from .formulas import Shape, flops_per_token, param_count, tokens_per_step
-from .gpus import GPUS, GpuFacts, local_card, ram_mb
-from .memory import ECONOMICAL, MiB, cublas_workspace_bytes, economical_level, estimate_memory
+from .gpus import GPUS, GpuFacts, cpu_threads, local_card, ram_mb
+from .memory import (
+    ECONOMICAL,
+    Memory,
+    MiB,
+    cublas_workspace_bytes,
+    economical_level,
+    estimate_memory,
+)
+from .result import Estimate, MemoryMb, Option
 from .speed import Speed, estimate_speed, measured_shape, nearest_measured
+from .state import lean_state_name
 
 TOKENS_PER_WEIGHT = 20  # the guide: about 20 tokens of data per weight
 MAX_BATCH_SEARCH = 65_536
+# Speeds from runs in the asked lean state already include its costs.
+MEASURED_KINDS = ("measured", "fitted_measured", "scaled_measured")
 
 
 def _t(lang: str, ru: str, en: str) -> str:
@@ -61,19 +75,180 @@ def _workspace(facts: GpuFacts, cc: tuple[int, int] | None) -> int:
     return cublas_workspace_bytes(cc or facts.compute_capability or (0, 0))
 
 
-def _calibration(s: Shape, gpu: str, level: str, precision: str, cards: int,
-                 measured: Iterable[dict[str, Any]] | None, workspace: int = 0) -> tuple[float, str | None]:
-    """measured mem_peak_mb / this model's prediction for the nearest measured run."""
-    near = nearest_measured(s, gpu, level, measured, key="mem_peak_mb")
+@dataclass(frozen=True)
+class _Ctx:
+    """What every combination's figures are computed from."""
+
+    s: Shape
+    gpu: str
+    facts: GpuFacts
+    precision: str
+    card_mb: float | None
+    local_name: str | None
+    workspace: int
+    measured: list[dict[str, Any]]
+    lang: str
+
+    @property
+    def device(self) -> str:
+        return "cpu" if self.facts.kind == "cpu" else "gpu"
+
+    def memory(self, c: Combination, batch: int | None = None) -> Memory:
+        s = self.s if batch is None else dataclasses.replace(self.s, batch=batch)
+        return estimate_memory(s, self.precision, self.facts.cards, c.level, self.workspace,
+                               c.lean_state, c.sharded, self.device)
+
+    def fits(self, allocated_mb: float) -> bool | None:
+        if self.card_mb is None:
+            return None
+        return allocated_mb + _framework_mb(self.facts, allocated_mb) <= self.card_mb
+
+
+def _calibration(ctx: _Ctx, c: Combination) -> tuple[float, str | None]:
+    """measured mem_peak_mb / this model's prediction for the nearest measured run in the
+    same level and lean state."""
+    near = nearest_measured(ctx.s, ctx.gpu, c.level, ctx.measured, key="mem_peak_mb", lean=c.lean_state)
     if near is None:
         return 1.0, None
     m, _ = near
-    pred = estimate_memory(measured_shape(m), precision, cards, level, workspace)
+    pred = estimate_memory(measured_shape(m), ctx.precision, ctx.facts.cards, c.level, ctx.workspace,
+                           c.lean_state, c.sharded, ctx.device)
     # The trainer measures every step on a GPU, only the first step on the CPU.
-    pred_mb = (pred.first_step_peak if GPUS[gpu].kind == "cpu" else pred.peak) / MiB
+    pred_mb = (pred.first_step_peak if ctx.facts.kind == "cpu" else pred.peak) / MiB
     if pred_mb <= 0:
         return 1.0, None
     return float(m["mem_peak_mb"]) / pred_mb, str(m.get("run", "?"))
+
+
+def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
+    """The speed's basis and tokens/s in combination `c`, its own costs added where the
+    basis is not a run in that lean state (combos.extra_step_seconds). With no run in that
+    lean state, the normal mode's runs (plus the costs) beat the card's reference."""
+    s, facts = ctx.s, ctx.facts
+    kw = dict(economical=c.level, measured=ctx.measured, local_name=ctx.local_name)
+    speed = estimate_speed(s, ctx.gpu, lean_state=c.lean_state, **kw)
+    same_state = speed.kind in MEASURED_KINDS
+    if not same_state and c.lean_state != "off":
+        normal = estimate_speed(s, ctx.gpu, lean_state="off", **kw)
+        if normal.kind in MEASURED_KINDS:
+            speed = dataclasses.replace(normal, kind="scaled_measured", source={
+                "ru": normal.source["ru"] + " (обычное состояние) + цена экономного состояния",
+                "en": normal.source["en"] + " (the normal state) + the lean state's cost"})
+    per_step = tokens_per_step(s.batch, facts.cards, s.context)
+    lean_costs = Combination(c.level, "off", c.sharded) if same_state else c
+    threads = cpu_threads() if facts.kind == "cpu" else 1
+    extra = extra_step_seconds(lean_costs, param_count(s.layers, s.width, s.context, s.vocab),
+                               facts.kind, facts.pcie_gb_s, threads)
+    return speed, per_step / (per_step / speed.tokens_per_s + extra)
+
+
+def _option(ctx: _Ctx, c: Combination) -> Option:
+    factor, _ = _calibration(ctx, c)
+    alloc = ctx.memory(c).peak / MiB * factor
+    return Option(c, alloc, alloc + _framework_mb(ctx.facts, alloc), ctx.fits(alloc), _speed(ctx, c)[1])
+
+
+def _fastest_fitting(options: Iterable[Option]) -> Option | None:
+    fitting = [o for o in options if o.fits]
+    return max(fitting, key=lambda o: o.tokens_per_s) if fitting else None
+
+
+def _choose(options: list[Option], wanted: Combination | None) -> Option:
+    """The wanted combination, or (auto) the fastest that fits, else the lightest."""
+    if wanted is not None:
+        return next(o for o in options if o.combination == wanted)
+    return _fastest_fitting(options) or min(options, key=lambda o: o.total_mb)
+
+
+def _fits_with(options: list[Option], chosen: Option) -> Combination | None:
+    """When the chosen combination does not fit: a higher level with the same state if one
+    fits (the cheapest step), else the fastest combination that fits; None: none does."""
+    if chosen.fits is not False:
+        return None
+    c = chosen.combination
+    for o in options:
+        oc = o.combination
+        if (oc.lean_state, oc.sharded) == (c.lean_state, c.sharded) and ECONOMICAL.index(oc.level) > ECONOMICAL.index(
+                c.level) and o.fits:
+            return oc
+    best = _fastest_fitting(options)
+    return None if best is None else best.combination
+
+
+def _max_batch(ctx: _Ctx, c: Combination, factor: float) -> int:
+    """The largest batch per card whose total fits (0: not even batch 1). Memory grows
+    with the batch, so a doubling search then a bisection finds it exactly."""
+
+    def fits(b: int) -> bool:
+        return bool(ctx.fits(ctx.memory(c, b).peak / MiB * factor))
+
+    if not fits(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= MAX_BATCH_SEARCH and fits(hi):
+        lo, hi = hi, hi * 2
+    if hi > MAX_BATCH_SEARCH:
+        return lo
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def _memory_mb(mem: Memory, factor: float, facts: GpuFacts) -> MemoryMb:
+    alloc = mem.peak / MiB * factor
+    framework = _framework_mb(facts, alloc)
+    return MemoryMb(
+        weights=mem.weights / MiB, gradients=mem.gradients / MiB, optimizer=mem.optimizer / MiB,
+        optimizer_host=mem.optimizer_host / MiB, ddp_buckets=mem.ddp_buckets / MiB,
+        sharded_buffers=mem.sharded_buffers / MiB, autocast_copies=mem.autocast_copies / MiB,
+        activations=mem.activations / MiB,
+        loss_and_recompute=max(mem.loss_backward, mem.loss_forward, mem.recompute) / MiB,
+        cublas_workspace=mem.cublas_workspace / MiB, allocated_peak=alloc, framework=framework,
+        total=alloc + framework,
+    )
+
+
+def _wanted(economical: bool | str, lean_state: bool | str, sharded: bool) -> Combination | None:
+    """The asked combination; None for `economical="auto"`."""
+    if economical == "auto":
+        return None
+    return Combination(economical_level(economical), lean_state_name(lean_state), sharded)
+
+
+def _context(gpu: str, s: Shape, precision: str, measured: Iterable[dict[str, Any]] | None, lang: str,
+             card_memory_mb: Any, local_name: str | None) -> _Ctx:
+    if gpu not in GPUS:
+        raise ValueError(f"unknown gpu {gpu!r} (known: {', '.join(GPUS)})")
+    s.check(lang)
+    facts = GPUS[gpu]
+    card_mb, found_name, cc = _card_memory(gpu, facts, card_memory_mb)
+    return _Ctx(s, gpu, facts, _precision(precision, facts, cc), card_mb, local_name or found_name,
+                _workspace(facts, cc), list(measured or []), lang)
+
+
+def _timing(ctx: _Ctx, tps: float, steps_to: int, start_step: int, limit_min: float | None,
+            eval_every: int, eval_segments: int) -> tuple[float, float, int | None]:
+    """(seconds to steps_to, of which evaluation, the step the limit stops at or None)."""
+    lang, s = ctx.lang, ctx.s
+    if steps_to < 1 or start_step < 0 or steps_to <= start_step:
+        raise ValueError(_t(lang, f"«Шагов до» должно быть больше начального шага ({start_step}), а не {steps_to}",
+                            f"steps_to must be above the start step ({start_step}), not {steps_to}"))
+    steps = steps_to - start_step
+    train_s = steps * tokens_per_step(s.batch, ctx.facts.cards, s.context) / tps
+    # Evaluation: eval_segments sequences of n tokens, forward only (≈ ⅓ of a training
+    # token's cost), every eval_every steps and at the end.
+    evals = steps // eval_every + (1 if steps_to % eval_every else 0)
+    eval_s = evals * eval_segments * s.context / 3 / tps
+    seconds = train_s + eval_s
+    limit_step = None
+    if limit_min is not None:
+        if limit_min <= 0:
+            raise ValueError(_t(lang, f"лимит должен быть больше 0 минут, а не {limit_min:g}",
+                                f"limit_min must be above 0, not {limit_min:g}"))
+        if limit_min * 60 < seconds:
+            limit_step = start_step + int(limit_min * 60 / (seconds / steps))
+    return seconds, eval_s, limit_step
 
 
 def estimate(
@@ -89,6 +264,8 @@ def estimate(
     limit_min: float | None = None,
     data_tokens: int | None = None,
     economical: bool | str = False,
+    lean_state: bool | str = "off",
+    sharded: bool = False,
     precision: str = "auto",
     measured: Iterable[dict[str, Any]] | None = None,
     lang: str | None = None,
@@ -97,229 +274,45 @@ def estimate(
     start_step: int = 0,
     eval_every: int = 200,
     eval_segments: int = 96,
-) -> dict[str, Any]:
+) -> Estimate:
     """Weights, compute, speed, time, memory and data for a run, with advice sentences.
 
-    `steps_to` is the step the run ends at; `start_step` the step it starts from (a
-    continued run), so the time is for steps_to − start_step steps and
+    `economical` is a level (or true/false), or "auto": the fastest combination of level ×
+    `lean_state` × sharding (FSDP2 over a multi-card target's cards) that fits the card, the
+    lightest when none does. `steps_to` is the step the run ends at; `start_step` the step
+    it starts from (a continued run), so the time is for steps_to − start_step steps and
     `limit_stops_at_step` is a step number on the same scale. `card_memory_mb` (MiB, or a
     callable giving it) overrides the card's memory: the window passes the local card's
     total from NVML. Raises ValueError for a shape the trainer would refuse."""
     lang = lang or current_language()
-    if gpu not in GPUS:
-        raise ValueError(f"unknown gpu {gpu!r} (known: {', '.join(GPUS)})")
     s = Shape(layers, width, heads, context, vocab, batch)
-    s.check(lang)
-    if steps_to < 1 or start_step < 0 or steps_to <= start_step:
-        raise ValueError(_t(lang, f"«Шагов до» должно быть больше начального шага ({start_step}), а не {steps_to}",
-                            f"steps_to must be above the start step ({start_step}), not {steps_to}"))
-    measured = list(measured or [])
-    facts = GPUS[gpu]
-    level = economical_level(economical)
-    card_mb, found_name, cc = _card_memory(gpu, facts, card_memory_mb)
-    local_name = local_name or found_name
-    prec = _precision(precision, facts, cc)
-    cards = facts.cards
-
+    ctx = _context(gpu, s, precision, measured, lang, card_memory_mb, local_name)
+    wanted = _wanted(economical, lean_state, sharded)
+    options = [_option(ctx, c) for c in combinations(ctx.facts.cards)]
+    if wanted is not None and wanted not in (o.combination for o in options):
+        raise ValueError(_t(lang, "разделить состояние можно только между несколькими картами",
+                            "the state can be sharded only over several cards"))
+    chosen = _choose(options, wanted)
+    c = chosen.combination
+    speed, tps = _speed(ctx, c)
+    seconds, eval_s, limit_step = _timing(ctx, tps, steps_to, start_step, limit_min, eval_every, eval_segments)
+    factor, calib_run = _calibration(ctx, c)
+    mem = ctx.memory(c)
     params = param_count(layers, width, context, vocab)
-    fpt = flops_per_token(layers, width, context, vocab)
-    tps_step = tokens_per_step(batch, cards, context)
-
-    speed: Speed = estimate_speed(s, gpu, economical=level, measured=measured, local_name=local_name)
-    tps = speed.tokens_per_s
+    per_step = tokens_per_step(batch, ctx.facts.cards, context)
     steps = steps_to - start_step
-    train_s = steps * tps_step / tps
-    # Evaluation: eval_segments sequences of n tokens, forward only (≈ ⅓ of a training
-    # token's cost), every eval_every steps and at the end.
-    evals = steps // eval_every + (1 if steps_to % eval_every else 0)
-    eval_s = evals * eval_segments * context / 3 / tps
-    seconds = train_s + eval_s
-    per_step_s = seconds / steps
-    limit_step = None
-    if limit_min is not None:
-        if limit_min <= 0:
-            raise ValueError(_t(lang, f"лимит должен быть больше 0 минут, а не {limit_min:g}",
-                                f"limit_min must be above 0, not {limit_min:g}"))
-        if limit_min * 60 < seconds:
-            limit_step = start_step + int(limit_min * 60 / per_step_s)
-
-    ws = _workspace(facts, cc)
-    mem = estimate_memory(s, prec, cards, level, ws)
-    factor, calib_run = _calibration(s, gpu, level, prec, cards, measured, ws)
-    alloc_mb = mem.peak / MiB * factor
-    framework_mb = _framework_mb(facts, alloc_mb)
-    total_mb = alloc_mb + framework_mb
-    memory_mb = {
-        "weights": mem.weights / MiB,
-        "gradients": mem.gradients / MiB,
-        "optimizer": mem.optimizer / MiB,
-        "ddp_buckets": mem.ddp_buckets / MiB,
-        "autocast_copies": mem.autocast_copies / MiB,
-        "activations": mem.activations / MiB,
-        "loss_and_recompute": max(mem.loss_backward, mem.loss_forward, mem.recompute) / MiB,
-        "cublas_workspace": mem.cublas_workspace / MiB,
-        "allocated_peak": alloc_mb,
-        "framework": framework_mb,
-        "total": total_mb,
-    }
-    fits = None if card_mb is None else total_mb <= card_mb
-    max_batch = None if card_mb is None else _max_batch(s, prec, cards, level, facts, factor, card_mb, ws)
-    # The lowest economical level above the chosen one at which this batch would fit, so
-    # the advice names a level that helps (none at "full": the mode has no more to give).
-    econ_fix = None
-    if fits is False:
-        for higher in ECONOMICAL[ECONOMICAL.index(level) + 1:]:
-            e = estimate_memory(s, prec, cards, higher, ws).peak / MiB * factor
-            if e + _framework_mb(facts, e) <= card_mb:  # type: ignore[operator]
-                econ_fix = higher
-                break
-
-    out: dict[str, Any] = {
-        "gpu": gpu,
-        "gpu_label": facts.label[lang],
-        "cards": cards,
-        "precision": prec,
-        "economical": level,
-        "params": params,
-        "flops_per_token": fpt,
-        "tokens_per_step": tps_step,
-        "tokens_per_s": tps,
-        "tokens_per_s_source": speed.source[lang],
-        "tokens_per_s_basis": {"kind": speed.kind, "run": speed.run, "is_measurement": speed.kind == "measured"},
-        # For "fitted_measured": the runs fitted (nearest first), the fixed part of a step
-        # and its share of this shape's step. None otherwise.
-        "tokens_per_s_fit": None if speed.fit is None else {
-            "runs": list(speed.fit.runs),
-            "fixed_ms_per_step": speed.fit.fixed_s * 1000,
-            "fixed_share": speed.fit.fixed_s * tps / tps_step,
-        },
-        "steps": steps,
-        "seconds_to_steps": seconds,
-        "eval_seconds": eval_s,
-        "limit_stops_at_step": limit_step,
-        "memory_mb": memory_mb,
-        "memory_peak_phase": mem.peak_phase,
-        "memory_calibration": {"factor": factor, "run": calib_run},
-        "card_memory_mb": card_mb,
-        "fits": fits,
-        "max_batch": max_batch,
-        "economical_fits_at": econ_fix,
-        "tokens_wanted": TOKENS_PER_WEIGHT * params,
-        "tokens_read": steps * tps_step,
-        "data_tokens": data_tokens,
-        "tokens_per_weight": None,
-        "passes": None,
-    }
-    if data_tokens:
-        out["tokens_per_weight"] = data_tokens / params
-        out["passes"] = steps * tps_step / data_tokens
-    advice = _advice(out, s, facts, lang, limit_min, econ_fix, local_name)
-    out["advice"] = [text for _, text in advice]
-    # What each sentence is about (speed, time, limit, memory, data, passes), so a view
-    # that shows some of them as rows of its own can leave those out of the advice.
-    out["advice_kinds"] = [kind for kind, _ in advice]
-    return out
-
-
-def _max_batch(s: Shape, prec: str, cards: int, level: str, facts: GpuFacts, factor: float, card_mb: float,
-               workspace: int = 0) -> int:
-    """The largest batch per card whose total fits (0: not even batch 1). Memory grows
-    with the batch, so a doubling search then a bisection finds it exactly."""
-
-    def fits(b: int) -> bool:
-        sb = Shape(s.layers, s.width, s.heads, s.context, s.vocab, b)
-        alloc = estimate_memory(sb, prec, cards, level, workspace).peak / MiB * factor
-        return alloc + _framework_mb(facts, alloc) <= card_mb
-
-    if not fits(1):
-        return 0
-    lo, hi = 1, 2
-    while hi <= MAX_BATCH_SEARCH and fits(hi):
-        lo, hi = hi, hi * 2
-    if hi > MAX_BATCH_SEARCH:
-        return lo
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
-
-
-def _advice(e: dict[str, Any], s: Shape, facts: GpuFacts, lang: str, limit_min: float | None,
-            econ_fix: str | None, local_name: str | None) -> list[tuple[str, str]]:
-    out: list[tuple[str, str]] = []
-    card = facts.on[lang] if facts.name != "local" or not local_name else _t(lang, "на ", "on ") + local_name
-    # Speed and time.
-    kind = e["tokens_per_s_basis"]["kind"]
-    speed = int_text(int(round(e["tokens_per_s"], -2 if e["tokens_per_s"] >= 1000 else 0)), lang)
-    note = "" if kind == "measured" else _t(lang, " — оценка, не замер", " — an estimate, not a measurement")
-    out.append(("speed", _t(lang,
-        f"Скорость ≈ {speed} токенов/с {card} ({e['tokens_per_s_source']}){note}.",
-        f"Speed ≈ {speed} tokens/s {card} ({e['tokens_per_s_source']}){note}.")))
-    out.append(("time", _t(lang,
-        f"{int_text(e['steps'], lang)} {plural_ru(e['steps'], 'шаг', 'шага', 'шагов')} по {int_text(e['tokens_per_step'], lang)} "
-        f"{plural_ru(e['tokens_per_step'], 'токену', 'токена', 'токенов')} займут ≈ {duration_text(e['seconds_to_steps'], lang)}.",
-        f"{int_text(e['steps'], lang)} steps of {int_text(e['tokens_per_step'], lang)} tokens take ≈ {duration_text(e['seconds_to_steps'], lang)}.")))
-    if e["limit_stops_at_step"] is not None and limit_min is not None:
-        out.append(("limit", _t(lang,
-            f"Лимит {limit_min:g} мин остановит обучение около шага {int_text(e['limit_stops_at_step'], lang)}: "
-            "продолжите с чекпоинта или уменьшите «Шагов до».",
-            f"The {limit_min:g}-min limit stops training near step {int_text(e['limit_stops_at_step'], lang)}: "
-            "continue from the checkpoint or lower «Steps to».")))
-    # Memory.
-    mem, have = e["memory_mb"], e["card_memory_mb"]
-    calib = e["memory_calibration"]
-    cal = "" if calib["run"] is None else _t(lang,
-        f" (поправлено по замеру прогона {calib['run']}, ×{calib['factor']:.2f})".replace(".", ","),
-        f" (corrected by run {calib['run']}'s measurement, ×{calib['factor']:.2f})")
-    parts = _t(lang,
-        f"выделит программа {mb_text(mem['allocated_peak'], lang)}{cal}, ещё {mb_text(mem['framework'], lang)} — сам фреймворк",
-        f"the program allocates {mb_text(mem['allocated_peak'], lang)}{cal}, the framework itself {mb_text(mem['framework'], lang)} more")
-    if have is None:
-        out.append(("memory", _t(lang,
-            f"Память: ≈ {mb_text(mem['total'], lang)} ({parts}); объём карты неизвестен — проверьте, что она видна системе.",
-            f"Memory: ≈ {mb_text(mem['total'], lang)} ({parts}); the card's memory is unknown — check that the system sees it.")))
-    elif e["fits"]:
-        out.append(("memory", _t(lang,
-            f"Память: ≈ {mb_text(mem['total'], lang)} из {mb_text(have, lang)} ({parts}) — помещается; наибольший батч на карту ≈ {e['max_batch']}.",
-            f"Memory: ≈ {mb_text(mem['total'], lang)} of {mb_text(have, lang)} ({parts}) — fits; the largest batch per card ≈ {e['max_batch']}.")))
-    else:
-        fix = (_t(lang, f"уменьшите батч до {e['max_batch']}", f"lower the batch to {e['max_batch']}")
-               if e["max_batch"] else _t(lang, "уменьшите модель или контекст", "shrink the model or the context"))
-        more = economical_step_up(e["economical"], lang, to=econ_fix) if econ_fix else ""
-        if more:
-            fix += _t(lang, f" или {more}", f" or {more}")
-        out.append(("memory", _t(lang,
-            f"Память: ≈ {mb_text(mem['total'], lang)} при {mb_text(have, lang)} на карте ({parts}) — не поместится: {fix}.",
-            f"Memory: ≈ {mb_text(mem['total'], lang)} with {mb_text(have, lang)} on the card ({parts}) — does not fit: {fix}.")))
-    # Data.
-    params_t, want_t = count_text(e["params"], lang), count_text(e["tokens_wanted"], lang, 2)
-    data = e["data_tokens"]
-    if not data:
-        out.append(("data", _t(lang,
-            f"{params_t} весов хотят около {want_t} токенов данных (~20 на вес).",
-            f"{params_t} weights want about {want_t} tokens of data (~20 per weight).")))
-    else:
-        have_t = count_text(data, lang)
-        if e["tokens_per_weight"] < TOKENS_PER_WEIGHT * 0.75:
-            out.append(("data", _t(lang,
-                f"{params_t} весов хотят около {want_t} токенов, у вас {have_t} — модель поменьше или больше данных.",
-                f"{params_t} weights want about {want_t} tokens: you have {have_t} — a smaller model or more data.")))
-        else:
-            out.append(("data", _t(lang,
-                f"{params_t} весов хотят около {want_t} токенов, у вас {have_t} ({e['tokens_per_weight']:.0f} на вес) — данных хватает.",
-                f"{params_t} weights want about {want_t} tokens: you have {have_t} ({e['tokens_per_weight']:.0f} per weight) — enough data.")))
-        passes = e["passes"]
-        read_t = count_text(e["tokens_read"], lang)
-        if passes > 1.0:
-            # 1.5 passes; 45 260 passes (a tiny dataset), not "45259.7"
-            p = count_text(passes, lang) if passes >= 1000 else (
-                f"{passes:.1f}".replace(".", ",") if lang == "ru" else f"{passes:.1f}")
-            out.append(("passes", _t(lang,
-                f"Прогон прочтёт {read_t} токенов — это {p} {'проходов' if passes >= 1000 else 'прохода'} по данным; "
-                "после нескольких проходов валидация перестаёт падать.",
-                f"The run reads {read_t} tokens — {p} passes over the data; after a few passes validation stops improving.")))
-        else:
-            out.append(("passes", _t(lang,
-                f"Прогон прочтёт {read_t} токенов — {passes:.0%} данных.".replace("%", " %"),
-                f"The run reads {read_t} tokens — {passes:.0%} of the data.")))
-    return out
+    e = Estimate(
+        gpu=gpu, gpu_label=ctx.facts.label[lang], cards=ctx.facts.cards, precision=ctx.precision,
+        combination=c, auto=wanted is None, params=params,
+        flops_per_token=flops_per_token(layers, width, context, vocab), tokens_per_step=per_step,
+        speed=speed, tokens_per_s=tps, tokens_per_s_source=speed.source[lang], steps=steps,
+        seconds_to_steps=seconds, eval_seconds=eval_s, limit_stops_at_step=limit_step,
+        memory=_memory_mb(mem, factor, ctx.facts), memory_peak_phase=mem.peak_phase,
+        calibration_factor=factor, calibration_run=calib_run, card_memory_mb=ctx.card_mb, fits=chosen.fits,
+        max_batch=None if ctx.card_mb is None else _max_batch(ctx, c, factor),
+        fits_with=_fits_with(options, chosen), options=tuple(options),
+        tokens_wanted=TOKENS_PER_WEIGHT * params, tokens_read=steps * per_step, data_tokens=data_tokens,
+        tokens_per_weight=data_tokens / params if data_tokens else None,
+        passes=steps * per_step / data_tokens if data_tokens else None,
+    )
+    return dataclasses.replace(e, advice=tuple(advice(e, ctx.facts, lang, limit_min, ctx.local_name)))

@@ -24,9 +24,31 @@ from .formulas import Shape
 log = logging.getLogger(__name__)
 
 DEFAULT_SHAPE = Shape()
+# The lab's full model (shared/GUIDE.md's note; issue 13): 26 layers, d 2304, 18 heads,
+# n 1024, V 4000 = 1,667,801,088 weights, batch 1.
+FULL_SHAPE = Shape(26, 2304, 18, 1024, 4000, 1)
 
 # One T4 on Kaggle, default model: about 49,000 tokens/s (the lab's measurement).
 T4_TOKENS_PER_S = 49_000.0
+
+
+@dataclass(frozen=True)
+class LargeReference:
+    """A measured speed at a large model, used for shapes nearer to it than to the
+    default model (the card's small-model figure is launch-bound there)."""
+
+    shape: Shape
+    tokens_per_s: float
+    basis: dict[str, str]
+
+
+# The lab's note: ≈ 149 ms a step of 1,024 tokens at 1.67 B weights on an RTX 5070 Ti
+# (≈ 6,900 tokens/s), in its economical mode at "practically the normal speed".
+NOTE_5070TI = LargeReference(
+    FULL_SHAPE, 1024 / 0.149,
+    {"ru": "оценка по второму эталону — заметке лаборатории (1,67 млрд весов на RTX 5070 Ti, ≈ 149 мс на шаг)",
+     "en": "estimate from the second reference, the lab's note (1.67 B weights on an RTX 5070 Ti, ≈ 149 ms a step)"},
+)
 
 
 @dataclass(frozen=True)
@@ -54,6 +76,10 @@ class GpuFacts:
     short: dict[str, str] = field(default_factory=dict)
     # "on …" in a sentence (Russian needs the prepositional case).
     on: dict[str, str] = field(default_factory=dict)
+    # Host ↔ card copies (GB/s, one way, achieved): the lean state's offload and sharding.
+    pcie_gb_s: float = 25.0
+    # A second reference for large models: a measured shape and its tokens/s (None: none).
+    large: LargeReference | None = None
 
     def text(self, lang: str) -> str:
         return self.label[lang]
@@ -66,6 +92,7 @@ GPUS: dict[str, GpuFacts] = {
         "gpu", 2, 15_360.0, 102_000.0, True,
         {"ru": "замер лаборатории на 2×T4", "en": "the lab's 2×T4 measurement"},
         (7, 5), "fp16", short={"ru": "2×T4", "en": "2×T4"}, on={"ru": "на Kaggle 2×T4", "en": "on Kaggle 2×T4"},
+        pcie_gb_s=12.0,  # PCIe 3.0 ×16 on Kaggle's machines: an assumption, not measured
     ),
     "t4": GpuFacts(
         "t4",
@@ -73,6 +100,7 @@ GPUS: dict[str, GpuFacts] = {
         "gpu", 1, 15_360.0, T4_TOKENS_PER_S, True,
         {"ru": "замер лаборатории на одной T4", "en": "the lab's one-T4 measurement"},
         (7, 5), "fp16", aliases=("tesla t4",), short={"ru": "одной T4", "en": "one-T4"}, on={"ru": "на одной T4", "en": "on one T4"},
+        pcie_gb_s=12.0,
     ),
     # Slower than one T4 (the guide): its memory bandwidth is 224 GB/s against the T4's
     # 320 GB/s, and a model this small is held back by memory traffic as much as by
@@ -92,6 +120,7 @@ GPUS: dict[str, GpuFacts] = {
         "gpu", 1, 16_384.0, 2.5 * T4_TOKENS_PER_S, False,
         {"ru": "оценка по характеристикам (2,5 × T4)", "en": "an estimate from specifications (2.5 × T4)"},
         (12, 0), "bf16", aliases=("rtx 5070 ti",), on={"ru": "на RTX 5070 Ti", "en": "on an RTX 5070 Ti"},
+        large=NOTE_5070TI,
     ),
     # The user's own card: memory from NVML (or the caller), speed from a known card of the
     # same name, else assumed equal to one T4 until a run on it is measured.
@@ -185,6 +214,13 @@ def cpu_threads() -> int:
     env = os.environ.get("OMP_NUM_THREADS", "")
     if env.isdigit() and int(env) > 0:
         return int(env)
+    return _physical_threads()
+
+
+@functools.lru_cache(maxsize=1)
+def _physical_threads() -> int:
+    """Asked once per process: psutil reads sysfs for it (≈ 1 ms a call, and every
+    estimate asks it for each combination)."""
     try:
         import psutil
 

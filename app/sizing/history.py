@@ -3,7 +3,9 @@
 The window feeds `estimate(measured=...)` from its own run history; the headless
 `ternit estimate` reads the lab's runs folder through here. One entry per run:
 {"run", "gpu", "params", "layers", "width", "heads", "context", "vocab", "batch",
- "tokens_per_s", "mem_peak_mb", "economical", "steps"}.
+ "tokens_per_s", "mem_peak_mb", "economical", "lean_state", "steps"}.
+The CPU's short rate measurement (cpu_rate.py) joins the lab's own list as one more entry,
+marked "probe": the estimates scale the CPU's rate by it, never take it for a run.
 """
 
 from __future__ import annotations
@@ -70,6 +72,7 @@ def measured_from_events(run_id: str, events: list[dict[str, Any]]) -> dict[str,
             "vocab": int(model["vocab"]),
             "batch": int(training.get("batch_per_card", 6)),
             "economical": start.get("economical", training.get("economical", False)),
+            "lean_state": start.get("lean_state", training.get("lean_state", False)),
         }
     except (KeyError, TypeError, ValueError):
         return None
@@ -86,8 +89,9 @@ def measured_from_run_dir(run_dir: str | Path) -> dict[str, Any] | None:
     return measured_from_events(d.name, read_events(d / "events.jsonl"))
 
 
-def measured_runs(root: str | Path | None = None) -> list[dict[str, Any]]:
-    """Every run under `root` (default: the lab's runs folder) that has timed steps."""
+def measured_runs(root: str | Path | None = None, probe: bool = True) -> list[dict[str, Any]]:
+    """Every run under `root` (default: the lab's runs folder) that has timed steps, and
+    (with `probe`) the CPU's short rate measurement when the lab has made one."""
     if root is None:
         from ..paths import runs_dir
 
@@ -98,4 +102,10 @@ def measured_runs(root: str | Path | None = None) -> list[dict[str, Any]]:
             m = measured_from_run_dir(d)
             if m is not None:
                 out.append(m)
+    if probe:
+        from .cpu_rate import stored
+
+        rate = stored()
+        if rate is not None:
+            out.append(rate)
     return out

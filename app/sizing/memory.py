@@ -33,6 +33,9 @@ step (static + gradients). On the CPU the trainer measures
 the FIRST step, before AdamW has its state: `first_step_peak` models that.
 Framework (not counted by the allocator, shown apart): CUDA context and kernels plus the
 caching allocator's slack (facts in app.sizing.gpus).
+The lean training state and the sharded state: app.sizing.state. With bf16 weights (lean,
+bf16) the residual stream is bf16 too: each block's two residual inputs and the head's norm
+input keep 2 bytes a value instead of 4, (4·L + 2)·BTd less (measured, tests/test_sizing_lean.py).
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ import math
 from dataclasses import dataclass
 
 from .formulas import Shape, param_count
+from .state import lean_state_name, steps_in_backward, training_state, weights_bf16
 
 MiB = 2**20
 ECONOMICAL = ("off", "selective", "full")
@@ -79,6 +83,8 @@ class Memory:
     first_step_peak: int
     peak_phase: str  # "backward" or "optimizer"
     cublas_workspace: int = 0  # on a GPU: see cublas_workspace_bytes
+    optimizer_host: int = 0  # lean_state "offload": the moments kept in the host's memory
+    sharded_buffers: int = 0  # FSDP2: a block's gathered weights and reduced gradients
 
     def mib(self) -> dict[str, float]:
         return {k: v / MiB for k, v in self.__dict__.items() if isinstance(v, int)}
@@ -179,19 +185,27 @@ def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
 
 
 def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool | str = False,
-                    workspace: int = 0) -> Memory:
+                    workspace: int = 0, lean_state: bool | str = "off", sharded: bool = False,
+                    device: str = "gpu") -> Memory:
     """Bytes per card of one training step's parts and peak; `workspace` is the GPU's
-    cuBLAS share (cublas_workspace_bytes), alive through the whole step."""
+    cuBLAS share (cublas_workspace_bytes), alive through the whole step. `lean_state` and
+    `sharded` (FSDP2 over `cards`) shape the training state (app.sizing.state); `device`
+    is "cpu" or "gpu" (the lean update's temporaries differ)."""
     level = economical_level(economical)
+    lean = lean_state_name(lean_state)
+    st = training_state(s, precision, lean, cards, sharded, device)
+    weights, grads, opt = st.weights, st.gradients, st.optimizer
     p = param_count(s.layers, s.width, s.context, s.vocab)
     matrices = 12 * s.layers * s.width**2 + s.vocab * s.width
-    weights, grads, opt = 4 * p, 4 * p, 8 * p
-    ddp = 4 * p if cards > 1 else 0
+    ddp = 4 * p if cards > 1 and not sharded else 0
     # Normal mode: the linears keep their 16-bit weight copies for the backward pass. In
     # the economical levels the blocks recompute them, and autocast's cache is gone once
-    # the forward's autocast region closes.
-    copies = 2 * matrices if (precision != "fp32" and level == "off") else 0
+    # the forward's autocast region closes. bf16 weights need no copies.
+    bf16_weights = weights_bf16(lean, precision)
+    copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights) else 0
     saved = s.layers * block_saved(s, precision, level) + head_saved(s, precision, level)
+    if bf16_weights:
+        saved -= (4 * s.layers + 2) * s.batch * s.context * s.width
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
     lf = loss_forward(s, precision, level)
@@ -200,12 +214,15 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     # output layer's gradient already.
     log_softmax = 4 * s.batch * s.context * s.vocab if level == "off" else 0
     held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
-    backward = weights + opt + ddp + held
-    optimizer = weights + opt + ddp + grads
+    if steps_in_backward(lean, precision):
+        held = max(held, saved + copies + st.in_backward)
+    static = weights + opt + ddp + st.sharded_buffers
+    backward = static + held
+    optimizer = static + grads
     peak = max(backward, optimizer) + workspace
-    # First step: no AdamW state until the update creates it (then weights + grads + state).
-    first = max(weights + ddp + held, weights + ddp + grads + opt) + workspace
+    # First step: no optimizer state until the update creates it (then weights + grads + state).
+    first = max(weights + ddp + held, weights + ddp + grads + opt) + st.sharded_buffers + workspace
     return Memory(
         weights, grads, opt, ddp, copies, saved, lb, lf, rc, peak, first,
-        "backward" if backward >= optimizer else "optimizer", workspace,
+        "backward" if backward >= optimizer else "optimizer", workspace, st.optimizer_host, st.sharded_buffers,
     )

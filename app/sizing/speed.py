@@ -28,6 +28,7 @@ from ..numbers import plural_ru
 from .formulas import Shape, param_count, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
 from .memory import economical_level
+from .state import lean_state_name
 
 # Runs are fitted only when their step compute spans more than this ratio: closer sizes
 # pin the fixed part down no better than their own noise (a few per cent run to run).
@@ -100,11 +101,18 @@ def measured_shape(m: dict[str, Any]) -> Shape:
     return Shape(layers, width, heads, context, vocab, int(m["batch"]))
 
 
+def _same_lean(m: dict[str, Any], lean: str | None) -> bool:
+    """A run in the asked lean state (`None`: any; a run from before the lean state: off)."""
+    return lean is None or lean_state_name(m.get("lean_state", False)) == lean
+
+
 def _candidates(
-    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None, key: str = "tokens_per_s"
+    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None, key: str = "tokens_per_s",
+    lean: str | None = "off",
 ) -> list[tuple[dict[str, Any], Shape, float]]:
-    """(run, its shape, its distance from `s`) for every usable run on `gpu` in `level`:
-    distance = |ln(compute ratio)| + ½·|ln(tokens per card-step ratio)|."""
+    """(run, its shape, its distance from `s`) for every usable run on `gpu` in `level`
+    and lean state `lean`: distance = |ln(compute ratio)| + ½·|ln(tokens per card-step ratio)|.
+    The CPU's short rate measurement (cpu_rate.py, "probe") is not a run: left out."""
     out: list[tuple[dict[str, Any], Shape, float]] = []
     facts = GPUS.get(gpu)
     if facts is None:
@@ -112,6 +120,8 @@ def _candidates(
     for m in measured or ():
         try:
             if m.get("gpu") != gpu or economical_level(m.get("economical", False)) != level:
+                continue
+            if m.get("probe") or not _same_lean(m, lean):
                 continue
             value = m.get(key)
             if value is None or not float(value) > 0:
@@ -127,12 +137,13 @@ def _candidates(
 
 
 def nearest_measured(
-    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None, key: str = "tokens_per_s"
+    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None, key: str = "tokens_per_s",
+    lean: str | None = "off",
 ) -> tuple[dict[str, Any], float] | None:
-    """The measured run on `gpu` in the same economical level closest in size to `s`
-    (the distance of _candidates; the first of equals)."""
+    """The measured run on `gpu` in the same economical level and lean state closest in
+    size to `s` (the distance of _candidates; the first of equals)."""
     best: tuple[dict[str, Any], float] | None = None
-    for m, _, dist in _candidates(s, gpu, level, measured, key):
+    for m, _, dist in _candidates(s, gpu, level, measured, key, lean):
         if best is None or dist < best[1]:
             best = (m, dist)
     return best
@@ -145,7 +156,7 @@ def step_compute(s: Shape, facts: GpuFacts, level: str) -> float:
 
 
 def fit_step_time(
-    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None
+    s: Shape, gpu: str, level: str, measured: Iterable[dict[str, Any]] | None, lean: str = "off"
 ) -> StepFit | None:
     """Fit seconds per step = a + b × compute per card-step to the measured runs on `gpu`
     in `level`, for predicting `s`; None when the fit cannot be trusted.
@@ -167,7 +178,7 @@ def fit_step_time(
     facts = GPUS.get(gpu)
     if facts is None:
         return None
-    cands = _candidates(s, gpu, level, measured)
+    cands = _candidates(s, gpu, level, measured, lean=lean)
     if len(cands) < 2:
         return None
     x0 = step_compute(s, facts, level)  # compute is scaled by the asked shape's: b·1 is its part
@@ -224,35 +235,87 @@ def estimate_speed(
     economical: bool | str = False,
     measured: Iterable[dict[str, Any]] | None = None,
     local_name: str | None = None,
+    lean_state: bool | str = "off",
 ) -> Speed:
+    """Tokens/s of shape `s` on `gpu` in an economical level, from measured runs in the
+    same level and lean state when there are, else from the card's reference (or the CPU's
+    rate). The lean state's and offload's own costs are added by the caller
+    (combos.extra_step_seconds) when the figure is not from a run in that lean state."""
     facts = GPUS[gpu]
     level = economical_level(economical)
-    cost = _cost(s, facts, level)
+    lean = lean_state_name(lean_state)
     measured = list(measured or ())  # read twice below: a generator would be spent
-    near = nearest_measured(s, gpu, level, measured)
+    near = nearest_measured(s, gpu, level, measured, lean=lean)
     if near is not None and near[1] > MAX_SCALE_DISTANCE:
         near = None  # too far to scale from: the reference below says so
     if near is not None:
-        m, dist = near
-        ms = measured_shape(m)
-        tps = float(m["tokens_per_s"]) * _cost(ms, facts, level) / cost
-        run = str(m.get("run", "?"))
-        if dist < 1e-9 and ms == Shape(s.layers, s.width, ms.heads, s.context, s.vocab, s.batch):
-            return Speed(tps, "measured", run, {"ru": f"замер в прогоне {run}", "en": f"measured in run {run}"})
-        fit = fit_step_time(s, gpu, level, measured)
-        if fit is not None:
-            tps = s.batch * facts.cards * s.context / fit.step_seconds(step_compute(s, facts, level))
-            return Speed(tps, "fitted_measured", run, _fit_source(fit, facts), fit)
-        return Speed(tps, "scaled_measured", run, {
-            "ru": f"пересчёт замера прогона {run} ({_shape_text(ms)}) по вычислениям на токен",
-            "en": f"scaled from the measurement of run {run} ({_shape_text(ms)}) by compute per token",
-        })
+        return _from_measured(s, gpu, level, lean, measured, near)
     if facts.kind == "cpu":
-        tps = cpu_flops() / cost
-        return Speed(tps, "cpu_rate", None, {
-            "ru": "оценка по скорости процессора, эталонного замера нет",
-            "en": "an estimate from the CPU's arithmetic rate, there is no reference measurement",
-        })
+        return _cpu_speed(s, facts, level, measured)
+    return _from_reference(s, gpu, facts, level, local_name)
+
+
+def _from_measured(s: Shape, gpu: str, level: str, lean: str, measured: list[dict[str, Any]],
+                   near: tuple[dict[str, Any], float]) -> Speed:
+    facts = GPUS[gpu]
+    m, dist = near
+    ms = measured_shape(m)
+    tps = float(m["tokens_per_s"]) * _cost(ms, facts, level) / _cost(s, facts, level)
+    run = str(m.get("run", "?"))
+    if dist < 1e-9 and ms == Shape(s.layers, s.width, ms.heads, s.context, s.vocab, s.batch):
+        return Speed(tps, "measured", run, {"ru": f"замер в прогоне {run}", "en": f"measured in run {run}"})
+    fit = fit_step_time(s, gpu, level, measured, lean)
+    if fit is not None:
+        tps = s.batch * facts.cards * s.context / fit.step_seconds(step_compute(s, facts, level))
+        return Speed(tps, "fitted_measured", run, _fit_source(fit, facts), fit)
+    return Speed(tps, "scaled_measured", run, {
+        "ru": f"пересчёт замера прогона {run} ({_shape_text(ms)}) по вычислениям на токен",
+        "en": f"scaled from the measurement of run {run} ({_shape_text(ms)}) by compute per token",
+    })
+
+
+def cpu_probe(measured: Iterable[dict[str, Any]] | None) -> dict[str, Any] | None:
+    """The CPU's short rate measurement among the measured entries (cpu_rate.py), if any."""
+    return next((m for m in measured or () if m.get("probe") and m.get("gpu") == "cpu"), None)
+
+
+def _cpu_speed(s: Shape, facts: GpuFacts, level: str, measured: list[dict[str, Any]]) -> Speed:
+    """The CPU's arithmetic rate, corrected by this machine's short measurement when there
+    is one (the table's rate assumes an idle machine: issue 16 saw it 17× too optimistic)."""
+    rate = cpu_flops()
+    probe = cpu_probe(measured)
+    if probe is not None:
+        try:
+            ps = measured_shape(probe)
+            predicted = cpu_flops() / _cost(ps, facts, "off")
+            factor = float(probe["tokens_per_s"]) / predicted
+        except (KeyError, TypeError, ValueError, ZeroDivisionError):
+            factor = 0.0
+        if factor > 0:
+            return Speed(rate * factor / _cost(s, facts, level), "cpu_probe", None, {
+                "ru": "оценка по короткому замеру этого процессора (пересчёт по вычислениям)",
+                "en": "an estimate from a short measurement of this CPU (scaled by compute)",
+            })
+    return Speed(rate / _cost(s, facts, level), "cpu_rate", None, {
+        "ru": "оценка по скорости процессора, замера на этой машине ещё нет",
+        "en": "an estimate from the CPU's arithmetic rate, not measured on this machine yet",
+    })
+
+
+def _nearer_large(s: Shape, facts: GpuFacts, level: str) -> bool:
+    """Is `s` nearer (in _candidates' distance) to the card's large-model reference than to
+    the default model its small-model figure is for?"""
+    if facts.large is None:
+        return False
+
+    def dist(ref: Shape) -> float:
+        return abs(math.log(_cost(ref, facts, "off") / _cost(s, facts, level))) + 0.5 * abs(
+            math.log((ref.batch * ref.context) / (s.batch * s.context)))
+
+    return dist(facts.large.shape) < dist(DEFAULT_SHAPE)
+
+
+def _from_reference(s: Shape, gpu: str, facts: GpuFacts, level: str, local_name: str | None) -> Speed:
     ref_facts = facts
     kind = "reference" if facts.measured else "spec_estimate"
     if gpu == "local":
@@ -261,25 +324,35 @@ def estimate_speed(
             ref_facts, kind = known, ("reference" if known.measured else "spec_estimate")
         else:
             kind = "assumed_t4"
+    cost = _cost(s, facts, level)
+    if ref_facts.large is not None and _nearer_large(s, ref_facts, level):
+        large = ref_facts.large
+        tps = large.tokens_per_s * _cost(large.shape, facts, "off") / cost
+        src = dict(large.basis)
+        if ref_facts is not facts:
+            src = {k: f"{local_name}: {v}" for k, v in src.items()}
+        return Speed(tps, "reference_large", None, src)
     # Economical level scales from the reference (measured in the normal mode).
-    ref_cost = _cost(DEFAULT_SHAPE, facts, "off")
     assert ref_facts.tokens_per_s is not None
-    tps = ref_facts.tokens_per_s * ref_cost / cost
+    tps = ref_facts.tokens_per_s * _cost(DEFAULT_SHAPE, facts, "off") / cost
+    return Speed(tps, kind, None, _reference_source(kind, facts, ref_facts, local_name))
+
+
+def _reference_source(kind: str, facts: GpuFacts, ref_facts: GpuFacts, local_name: str | None) -> dict[str, str]:
     if kind == "reference":
         short = ref_facts.short or ref_facts.label
         src = {"ru": f"оценка по эталону {short['ru']}", "en": f"estimate from the {short['en']} reference"}
         if ref_facts is not facts:  # a local card recognised by name
             src = {k: f"{local_name}: {v}" for k, v in src.items()}
-    elif kind == "spec_estimate":
+        return src
+    if kind == "spec_estimate":
         src = dict(ref_facts.basis)
         if ref_facts is not facts:
             src = {k: f"{local_name} ≈ {ref_facts.label[k]}: {v}" for k, v in src.items()}
-    else:
-        name = local_name or {"ru": "карта не найдена", "en": "no card found"}
-        name_ru = name if isinstance(name, str) else name["ru"]
-        name_en = name if isinstance(name, str) else name["en"]
-        src = {
-            "ru": f"{name_ru}: скорость неизвестна, принята как у одной T4 — короткий прогон даст замер",
-            "en": f"{name_en}: speed unknown, assumed as one T4 — a short run will measure it",
-        }
-    return Speed(tps, kind, None, src)
+        return src
+    name_ru = local_name or "карта не найдена"
+    name_en = local_name or "no card found"
+    return {
+        "ru": f"{name_ru}: скорость неизвестна, принята как у одной T4 — короткий прогон даст замер",
+        "en": f"{name_en}: speed unknown, assumed as one T4 — a short run will measure it",
+    }

@@ -1,0 +1,100 @@
+"""The «Как выбрать размер» panel's rows and Start's memory check, from app.sizing's
+Estimate (the form's own rows: RunForm.size_rows puts them in order)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .fields import format_value
+from .i18n import current_language, t
+from .numbers import count_text, duration_text
+from .sizing.advice import fix_phrase
+from .sizing.result import Estimate
+
+
+@dataclass(frozen=True)
+class SizeRow:
+    """One line of the «Как выбрать размер» panel."""
+
+    key: str
+    label: str
+    value: str
+    note: str = ""
+    level: str = "ok"  # ok, warning, error
+
+
+def mb(x: Any) -> str:
+    return format_value(int(round(float(x)))) if isinstance(x, (int, float)) else "?"
+
+
+def data_row(est: Estimate | None, params: int, data: int | None) -> SizeRow:
+    want = 20 * params
+    if not data:
+        return SizeRow("data", t("Данные", "Data"), "—",
+                       t(f"нужно ≈{count_text(want, sig=2)} токенов (~20 на вес)",
+                         f"wants ≈{count_text(want, sig=2)} tokens (~20 per weight)"), "warning")
+    per_weight = (est.tokens_per_weight if est else None) or data / params
+    level = "ok" if per_weight >= 20 else "warning"
+    pw = f"{per_weight:.1f}" if per_weight >= 1 else f"{per_weight:.2g}"
+    if current_language() == "ru":
+        pw = pw.replace(".", ",")
+    return SizeRow("data", t("Данные", "Data"), t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
+                   t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
+                     f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"), level)
+
+
+def time_row(est: Estimate, steps_to: int) -> SizeRow:
+    """The time to «Шагов до»; an estimate, and said so, until this shape is measured."""
+    source = est.tokens_per_s_source
+    speed_t = t(f"{format_value(int(est.tokens_per_s))} ток/с", f"{format_value(int(est.tokens_per_s))} tok/s")
+    note = ", ".join(x for x in (source, speed_t) if x)
+    if not est.is_measurement and not any(w in source.lower() for w in ("оценк", "estimat")):
+        note += t(" — оценка, не замер", " — an estimate, not a measurement")
+    return SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
+                   "≈ " + duration_text(est.seconds_to_steps), note)
+
+
+def limit_row(est: Estimate, limit_min: Any) -> SizeRow:
+    label = t(f"Лимит {format_value(limit_min)} мин", f"Limit {format_value(limit_min)} min")
+    if est.limit_stops_at_step is None:
+        return SizeRow("limit", label, t("не обрежет", "will not cut it"),
+                       t("прогон успеет дойти до «Шагов до»", "the run reaches «Steps to» in time"))
+    at = int(est.limit_stops_at_step)  # a step number on the run's own scale (a continuation's included)
+    return SizeRow("limit", label, t(f"остановит на шаге ≈{format_value(at)}", f"stops it at step ≈{format_value(at)}"),
+                   t("чекпоинт сохранится; продолжите одной кнопкой",
+                     "a checkpoint is saved; continue with one click"), "warning")
+
+
+def memory_rows(est: Estimate) -> list[SizeRow]:
+    """The memory per card in the chosen combination, and what it is made of."""
+    mem, have, fits = est.memory, est.card_memory_mb, est.fits
+    of = t(f" из {mb(have)} МБ", f" of {mb(have)} MB") if have else ""
+    note = (t("помещается", "fits") if fits else t("не помещается", "does not fit")) if fits is not None else ""
+    if est.max_batch:
+        note += t(f"; наибольший батч ≈{est.max_batch}", f"; largest batch ≈{est.max_batch}")
+    parts = [(t("веса", "weights"), mem.weights), (t("градиенты", "gradients"), mem.gradients),
+             (t("оптимизатор", "optimizer"), mem.optimizer), (t("активации", "activations"), mem.activations)]
+    split = ", ".join(f"{name} {mb(x)}" for name, x in parts)
+    if mem.optimizer_host:
+        split += t(f"; в памяти ПК {mb(mem.optimizer_host)}", f"; in host memory {mb(mem.optimizer_host)}")
+    return [
+        SizeRow("memory", t("Память на карту", "Memory per card"),
+                t(f"≈{mb(mem.total)} МБ", f"≈{mb(mem.total)} MB") + of, note, "ok" if fits is not False else "error"),
+        SizeRow("memory_parts", t("Из них, МБ", "Of which, MB"), split, est.combination.text(current_language())),
+    ]
+
+
+def batch_issue(est: Estimate, batch: Any, card: str) -> str:
+    """Start's reason when the batch does not fit the card in the chosen combination: the
+    largest batch that does, and the combination of «Экономный режим» at which this one would."""
+    more = fix_phrase(est.combination, est.fits_with, current_language()) if est.fits_with else ""
+    if est.max_batch:
+        hint = t(f"наибольший, что поместится, — {est.max_batch}", f"the largest that fits is {est.max_batch}")
+        hint += t(f", или {more} и оставьте батч", f", or {more} and keep the batch") if more else ""
+    else:
+        hint = t("не поместится даже батч 1: уменьшите модель", "not even batch 1 fits: shrink the model")
+        hint += t(f" или {more}", f" or {more}") if more else ""
+    need, have = est.memory.total, est.card_memory_mb
+    return t(f"Батч {batch} не помещается в {card} (нужно ≈{mb(need)} из {mb(have)} МБ): {hint}",
+             f"Batch {batch} does not fit {card} (needs ≈{mb(need)} of {mb(have)} MB): {hint}")

@@ -1,0 +1,76 @@
+"""The economical combinations: an activation level (off / selective / full) × a lean state
+(off / on / offload) × the state sharded over the target's cards or not; what each costs
+in step time beyond the normal step, and which is the fastest that fits (`--economical auto`).
+
+Costs that are not measured here are said as such where they are shown:
+- the recomputation of the economical levels: its arithmetic (speed.economical_factor);
+- the lean state on a GPU: no extra time (the lab's note: ≈ 1.00× the normal step; the
+  issue's target ≤ 1.10×); on the CPU bitsandbytes' update is slow: LEAN_CPU_S_PER_WEIGHT
+  a weight and step per thread (issue 13's measurement: ≈ 0.8 s a step for 17 M weights,
+  one thread);
+- offload: both 8-bit moments (≈ 2 bytes a weight) copied to the card and back every step
+  at the card's PCIe rate (GpuFacts.pcie_gb_s; trainer/lean.py: ≈ 0.27 s a step at 1.67 B
+  on PCIe 4.0 ×16); nothing on the CPU;
+- sharding (FSDP2): each card receives half of the weights gathered twice (forward and
+  backward, 2 bytes a weight each) and half of the fp32 gradients reduced (4 bytes), over
+  the link between the cards (modelled at the PCIe rate; not measured).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..fields import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
+from .memory import ECONOMICAL
+from .state import LEAN_STATES
+
+LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread
+# The form has no field for sharding (the trainer's run.json key): the advice names the key.
+SHARDED = {"ru": ", разделённое между картами (run.json: training.sharding)",
+           "en": ", sharded over the cards (run.json: training.sharding)"}
+
+
+@dataclass(frozen=True)
+class Combination:
+    """What «Экономный режим» sets: run.json's training.economical, training.lean_state and
+    training.sharding (FSDP2 over the cards)."""
+
+    level: str = "off"
+    lean_state: str = "off"
+    sharded: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        return {"level": self.level, "lean_state": self.lean_state, "sharding": self.sharded}
+
+    def is_normal(self) -> bool:
+        return self == Combination()
+
+    def text(self, lang: str) -> str:
+        """«Выборочный» + «8 бит» (+ на обе карты), for the advice."""
+        level = ECONOMICAL_OPTIONS[self.level][lang]
+        lean = LEAN_STATE_OPTIONS[self.lean_state][lang]
+        if lang == "ru":
+            out = f"экономный режим «{level}», состояние «{lean}»"
+            return out + SHARDED["ru"] if self.sharded else out
+        out = f"the economical mode «{level}», state «{lean}»"
+        return out + SHARDED["en"] if self.sharded else out
+
+
+def combinations(cards: int) -> list[Combination]:
+    """Every combination a target offers, the normal mode first (sharding: 2+ cards)."""
+    shard = (False, True) if cards > 1 else (False,)
+    return [Combination(level, lean, sh) for sh in shard for lean in LEAN_STATES for level in ECONOMICAL]
+
+
+def extra_step_seconds(c: Combination, params: int, kind: str, pcie_gb_s: float, threads: int = 1) -> float:
+    """Seconds a step costs beyond its arithmetic, on a device of `kind` ("cpu"/"gpu")."""
+    extra = 0.0
+    if c.lean_state != "off" and kind == "cpu":
+        extra += LEAN_CPU_S_PER_WEIGHT * params / max(1, threads)
+    if kind != "cpu" and pcie_gb_s > 0:
+        if c.lean_state == "offload":
+            extra += 2 * 2.03 * params / (pcie_gb_s * 1e9)
+        if c.sharded:
+            extra += (2 + 2 + 4) * params / 2 / (pcie_gb_s * 1e9)
+    return extra

@@ -1,0 +1,125 @@
+"""The training state's bytes per card — weights, gradients, optimizer moments — for each
+lean state (run.json `training.lean_state`, trainer/lean.py) and for the state sharded over
+the cards (FSDP2, `training.sharding`).
+
+Normal (lean "off"): fp32 weights 4·P, fp32 gradients 4·P, AdamW's two fp32 moments 8·P.
+Lean ("on"; trainer/lean.py, bitsandbytes' AdamW8bit):
+  moments: a parameter of at least MIN_8BIT weights keeps two uint8 codes a weight, an
+    fp32 absmax per block of BLOCK weights for each moment, and its two 256-entry fp32
+    quantization maps (2·n + 8·⌈n/256⌉ + 2048 bytes); a smaller one keeps fp32 moments (8·n).
+    Checked byte for byte against the trainer's storage count (tests/test_sizing_lean.py);
+  weights: bf16 (2·P) where the precision is bf16, else fp32 (4·P, their own master copy);
+  gradients: under bf16 and fp32 the update runs inside the backward pass and frees each
+    gradient at once, so no set of them is held; what is held instead is the tied token
+    embedding's gradient (V·d, its hook fires last) and, while one parameter is updated,
+    that parameter's temporaries (update_temporaries). Under fp16 (a T4) the step waits for
+    the GradScaler's check: the fp32 gradients are held as in the normal mode;
+  "offload": the moments live in the host's memory between steps; the card holds one
+    parameter's at a time (on the CPU it changes nothing).
+Sharded (FSDP2 over the target's cards): weights, gradients and moments are divided by the
+cards; each card gathers one block's weights in the compute precision for its forward and
+backward, one more ahead (prefetch), and reduces one block's fp32 gradients. Those buffers
+are modelled, not measured (the trainer's sharding is another branch's work).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .formulas import Shape
+
+BLOCK = 256  # trainer.lean.BLOCK: bitsandbytes' block size
+MIN_8BIT = 4096  # trainer.lean.MIN_8BIT: smaller parameters keep fp32 moments
+LEAN_STATES = ("off", "on", "offload")
+
+
+def lean_state_name(value: bool | str | None) -> str:
+    """run.json's `training.lean_state` (false/true/"offload", or a name) as a name."""
+    if value is None or value is False:
+        return "off"
+    if value is True:
+        return "on"
+    if value in LEAN_STATES:
+        return str(value)
+    raise ValueError(f"lean_state must be off, on or offload (or true/false), not {value!r}")
+
+
+def param_sizes(s: Shape) -> list[int]:
+    """Weights of each parameter of trainer/model.py's GPT, in its order."""
+    d = s.width
+    return [s.vocab * d, s.context * d] + [3 * d * d, d * d, 4 * d * d, 4 * d * d] * s.layers
+
+
+def moment_bytes(n: int) -> int:
+    """Both 8-bit moments of one parameter with their block scales and maps."""
+    if n < MIN_8BIT:
+        return 8 * n
+    return 2 * n + 8 * (-(-n // BLOCK)) + 2 * 256 * 4
+
+
+def weights_bf16(lean: str, precision: str) -> bool:
+    """The lean state keeps bf16 weights (no fp32 master) under bf16 only."""
+    return lean != "off" and precision == "bf16"
+
+
+def steps_in_backward(lean: str, precision: str) -> bool:
+    """trainer.lean: the update inside the backward pass, except under fp16's GradScaler."""
+    return lean != "off" and precision != "fp16"
+
+
+def update_temporaries(n: int, precision: str, device: str) -> int:
+    """Bytes one parameter's update holds while it runs (n weights), in the lean state.
+
+    bf16: the fp32 copy of the weight and of its gradient the library updates (8·n), the
+    stochastic rounding's random bits and their sum (8·n) and the bf16 gradient itself (2·n).
+    On the CPU bitsandbytes' update dequantizes both moments to fp32 and makes fp32 copies
+    of the gradient and the denominator: about 4 more fp32 tensors (16·n). On a GPU its
+    kernel works in place."""
+    bf16 = 18 * n if precision == "bf16" else 4 * n  # fp32 weights: only the gradient
+    return bf16 + (16 * n if device == "cpu" else 0)
+
+
+@dataclass(frozen=True)
+class State:
+    """Bytes per card of the training state (and the moments kept in host memory)."""
+
+    weights: int
+    gradients: int
+    optimizer: int
+    optimizer_host: int
+    # Held during the backward pass on top of the saved tensors, lean state only: the tied
+    # embedding's gradient plus one parameter's update temporaries.
+    in_backward: int
+    sharded_buffers: int  # FSDP2's gathered weights and reduced gradients of a block
+
+
+def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, sharded: bool = False,
+                   device: str = "gpu") -> State:
+    """The training state of shape `s` per card (see the module's note)."""
+    sizes = param_sizes(s)
+    p = sum(sizes)
+    split = cards if sharded and cards > 1 else 1
+    if lean == "off":
+        w, g, opt, in_bw = 4 * p, 4 * p, 8 * p, 0
+    else:
+        w = (2 if weights_bf16(lean, precision) else 4) * p
+        opt = sum(moment_bytes(n) for n in sizes)
+        if steps_in_backward(lean, precision):
+            g = 0
+            block_max = 4 * s.width * s.width  # the first hook: the last block's MLP matrix
+            in_bw = w // p * s.vocab * s.width + update_temporaries(block_max, precision, device)
+        else:
+            g, in_bw = 4 * p, 0
+    host = 0
+    if lean == "offload" and device != "cpu":
+        # One parameter's moments visit the card at a time: the largest one's.
+        host, opt = opt, moment_bytes(max(sizes))
+        host //= split
+    shard = 0
+    if split > 1:
+        a = 4 if precision == "fp32" else 2
+        block = 12 * s.width * s.width
+        shard = 2 * a * block + 4 * block  # this block and the next gathered, one block's gradients
+        w, g = w // split, g // split
+        opt = opt if lean == "offload" and device != "cpu" else opt // split
+    return State(w, g, opt, host, in_bw, shard)
