@@ -9,16 +9,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, Qt, QTimer
+from PySide6.QtCore import QEvent, QLocale, QObject, Qt, QTimer
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
     QDoubleSpinBox,
     QFileDialog,
+    QFrame,
+    QGridLayout,
     QHBoxLayout,
     QLabel,
     QPlainTextEdit,
     QPushButton,
+    QScrollArea,
     QSpinBox,
     QSplitter,
     QTextBrowser,
@@ -29,7 +32,7 @@ from PySide6.QtWidgets import (
 from app import text_play as play
 from app import text_view as view
 from app.generation import GenerationError
-from app.i18n import t
+from app.i18n import current_language, t
 from app.runs import RunManager
 
 from .text_child import ChildRun
@@ -51,7 +54,13 @@ class TextTab(QWidget):
         self._prompt_shown = ""
         split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self._build_samples())
-        split.addWidget(self._build_playground())
+        # In a scroll area: squeezed by the plot above, it scrolls instead of making the
+        # window taller than the screen.
+        scroll = QScrollArea()
+        scroll.setWidget(self._build_playground())
+        scroll.setWidgetResizable(True)
+        scroll.setFrameShape(QFrame.Shape.NoFrame)
+        split.addWidget(scroll)
         split.setStretchFactor(0, 1)
         split.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
@@ -107,8 +116,7 @@ class TextTab(QWidget):
         col.addWidget(self.eval_result)
         return box
 
-    def _build_controls(self) -> QHBoxLayout:
-        row = QHBoxLayout()
+    def _build_controls(self) -> QGridLayout:
         self.tokens = QSpinBox()
         self.tokens.setRange(play.TOKENS[0], play.TOKENS[1])
         self.tokens.setValue(play.TOKENS[2])
@@ -118,6 +126,9 @@ class TextTab(QWidget):
         self.temperature.setSingleStep(0.1)
         self.temperature.setDecimals(2)
         self.temperature.setValue(play.TEMPERATURE[2])
+        # 0,80 in Russian, 0.80 in English, whatever the system's locale
+        self.temperature.setLocale(QLocale(QLocale.Language.Russian if current_language() == "ru"
+                                           else QLocale.Language.English))
         self.temperature.setToolTip(play.temperature_tip())
         self.top_k = QSpinBox()
         self.top_k.setRange(play.TOP_K[0], play.TOP_K[1])
@@ -128,12 +139,15 @@ class TextTab(QWidget):
             self.device.addItem(play.device_label(d), d)
         self.device.setToolTip(t("Где считать: «авто» — видеокарта, если torch её видит, иначе процессор",
                                  "Where to compute: «auto» takes the GPU when torch sees one, else the CPU"))
-        for label, widget in ((t("Длина", "Length"), self.tokens), (t("Температура", "Temperature"), self.temperature),
-                              ("Top-k", self.top_k), (t("Устройство", "Device"), self.device)):
+        # Two short rows of settings and one of buttons: the tab must not widen the window.
+        grid = QGridLayout()
+        pairs = ((t("Длина", "Length"), self.tokens), (t("Температура", "Temperature"), self.temperature),
+                 ("Top-k", self.top_k), (t("Устройство", "Device"), self.device))
+        for i, (label, widget) in enumerate(pairs):
             tag = QLabel(label)
             tag.setToolTip(widget.toolTip())
-            row.addWidget(tag)
-            row.addWidget(widget)
+            grid.addWidget(tag, i // 2, (i % 2) * 2)
+            grid.addWidget(widget, i // 2, (i % 2) * 2 + 1)
         self.write_button = QPushButton(t("Написать", "Write"))
         self.write_button.setToolTip(t("Продолжить затравку последним чекпоинтом прогона",
                                        "Continue the prompt with the run's latest checkpoint"))
@@ -146,11 +160,13 @@ class TextTab(QWidget):
         self.eval_button.setToolTip(t("Потери, перплексия и бит на байт чекпоинта на вашем текстовом файле",
                                       "The checkpoint's loss, perplexity and bits per byte on your text file"))
         self.eval_button.clicked.connect(self._pick_eval_file)
-        row.addStretch(1)
+        buttons = QHBoxLayout()
         for b in (self.write_button, self.stop_button, self.eval_button):
-            row.addWidget(b)
+            buttons.addWidget(b)
+        buttons.addStretch(1)
+        grid.addLayout(buttons, 2, 0, 1, 4)
         self._sync_buttons()
-        return row
+        return grid
 
     # -- the run's samples ------------------------------------------------------------------
 
