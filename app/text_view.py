@@ -14,6 +14,7 @@ A Kaggle run's events reach its folder's events.jsonl through app/kaggle/follow.
 from __future__ import annotations
 
 import html
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from .i18n import t
 from .numbers import int_text, plural_ru
 from .runs.events import EventTail, parse_lines
 
+CHUNK = 1 << 22
 _WANTED = (b'"event":"sample"', b'"event": "sample"', b'"event":"start"', b'"event": "start"')
 
 
@@ -66,6 +68,13 @@ def fold(chain_events: list[tuple[str, list[dict[str, Any]]]]) -> list[Sample]:
     return sorted(kept.values(), key=lambda s: (-s.step, s.index))
 
 
+def _size(path: Path) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
 class SampleFeed:
     """Follows the samples of one chain (run ids and their events.jsonl, oldest first)."""
 
@@ -84,14 +93,16 @@ class SampleFeed:
         """Read what the files gained; True when the list changed."""
         grew = False
         for tail, events in zip(self._tails, self._events, strict=True):
-            before = tail.offset
-            lines = [ln for ln in tail.read_lines() if any(m in ln for m in _WANTED)]
-            if tail.offset < before:  # the file was replaced: read anew from its top
+            if _size(tail.path) < tail.offset:  # the file was replaced: read anew from its top
                 events.clear()
-            new, _bad = parse_lines(lines)
-            if new:
-                events.extend(new)
-                grew = True
+            while True:  # in chunks: a long run's first read holds no whole file in memory
+                raw = tail.read_lines(CHUNK)
+                if not raw:
+                    break
+                new, _bad = parse_lines([ln for ln in raw if any(m in ln for m in _WANTED)])
+                if new:
+                    events.extend(new)
+                    grew = True
         if not grew:
             return False
         samples = fold([(run_id, evs) for (run_id, _), evs in zip(self.chain, self._events, strict=True)])

@@ -210,3 +210,14 @@ def qtbot_left():
     from PySide6.QtCore import Qt
 
     return Qt.MouseButton.LeftButton
+
+
+def test_feed_reads_a_long_file_in_chunks_and_a_replaced_one_anew(tmp_path, monkeypatch):
+    monkeypatch.setattr(view, "CHUNK", 256)
+    path = tmp_path / "events.jsonl"
+    steps = [json.dumps(ev("step", i, loss=1.0)) for i in range(1, 60)]
+    path.write_text("\n".join(steps + [json.dumps(sample_ev(50, 0, "a")), json.dumps(sample_ev(59, 0, "b"))]) + "\n")
+    feed = view.SampleFeed([("r", path)])
+    assert feed.poll() and [s.step for s in feed.samples] == [59, 50]
+    path.write_text(json.dumps(sample_ev(5, 0)) + "\n")  # a new, shorter file in its place
+    assert feed.poll() and [s.step for s in feed.samples] == [5]
