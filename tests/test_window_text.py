@@ -196,6 +196,16 @@ def test_tab_shows_a_chains_samples_live_writes_stops_and_evaluates(qtbot, windo
     qtbot.waitUntil(lambda: bool(tab.child.session.text) or not tab.busy, timeout=WAIT_MS)
     tab.stop()
     assert not tab.busy and gone(pid)
+    # The window rebuilt in another language mid-generation: the old tab's child goes with it.
+    qtbot.mouseClick(tab.write_button, qtbot_left())
+    pid = tab.child.pid()
+    window.set_language("en")
+    qtbot.waitUntil(lambda: gone(pid), timeout=10_000)
+    assert window.tabs.tabText(window.tabs.indexOf(window.text_tab)) == "Text"
+    window.set_language("ru")
+    tab = window.text_tab
+    window.tabs.setCurrentWidget(tab)
+    assert tab.feed.run_id == child.id  # still the selected run
 
     # Evaluation on the user's text file: bits per byte with its interval.
     text = tmp_path / "mine.txt"
