@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 from trainer.config import ModelConfig
 from trainer.generate import Sampling, generate, training_samples
@@ -35,12 +36,13 @@ from trainer.samples import PROMPT_TOKENS, PROMPTS
 
 @torch.no_grad()
 def plain_generate(model: GPT, prompt: list[int], new: int) -> list[int]:
-    """nanoGPT's loop, greedy: the whole (cropped) context through the model per token."""
+    """nanoGPT's loop, greedy: the whole (cropped) context through the model per token;
+    like nanoGPT's inference forward, the output layer only at the last position."""
     n = model.cfg.context
     idx = torch.tensor([prompt])
     for _ in range(new):
         cond = idx if idx.size(1) <= n else idx[:, -n:]
-        logits = model(cond)[:, -1, :]
+        logits = F.linear(model.hidden(cond)[:, -1, :], model.tok.weight)
         nxt = torch.argmax(logits, dim=-1, keepdim=True)
         idx = torch.cat((idx, nxt), dim=1)
     return idx[0, len(prompt):].tolist()
