@@ -131,16 +131,22 @@ def eval_argv(target: Target, file: Path, device: str = "auto") -> list[str]:
     return _base(target, "eval", device, str(file))
 
 
-def start(argv: list[str], prompt: str = "") -> subprocess.Popen:
-    """The child, its prompt already on its stdin; stdout read line by line as it comes."""
+def child_env() -> dict[str, str]:
+    """The child's environment: the trainer importable, its lines unbuffered and in UTF-8
+    (the window's QProcess starts it with the same)."""
     env = dict(os.environ)
     root = _trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def start(argv: list[str], prompt: str = "") -> subprocess.Popen:
+    """The child, its prompt already on its stdin; stdout read line by line as it comes."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=env, text=True, encoding="utf-8", bufsize=1,
+                            env=child_env(), text=True, encoding="utf-8", bufsize=1,
                             creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))
     assert proc.stdin is not None
     try:

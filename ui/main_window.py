@@ -45,6 +45,7 @@ from .notifier import Notifier
 from .prepare_row import PrepareRow
 from .run_banner import RunBanner
 from .run_form import RunFormView
+from .text_tab import TextTab
 from .window_menu import build_menu
 
 POLL_MS = 500
@@ -139,6 +140,8 @@ class MainWindow(QMainWindow):
         self.history.overlay_changed.connect(self.set_overlay)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.history, t("История", "History"))
+        self.text_tab = TextTab(self.runs, self.history, lambda: self.followed)  # follows the history's selection
+        self.tabs.addTab(self.text_tab, t("Текст", "Text"))
         right_top = QWidget()
         col = QVBoxLayout(right_top)
         col.setContentsMargins(0, 0, 0, 0)

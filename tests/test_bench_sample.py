@@ -1,0 +1,43 @@
+"""`ternit bench sample` runs end to end at tiny sizes (no timing asserted; the figures are
+in docs/PERF.md): both sides give the same greedy tokens, the shares are fractions."""
+
+from __future__ import annotations
+
+import json
+
+from app import bench_cli
+from bench import sample as bench
+
+
+def test_bench_sample_tiny(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    args = ["--context", "32", "--width", "32", "--heads", "2", "--layers", "2", "--vocab", "300",
+            "--prompt", "8", "--new", "16", "--series", "2", "--train-batch", "2", "--train-steps", "1",
+            "--sample-tokens", "4", "--eval-every", "10", "--run-steps", "12", "--run-eval-every", "6",
+            "--json", str(out)]
+    assert bench.main(args) == 0
+    r = json.loads(out.read_text())
+    g = r["generation"]
+    assert g["equal_output"] and g["cached"]["n"] == g["plain"]["n"] == 2 and g["speedup_median"] > 0
+    assert 0 < r["training_share"]["share"] < 1
+    assert r["trainer_run"]["evaluations"] == 2 and 0 < r["trainer_run"]["share"]["median"] < 1
+    assert "cached/plain" in capsys.readouterr().out
+
+
+def test_plain_loop_matches_the_cached_generator_greedy():
+    import torch
+
+    from trainer.config import ModelConfig
+    from trainer.model import GPT
+
+    model = GPT(ModelConfig(context=16, width=32, heads=2, layers=2, vocab=50))
+    model.init_weights(0)
+    model = model.double().eval()  # double: the two paths add in different orders
+    torch.manual_seed(0)
+    prompt = [1, 2, 3, 4]
+    assert bench.plain_generate(model, prompt, 10) == bench.cached_generate(model, prompt, 10)
+
+
+def test_registered_and_refuses_bad_sizes(capsys):
+    assert bench_cli.BENCHES["sample"][1] == "bench.sample"
+    assert bench.main(["--context", "16", "--prompt", "10", "--new", "10"]) == 2
