@@ -14,6 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .i18n import current_language
+from .tooltips import wrap_tip
+
+# The last line of every field's tooltip: where the whole story is (ui/help_page.py).
+HELP_HINT = {"ru": "Подробнее: кнопка «?» у поля или F1.", "en": "More: the «?» button by the field, or F1."}
 
 # The form's sections in the order they are shown.
 SECTIONS: dict[str, dict[str, str]] = {
@@ -21,8 +25,11 @@ SECTIONS: dict[str, dict[str, str]] = {
     "data": {"ru": "Созвездия в обучении", "en": "Constellations in training"},
     "model": {"ru": "Модель", "en": "Model"},
     "training": {"ru": "Обучение", "en": "Training"},
+    "advanced": {"ru": "Дополнительно", "en": "Advanced"},
     "sizing": {"ru": "Как выбрать размер", "en": "How to choose a size"},
 }
+# Sections the form shows folded until the user opens them.
+COLLAPSED_SECTIONS: tuple[str, ...] = ("advanced",)
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,9 @@ class FieldSpec:
     option_tooltips: dict[str, dict[str, str]] = field(default_factory=dict)
     # Shorter names for `ternit run start`'s flag (--batch besides --batch-per-card).
     flags: tuple[str, ...] = ()
+    # The long story for the field's help page («Подробнее»), after the tooltip's text:
+    # measurements, trade-offs, what the guide says beyond the one-screen tooltip.
+    help: dict[str, str] = field(default_factory=dict)
 
     def label_text(self, lang: str | None = None) -> str:
         return self.label[lang or current_language()]
@@ -54,11 +64,24 @@ class FieldSpec:
         return self.unit[lang or current_language()]
 
     def tooltip_text(self, lang: str | None = None, default: Any = None) -> str:
-        """The tooltip with the current default filled in (a fixed option by its label)."""
+        """The tooltip with the current default filled in (a fixed option by its label),
+        wrapped by the one tooltip rule (app.tooltips), its last line saying where the
+        field's help page is."""
+        lang = lang or current_language()
+        return wrap_tip(self.tooltip_body(lang, default) + "\n" + HELP_HINT[lang])
+
+    def tooltip_body(self, lang: str | None = None, default: Any = None) -> str:
+        """The tooltip's text as written, unwrapped, without the help line."""
         lang = lang or current_language()
         value = self.default if default is None else default
         shown = self.option_label(value, lang) if value in self.options else format_value(value, lang)
         return self.tooltip[lang].replace("{default}", shown)
+
+    def help_text(self, lang: str | None = None, default: Any = None) -> str:
+        """The field's help page: the tooltip's text, then the long story (paragraphs)."""
+        lang = lang or current_language()
+        more = self.help.get(lang, "")
+        return self.tooltip_body(lang, default) + (f"\n\n{more}" if more else "")
 
     def option_label(self, key: str, lang: str | None = None) -> str:
         return self.options[key][lang or current_language()]
@@ -66,6 +89,11 @@ class FieldSpec:
     def option_tooltip(self, key: str, lang: str | None = None) -> str:
         tips = self.option_tooltips.get(key)
         return tips[lang or current_language()] if tips else ""
+
+    def option_tooltip_text(self, key: str, lang: str | None = None) -> str:
+        """An option's tooltip as the list shows it: «Label: what it costs», wrapped."""
+        tip = self.option_tooltip(key, lang)
+        return wrap_tip(f"{self.option_label(key, lang)}: {tip}") if tip else ""
 
     def option_choices(self, lang: str | None = None) -> list[tuple[str, str]]:
         """(key, label) of the fixed options in display order."""
@@ -162,6 +190,28 @@ def economical_step_up(level: str, lang: str | None = None, to: str | None = Non
     return ("выберите полный уровень экономного режима" if lang == "ru"
             else "choose the full economical level")
 
+
+# training.precision (trainer.config.PRECISIONS); "auto" is trainer.optim.pick_precision's.
+PRECISION_OPTIONS: dict[str, dict[str, str]] = {
+    "auto": {"ru": "Авто", "en": "Auto"},
+    "fp32": {"ru": "fp32", "en": "fp32"},
+    "bf16": {"ru": "bf16", "en": "bf16"},
+    "fp16": {"ru": "fp16", "en": "fp16"},
+}
+PRECISION_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
+    "auto": {"ru": "bf16 на картах с вычислительной способностью 8 и выше, fp16 на 7.x (T4), "
+             "fp32 на процессоре.",
+             "en": "bf16 on cards of compute capability 8 and up, fp16 on 7.x (a T4), fp32 on "
+             "the CPU."},
+    "fp32": {"ru": "полная точность: больше всего памяти и медленнее всего на видеокарте.",
+             "en": "full precision: the most memory and the slowest on a card."},
+    "bf16": {"ru": "16 бит с диапазоном fp32: для RTX 30xx и новее; на T4 эмулируется и "
+             "медленный.",
+             "en": "16 bits with fp32's range: for RTX 30xx and newer; emulated and slow on a "
+             "T4."},
+    "fp16": {"ru": "16 бит с масштабированием потерь (GradScaler): для T4 и карт 7.x.",
+             "en": "16 bits with loss scaling (GradScaler): for a T4 and 7.x cards."},
+}
 
 _TOKENS = {"ru": "токенов", "en": "tokens"}
 _MIN = {"ru": "мин", "en": "min"}
@@ -458,37 +508,147 @@ FIELDS: tuple[FieldSpec, ...] = (
         option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
         tooltip={
             "ru": "Экономия памяти: меньше промежуточных результатов хранится для обратного "
-            "прохода, остальное пересчитывается. Заметка лаборатории: на модели в 1,67 млрд "
-            "весов рабочие буферы заняли 5 536 МБ вместо 12 004 МБ — меньше половины — почти "
-            "при той же скорости (шаг около 149 мс на RTX 5070 Ti); карта с собственными "
-            "накладными показала около 6 149 МБ. Качество на 96 отложенных сегментах не "
-            "изменилось в пределах доверительных интервалов.\n\n"
+            "прохода, остальное пересчитывается. "
+            f"«{ECONOMICAL_OPTIONS['selective']['ru']}» — пик памяти 0,39× при обычном шаге, "
+            f"«{ECONOMICAL_OPTIONS['full']['ru']}» — 0,22× при шаге 1,13× (на процессоре). "
+            "Маленькой домашней карте может подойти только «Полный»; панель «Как выбрать размер» "
+            "показывает память при выбранном уровне. Чекпоинт продолжается в любом уровне. "
+            "По умолчанию: {default}.",
+            "en": "Saves memory: fewer intermediate results are kept for the backward pass, the "
+            f"rest is recomputed. «{ECONOMICAL_OPTIONS['selective']['en']}»: 0.39× the peak memory "
+            f"at the normal step, «{ECONOMICAL_OPTIONS['full']['en']}»: 0.22× at 1.13× the step "
+            "time (on the CPU). A small home card may fit only «Full»; the «How to choose a size» "
+            "panel shows the memory at the chosen level. A checkpoint continues at any level. "
+            "Default: {default}.",
+        },
+        help={
+            "ru": "Заметка лаборатории: на модели в 1,67 млрд весов рабочие буферы заняли "
+            "5 536 МБ вместо 12 004 МБ — меньше половины — почти при той же скорости (шаг около "
+            "149 мс на RTX 5070 Ti); карта с собственными накладными показала около 6 149 МБ: "
+            "сколько выделяет программа и сколько показывает карта — разные числа. Качество на 96 "
+            "отложенных сегментах не изменилось в пределах доверительных интервалов.\n\n"
             "Уровни и их цена:\n"
             f"• «{ECONOMICAL_OPTIONS['off']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['off']['ru']}\n"
             f"• «{ECONOMICAL_OPTIONS['selective']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['selective']['ru']}\n"
-            f"• «{ECONOMICAL_OPTIONS['full']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['ru']}\n"
-            f"{_ECONOMICAL_NOT_MEASURED['ru']} "
-            "Одна настройка не подходит всем картам: карте с запасом памяти (T4, 15 ГБ) "
-            "хватит уровня подешевле, на маленькую домашнюю может поместиться только «Полный»; "
-            "панель «Как выбрать размер» показывает память при выбранном уровне. Чекпоинт, "
-            "сохранённый в одном уровне, продолжается в любом другом. "
-            "По умолчанию: {default}.",
-            "en": "Saves memory: fewer intermediate results are kept for the backward pass and "
-            "the rest is recomputed. The lab's note: on a 1.67-billion-weight model the working "
-            "buffers took 5,536 MB instead of 12,004 MB — less than half — at practically the "
-            "normal speed (a step about 149 ms on an RTX 5070 Ti); with the card's own overhead "
-            "it showed about 6,149 MB. Quality on 96 held-out segments did not change beyond "
-            "the confidence intervals.\n\n"
+            f"• «{ECONOMICAL_OPTIONS['full']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['ru']}\n\n"
+            f"{_ECONOMICAL_NOT_MEASURED['ru']}\n\n"
+            "Одна настройка не подходит всем картам: карте с запасом памяти (T4, 15 ГБ) хватит "
+            "уровня подешевле, на маленькую домашнюю может поместиться только «Полный». Чекпоинт, "
+            "сохранённый в одном уровне, продолжается в любом другом.",
+            "en": "The lab's note: on a 1.67-billion-weight model the working buffers took "
+            "5,536 MB instead of 12,004 MB — less than half — at practically the normal speed (a "
+            "step about 149 ms on an RTX 5070 Ti); with the card's own overhead it showed about "
+            "6,149 MB: what the program allocates and what the card shows are different numbers. "
+            "Quality on 96 held-out segments did not change beyond the confidence intervals.\n\n"
             "The levels and what they cost:\n"
             f"• «{ECONOMICAL_OPTIONS['off']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['off']['en']}\n"
             f"• «{ECONOMICAL_OPTIONS['selective']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['selective']['en']}\n"
-            f"• «{ECONOMICAL_OPTIONS['full']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['en']}\n"
-            f"{_ECONOMICAL_NOT_MEASURED['en']} "
+            f"• «{ECONOMICAL_OPTIONS['full']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['en']}\n\n"
+            f"{_ECONOMICAL_NOT_MEASURED['en']}\n\n"
             "One setting does not suit every card: a card with memory to spare (a T4's 15 GB) "
-            "does with a cheaper level, a small home card may fit only «Full»; the «How to "
-            "choose a size» panel shows the memory at the chosen level. A checkpoint saved at "
-            "one level continues at any other. "
+            "does with a cheaper level, a small home card may fit only «Full». A checkpoint saved "
+            "at one level continues at any other.",
+        },
+    ),
+    # «Дополнительно»: the trainer's own knobs, folded by default. Defaults are
+    # trainer.config.TrainingConfig's (tests/test_fields.py holds them equal).
+    FieldSpec(
+        name="warmup_steps",
+        section="advanced",
+        kind="int",
+        path="training.warmup_steps",
+        default=200,
+        minimum=0,
+        maximum=100_000_000,
+        unit={"ru": "шагов", "en": "steps"},
+        label={"ru": "Шаги разогрева", "en": "Warm-up steps"},
+        tooltip={
+            "ru": "Сколько первых шагов скорость обучения растёт от нуля до полной: случайные "
+            "веса в начале легко сорвать большим шагом (потери скачут или NaN). Обычно это "
+            "1–5 % от «Шагов до»; 0 — без разогрева. По умолчанию: {default}.",
+            "en": "For how many first steps the learning rate climbs from zero to the full one: "
+            "random weights at the start are easily thrown off by a big update (the loss jumps "
+            "or turns NaN). Usually 1–5 % of «Steps to»; 0: no warm-up. Default: {default}.",
+        },
+        help={
+            "ru": "Расписание скорости: линейный разогрев за эти шаги, затем косинусный спад "
+            "до «Доли минимальной скорости» к «Шагов до». Продолженный прогон разогрев не "
+            "повторяет: спад продолжается с той скорости, на которой он остановился.",
+            "en": "The rate's schedule: a linear warm-up over these steps, then a cosine decay "
+            "to the «Minimum rate ratio» at «Steps to». A continued run does not warm up again: "
+            "the decay goes on from the rate where it stopped.",
+        },
+    ),
+    FieldSpec(
+        name="min_lr_ratio",
+        section="advanced",
+        kind="float",
+        path="training.min_lr_ratio",
+        default=0.1,
+        minimum=0.0,
+        maximum=1.0,
+        label={"ru": "Доля минимальной скорости", "en": "Minimum rate ratio"},
+        tooltip={
+            "ru": "До какой доли «Скорости обучения» она спадает к «Шагов до»: 0,1 — до "
+            "десятой части. 0 — до нуля (последние шаги почти ничего не меняют), 1 — без "
+            "спада. По умолчанию: {default}.",
+            "en": "The share of the «Learning rate» it decays to by «Steps to»: 0.1 is a tenth. "
+            "0 decays to zero (the last steps change almost nothing), 1 means no decay. "
             "Default: {default}.",
+        },
+    ),
+    FieldSpec(
+        name="weight_decay",
+        section="advanced",
+        kind="float",
+        path="training.weight_decay",
+        default=0.1,
+        minimum=0.0,
+        maximum=10.0,
+        label={"ru": "Затухание весов", "en": "Weight decay"},
+        tooltip={
+            "ru": "Сила, с которой AdamW тянет веса к нулю на каждом шаге (кроме эмбеддингов): "
+            "сдерживает переобучение. Больше — осторожнее модель, но учится медленнее; 0 — "
+            "выключено. По умолчанию: {default}.",
+            "en": "How hard AdamW pulls the weights towards zero at every step (embeddings "
+            "excepted): it holds back overfitting. More makes a more cautious model that learns "
+            "slower; 0 turns it off. Default: {default}.",
+        },
+    ),
+    FieldSpec(
+        name="grad_clip",
+        section="advanced",
+        kind="float",
+        path="training.grad_clip",
+        default=1.0,
+        minimum=0.0,
+        maximum=1_000.0,
+        label={"ru": "Обрезка градиента", "en": "Gradient clipping"},
+        tooltip={
+            "ru": "Наибольшая норма градиента за шаг: больший градиент уменьшается до неё, "
+            "так один неудачный батч не сбивает обучение. 0 — без обрезки. "
+            "По умолчанию: {default}.",
+            "en": "The largest gradient norm a step may use: a larger gradient is scaled down "
+            "to it, so one bad batch cannot throw training off. 0: no clipping. "
+            "Default: {default}.",
+        },
+    ),
+    FieldSpec(
+        name="precision",
+        section="advanced",
+        kind="choice",
+        path="training.precision",
+        default="auto",
+        options=PRECISION_OPTIONS,
+        option_tooltips=PRECISION_OPTION_TOOLTIPS,
+        label={"ru": "Точность", "en": "Precision"},
+        tooltip={
+            "ru": "В каких числах считать: «Авто» берёт bf16 на картах RTX 30xx и новее, fp16 "
+            "на T4 и fp32 на процессоре. bf16 и fp16 вдвое экономнее по памяти активаций и "
+            "быстрее на картах с тензорными ядрами. По умолчанию: {default}.",
+            "en": "Which numbers to compute in: «Auto» takes bf16 on RTX 30xx cards and newer, "
+            "fp16 on a T4 and fp32 on the CPU. bf16 and fp16 halve the activations' memory and "
+            "run faster on cards with tensor cores. Default: {default}.",
         },
     ),
 )

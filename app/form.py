@@ -15,15 +15,18 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.config import TrainingConfig
+
 from . import fields as F
 from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
 from .fields import format_value
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text, duration_text
+from .numbers import count_text, duration_text, parse_number
 
 log = logging.getLogger(__name__)
 
+TRAINER_EVAL_SEGMENTS = TrainingConfig().eval_segments  # held-out segments an evaluation reads
 DEFAULT_VOCAB = 4000  # the vocabulary `ternit data prepare` builds by default
 KAGGLE_GPUS = ("t4x2",)  # Kaggle's only GPU shape now (P100 retired, no single T4)
 KAGGLE_SESSION_MIN = 720  # Kaggle ends a session after 12 hours
@@ -83,8 +86,12 @@ class ActiveRun:
         return key(self.config) == key(config)
 
 
+# «Дополнительно»: training values written as they are (run.json key = the field's name).
+ADVANCED_TRAINING: tuple[str, ...] = tuple(
+    f.name for f in F.FIELDS if f.section == "advanced" and (f.path or "").startswith("training."))
 # The training values the form sets (run_config); the rest keep their defaults.
-_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical")
+_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical",
+                  *ADVANCED_TRAINING)
 
 
 @dataclass
@@ -269,9 +276,8 @@ class RunForm:
         """What the user typed in a number field; a text that does not parse is kept and
         reported, never silently replaced."""
         spec = F.spec(name)
-        raw = text.strip().replace("\u00a0", "").replace(" ", "")
-        try:
-            value: Any = int(raw) if spec.kind == "int" else float(raw.replace(",", "."))
+        try:  # thousands separators and the decimal sign as the interface language writes them
+            value: Any = parse_number(text, spec.kind)
         except ValueError:
             self.texts[name] = text
             self.values[name] = None
@@ -389,6 +395,33 @@ class RunForm:
         if counts and all(isinstance(c, int) for c in counts):
             return int(sum(counts))  # type: ignore[arg-type]
         return None
+
+    def _data_what(self) -> str:
+        """What «Данные» counts, beside the constellations' counts (all their tokens): the
+        training part of the prepared data, the held-out sample left out."""
+        prep = self.prepared_for_selection()
+        if prep and prep.train_tokens:
+            val = t(f", ещё {count_text(prep.val_tokens)} — проверочная выборка", f"; {count_text(prep.val_tokens)} more "
+                    "held out for validation") if prep.val_tokens else ""
+            return t(f"обучающая часть{val}; ", f"the training part{val}; ") + self._val_sample_note(prep)
+        return t("всего в созвездиях (до подготовки); ", "all of the constellations (before preparing); ")
+
+    def _val_sample_note(self, prep: Prepared) -> str:
+        """A held-out sample shorter than the segments an evaluation reads, said for the
+        form's own context and in the interface's language (the prepare's note was written
+        once, in the context and the language of that prepare)."""
+        n = self.values["context"]
+        if not prep.val_tokens or not isinstance(n, int) or n <= 0:
+            return ""
+        base = (self.continuing.config.get("training") or {}) if self.continuing else {}
+        want = int(base.get("eval_segments") or TRAINER_EVAL_SEGMENTS)
+        have = prep.val_tokens // n
+        if have >= want:
+            return ""
+        return t(f"в проверочной выборке {format_value(have)} отрезков по {format_value(n)} токенов "
+                 f"(для оценки нужно {want}): валидация будет шумнее; ",
+                 f"the held-out sample is {format_value(have)} segments of {format_value(n)} tokens "
+                 f"(an evaluation wants {want}): validation will be noisier; ")
 
     def vocab(self) -> int:
         if self.continuing and self.continuing.model.get("vocab"):
@@ -662,6 +695,7 @@ class RunForm:
                 pw = pw.replace(".", ",")
             rows.append(SizeRow("data", t("Данные", "Data"),
                                 t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
+                                self._data_what() +
                                 t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
                                   f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"),
                                 level))
@@ -729,6 +763,11 @@ class RunForm:
             batch_per_card=int(v["batch_per_card"]), steps_to=int(v["steps_to"]),
             limit_min=v["limit_min"], checkpoint_every_min=v["checkpoint_every_min"], lr=float(v["lr"]),
             economical=F.economical_run_value(self.economical()))
+        for name in ADVANCED_TRAINING:
+            value = v.get(name)
+            if value is not None:  # None: the trainer's default
+                key = str(F.spec(name).path).split(".", 1)[1]
+                training[key] = float(value) if F.spec(name).kind == "float" else value
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}
         else:

@@ -44,7 +44,7 @@ from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
 from app.window_layout import WindowLayout
 
-from . import settings
+from . import settings, tooltips
 from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
 from .history import HistoryView
@@ -79,6 +79,7 @@ class MainWindow(QMainWindow):
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None,
                  remember_layout: bool = True) -> None:
         super().__init__()
+        tooltips.install()  # every tooltip of the window to app.tooltips' rule (≤ 60 × 12)
         self.remember_layout = remember_layout
         self.shortcut_actions: dict[str, QAction] = {}
         self._pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
@@ -647,6 +648,7 @@ class MainWindow(QMainWindow):
         self.plot.remove(LIVE)
         self.plot.follow(LIVE, [(r.id, r.events_path) for r in chain], label=rec.name)
         self.plot.set_title(t(f"Потери: {rec.name}", f"Loss: {rec.name}"))
+        self.history.set_followed(run_id)  # its «На графике» box ticked
         self.history.select(run_id)
         self._update_banner()
         self._update_monitor()
