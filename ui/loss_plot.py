@@ -279,7 +279,7 @@ class LossPlot(QWidget):
         self.hint.setPos(0.5, 0.5)
         self.plot.addItem(self.hint, ignoreBounds=True)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 0, 8, 0)  # off the window's right edge
         layout.addLayout(bar)
         layout.addWidget(self.widget, 1)
         self.x_axis.currentIndexChanged.connect(self._axis_changed)
