@@ -22,7 +22,7 @@ from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's ca
 from .fields import format_value
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text, duration_text, parse_number
+from .numbers import count_text, duration_text, parse_number, plural_ru
 
 log = logging.getLogger(__name__)
 
@@ -418,7 +418,8 @@ class RunForm:
         have = prep.val_tokens // n
         if have >= want:
             return ""
-        return t(f"в проверочной выборке {format_value(have)} отрезков по {format_value(n)} токенов "
+        segments = plural_ru(have, "отрезок", "отрезка", "отрезков")
+        return t(f"в проверочной выборке {format_value(have)} {segments} по {format_value(n)} токенов "
                  f"(для оценки нужно {want}): валидация будет шумнее; ",
                  f"the held-out sample is {format_value(have)} segments of {format_value(n)} tokens "
                  f"(an evaluation wants {want}): validation will be noisier; ")

@@ -135,3 +135,51 @@ def test_each_token_count_says_what_it_counts(view):
     assert "токенов всего" in box.text()
     data = next(r for r in view.form.size_rows() if r.key == "data")
     assert "обучающая часть" in data.note and "проверочная выборка" in data.note
+
+
+def test_the_prepare_note_speaks_todays_language():
+    """Issue 16: the data warning stayed Russian in the English interface (the child wrote
+    it in the language of the moment) and said «по 1024» for a context of 128."""
+    from app.data.manage import CliOutput, prepare_outcome
+    from app.data.progress import JsonLines
+    from app.i18n import said
+
+    set_language("ru")
+    try:
+        import io
+
+        stream = io.StringIO()
+        bar = JsonLines(stream)
+        bar.warning(said("текста мало для словаря 4000", "too little text for a vocabulary of 4000"))
+        from app.data.progress import VAL_SAMPLE_WARNING
+
+        bar.warning(said("проверочная выборка меньше желаемой: 8 отрезков по 1024",
+                         "the validation sample is smaller than wanted: 8 segments of 1024", key=VAL_SAMPLE_WARNING))
+        out = CliOutput()
+        out.feed_stderr(stream.getvalue())
+        set_language("en")  # the user switched after the prepare
+        got = prepare_outcome(0, out, ["demo"])
+        assert "too little text for a vocabulary of 4000" in got.note and "словаря" not in got.note
+        assert "1024" not in got.note and "1024" not in got.tooltip  # the form says it for its context
+    finally:
+        set_language(None)
+
+
+def test_the_form_says_the_held_out_sample_for_its_own_context(tiny_data):
+    from app.form import RunForm
+
+    set_language("en")
+    try:
+        form = RunForm(FormContext())
+        form.ctx.add_prepared(Prepared.read(tiny_data))
+        form.values["constellations"] = list(form.ctx.constellations)
+        prep = form.prepared_for_selection()
+        n = max(8, prep.val_tokens // 10)  # ten segments: under the 96 an evaluation reads
+        form.set_text("context", str(n))
+        data = next(r for r in form.size_rows() if r.key == "data")
+        assert f"segments of {n:,} tokens" in data.note and "wants 96" in data.note
+        form.set_text("context", "8")
+        data = next(r for r in form.size_rows() if r.key == "data")
+        assert ("segments of 8 tokens" in data.note) == (prep.val_tokens // 8 < 96)
+    finally:
+        set_language(None)
