@@ -183,3 +183,28 @@ def test_the_form_says_the_held_out_sample_for_its_own_context(tiny_data):
         assert ("segments of 8 tokens" in data.note) == (prep.val_tokens // 8 < 96)
     finally:
         set_language(None)
+
+
+def test_a_failed_add_is_a_message_one_sees(qtbot, tmp_path):
+    """Issue 16: «нет текста» in the data window was small black text at the bottom."""
+    from ui.data_dialog import DataDialog
+
+    set_language("ru")
+    try:
+        dlg = DataDialog()
+        qtbot.addWidget(dlg)
+        dlg.show()
+        with qtbot.waitSignal(dlg.statuses_ready, timeout=30_000):
+            pass
+        assert not dlg.status.isVisible()  # nothing to say: no empty line either
+        empty = tmp_path / "пусто"
+        empty.mkdir()
+        with qtbot.waitSignal(dlg.task_finished, timeout=30_000) as got:
+            dlg.add(str(empty), name="x", constellation="y")
+        assert got.args == [2]
+        status = dlg.status
+        assert status.isVisible() and status.level == "error" and "нет файлов" in status.text()
+        assert "border" in status.styleSheet() and "font-size" in status.styleSheet()
+        dlg.done(0)
+    finally:
+        set_language(None)
