@@ -208,3 +208,24 @@ def test_a_failed_add_is_a_message_one_sees(qtbot, tmp_path):
         dlg.done(0)
     finally:
         set_language(None)
+
+
+def test_a_table_cells_tooltip_is_shown_wrapped(qtbot):
+    from PySide6.QtCore import QEvent
+    from PySide6.QtGui import QHelpEvent
+    from PySide6.QtWidgets import QApplication, QTableWidget, QTableWidgetItem, QToolTip
+
+    from ui import tooltips
+
+    tooltips.install()
+    table = QTableWidget(1, 1)
+    qtbot.addWidget(table)
+    item = QTableWidgetItem("x")
+    item.setToolTip("длинное сообщение об ошибке " * 12)
+    table.setItem(0, 0, item)
+    table.show()
+    pos = table.visualItemRect(item).center()
+    QApplication.sendEvent(table.viewport(), QHelpEvent(QEvent.Type.ToolTip, pos, table.viewport().mapToGlobal(pos)))
+    shown = QToolTip.text()
+    QToolTip.hideText()
+    assert shown and fits(shown) and "\n" in shown

@@ -1,17 +1,18 @@
 """Every tooltip the window shows kept to app.tooltips' rule (≤ ~60 characters a line,
 ≤ 12 lines), wherever in ui/ it was set: one filter on the application rewraps a widget's
-tooltip when it changes and a menu item's when its action changes. The text is only
-rewrapped (the rule is idempotent), never reworded."""
+tooltip when it changes, a menu item's when its action changes, and shows a table cell's
+or a tab's wrapped. The text is only rewrapped (the rule is idempotent), never reworded."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QObject
-from PySide6.QtGui import QAction
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtCore import QEvent, QObject, Qt
+from PySide6.QtGui import QAction, QHelpEvent
+from PySide6.QtWidgets import QAbstractItemView, QApplication, QTabBar, QToolTip, QWidget
 
 from app.tooltips import wrap_tip
 
-_WATCHED = frozenset({QEvent.Type.ToolTipChange, QEvent.Type.ActionChanged, QEvent.Type.ActionAdded})
+_WATCHED = frozenset({QEvent.Type.ToolTipChange, QEvent.Type.ActionChanged, QEvent.Type.ActionAdded,
+                      QEvent.Type.ToolTip})
 
 
 class _TooltipWrapper(QObject):
@@ -19,6 +20,8 @@ class _TooltipWrapper(QObject):
         kind = event.type()
         if kind not in _WATCHED:
             return False
+        if kind == QEvent.Type.ToolTip:
+            return _show_item_tip(watched, event)  # type: ignore[arg-type]
         if kind == QEvent.Type.ToolTipChange and isinstance(watched, QWidget):
             tip = watched.toolTip()
             wrapped = wrap_tip(tip)
@@ -32,6 +35,26 @@ class _TooltipWrapper(QObject):
                 if wrapped != tip:
                     action.setToolTip(wrapped)
         return False
+
+
+def _show_item_tip(watched: QObject, event: QHelpEvent) -> bool:
+    """A table cell's, a list item's or a tab's tooltip (data, not a widget's property):
+    shown wrapped here; True when shown (Qt's own would be the unwrapped text)."""
+    if isinstance(watched, QTabBar):
+        i = watched.tabAt(event.pos())
+        tip = watched.tabToolTip(i) if i >= 0 else ""
+        rect = watched.tabRect(i) if i >= 0 else None
+    else:
+        view = watched.parent() if isinstance(watched, QWidget) else None
+        if not isinstance(view, QAbstractItemView) or watched is not view.viewport():
+            return False
+        index = view.indexAt(event.pos())
+        tip = index.data(Qt.ItemDataRole.ToolTipRole) if index.isValid() else None
+        rect = view.visualRect(index) if index.isValid() else None
+    if not isinstance(tip, str) or not tip or wrap_tip(tip) == tip:
+        return False
+    QToolTip.showText(event.globalPos(), wrap_tip(tip), watched, rect)  # type: ignore[arg-type]
+    return True
 
 
 _installed: dict[int, _TooltipWrapper] = {}
