@@ -213,6 +213,34 @@ PRECISION_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
              "en": "16 bits with loss scaling (GradScaler): for a T4 and 7.x cards."},
 }
 
+# The model fields' help page: how the four numbers make the weight count and the data it
+# wants (GUIDE.md, «Сколько весов» and «Как выбрать размер»).
+_MODEL_HELP = {
+    "ru": "Сколько весов ≈ 12 · слои · d² + словарь · d + n · d. Для 8 слоёв, d 512, словаря "
+    "4000 и n 1024 это 27 738 112 — ровно столько печатает журнал обучения (без смещений и "
+    "обучаемых весов нормировок, общий вход и выход, обучаемые позиции, MLP шириной 4d).\n\n"
+    "Около 20 токенов данных на вес: 27,7 млн весов хотят около 550 млн токенов; большая модель "
+    "на тех же данных недоучится. Расти, когда валидация вышла на плато и данных хватает; пока "
+    "валидация падает, дешевле учить дольше. 24 слоя примерно втрое медленнее 8.",
+    "en": "How many weights ≈ 12 · layers · d² + vocabulary · d + n · d. For 8 layers, d 512, a "
+    "vocabulary of 4000 and n 1024 this is 27,738,112 — exactly what the training log prints (no "
+    "biases, no learnable norm weights, tied input and output embedding, learned positions, an "
+    "MLP 4d wide).\n\n"
+    "About 20 tokens of data per weight: 27.7 M weights want about 550 M tokens; a bigger model "
+    "on the same data will be under-trained. Grow when validation has reached a plateau and there "
+    "is enough data; while validation still falls, training longer is cheaper. 24 layers are about "
+    "three times slower than 8.",
+}
+_SCHEDULE_HELP = {
+    "ru": "Скорость обучения: линейный разогрев («Шаги разогрева» в «Дополнительно»), затем "
+    "косинусный спад до «Доли минимальной скорости» к «Шагов до». Продолженный прогон с новым "
+    "«Шагов до» продолжает спад с той скорости, на которой остановился, растягивая его до нового "
+    "конца.",
+    "en": "The learning rate: a linear warm-up («Warm-up steps» under «Advanced»), then a cosine "
+    "decay to the «Minimum rate ratio» at «Steps to». A continued run with a new «Steps to» goes "
+    "on from the rate where it stopped and stretches the decay to the new end.",
+}
+
 _TOKENS = {"ru": "токенов", "en": "tokens"}
 _MIN = {"ru": "мин", "en": "min"}
 
@@ -282,6 +310,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="context",
         section="model",
+        help=_MODEL_HELP,
         kind="int",
         path="model.context",
         default=1024,
@@ -301,6 +330,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="width",
         section="model",
+        help=_MODEL_HELP,
         kind="int",
         path="model.width",
         default=512,
@@ -320,6 +350,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="heads",
         section="model",
+        help=_MODEL_HELP,
         kind="int",
         path="model.heads",
         default=8,
@@ -339,6 +370,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="layers",
         section="model",
+        help=_MODEL_HELP,
         kind="int",
         path="model.layers",
         default=8,
@@ -416,6 +448,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="steps_to",
         section="training",
+        help=_SCHEDULE_HELP,
         kind="int",
         path="training.steps_to",
         flags=("--steps",),
@@ -482,6 +515,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="lr",
         section="training",
+        help=_SCHEDULE_HELP,
         kind="float",
         path="training.lr",
         default=0.001,

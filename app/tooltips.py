@@ -22,6 +22,12 @@ _KEEP_TOGETHER = re.compile(r"(?<=\d) (?=\d{3}(?!\d))|(?<=\S) (?=[—–](?:\s|$
 _GLUE = "\ue000"  # a private-use character: textwrap splits only at ASCII whitespace
 
 
+def glue_numbers(text: str) -> str:
+    """`text` with no-break spaces where a line break would split a number («5 536») or
+    leave a dash alone at a line's start: for text laid out by Qt (a help page)."""
+    return _KEEP_TOGETHER.sub("\u00a0", text)
+
+
 def is_rich(text: str) -> bool:
     """Rich text (Qt lays it out and wraps it by itself): left as it is."""
     return text.lstrip().startswith("<")

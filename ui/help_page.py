@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import html
 
-from PySide6.QtWidgets import QDialog, QDialogButtonBox, QTextBrowser, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
 from app import fields as F
 from app.i18n import t
+from app.tooltips import glue_numbers
 
 
 def help_html(name: str, default: object = None, lang: str | None = None) -> str:
     """The page as HTML: the field's label as the title, its paragraphs, «•» lines as a list."""
     spec = F.spec(name)
     parts = [f"<h3>{html.escape(spec.label_text(lang))}</h3>"]
-    for para in spec.help_text(lang, default).split("\n\n"):
+    for para in glue_numbers(spec.help_text(lang, default)).split("\n\n"):
         lines = [x for x in para.split("\n") if x.strip()]
         bullets = [x for x in lines if x.lstrip().startswith("•")]
         head = [x for x in lines if not x.lstrip().startswith("•")]
@@ -39,11 +40,15 @@ class HelpPage(QDialog):
         self.text = QTextBrowser()
         self.text.setOpenExternalLinks(False)
         self.text.setHtml(help_html(name, default))
-        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        buttons.rejected.connect(self.reject)
+        close = QPushButton(t("Закрыть", "Close"))  # Qt's standard button would stay English
+        close.clicked.connect(self.reject)
+        close.setDefault(True)
+        row = QHBoxLayout()
+        row.addStretch(1)
+        row.addWidget(close)
         layout = QVBoxLayout(self)
         layout.addWidget(self.text, 1)
-        layout.addWidget(buttons)
+        layout.addLayout(row)
         self.resize(560, 420)
 
     def plain_text(self) -> str:
