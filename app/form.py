@@ -248,6 +248,8 @@ class RunForm:
             node: Any = cfg
             for part in spec.path.split("."):
                 node = node.get(part) if isinstance(node, dict) else None
+            if node is None and spec.name in ADVANCED_TRAINING and spec.default is not None:
+                node = spec.default  # a run.json without the key trained with the trainer's default
             if node is None:
                 continue
             if spec.name == "economical":
