@@ -421,7 +421,8 @@ class RunForm:
         if have >= want:
             return ""
         segments = plural_ru(have, "отрезок", "отрезка", "отрезков")
-        return t(f"в проверочной выборке {format_value(have)} {segments} по {format_value(n)} токенов "
+        tokens = plural_ru(n, "токену", "токена", "токенов")  # «по 1024 токена», «по 128 токенов»
+        return t(f"в проверочной выборке {format_value(have)} {segments} по {format_value(n)} {tokens} "
                  f"(для оценки нужно {want}): валидация будет шумнее; ",
                  f"the held-out sample is {format_value(have)} segments of {format_value(n)} tokens "
                  f"(an evaluation wants {want}): validation will be noisier; ")
