@@ -80,3 +80,38 @@ def wrap_all(root: QWidget) -> None:
         tip = action.toolTip()
         if tip and wrap_tip(tip) != tip:
             action.setToolTip(wrap_tip(tip))
+
+
+_BENCH_EVENTS, _BENCH_ROUNDS = 50_000, 6
+
+
+def bench() -> int:
+    """`QT_QPA_PLATFORM=offscreen python -m ui.tooltips`: what the filter costs an event —
+    QApplication.sendEvent of a plain event to a widget with the filter and without, the
+    order alternated (docs/PERF.md)."""
+    import statistics
+    import time
+
+    app = QApplication.instance() or QApplication([])
+    widget = QWidget()
+    wrapper = _TooltipWrapper(app)
+    event = QEvent(QEvent.Type.User)
+    times: dict[str, list[float]] = {"without": [], "with": []}
+    for i in range(_BENCH_ROUNDS * 2):
+        on = (i % 2 == 1) if (i // 2) % 2 == 0 else (i % 2 == 0)  # off,on,on,off,off,on,…
+        if on:
+            app.installEventFilter(wrapper)
+        start = time.perf_counter()
+        for _ in range(_BENCH_EVENTS):
+            QApplication.sendEvent(widget, event)
+        times["with" if on else "without"].append((time.perf_counter() - start) / _BENCH_EVENTS * 1e6)
+        if on:
+            app.removeEventFilter(wrapper)
+    for key, values in times.items():
+        print(f"{key:8s} filter: median {statistics.median(values):.2f} µs/event, "
+              f"spread {min(values):.2f}–{max(values):.2f} ({_BENCH_ROUNDS} rounds of {_BENCH_EVENTS})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(bench())
