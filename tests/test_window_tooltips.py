@@ -229,3 +229,19 @@ def test_a_table_cells_tooltip_is_shown_wrapped(qtbot):
     shown = QToolTip.text()
     QToolTip.hideText()
     assert shown and fits(shown) and "\n" in shown
+
+
+def test_the_advanced_sections_state_is_remembered(qtbot):
+    from ui.run_form import RunFormView
+
+    first = RunFormView(FormContext())
+    qtbot.addWidget(first)
+    assert not first.advanced_open()
+    first.advanced_toggle.click()  # the user opens it
+    again = RunFormView(FormContext())
+    qtbot.addWidget(again)
+    assert again.advanced_open()
+    again.advanced_toggle.click()
+    third = RunFormView(FormContext())
+    qtbot.addWidget(third)
+    assert not third.advanced_open()

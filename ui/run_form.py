@@ -7,6 +7,7 @@ view passes edits in and shows what RunForm says.
 from __future__ import annotations
 
 import html
+import logging
 from collections.abc import Callable
 from typing import Any
 
@@ -34,8 +35,10 @@ from app.i18n import t
 from app.numbers import count_text, field_text, parse_number
 from app.tooltips import wrap_tip
 
-from . import palette
+from . import palette, settings
 from .help_page import HelpPage
+
+log = logging.getLogger(__name__)
 
 
 class RunFormView(QWidget):
@@ -152,8 +155,15 @@ class RunFormView(QWidget):
         outer.addWidget(self.advanced_toggle)
         outer.addWidget(self.advanced_body)
         self.advanced_toggle.toggled.connect(self.set_advanced_open)
-        self.set_advanced_open(False)
+        self.advanced_toggle.clicked.connect(self._remember_open)  # the user's click, not a restore
+        self.set_advanced_open(section in settings.open_sections(F.COLLAPSED_SECTIONS))
         return QFormLayout(self.advanced_body)
+
+    def _remember_open(self) -> None:
+        try:
+            settings.save_open_sections({"advanced"} if self.advanced_open() else set())
+        except OSError:  # a read-only config folder: it opens folded next time, nothing lost
+            log.warning("could not remember the «Дополнительно» section's state", exc_info=True)
 
     def advanced_open(self) -> bool:
         return self.advanced_toggle.isChecked()
