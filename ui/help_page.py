@@ -26,7 +26,7 @@ def help_html(name: str, default: object = None, lang: str | None = None) -> str
         if bullets:
             parts.append("<ul>" + "".join(f"<li>{html.escape(x.lstrip()[1:].strip())}</li>" for x in bullets) + "</ul>")
     if spec.path:
-        parts.append(f"<p style='color: palette(mid)'>run.json: <code>{html.escape(spec.path)}</code></p>")
+        parts.append(f"<p><i>run.json: <code>{html.escape(spec.path)}</code></i></p>")
     return "\n".join(parts)
 
 
