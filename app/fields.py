@@ -13,7 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .field_texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .i18n import current_language
+from .tooltips import wrap_tip
+
+# The last line of every field's tooltip: where the whole story is (ui/help_page.py).
+HELP_HINT = {"ru": "Подробнее: кнопка «?» у поля или F1.", "en": "More: the «?» button by the field, or F1."}
 
 # The form's sections in the order they are shown.
 SECTIONS: dict[str, dict[str, str]] = {
@@ -21,8 +26,11 @@ SECTIONS: dict[str, dict[str, str]] = {
     "data": {"ru": "Созвездия в обучении", "en": "Constellations in training"},
     "model": {"ru": "Модель", "en": "Model"},
     "training": {"ru": "Обучение", "en": "Training"},
+    "advanced": {"ru": "Дополнительно", "en": "Advanced"},
     "sizing": {"ru": "Как выбрать размер", "en": "How to choose a size"},
 }
+# Sections the form shows folded until the user opens them.
+COLLAPSED_SECTIONS: tuple[str, ...] = ("advanced",)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,9 @@ class FieldSpec:
     option_tooltips: dict[str, dict[str, str]] = field(default_factory=dict)
     # Shorter names for `ternit run start`'s flag (--batch besides --batch-per-card).
     flags: tuple[str, ...] = ()
+    # The long story for the field's help page («Подробнее»), after the tooltip's text:
+    # measurements, trade-offs, what the guide says beyond the one-screen tooltip.
+    help: dict[str, str] = field(default_factory=dict)
 
     def label_text(self, lang: str | None = None) -> str:
         return self.label[lang or current_language()]
@@ -54,11 +65,24 @@ class FieldSpec:
         return self.unit[lang or current_language()]
 
     def tooltip_text(self, lang: str | None = None, default: Any = None) -> str:
-        """The tooltip with the current default filled in (a fixed option by its label)."""
+        """The tooltip with the current default filled in (a fixed option by its label),
+        wrapped by the one tooltip rule (app.tooltips), its last line saying where the
+        field's help page is."""
+        lang = lang or current_language()
+        return wrap_tip(self.tooltip_body(lang, default) + "\n" + HELP_HINT[lang])
+
+    def tooltip_body(self, lang: str | None = None, default: Any = None) -> str:
+        """The tooltip's text as written, unwrapped, without the help line."""
         lang = lang or current_language()
         value = self.default if default is None else default
         shown = self.option_label(value, lang) if value in self.options else format_value(value, lang)
         return self.tooltip[lang].replace("{default}", shown)
+
+    def help_text(self, lang: str | None = None, default: Any = None) -> str:
+        """The field's help page: the tooltip's text, then the long story (paragraphs)."""
+        lang = lang or current_language()
+        more = self.help.get(lang, "")
+        return self.tooltip_body(lang, default) + (f"\n\n{more}" if more else "")
 
     def option_label(self, key: str, lang: str | None = None) -> str:
         return self.options[key][lang or current_language()]
@@ -66,6 +90,11 @@ class FieldSpec:
     def option_tooltip(self, key: str, lang: str | None = None) -> str:
         tips = self.option_tooltips.get(key)
         return tips[lang or current_language()] if tips else ""
+
+    def option_tooltip_text(self, key: str, lang: str | None = None) -> str:
+        """An option's tooltip as the list shows it: «Label: what it costs», wrapped."""
+        tip = self.option_tooltip(key, lang)
+        return wrap_tip(f"{self.option_label(key, lang)}: {tip}") if tip else ""
 
     def option_choices(self, lang: str | None = None) -> list[tuple[str, str]]:
         """(key, label) of the fixed options in display order."""
@@ -282,6 +311,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="context",
         section="model",
+        help=MODEL_HELP,
         kind="int",
         path="model.context",
         default=1024,
@@ -301,6 +331,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="width",
         section="model",
+        help=MODEL_HELP,
         kind="int",
         path="model.width",
         default=512,
@@ -320,6 +351,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="heads",
         section="model",
+        help=MODEL_HELP,
         kind="int",
         path="model.heads",
         default=8,
@@ -339,6 +371,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="layers",
         section="model",
+        help=MODEL_HELP,
         kind="int",
         path="model.layers",
         default=8,
@@ -416,6 +449,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="steps_to",
         section="training",
+        help=SCHEDULE_HELP,
         kind="int",
         path="training.steps_to",
         flags=("--steps",),
@@ -482,6 +516,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     FieldSpec(
         name="lr",
         section="training",
+        help=SCHEDULE_HELP,
         kind="float",
         path="training.lr",
         default=0.001,
@@ -508,37 +543,46 @@ FIELDS: tuple[FieldSpec, ...] = (
         option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
         tooltip={
             "ru": "Экономия памяти: меньше промежуточных результатов хранится для обратного "
-            "прохода, остальное пересчитывается. Заметка лаборатории: на модели в 1,67 млрд "
-            "весов рабочие буферы заняли 5 536 МБ вместо 12 004 МБ — меньше половины — почти "
-            "при той же скорости (шаг около 149 мс на RTX 5070 Ti); карта с собственными "
-            "накладными показала около 6 149 МБ. Качество на 96 отложенных сегментах не "
-            "изменилось в пределах доверительных интервалов.\n\n"
+            "прохода, остальное пересчитывается. "
+            f"«{ECONOMICAL_OPTIONS['selective']['ru']}» — пик памяти 0,39× при обычном шаге, "
+            f"«{ECONOMICAL_OPTIONS['full']['ru']}» — 0,22× при шаге 1,13× (на процессоре). "
+            "Маленькой домашней карте может подойти только «Полный»; панель «Как выбрать размер» "
+            "показывает память при выбранном уровне. Чекпоинт продолжается в любом уровне. "
+            "По умолчанию: {default}.",
+            "en": "Saves memory: fewer intermediate results are kept for the backward pass, the "
+            f"rest is recomputed. «{ECONOMICAL_OPTIONS['selective']['en']}»: 0.39× the peak memory "
+            f"at the normal step, «{ECONOMICAL_OPTIONS['full']['en']}»: 0.22× at 1.13× the step "
+            "time (on the CPU). A small home card may fit only «Full»; the «How to choose a size» "
+            "panel shows the memory at the chosen level. A checkpoint continues at any level. "
+            "Default: {default}.",
+        },
+        help={
+            "ru": "Заметка лаборатории: на модели в 1,67 млрд весов рабочие буферы заняли "
+            "5 536 МБ вместо 12 004 МБ — меньше половины — почти при той же скорости (шаг около "
+            "149 мс на RTX 5070 Ti); карта с собственными накладными показала около 6 149 МБ: "
+            "сколько выделяет программа и сколько показывает карта — разные числа. Качество на 96 "
+            "отложенных сегментах не изменилось в пределах доверительных интервалов.\n\n"
             "Уровни и их цена:\n"
             f"• «{ECONOMICAL_OPTIONS['off']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['off']['ru']}\n"
             f"• «{ECONOMICAL_OPTIONS['selective']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['selective']['ru']}\n"
-            f"• «{ECONOMICAL_OPTIONS['full']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['ru']}\n"
-            f"{_ECONOMICAL_NOT_MEASURED['ru']} "
-            "Одна настройка не подходит всем картам: карте с запасом памяти (T4, 15 ГБ) "
-            "хватит уровня подешевле, на маленькую домашнюю может поместиться только «Полный»; "
-            "панель «Как выбрать размер» показывает память при выбранном уровне. Чекпоинт, "
-            "сохранённый в одном уровне, продолжается в любом другом. "
-            "По умолчанию: {default}.",
-            "en": "Saves memory: fewer intermediate results are kept for the backward pass and "
-            "the rest is recomputed. The lab's note: on a 1.67-billion-weight model the working "
-            "buffers took 5,536 MB instead of 12,004 MB — less than half — at practically the "
-            "normal speed (a step about 149 ms on an RTX 5070 Ti); with the card's own overhead "
-            "it showed about 6,149 MB. Quality on 96 held-out segments did not change beyond "
-            "the confidence intervals.\n\n"
+            f"• «{ECONOMICAL_OPTIONS['full']['ru']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['ru']}\n\n"
+            f"{_ECONOMICAL_NOT_MEASURED['ru']}\n\n"
+            "Одна настройка не подходит всем картам: карте с запасом памяти (T4, 15 ГБ) хватит "
+            "уровня подешевле, на маленькую домашнюю может поместиться только «Полный». Чекпоинт, "
+            "сохранённый в одном уровне, продолжается в любом другом.",
+            "en": "The lab's note: on a 1.67-billion-weight model the working buffers took "
+            "5,536 MB instead of 12,004 MB — less than half — at practically the normal speed (a "
+            "step about 149 ms on an RTX 5070 Ti); with the card's own overhead it showed about "
+            "6,149 MB: what the program allocates and what the card shows are different numbers. "
+            "Quality on 96 held-out segments did not change beyond the confidence intervals.\n\n"
             "The levels and what they cost:\n"
             f"• «{ECONOMICAL_OPTIONS['off']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['off']['en']}\n"
             f"• «{ECONOMICAL_OPTIONS['selective']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['selective']['en']}\n"
-            f"• «{ECONOMICAL_OPTIONS['full']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['en']}\n"
-            f"{_ECONOMICAL_NOT_MEASURED['en']} "
+            f"• «{ECONOMICAL_OPTIONS['full']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['en']}\n\n"
+            f"{_ECONOMICAL_NOT_MEASURED['en']}\n\n"
             "One setting does not suit every card: a card with memory to spare (a T4's 15 GB) "
-            "does with a cheaper level, a small home card may fit only «Full»; the «How to "
-            "choose a size» panel shows the memory at the chosen level. A checkpoint saved at "
-            "one level continues at any other. "
-            "Default: {default}.",
+            "does with a cheaper level, a small home card may fit only «Full». A checkpoint saved "
+            "at one level continues at any other.",
         },
     ),
     FieldSpec(
@@ -561,6 +605,7 @@ FIELDS: tuple[FieldSpec, ...] = (
             "«How to choose a size» names the combination\nthat fits. Default: {default}.",
         },
     ),
+    *(FieldSpec(**kw) for kw in ADVANCED_FIELDS),  # «Дополнительно» (app/field_texts.py)
 )
 
 BY_NAME: dict[str, FieldSpec] = {f.name: f for f in FIELDS}

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.config import TrainingConfig
+
 from . import fields as F
 from . import form_sizes as sizes
 from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
@@ -22,11 +24,12 @@ from .fields import format_value
 from .form_sizes import SizeRow
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text
+from .numbers import count_text, parse_number, plural_ru
 from .sizing.result import Estimate
 
 log = logging.getLogger(__name__)
 
+TRAINER_EVAL_SEGMENTS = TrainingConfig().eval_segments  # held-out segments an evaluation reads
 DEFAULT_VOCAB = 4000  # the vocabulary `ternit data prepare` builds by default
 KAGGLE_GPUS = ("t4x2",)  # Kaggle's only GPU shape now (P100 retired, no single T4)
 KAGGLE_SESSION_MIN = 720  # Kaggle ends a session after 12 hours
@@ -86,9 +89,12 @@ class ActiveRun:
         return key(self.config) == key(config)
 
 
+# «Дополнительно»: training values written as they are (run.json key = the field's name).
+ADVANCED_TRAINING: tuple[str, ...] = tuple(
+    f.name for f in F.FIELDS if f.section == "advanced" and (f.path or "").startswith("training."))
 # The training values the form sets (run_config); the rest keep their defaults.
 _FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical",
-                  "lean_state")
+                  "lean_state", *ADVANCED_TRAINING)
 
 
 @dataclass
@@ -235,6 +241,8 @@ class RunForm:
             node: Any = cfg
             for part in spec.path.split("."):
                 node = node.get(part) if isinstance(node, dict) else None
+            if node is None and spec.name in ADVANCED_TRAINING and spec.default is not None:
+                node = spec.default  # a run.json without the key trained with the trainer's default
             if node is None:
                 continue
             if spec.name == "economical":
@@ -267,9 +275,8 @@ class RunForm:
         """What the user typed in a number field; a text that does not parse is kept and
         reported, never silently replaced."""
         spec = F.spec(name)
-        raw = text.strip().replace("\u00a0", "").replace(" ", "")
-        try:
-            value: Any = int(raw) if spec.kind == "int" else float(raw.replace(",", "."))
+        try:  # thousands separators and the decimal sign as the interface language writes them
+            value: Any = parse_number(text, spec.kind)
         except ValueError:
             self.texts[name] = text
             self.values[name] = None
@@ -393,6 +400,35 @@ class RunForm:
         if counts and all(isinstance(c, int) for c in counts):
             return int(sum(counts))  # type: ignore[arg-type]
         return None
+
+    def _data_what(self) -> str:
+        """What «Данные» counts, beside the constellations' counts (all their tokens): the
+        training part of the prepared data, the held-out sample left out."""
+        prep = self.prepared_for_selection()
+        if prep and prep.train_tokens:
+            val = t(f", ещё {count_text(prep.val_tokens)} — проверочная выборка", f"; {count_text(prep.val_tokens)} more "
+                    "held out for validation") if prep.val_tokens else ""
+            return t(f"обучающая часть{val}; ", f"the training part{val}; ") + self._val_sample_note(prep)
+        return t("всего в созвездиях (до подготовки); ", "all of the constellations (before preparing); ")
+
+    def _val_sample_note(self, prep: Prepared) -> str:
+        """A held-out sample shorter than the segments an evaluation reads, said for the
+        form's own context and in the interface's language (the prepare's note was written
+        once, in the context and the language of that prepare)."""
+        n = self.values["context"]
+        if not prep.val_tokens or not isinstance(n, int) or n <= 0:
+            return ""
+        base = (self.continuing.config.get("training") or {}) if self.continuing else {}
+        want = int(base.get("eval_segments") or TRAINER_EVAL_SEGMENTS)
+        have = prep.val_tokens // n
+        if have >= want:
+            return ""
+        segments = plural_ru(have, "отрезок", "отрезка", "отрезков")
+        tokens = plural_ru(n, "токену", "токена", "токенов")  # «по 1024 токена», «по 128 токенов»
+        return t(f"в проверочной выборке {format_value(have)} {segments} по {format_value(n)} {tokens} "
+                 f"(для оценки нужно {want}): валидация будет шумнее; ",
+                 f"the held-out sample is {format_value(have)} segments of {format_value(n)} tokens "
+                 f"(an evaluation wants {want}): validation will be noisier; ")
 
     def vocab(self) -> int:
         if self.continuing and self.continuing.model.get("vocab"):
@@ -675,7 +711,7 @@ class RunForm:
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
                                 t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
                                   f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")))
-        rows.append(sizes.data_row(est, params, self.data_tokens()))
+        rows.append(sizes.data_row(est, params, self.data_tokens(), self._data_what()))
         if est is None:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
@@ -701,6 +737,11 @@ class RunForm:
             limit_min=v["limit_min"], checkpoint_every_min=v["checkpoint_every_min"], lr=float(v["lr"]),
             economical=F.economical_run_value(self.economical()),
             lean_state=F.lean_state_run_value(self.lean_state()))
+        for name in ADVANCED_TRAINING:
+            value = v.get(name)
+            if value is not None:  # None: the trainer's default
+                key = str(F.spec(name).path).split(".", 1)[1]
+                training[key] = float(value) if F.spec(name).kind == "float" else value
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}
         else:

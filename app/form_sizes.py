@@ -28,7 +28,8 @@ def mb(x: Any) -> str:
     return format_value(int(round(float(x)))) if isinstance(x, (int, float)) else "?"
 
 
-def data_row(est: Estimate | None, params: int, data: int | None) -> SizeRow:
+def data_row(est: Estimate | None, params: int, data: int | None, what: str = "") -> SizeRow:
+    """«Данные»: tokens per weight against the guide's ~20; `what` says what was counted."""
     want = 20 * params
     if not data:
         return SizeRow("data", t("Данные", "Data"), "—",
@@ -40,8 +41,8 @@ def data_row(est: Estimate | None, params: int, data: int | None) -> SizeRow:
     if current_language() == "ru":
         pw = pw.replace(".", ",")
     return SizeRow("data", t("Данные", "Data"), t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
-                   t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
-                     f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"), level)
+                   what + t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
+                            f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"), level)
 
 
 def time_row(est: Estimate, steps_to: int) -> SizeRow:

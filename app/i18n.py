@@ -66,3 +66,32 @@ def t(ru: str, en: str, lang: str | None = None) -> str:
 def pick(texts: dict[str, str], lang: str | None = None) -> str:
     """The text of a {"ru": ..., "en": ...} table entry in the interface language."""
     return texts[lang or current_language()]
+
+
+class Said(str):
+    """A text in the current language that keeps both languages: a message made in one
+    process (a `ternit data` child) and shown later by another, perhaps after the user
+    switched the interface's language. `key` names the kind of message, for a reader that
+    treats one kind apart."""
+
+    texts: dict[str, str]
+    key: str
+
+    def __new__(cls, ru: str, en: str, key: str = "", lang: str | None = None) -> Said:
+        obj = super().__new__(cls, t(ru, en, lang))
+        obj.texts = {"ru": ru, "en": en}
+        obj.key = key
+        return obj
+
+    def in_language(self, lang: str | None = None) -> str:
+        return self.texts[lang or current_language()]
+
+
+def said(ru: str, en: str, key: str = "") -> Said:
+    """`t(ru, en)` that remembers both texts (see Said)."""
+    return Said(ru, en, key)
+
+
+def in_language(text: str, lang: str | None = None) -> str:
+    """A Said in the interface's language now; any other text as it is."""
+    return text.in_language(lang) if isinstance(text, Said) else text

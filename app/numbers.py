@@ -5,6 +5,7 @@ the data window and the command line write the same number the same way."""
 from __future__ import annotations
 
 import math
+import re
 
 from .i18n import current_language
 
@@ -87,3 +88,45 @@ def plural_ru(n: int, one: str, few: str, many: str) -> str:
     if 2 <= n % 10 <= 4 and not 12 <= n % 100 <= 14:
         return few
     return many
+
+
+# Thousands separators as each language writes them: Russian a space (the guide's thin or
+# no-break space, or a plain one), English a comma in groups of three.
+_SPACES = " \u00a0\u202f\u2009"
+_EN_GROUPS = re.compile(r"[+-]?[1-9]\d{0,2}(?:,\d{3})+(?:\.\d*)?(?:[eE][+-]?\d+)?")
+
+
+def parse_number(text: str, kind: str = "float", lang: str | None = None) -> int | float:
+    """A number as the user typed it in the interface's language: «20 000» / «0,001» in
+    Russian, "20,000" / "0.001" in English (a point is taken in Russian too, and spaces
+    between digits in both). `kind` "int" wants a whole number. ValueError if it is none."""
+    lang = lang or current_language()
+    raw = text.strip()
+    for ch in _SPACES:
+        raw = raw.replace(ch, "")
+    if lang == "ru":
+        raw = raw.replace(",", ".")
+    elif "," in raw:
+        if not _EN_GROUPS.fullmatch(raw):
+            raise ValueError(f"not a number: {text!r}")
+        raw = raw.replace(",", "")
+    if kind == "int":
+        return int(raw)
+    value = float(raw)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number: {text!r}")
+    return value
+
+
+def field_text(value: int | float | None, lang: str | None = None) -> str:
+    """A number as an input field shows it, the way `parse_number` reads it back:
+    20000 → «20 000» / "20,000", 0.001 → «0,001» / "0.001"."""
+    lang = lang or current_language()
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, int):
+        return int_text(value, lang)
+    body = f"{value:g}"
+    return body.replace(".", ",") if lang == "ru" else body

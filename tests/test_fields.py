@@ -42,8 +42,9 @@ def test_tooltips_name_their_current_default(lang):
 
 
 def test_tooltips_carry_the_guides_facts():
-    ru = {n: F.spec(n).tooltip_text("ru") for n in F.BY_NAME}
-    en = {n: F.spec(n).tooltip_text("en") for n in F.BY_NAME}
+    # The tooltip with its help page («Подробнее»): the long story moved there.
+    ru = {n: F.spec(n).help_text("ru") for n in F.BY_NAME}
+    en = {n: F.spec(n).help_text("en") for n in F.BY_NAME}
     assert "d²" in ru["width"] and "d²" in en["width"]
     assert "512 / 8 = 64" in ru["heads"] and "512 / 8 = 64" in en["heads"]
     assert "1,5" in ru["layers"] and "1.5×" in en["layers"]
@@ -77,14 +78,14 @@ def test_economical_is_a_choice_of_three_levels_with_their_labels():
     assert spec.option_choices("en") == [("off", "Off"), ("selective", "Selective"), ("full", "Full")]
     assert spec.label["ru"] == "Экономный режим" and spec.label["en"] == "Economical mode"
     # The default is named by its label, not by its key.
-    assert spec.tooltip_text("ru").endswith("По умолчанию: Выкл.")
-    assert spec.tooltip_text("en").endswith("Default: Off.")
+    assert spec.tooltip_body("ru").endswith("По умолчанию: Выкл.")
+    assert spec.tooltip_body("en").endswith("Default: Off.")
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_economical_tooltip_keeps_the_note_and_says_what_each_level_costs(lang):
     spec = F.spec("economical")
-    tip = spec.tooltip_text(lang)
+    tip = spec.help_text(lang)  # the tooltip and its «Подробнее» page
     comma = "," if lang == "ru" else "."
     # The lab's note (GUIDE.md) stays.
     assert ("5 536" in tip and "12 004" in tip) if lang == "ru" else ("5,536" in tip and "12,004" in tip)
@@ -141,3 +142,48 @@ def test_economical_levels_and_figures_match_the_trainer():
         for figure in figures:
             assert figure in ABOUT[level], (level, figure)
             assert figure.replace("x", "×").replace("%", " %") in en[level]["en"], (level, figure)
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_every_tooltip_of_the_table_fits_60_by_12(lang):
+    """Issue 16: «Экономный режим» was a 26-line wall, «Контекст n» one 1,100-px line."""
+    from app.tooltips import fits
+
+    for spec in F.FIELDS:
+        tips = [spec.tooltip_text(lang)] + [spec.option_tooltip_text(k, lang) for k in spec.options]
+        for tip in tips:
+            assert fits(tip), (spec.name, tip)
+            assert not tip.endswith("…"), (spec.name, "cut: too long for 12 lines")
+        # The last line says where the whole story is; the help page has more than the tip.
+        assert spec.tooltip_text(lang).endswith(F.HELP_HINT[lang]), spec.name
+        assert spec.help_text(lang).startswith(spec.tooltip_body(lang)), spec.name
+    assert len(F.spec("economical").help_text(lang)) > 3 * len(F.spec("economical").tooltip_body(lang))
+
+
+def test_the_wrap_rule():
+    from app.tooltips import fits, wrap_tip
+
+    long = "слово " * 200
+    wrapped = wrap_tip(long)
+    assert fits(wrapped) and wrapped.endswith("…") and len(wrapped.split("\n")) == 12
+    assert wrap_tip(wrapped) == wrapped  # idempotent: the window may wrap twice
+    # A number with space-separated thousands is never split across lines.
+    text = "x" * 55 + " 12 288 tokens"
+    assert "12 288" in wrap_tip(text)
+    assert wrap_tip("<b>rich</b> " * 30) == "<b>rich</b> " * 30  # Qt wraps rich text itself
+    assert fits("a" * 90)  # one unbreakable token may exceed
+
+
+def test_advanced_fields_follow_the_trainer():
+    """«Дополнительно»: the trainer's own knobs, with its defaults and run.json keys."""
+    from trainer.config import PRECISIONS, TrainingConfig
+
+    trainer = TrainingConfig()
+    advanced = [f for f in F.FIELDS if f.section == "advanced"]
+    names = {f.name for f in advanced}
+    assert {"warmup_steps", "min_lr_ratio", "weight_decay", "grad_clip", "precision"} <= names
+    assert "advanced" in F.SECTIONS and "advanced" in F.COLLAPSED_SECTIONS
+    for f in advanced:
+        assert f.path == f"training.{f.name}"
+        assert f.default == getattr(trainer, f.name), f.name
+    assert tuple(F.spec("precision").options) == PRECISIONS

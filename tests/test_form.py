@@ -371,3 +371,21 @@ def test_continuing_keeps_the_level_editable(ctx, tiny_data):
     assert form.run_config()["training"]["economical"] == "full"
     form.set("economical", "off")
     assert form.run_config()["training"]["economical"] is False
+
+
+def test_advanced_values_go_to_run_json_and_come_back():
+    """«Дополнительно» (issue 16): warm-up, minimum rate, weight decay, clipping, precision."""
+    form = RunForm(FormContext())
+    cfg = form.run_config()["training"]
+    assert (cfg["warmup_steps"], cfg["min_lr_ratio"], cfg["weight_decay"], cfg["grad_clip"], cfg["precision"]) == (
+        200, 0.1, 0.1, 1.0, "auto")
+    form.set_text("warmup_steps", "1 000")
+    form.set("precision", "bf16")
+    form.set_text("min_lr_ratio", "2")
+    assert [i.field for i in form.errors()].count("min_lr_ratio") == 1  # 0…1, as the trainer says
+    form.set_text("min_lr_ratio", "0")
+    cfg = form.run_config()["training"]
+    assert cfg["warmup_steps"] == 1000 and cfg["precision"] == "bf16" and cfg["min_lr_ratio"] == 0.0
+    # A run.json without the keys (a retry, a continue) trained with the trainer's defaults.
+    form.load_config({"training": {"lr": 0.002}})
+    assert form.values["precision"] == "auto" and form.values["warmup_steps"] == 200

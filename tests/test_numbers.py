@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.numbers import bytes_text, count_text, duration_text
 
 
@@ -21,3 +23,38 @@ def test_durations_keep_the_precision_of_an_estimate() -> None:
     assert duration_text(610, "ru") == "10 мин" and duration_text(610, "en") == "10 min"
     assert duration_text(2 * 3600 + 5 * 60, "ru") == "2 ч 05 мин"
     assert duration_text(49 * 3600 + 20, "en") == "2 d 1 h"
+
+
+@pytest.mark.parametrize("lang, text, kind, want", [
+    ("en", "20,000", "int", 20000), ("en", "1,234,567", "int", 1234567), ("en", "0.001", "float", 0.001),
+    ("en", "1,234.5", "float", 1234.5), ("en", "20000", "int", 20000),
+    ("ru", "20 000", "int", 20000), ("ru", "20\u202f000", "int", 20000), ("ru", "20\u00a0000", "int", 20000),
+    ("ru", "0,001", "float", 0.001), ("ru", "0.001", "float", 0.001),
+])
+def test_numbers_are_read_as_the_language_writes_them(lang, text, kind, want):
+    """Issue 16: an English «20,000» was refused while the errors printed «100,000,000»."""
+    from app.numbers import parse_number
+
+    assert parse_number(text, kind, lang) == want
+
+
+@pytest.mark.parametrize("lang, text, kind", [
+    ("en", "0,001", "float"), ("en", "20,00", "int"), ("ru", "20,000", "int"), ("en", "inf", "float"),
+    ("en", "abc", "int"), ("ru", "", "int"),
+])
+def test_what_is_no_number_in_that_language_is_refused(lang, text, kind):
+    from app.numbers import parse_number
+
+    with pytest.raises(ValueError):
+        parse_number(text, kind, lang)
+
+
+@pytest.mark.parametrize("value", [20000, 1024, 7, 0.001, 1e-6, 2.5, 100_000_000])
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_a_field_shows_what_it_reads_back(value, lang):
+    from app.numbers import field_text, parse_number
+
+    text = field_text(value, lang)
+    assert parse_number(text, "int" if isinstance(value, int) else "float", lang) == value
+    if value in (0.001, 2.5):
+        assert ("," in text) == (lang == "ru")

@@ -141,3 +141,36 @@ def test_sorting_by_a_header_keeps_the_actions_on_the_selected_run(qtbot):
     view.set_rows(_long_rows())
     assert ids()[-1] == "run2" and view.selected().id == "run1"
     assert view.sort_order() == ("best", "asc")
+
+
+def test_the_run_on_the_plot_is_ticked(qtbot):
+    """Issue 16: the run the plot shows had its «На графике» box unticked."""
+    from ui.history import HistoryView
+
+    view = HistoryView()
+    qtbot.addWidget(view)
+    view.set_rows([row("a", st.FINISHED), row("b", st.FINISHED)])
+    view.set_followed("b")
+    r = view.row_of("b")
+    assert view.table.item(r, 0).checkState() == Qt.CheckState.Checked
+    assert not view.table.item(r, 0).flags() & Qt.ItemFlag.ItemIsUserCheckable  # «Показать» another instead
+    assert view.table.item(view.row_of("a"), 0).checkState() == Qt.CheckState.Unchecked
+    view.set_followed("a")  # another run shown: the tick follows it
+    assert view.table.item(view.row_of("a"), 0).checkState() == Qt.CheckState.Checked
+    assert view.table.item(view.row_of("b"), 0).checkState() == Qt.CheckState.Unchecked
+
+
+def test_runs_of_one_name_are_numbered_and_a_retry_is_marked(qtbot):
+    """Issue 16: runs of the same name looked identical."""
+    from ui.history import HistoryView
+
+    view = HistoryView()
+    qtbot.addWidget(view)
+    # Newest first: nc-stop failed, was retried; «solo» is alone and stays as it is.
+    view.set_rows([row("r3", st.FINISHED, name="nc-stop", created="2026-11-30 00:02"),
+                   row("solo", st.FINISHED, name="solo"),
+                   row("r2", st.FAILED, name="nc-stop", created="2026-11-30 00:01"),
+                   row("r1", st.FINISHED, name="nc-stop", created="2026-11-30 00:01")])
+    name = {rid: view.table.item(view.row_of(rid), 1).text() for rid in ("r1", "r2", "r3", "solo")}
+    assert name == {"r1": "nc-stop #1", "r2": "nc-stop #2", "r3": "nc-stop #3 · повтор", "solo": "solo"}
+    assert "создан 2026-11-30 00:01" in view.table.item(view.row_of("r1"), 1).toolTip()

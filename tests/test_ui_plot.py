@@ -174,3 +174,29 @@ def test_a_new_run_on_the_plot_never_takes_a_colour_still_shown(plot):
         plot.show_series(f"overlay:{n}", a, label=str(n))
     colours = [tr.color for tr in plot.traces.values()]
     assert max(colours.count(c) for c in PALETTE) - min(colours.count(c) for c in PALETTE) <= 1
+
+
+def test_the_plot_follows_a_dark_palette_and_keeps_off_the_right_edge(qtbot):
+    """Issue 16: a white plot with hard-coded colours on a dark desktop theme; the plot
+    touched the window's right edge."""
+    from PySide6.QtWidgets import QApplication
+
+    from ui import palette
+    from ui.loss_plot import LossPlot
+
+    app = QApplication.instance()
+    before = app.palette()
+    try:
+        app.setPalette(palette.dark_palette())
+        assert palette.dark()
+        dark = LossPlot()
+        qtbot.addWidget(dark)
+        assert dark.widget.backgroundBrush().color().lightness() < 80
+        assert palette.color("error") != "#b00020"  # the light palette's red is unreadable there
+    finally:
+        app.setPalette(before)
+    assert not palette.dark()
+    light = LossPlot()
+    qtbot.addWidget(light)
+    assert light.widget.backgroundBrush().color().lightness() > 200
+    assert light.layout().contentsMargins().right() > 0

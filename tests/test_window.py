@@ -17,6 +17,7 @@ from PySide6.QtWidgets import QMessageBox
 
 from app.runs import RunManager
 from app.runs import status as st
+from app.tooltips import wrap_tip
 from tests.ui_actions import choose
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -99,7 +100,8 @@ def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
     type_into(qtbot, view, "width", "500")
     assert not view.start_button.isEnabled()
     assert "подойдут головы 1, 2, 4, 5, 10" in view.messages["heads"].text()
-    assert "d = 500" in view.why.text() and view.start_button.toolTip() == view.why.text()
+    # The button's tooltip says the same, wrapped by the one tooltip rule (app.tooltips).
+    assert "d = 500" in view.why.text() and view.start_button.toolTip() == wrap_tip(view.why.text())
     type_into(qtbot, view, "width", "512")
     assert view.start_button.isEnabled() and not view.messages["heads"].isVisible()
     # Every field's widget carries its tooltip with the current default.

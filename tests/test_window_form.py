@@ -25,6 +25,11 @@ def view(qtbot, tiny_data):
     return v
 
 
+def flat(text: str) -> str:
+    """A tooltip's words with its line breaks taken out (the wrap rule breaks lines)."""
+    return " ".join(text.split())
+
+
 def items(combo: QComboBox) -> list[tuple[str, str]]:
     return [(combo.itemData(i), combo.itemText(i)) for i in range(combo.count())]
 
@@ -35,13 +40,17 @@ def test_economical_is_a_combo_of_three_levels_with_their_costs(view):
     assert items(combo) == [("off", "Выкл"), ("selective", "Выборочный"), ("full", "Полный")]
     assert combo.currentData() == "off" and combo.isEnabled()
     assert view.labels["economical"].text() == "Экономный режим"
-    # The field's tooltip: the lab's note and every level's cost; each option its own.
-    tip = combo.toolTip()
-    assert "5 536" in tip and "0,39×" in tip and "0,22×" in tip and "не измерено" in tip
-    tips = [combo.itemData(i, Qt.ItemDataRole.ToolTipRole) for i in range(combo.count())]
+    # The field's tooltip: every level's cost in short; each option its own; the lab's
+    # note on its «Подробнее» page (the «?» beside the field).
+    tip = flat(combo.toolTip())
+    assert "0,39×" in tip and "0,22×" in tip and "Подробнее" in tip
+    tips = [flat(combo.itemData(i, Qt.ItemDataRole.ToolTipRole)) for i in range(combo.count())]
     assert tips[0].startswith("Выкл:")
     assert "0,39×" in tips[1] and "+25 %" in tips[1]
     assert "1,13×" in tips[2] and "+32 %" in tips[2]
+    view.help_buttons["economical"].click()
+    page = flat(view.help_page.plain_text())
+    assert "5 536" in page and "12 004" in page and "не измерено" in page and "0,39×" in page
 
 
 def test_choosing_a_level_reaches_the_form_and_run_json(view):
@@ -76,4 +85,6 @@ def test_english_labels(qtbot, tiny_data):
     qtbot.addWidget(v)
     assert items(v.inputs["economical"]) == [("off", "Off"), ("selective", "Selective"), ("full", "Full")]
     assert v.labels["economical"].text() == "Economical mode"
-    assert "12,004" in v.inputs["economical"].toolTip() and "not measured" in v.inputs["economical"].toolTip()
+    assert "0.39×" in flat(v.inputs["economical"].toolTip())
+    page = flat(v.show_help("economical").plain_text())
+    assert "12,004" in page and "not measured" in page

@@ -44,6 +44,7 @@ from app.state import StateError, open_state
 from . import settings
 from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
+from .status_message import StatusMessage
 
 CONSTELLATION_COLUMNS = (("Созвездие", "Constellation"), ("Наборы", "Datasets"), ("Размер", "Size"),
                          ("Документы", "Documents"), ("Символы", "Characters"), ("Токены", "Tokens"))
@@ -207,9 +208,7 @@ class DataDialog(QDialog):
         self.progress = self.task_bar.progress
         self.cancel_button = self.task_bar.cancel_button
         layout.addWidget(self.task_bar)
-        self.status = QLabel()
-        self.status.setWordWrap(True)
-        self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.status = StatusMessage()  # a framed message, not small black text
         layout.addWidget(self.status)
         row = QHBoxLayout()
         row.addStretch(1)
@@ -529,12 +528,12 @@ class DataDialog(QDialog):
             elif code == 0:
                 self.status.setText(t("Своих наборов нет: перепроверять нечего.", "No datasets of yours to re-check."))
             else:
-                self.status.setText(manage.failure_text(code, self.output))
+                self.status.setText(manage.failure_text(code, self.output), "error")
         elif code == 0:
             self.statuses[self._added] = manage.DatasetStatus("ok", t("Только что прочитан.", "Just read."))
             self.status.setText(manage.notes_text(self.output))
         else:
-            self.status.setText(manage.failure_text(code, self.output))
+            self.status.setText(manage.failure_text(code, self.output), "error")
         self.refresh()
         if code == 0 or self._task == "check":  # a re-check may have stored new content
             self.changed.emit()

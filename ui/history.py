@@ -27,15 +27,20 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.history_names import display_names
 from app.i18n import t
 from app.numbers import count_text
 from app.runs import HistoryRow
 from app.runs import status as st
+from app.tooltips import wrap_tip
 
+from . import palette
+
+# A status's meaning colour (ui/palette: chosen for the system palette's lightness).
 STATUS_COLORS = {
-    st.RUNNING: "#1b7f3b", st.RUNNING_KAGGLE: "#1b7f3b", st.STARTING: "#1b7f3b",
-    st.STOPPING: "#8a5a00", st.FAILED: "#b00020", st.TIME_LIMIT: "#8a5a00",
-    st.FINISHED: "#1f4e99", st.STOPPED: "#555555",
+    st.RUNNING: "running", st.RUNNING_KAGGLE: "running", st.STARTING: "running",
+    st.STOPPING: "warning", st.FAILED: "error", st.TIME_LIMIT: "warning",
+    st.FINISHED: "finished", st.STOPPED: "stopped",
 }
 
 
@@ -95,6 +100,7 @@ class HistoryView(QWidget):
         self.rows: list[HistoryRow] = []  # as given: newest first
         self._by_id: dict[str, HistoryRow] = {}
         self.overlaid: set[str] = set()
+        self.followed: str | None = None  # the run the plot shows (its box is ticked)
         self.user_widths: dict[str, int] = {}  # column key -> the width the user dragged it to
         self._filling = False
         self._fitting = False
@@ -198,6 +204,18 @@ class HistoryView(QWidget):
         for key in ("show", "folder"):
             self.buttons[key].setEnabled(row is not None)
 
+    def set_followed(self, run_id: str | None) -> None:
+        """The run the plot follows: its «На графике» box is ticked (and not the user's to
+        untick: another run is put on the plot with «Показать»)."""
+        if run_id == self.followed:
+            return
+        self.followed = run_id
+        if self.rows:
+            self.set_rows(self.rows)
+
+    def on_plot(self, run_id: str) -> bool:
+        return run_id == self.followed or run_id in self.overlaid
+
     def _item_changed(self, item: QTableWidgetItem) -> None:
         if self._filling or item.column() != 0:
             return
@@ -219,14 +237,22 @@ class HistoryView(QWidget):
         self.table.setSortingEnabled(False)
         try:
             self.table.setRowCount(len(rows))
+            names = display_names(rows)
             for r, row in enumerate(rows):
                 tick = _Cell()
-                tick.setData(SORT_ROLE, 1 if row.id in self.overlaid else 0)
-                tick.setFlags(Qt.ItemFlag.ItemIsUserCheckable | Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable)
-                tick.setCheckState(Qt.CheckState.Checked if row.id in self.overlaid else Qt.CheckState.Unchecked)
-                tick.setToolTip(t("Наложить на график для сравнения", "Overlay on the plot to compare"))
+                shown = self.on_plot(row.id)
+                tick.setData(SORT_ROLE, 1 if shown else 0)
+                flags = Qt.ItemFlag.ItemIsEnabled | Qt.ItemFlag.ItemIsSelectable
+                if row.id != self.followed:
+                    flags |= Qt.ItemFlag.ItemIsUserCheckable
+                tick.setFlags(flags)
+                tick.setCheckState(Qt.CheckState.Checked if shown else Qt.CheckState.Unchecked)
+                tick.setToolTip(t("Этот прогон — на графике («Показать» другой — сменит его)",
+                                  "This run is on the plot («Show» another to replace it)")
+                                if row.id == self.followed else
+                                t("Наложить на график для сравнения", "Overlay on the plot to compare"))
                 self.table.setItem(r, 0, tick)
-                name = row.name + (t(f" (этап {row.leg})", f" (leg {row.leg})") if row.leg > 1 else "")
+                name = names[row.id]
                 best = f"{row.best_val_loss:.4f}" if row.best_val_loss is not None else "—"
                 where = row.where + (f" · {row.kernel_ref}" if row.kernel_ref else "")
                 cells = [name, row.status_label, where, row.steps, best,
@@ -235,14 +261,15 @@ class HistoryView(QWidget):
                                    _number(row.last_step), _number(row.best_val_loss, math.inf),
                                    _number(row.tokens_seen), _number(row.params),
                                    float(len(rows) - r)]  # rows come newest first
-                tip = "\n".join(x for x in (row.id, row.folder, row.kernel_ref and f"Kaggle: {row.kernel_ref}",
-                                             row.message) if x)
+                tip = wrap_tip("\n".join(x for x in (
+                    row.id, t(f"создан {row.created}", f"created {row.created}"), row.folder,
+                    row.kernel_ref and f"Kaggle: {row.kernel_ref}", row.message) if x))
                 for c, text in enumerate(cells, start=1):
                     item = _Cell(text)
                     item.setData(SORT_ROLE, keys[c - 1])
                     item.setToolTip(tip)
                     if c == 2:
-                        item.setForeground(QColor(STATUS_COLORS.get(row.status, "#333333")))
+                        item.setForeground(QColor(palette.color(STATUS_COLORS.get(row.status, "muted"))))
                     self.table.setItem(r, c, item)
                 self.table.item(r, NAME_COLUMN).setData(ID_ROLE, row.id)
         finally:

@@ -24,6 +24,8 @@ from app.i18n import t
 from app.runs.events import EventTail
 from app.runs.series import DATA_CHANGED, LEG, PAUSE, LossSeries, Marker, SeriesBuilder
 
+from . import palette
+
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
 SMOOTHING = 0.9  # EMA weight of the past: about the last 10 steps
 
@@ -195,7 +197,7 @@ class RunTrace:
             texts = list(dict.fromkeys(_marker_text(m) for m in group))
             kind = min((m.kind for m in group), key=_MARKER_WEIGHT.index)
             line = pg.InfiniteLine(pos=pos, angle=90, movable=False, pen=_marker_pen(kind),
-                                   label=" · ".join(texts), labelOpts={"position": 0.97, "color": "#555555",
+                                   label=" · ".join(texts), labelOpts={"position": 0.97, "color": palette.color("muted"),
                                                                        "anchors": [(0, 0), (0, 0)]})
             self.plot.addItem(line)
             self._marker_items.append(line)
@@ -227,10 +229,10 @@ def _marker_text(m: Marker) -> str:
 
 def _marker_pen(kind: str) -> Any:
     if kind == DATA_CHANGED:
-        return pg.mkPen("#b35900", width=1.5, style=Qt.PenStyle.DashLine)
+        return pg.mkPen(palette.color("marker_data"), width=1.5, style=Qt.PenStyle.DashLine)
     if kind == PAUSE:
-        return pg.mkPen("#777777", style=Qt.PenStyle.DotLine)
-    return pg.mkPen("#999999", style=Qt.PenStyle.DashDotLine)
+        return pg.mkPen(palette.color("marker_pause"), style=Qt.PenStyle.DotLine)
+    return pg.mkPen(palette.color("marker_leg"), style=Qt.PenStyle.DashDotLine)
 
 
 class LossPlot(QWidget):
@@ -238,7 +240,8 @@ class LossPlot(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        pg.setConfigOptions(antialias=False, background="w", foreground="#333333")
+        # The system palette's background and ink (a dark theme gets a dark plot), not white.
+        pg.setConfigOptions(antialias=False, background=palette.color("plot_bg"), foreground=palette.color("plot_fg"))
         self.traces: dict[str, RunTrace] = {}
         bar = QHBoxLayout()
         self.title = QLabel()
@@ -265,15 +268,18 @@ class LossPlot(QWidget):
         # they are set here (peak downsampling keeps spikes; clip-to-view draws what is shown).
         self.plot.setDownsampling(auto=True, mode="peak")
         self.plot.setClipToView(True)
-        self.plot.addLegend(offset=(10, -10), brush=pg.mkBrush(255, 255, 255, 210))  # bottom left: loss falls away from it
+        # Room on the right: the last tick label and the curve's end touched the window's edge.
+        self.plot.layout.setContentsMargins(4, 4, 14, 4)
+        self.plot.addLegend(offset=(10, -10), brush=pg.mkBrush(*palette.color("legend_bg")),
+                            labelTextColor=palette.color("plot_fg"))  # bottom left: loss falls away from it
         self._set_axis_labels()
         # Said on the empty plot, so an empty frame does not look broken.
         self.hint = pg.TextItem(t("Запустите прогон или выберите его в истории",
-                                  "Start a run or pick one in the history"), color="#888888", anchor=(0.5, 0.5))
+                                  "Start a run or pick one in the history"), color=palette.color("hint"), anchor=(0.5, 0.5))
         self.hint.setPos(0.5, 0.5)
         self.plot.addItem(self.hint, ignoreBounds=True)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setContentsMargins(0, 0, 8, 0)  # off the window's right edge
         layout.addLayout(bar)
         layout.addWidget(self.widget, 1)
         self.x_axis.currentIndexChanged.connect(self._axis_changed)

@@ -18,6 +18,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--snapshot", metavar="FILE.png", help="render the main window offscreen to this PNG and exit")
     p.add_argument("--lang", choices=["ru", "en"], help="interface language for this start (default: the setting, else Russian)")
     p.add_argument("--size", default="1560x980", help="window size for --snapshot, WIDTHxHEIGHT")
+    p.add_argument("--dark", action="store_true", help="a dark palette, as a dark desktop theme gives (to check it)")
     p.add_argument("--print-startup", action="store_true",
                    help="print the seconds from importing ui.main to the first shown window, to the "
                         "fully built one (plot and monitor), and from the process's launch to the first "
@@ -48,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
     from .main_window import MainWindow, app_instance
 
     app = app_instance([sys.argv[0]])
+    if args.dark:
+        from .palette import use_dark
+
+        use_dark(app)
     try:
         # A snapshot neither takes the user's window layout nor leaves its own size there.
         window = MainWindow(remember_layout=not args.snapshot)

@@ -35,7 +35,7 @@ from app.lab import ActionError, Lab, Started
 from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
 
-from . import monitor_tab, settings, window_memory
+from . import monitor_tab, settings, tooltips, window_memory
 from .background import run_in_thread
 from .cli_task import CliTask
 from .close_question import ask_about_running
@@ -65,6 +65,7 @@ class MainWindow(QMainWindow):
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None,
                  remember_layout: bool = True) -> None:
         super().__init__()
+        tooltips.install()  # every tooltip of the window to app.tooltips' rule (≤ 60 × 12)
         self.remember_layout = remember_layout
         self.shortcut_actions: dict[str, QAction] = {}
         self.language_actions: dict[str, QAction] = {}
@@ -366,6 +367,7 @@ class MainWindow(QMainWindow):
         self.plot.remove(LIVE)
         self.plot.follow(LIVE, [(r.id, r.events_path) for r in chain], label=rec.name)
         self.plot.set_title(t(f"Потери: {rec.name}", f"Loss: {rec.name}"))
+        self.history.set_followed(run_id)  # its «На графике» box ticked
         self.history.select(run_id)
         self.update_banner()
         monitor_tab.point_at_run(self)

@@ -12,6 +12,8 @@ from app.i18n import t
 from app.runs import RunRecord
 from app.runs import status as st
 
+from . import palette
+
 
 class RunBanner(QWidget):
     """The followed run: name, status, progress; Stop; a failure's reason and its retry."""
@@ -30,14 +32,14 @@ class RunBanner(QWidget):
         self.stop_button.clicked.connect(self.stop_clicked)
         self.failure = QLabel()
         self.failure.setWordWrap(True)
-        self.failure.setStyleSheet("color: #b00020;")
+        self.failure.setStyleSheet(palette.style("error"))
         # What the lab is doing for a Kaggle run (uploading, waiting for the network, how
         # to stop the kernel): it lives in the run's message, not in its events.
         self.live = QLabel()  # tokens/s, time per step, time left: a line of its own
         self.live.setWordWrap(True)
         self.note = QLabel()
         self.note.setWordWrap(True)
-        self.note.setStyleSheet("color: #555555;")
+        self.note.setStyleSheet(palette.style("muted"))
         self.retry_button = QPushButton()
         self.retry_button.clicked.connect(self.retry_clicked)
         top = QHBoxLayout()

@@ -7,10 +7,12 @@ view passes edits in and shows what RunForm says.
 from __future__ import annotations
 
 import html
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -22,6 +24,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QPushButton,
     QRadioButton,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -29,13 +32,13 @@ from PySide6.QtWidgets import (
 from app import fields as F
 from app.form import RUNNING, ContinueFrom, FormContext, RunForm
 from app.i18n import t
-from app.numbers import count_text
+from app.numbers import count_text, field_text, parse_number
+from app.tooltips import wrap_tip
 
-ERROR_STYLE = "color: #b00020;"
-WARNING_STYLE = "color: #8a5a00;"
-NOTE_STYLE = "color: #1b5e20;"
-LOCKED_LABEL = "color: #777777;"
-LOCKED_INPUT = "background: #eeeeee; color: #555555;"
+from . import palette, settings
+from .help_page import HelpPage
+
+log = logging.getLogger(__name__)
 
 
 class RunFormView(QWidget):
@@ -55,6 +58,8 @@ class RunFormView(QWidget):
         self.labels: dict[str, QLabel] = {}
         self.messages: dict[str, QLabel] = {}
         self._constellation_boxes: dict[str, QCheckBox] = {}
+        self.help_buttons: dict[str, QToolButton] = {}
+        self.help_page: HelpPage | None = None
         self._updating = False
         self.start_shortcut = ""  # the window's key for «Старт», said in its tooltip
         self._build()
@@ -69,9 +74,9 @@ class RunFormView(QWidget):
         heading.setStyleSheet("font-size: 16px; font-weight: bold;")
         outer.addWidget(heading)
         self.groups: dict[str, QGroupBox] = {}
-        for section in ("run", "data", "model", "training"):
+        for section in ("run", "data", "model", "training", "advanced"):
             box = QGroupBox(F.section_title(section))
-            layout = QFormLayout(box)
+            layout = self._collapsible(box, section) if section in F.COLLAPSED_SECTIONS else QFormLayout(box)
             layout.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
             for spec in F.FIELDS:
                 if spec.section != section:
@@ -83,7 +88,7 @@ class RunFormView(QWidget):
                     "The model is the checkpoint's: weights of another shape cannot be loaded, so these "
                     "fields are locked."))
                 self.model_locked_note.setWordWrap(True)
-                self.model_locked_note.setStyleSheet("color: #555555; font-style: italic;")
+                self.model_locked_note.setStyleSheet(palette.style("muted", "font-style: italic;"))
                 layout.insertRow(0, self.model_locked_note)
             self.groups[section] = box
             outer.addWidget(box)
@@ -122,9 +127,71 @@ class RunFormView(QWidget):
         foot.addLayout(row)
         self.why = QLabel()
         self.why.setWordWrap(True)
-        self.why.setStyleSheet(ERROR_STYLE)
+        self.why.setStyleSheet(palette.style("error"))
         foot.addWidget(self.why)
         self._order_constellation_tabs()
+        # F1 on a field: its help page (the tooltip's last line says so).
+        help_key = QShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents), self)
+        help_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
+        help_key.activated.connect(self._help_for_focus)
+
+    def _collapsible(self, box: QGroupBox, section: str) -> QFormLayout:
+        """A section folded under a ▸/▾ button (its fields are rarely changed); returns the
+        layout its fields go into."""
+        box.setTitle("")
+        outer = QVBoxLayout(box)
+        outer.setContentsMargins(6, 2, 6, 2)
+        self.advanced_toggle = QToolButton()
+        self.advanced_toggle.setText(F.section_title(section))
+        self.advanced_toggle.setCheckable(True)
+        self.advanced_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.advanced_toggle.setAutoRaise(True)
+        self.advanced_toggle.setToolTip(t(
+            "Разогрев, спад скорости, затухание весов, обрезка градиента, точность: значения "
+            "тренера по умолчанию подходят почти всегда",
+            "Warm-up, rate decay, weight decay, gradient clipping, precision: the trainer's "
+            "defaults suit almost every run"))
+        self.advanced_body = QWidget()
+        outer.addWidget(self.advanced_toggle)
+        outer.addWidget(self.advanced_body)
+        self.advanced_toggle.toggled.connect(self.set_advanced_open)
+        self.advanced_toggle.clicked.connect(self._remember_open)  # the user's click, not a restore
+        self.set_advanced_open(section in settings.open_sections(F.COLLAPSED_SECTIONS))
+        return QFormLayout(self.advanced_body)
+
+    def _remember_open(self) -> None:
+        try:
+            settings.save_open_sections({"advanced"} if self.advanced_open() else set())
+        except OSError:  # a read-only config folder: it opens folded next time, nothing lost
+            log.warning("could not remember the «Дополнительно» section's state", exc_info=True)
+
+    def advanced_open(self) -> bool:
+        return self.advanced_toggle.isChecked()
+
+    def set_advanced_open(self, on: bool) -> None:
+        """Unfold (or fold) «Дополнительно»."""
+        if self.advanced_toggle.isChecked() != on:
+            self.advanced_toggle.setChecked(on)  # comes back here through toggled
+            return
+        self.advanced_toggle.setArrowType(Qt.ArrowType.DownArrow if on else Qt.ArrowType.RightArrow)
+        self.advanced_body.setVisible(on)
+
+    def show_help(self, name: str) -> HelpPage:
+        """«Подробнее»: the field's help page, in a window of its own."""
+        if self.help_page is not None:
+            self.help_page.close()
+        self.help_page = HelpPage(name, self.form.default_of(name), self)
+        self.help_page.show()
+        return self.help_page
+
+    def _help_for_focus(self) -> None:
+        w = self.focusWidget()
+        while w is not None and w is not self:
+            for name, field in self.inputs.items():
+                if field is w or name in self.help_buttons and self.help_buttons[name] is w:
+                    self.show_help(name)
+                    return
+            w = w.parentWidget()
 
     def _add_field(self, layout: QFormLayout, spec: F.FieldSpec) -> None:
         name = spec.name
@@ -166,9 +233,9 @@ class RunFormView(QWidget):
             # as its own tooltip; the lab-dependent ones (GPU, machine) on every refresh.
             for i, (key, text) in enumerate(spec.option_choices()):
                 combo.addItem(text, key)
-                tip = spec.option_tooltip(key)
+                tip = spec.option_tooltip_text(key)
                 if tip:
-                    combo.setItemData(i, f"{text}: {tip}", Qt.ItemDataRole.ToolTipRole)
+                    combo.setItemData(i, tip, Qt.ItemDataRole.ToolTipRole)
             combo.activated.connect(lambda _i, n=name, c=combo: self._edited(n, c.currentData()))
             widget = combo
         else:
@@ -184,6 +251,16 @@ class RunFormView(QWidget):
         line.addWidget(widget, 1)
         if spec.unit_text():
             line.addWidget(QLabel(spec.unit_text()))
+        more = QToolButton()
+        more.setText("?")
+        more.setAutoRaise(True)
+        more.setAccessibleName(t(f"Подробнее: {spec.label_text()}", f"More: {spec.label_text()}"))
+        more.setToolTip(t(f"Подробнее о поле «{spec.label_text()}» (F1)",
+                          f"More about «{spec.label_text()}» (F1)"))
+        more.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Tab goes field to field; F1 opens it
+        more.clicked.connect(lambda _=False, n=name: self.show_help(n))
+        self.help_buttons[name] = more
+        line.addWidget(more)
         col.addLayout(line)
         message = QLabel()
         message.setWordWrap(True)
@@ -203,12 +280,13 @@ class RunFormView(QWidget):
         if not names:
             empty = QLabel(t("Созвездий пока нет: добавьте данные («Лаборатория → Данные…»)",
                              "No constellations yet: add data (Lab → Data…)"))
-            empty.setStyleSheet(WARNING_STYLE)
+            empty.setStyleSheet(palette.style("warning"))
             empty.setWordWrap(True)
             self.constellation_layout.addWidget(empty)
         for cname in names:
             tokens = self.form.ctx.constellations.get(cname)
-            count = t(f"{count_text(tokens)} токенов", f"{count_text(tokens)} tokens") if tokens else t(
+            # All the constellation's tokens; «Данные» below counts the training part only.
+            count = t(f"{count_text(tokens)} токенов всего", f"{count_text(tokens)} tokens in all") if tokens else t(
                 "токены ещё не посчитаны", "tokens not counted yet")
             box = QCheckBox(f"{cname} — {count}")
             box.setToolTip(self.form.tooltip("constellations"))
@@ -350,8 +428,9 @@ class RunFormView(QWidget):
                 text = text if text is not None else ("" if v[name] is None else _plain(v[name]))
                 # Only a text that differs is put back: setText on the field being typed
                 # in (a tick's refresh) reset its cursor, selection and input method, and
-                # the user's next letters went astray («nc-stop» became «nc-sto»).
-                if name != keep_text and w.text() != text:
+                # the user's next letters went astray («nc-stop» became «nc-sto»). A number
+                # typed another way («20000» for «20 000») is the same number: left as typed.
+                if name != keep_text and w.text() != text and not _same_number(spec, w.text(), v[name]):
                     w.setText(text)
                 w.setReadOnly(locked)
             elif isinstance(w, QCheckBox):
@@ -372,10 +451,11 @@ class RunFormView(QWidget):
                 w.setEnabled(not locked)
             label = self.labels[name]
             label.setText("" if spec.kind == "bool" else spec.label_text())
-            label.setStyleSheet(LOCKED_LABEL if locked else "")
+            label.setStyleSheet(palette.style("locked_label") if locked else "")
             tip = form.tooltip(name)
             if locked:
-                tip += t("\n\nЗаблокировано: берётся из чекпоинта.", "\n\nLocked: taken from the checkpoint.")
+                tip = wrap_tip(tip + t("\n\nЗаблокировано: берётся из чекпоинта.",
+                                       "\n\nLocked: taken from the checkpoint."))
             w.setToolTip(tip)
             label.setToolTip(tip)
 
@@ -391,20 +471,21 @@ class RunFormView(QWidget):
             label.setVisible(bool(lines))
             label.setText("\n".join(lines))
             error = any(i.level == "error" for i in found)
-            label.setStyleSheet(ERROR_STYLE if error else (WARNING_STYLE if found else "color: #555555;"))
+            label.setStyleSheet(palette.style("error" if error else ("warning" if found else "muted")))
             w = self.inputs.get(name)
             if isinstance(w, QLineEdit):
-                locked = LOCKED_INPUT if self.form.locked(name) else ""
-                w.setStyleSheet("border: 1px solid #b00020;" if error else locked)
+                locked = (f"background: {palette.color('locked_bg')}; color: {palette.color('locked_fg')};"
+                          if self.form.locked(name) else "")
+                w.setStyleSheet(f"border: 1px solid {palette.color('error')};" if error else locked)
         blockers = [i.text for i in issues if i.level == "error"]
         running = [i.text for i in issues if i.level == RUNNING]
         self.start_button.setEnabled(not blockers and not running)
         if blockers:
             why = t("Старт недоступен: ", "Start is disabled: ") + "; ".join(blockers)
-            self.why.setStyleSheet(ERROR_STYLE)
+            self.why.setStyleSheet(palette.style("error"))
         else:  # the run just started: said as news under the button, the form left as it is
             why = "; ".join(running)
-            self.why.setStyleSheet(NOTE_STYLE)
+            self.why.setStyleSheet(palette.style("note"))
         self.why.setText(why)
         if why:
             self.start_button.setToolTip(why)
@@ -418,13 +499,13 @@ class RunFormView(QWidget):
 
     def _show_sizes(self) -> None:
         _clear(self.size_layout)
-        colors = {"warning": "#8a5a00", "error": "#b00020", "ok": "#555555"}
+        colors = {"warning": palette.color("warning"), "error": palette.color("error"), "ok": palette.color("muted")}
         for row in self.form.size_rows():
-            color = colors.get(row.level, "#555555")
+            color = colors.get(row.level, colors["ok"])
             if row.key.startswith("advice"):
                 text = f"<span style='color:{color}'>• {html.escape(row.note)}</span>"
             else:
-                value_color = "#b00020" if row.level == "error" else "#000000"
+                value_color = colors["error"] if row.level == "error" else palette.color("ink")
                 text = (f"{html.escape(row.label)}: <b style='color:{value_color}'>{html.escape(row.value)}</b>"
                         + (f"<br><span style='color:{color}'>{html.escape(row.note)}</span>" if row.note else ""))
             label = QLabel(text)
@@ -450,10 +531,18 @@ def _clear(layout: QVBoxLayout) -> None:
 
 
 def _plain(value: Any) -> str:
-    """A value as the user would type it back (no thousands separators)."""
-    if isinstance(value, float):
-        return f"{value:g}"
-    if isinstance(value, int):
-        return str(value)
+    """A value as the field shows it: numbers as the interface language writes them
+    («20 000», «0,001» / "20,000", "0.001"), which is how the form reads them back."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return field_text(value)
     return "" if value is None else str(value)
+
+
+def _same_number(spec: F.FieldSpec, text: str, value: Any) -> bool:
+    if spec.kind not in ("int", "float") or value is None:
+        return False
+    try:
+        return parse_number(text, spec.kind) == value
+    except ValueError:
+        return False
 

@@ -70,3 +70,19 @@ def load_form() -> dict:
 def save_form(values: dict) -> None:
     """Remember the form's values (OSError when the config folder cannot be written)."""
     atomic.write_json(settings_path(), form_memory.merged(load(), values))
+
+
+OPEN_SECTIONS = "form_open_sections"  # the form's folded sections the user left open
+
+
+def open_sections(known: tuple[str, ...]) -> set[str]:
+    """The folded form sections («Дополнительно») the user left open; unknown names dropped."""
+    raw = load().get(OPEN_SECTIONS)
+    return {s for s in raw if s in known} if isinstance(raw, list) else set()
+
+
+def save_open_sections(sections: set[str]) -> None:
+    """Remember them (OSError when the config folder cannot be written)."""
+    data = load()
+    data[OPEN_SECTIONS] = sorted(sections)
+    atomic.write_json(settings_path(), data)

@@ -14,10 +14,17 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..i18n import t
+from ..i18n import in_language, t
 from ..numbers import bytes_text, count_text
 from .library import Dataset, Library, LibraryError, dataset_files, valid_constellation_name
-from .progress import PROGRESS_ENV, Progress, parse_progress_line, parse_warning_line, phase_name
+from .progress import (
+    PROGRESS_ENV,
+    VAL_SAMPLE_WARNING,
+    Progress,
+    parse_progress_line,
+    parse_warning_line,
+    phase_name,
+)
 
 # --- what the tables show -------------------------------------------------------------------
 
@@ -354,18 +361,21 @@ def prepare_outcome(exit_code: int, out: CliOutput, constellations: list[str]) -
     if exit_code == 0:
         folder = next((x for x in out.lines if not x.startswith(" ")), None)
         status = t(f"Данные «{names}» подготовлены", f"The data of {names!r} is prepared")
-        if not out.warnings:
+        # In today's language (the child wrote both); the held-out sample's size is the
+        # form's to say, for its own context («по 1024» stayed here for a context of 128).
+        warnings = [in_language(w) for w in out.warnings if getattr(w, "key", "") != VAL_SAMPLE_WARNING]
+        if not warnings:
             return PrepareOutcome("ok", status, "", "", folder)
-        shown = out.warnings[:MAX_NOTE_LINES]
-        more = len(out.warnings) - len(shown)
+        shown = warnings[:MAX_NOTE_LINES]
+        more = len(warnings) - len(shown)
         head = t(f"Данные «{names}» подготовлены, но обратите внимание:",
                  f"The data of {names!r} is prepared, but note:")
         lines = [head, *(f"• {w}" for w in shown)]
         if more:
             lines.append(t(f"… и ещё {more} (наведите мышь; все — в meta.json папки данных)",
                            f"… and {more} more (hover here; all of them are in the data folder's meta.json)"))
-        tip = out.warnings[:MAX_TIP_LINES]
-        rest = len(out.warnings) - len(tip)
+        tip = warnings[:MAX_TIP_LINES]
+        rest = len(warnings) - len(tip)
         full = "\n".join([head, *(f"• {w}" for w in tip)]
                          + ([t(f"… и ещё {rest} — в meta.json", f"… and {rest} more: see meta.json")] if rest else [])
                          + ([folder] if folder else []))

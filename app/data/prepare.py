@@ -48,10 +48,10 @@ import numpy as np
 import psutil
 
 from .. import paths
-from ..i18n import t
+from ..i18n import said, t
 from ..numbers import plural_ru
 from .library import Dataset, Library, LibraryError
-from .progress import CancelToken, ProgressFn, Reporter, check
+from .progress import VAL_SAMPLE_WARNING, CancelToken, ProgressFn, Reporter, check
 
 FORMAT = 1
 PIPELINE = "ternit-prepare-2"  # change when the same inputs would give different files (2: cp1251 text)
@@ -285,7 +285,7 @@ def prepare(
         tok_sha = _sha256_file(tok_path) if tok_path.is_file() else None
         tok = load_tokenizer(tok_path, tok_sha)
         if vocab is not None and vocab != tok.get_vocab_size():
-            warnings.append(t(
+            warnings.append(said(
                 f"словарь берётся из {tok_path.name}: {tok.get_vocab_size()} (а не {vocab})",
                 f"the vocabulary comes from {tok_path.name}: {tok.get_vocab_size()} (not {vocab})",
             ))
@@ -330,7 +330,7 @@ def prepare(
             tok.save(str(tmp / "tokenizer.json"))
             _remember_tokenizer(_sha256_file(tmp / "tokenizer.json"), tok)
             if tok.get_vocab_size() < vocab_requested:
-                warnings.append(t(
+                warnings.append(said(
                     f"текста мало для словаря {vocab_requested}: в токенизаторе {tok.get_vocab_size()} токенов",
                     f"too little text for a vocabulary of {vocab_requested}: the tokenizer has {tok.get_vocab_size()} tokens",
                 ))
@@ -389,7 +389,7 @@ def _resolve_sources(lib: Library, names: list[str], report: Reporter, cancel: C
         # took minutes with the bar standing at "checking 0 %".
         res = lib.refresh(name, progress=report.callback, cancel=cancel)
         if res.status == "changed":
-            warnings.append(t(f"набор «{name}» изменился: {', '.join(res.changes)}",
+            warnings.append(said(f"набор «{name}» изменился: {', '.join(res.changes)}",
                               f"dataset {name!r} changed: {', '.join(res.changes)}"))
         for note in res.notes:
             warnings.append(f"{name}: {note}")
@@ -411,7 +411,7 @@ def _resolve_sources(lib: Library, names: list[str], report: Reporter, cancel: C
             if fresh[d].documents:
                 sources.append(Source(c.name, fresh[d]))
             else:
-                warnings.append(t(f"в наборе «{d}» нет текста — пропущен", f"dataset {d!r} has no text: skipped"))
+                warnings.append(said(f"в наборе «{d}» нет текста — пропущен", f"dataset {d!r} has no text: skipped"))
     return sources
 
 
@@ -666,11 +666,13 @@ def _encode_and_split(lib: Library, sources: list[Source], tok, tmp: Path, conte
         tokens_by_const[s.constellation] = tokens_by_const.get(s.constellation, 0) + n
     val_units = int(chosen.sum())
     if val.tokens < target:
-        warnings.append(t(
-            f"проверочная выборка меньше желаемой: {val.tokens // context} отрезков по {context} "
-            f"(нужно {MIN_VAL_SEGMENTS}); данных мало",
-            f"the validation sample is smaller than wanted: {val.tokens // context} segments of "
+        segments = val.tokens // context
+        warnings.append(said(
+            f"проверочная выборка меньше желаемой: {segments} "
+            f"{plural_ru(segments, 'отрезок', 'отрезка', 'отрезков')} по {context} (нужно {MIN_VAL_SEGMENTS}); данных мало",
+            f"the validation sample is smaller than wanted: {segments} segments of "
             f"{context} (wanted {MIN_VAL_SEGMENTS}); there is little data",
+            key=VAL_SAMPLE_WARNING,
         ))
     return {
         "train_tokens": train.tokens,

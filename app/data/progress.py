@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from ..i18n import t
+from ..i18n import Said, t
 from ..numbers import count_text
 
 
@@ -176,7 +176,10 @@ class JsonLines:
     def warning(self, text: str) -> None:
         """A warning as {"warning": text}: the window keeps these apart from failures and shows
         them after the command ends, in any interface language."""
-        self.stream.write(json.dumps({"warning": text}, ensure_ascii=False) + "\n")
+        line: dict = {"warning": text}
+        if isinstance(text, Said):  # both languages: the window may switch before it shows it
+            line.update(ru=text.texts["ru"], en=text.texts["en"], key=text.key)
+        self.stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         self.stream.flush()
 
 
@@ -210,10 +213,19 @@ def parse_progress_line(line: str) -> Progress | None:
         return None
 
 
+# The kind of prepare's «held-out sample too small» warning: the window's form says it live
+# for its own context, so app.data.manage leaves it out of the prepare's note.
+VAL_SAMPLE_WARNING = "val_sample"
+
+
 def parse_warning_line(line: str) -> str | None:
     """A JsonLines warning line back into its text (None for any other line)."""
     d = _json_line(line, "warning")
-    return None if d is None else str(d["warning"])
+    if d is None:
+        return None
+    if isinstance(d.get("ru"), str) and isinstance(d.get("en"), str):
+        return Said(d["ru"], d["en"], str(d.get("key") or ""))
+    return str(d["warning"])
 
 
 def _human(n: float, unit: str) -> str:

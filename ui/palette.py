@@ -1,0 +1,52 @@
+"""The window's meaning colours for the system palette now in use (app.colors chooses
+them by its lightness): a dark desktop theme gets readable reds and a dark plot."""
+
+from __future__ import annotations
+
+from PySide6.QtGui import QPalette
+from PySide6.QtWidgets import QApplication
+
+from app.colors import colors, is_dark
+
+
+def dark() -> bool:
+    app = QApplication.instance()
+    pal = app.palette() if isinstance(app, QApplication) else QPalette()
+    return is_dark(pal.color(QPalette.ColorRole.Window).lightness())
+
+
+def color(name: str) -> str:
+    """One colour ("error", "warning", "note", "muted", …) for the current palette."""
+    return colors(dark())[name]
+
+
+def style(name: str, extra: str = "") -> str:
+    """A style sheet that colours a label's text: style("error")."""
+    return f"color: {color(name)};{(' ' + extra) if extra else ''}"
+
+
+def dark_palette() -> QPalette:
+    """A dark system palette, as a dark desktop theme gives one (`ternit-lab --dark`, tests)."""
+    from PySide6.QtGui import QColor
+
+    pal = QPalette()
+    roles = {
+        QPalette.ColorRole.Window: "#2b2b2b", QPalette.ColorRole.WindowText: "#e8e8e8",
+        QPalette.ColorRole.Base: "#1e1e1e", QPalette.ColorRole.AlternateBase: "#262626",
+        QPalette.ColorRole.Text: "#e8e8e8", QPalette.ColorRole.Button: "#353535",
+        QPalette.ColorRole.ButtonText: "#e8e8e8", QPalette.ColorRole.ToolTipBase: "#353535",
+        QPalette.ColorRole.ToolTipText: "#e8e8e8", QPalette.ColorRole.Highlight: "#2f65ca",
+        QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.PlaceholderText: "#8a8a8a",
+        QPalette.ColorRole.Mid: "#5a5a5a", QPalette.ColorRole.Link: "#8ab4f8",
+    }
+    for role, value in roles.items():
+        pal.setColor(role, QColor(value))
+    for role in (QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText, QPalette.ColorRole.WindowText):
+        pal.setColor(QPalette.ColorGroup.Disabled, role, QColor("#7a7a7a"))
+    return pal
+
+
+def use_dark(app: QApplication) -> None:
+    """Switch the application to the dark palette (the Fusion style follows any palette)."""
+    app.setStyle("Fusion")
+    app.setPalette(dark_palette())

@@ -1,0 +1,40 @@
+"""A window's message line as a person notices it: a framed panel with a sign («ⓘ», «⚠»),
+the text a size up and in the palette's colours, hidden while there is nothing to say —
+not small black text at a dialog's bottom (the data window's «no text in the folder»)."""
+
+from __future__ import annotations
+
+import html
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel, QWidget
+
+from . import palette
+
+_SIGNS = {"info": "ⓘ", "warning": "⚠", "error": "⚠"}
+
+
+class StatusMessage(QLabel):
+    """`setText(text, level)`: level "info", "warning" or "error"; an empty text hides it."""
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWordWrap(True)
+        self.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.setTextFormat(Qt.TextFormat.RichText)
+        self.level = "info"
+        self._plain = ""
+        self.setVisible(False)
+
+    def setText(self, text: str, level: str = "info") -> None:  # noqa: N802 (Qt's name)
+        self._plain, self.level = text or "", level
+        self.setVisible(bool(self._plain))
+        ink = palette.color({"info": "ink", "warning": "warning", "error": "error"}.get(level, "ink"))
+        edge = palette.color({"info": "muted", "warning": "warning", "error": "error"}.get(level, "muted"))
+        self.setStyleSheet(f"QLabel {{ color: {ink}; border: 1px solid {edge}; border-radius: 4px; "
+                           "padding: 8px 10px; font-size: 11pt; background: palette(alternate-base); }")
+        body = html.escape(self._plain).replace("\n", "<br>")
+        super().setText(f"<b>{_SIGNS.get(level, '')}</b>&nbsp; {body}" if self._plain else "")
+
+    def text(self) -> str:  # the words, as the dialog and its tests read them
+        return self._plain
