@@ -2,8 +2,9 @@
 
 Weights: 12·L·d² (per block: fused qkv 3d², projection d², MLP 4d² + 4d²; no biases, norms
 without weights) + V·d (token embedding, tied with the output layer) + n·d (learned
-positions). This is `trainer.config.parameter_count`, restated here so the window never
-imports the trainer; a test runs the real trainer's --dry-run and compares.
+positions): `trainer.config.weight_count`, the run.json contract's one formula (the
+contract is plain Python, so the window reads it without torch); a test counts the real
+model's parameters against it.
 
 Compute per token of training, in FLOPs (multiply-add = 2):
     6·weights  +  12·L·n·d
@@ -19,6 +20,8 @@ estimate_mfu). It counts the full n×n square; causal kernels skip about half of
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from trainer.config import heads_divide, heads_that_work, weight_count
 
 from ..i18n import t
 
@@ -45,8 +48,8 @@ class Shape:
             if getattr(self, key) < 1:
                 raise ValueError(t(f"{ru}: нужно не меньше 1, а не {getattr(self, key)}",
                                    f"{key} must be at least 1, not {getattr(self, key)}", lang))
-        if self.width % self.heads:
-            ok = ", ".join(str(h) for h in range(1, min(self.width, 64) + 1) if self.width % h == 0)
+        if not heads_divide(self.width, self.heads):
+            ok = ", ".join(map(str, heads_that_work(self.width)))
             raise ValueError(t(f"ширина {self.width} не делится на число голов {self.heads}: подойдут {ok}",
                                f"width {self.width} does not divide by heads {self.heads}: choose heads from {ok}",
                                lang))
@@ -59,8 +62,9 @@ class Shape:
 
 
 def param_count(layers: int, width: int, context: int, vocab: int) -> int:
-    """Exact weight count: 12·L·d² + V·d + n·d (27,738,112 for 8 × 512, V 4000, n 1024)."""
-    return 12 * layers * width**2 + vocab * width + context * width
+    """Exact weight count: 12·L·d² + V·d + n·d (27,738,112 for 8 × 512, V 4000, n 1024),
+    the contract's weight_count."""
+    return weight_count(layers, width, context, vocab)
 
 
 def flops_per_token(layers: int, width: int, context: int, vocab: int) -> int:
