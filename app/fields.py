@@ -10,10 +10,17 @@ is filled with the current default, so the text and the number can never disagre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer import config as contract
+
 from .i18n import current_language
+
+# A FieldSpec with a run.json `path` and no `default` of its own starts at the trainer's
+# default for that key (trainer.config, the one contract), in the form's terms.
+_FROM_CONTRACT: Any = object()
 
 # The form's sections in the order they are shown.
 SECTIONS: dict[str, dict[str, str]] = {
@@ -32,7 +39,7 @@ class FieldSpec:
     kind: str  # "int", "float", "bool", "text", "choice", "multi"
     label: dict[str, str]
     tooltip: dict[str, str]
-    default: Any = None
+    default: Any = _FROM_CONTRACT
     minimum: float | None = None
     maximum: float | None = None
     unit: dict[str, str] = field(default_factory=lambda: {"ru": "", "en": ""})
@@ -46,6 +53,16 @@ class FieldSpec:
     option_tooltips: dict[str, dict[str, str]] = field(default_factory=dict)
     # Shorter names for `ternit run start`'s flag (--batch besides --batch-per-card).
     flags: tuple[str, ...] = ()
+    # Where the form's value and run.json's differ (the economical level "off" is written
+    # false): the value run.json gets, and the form's value read back (None: one the form
+    # cannot show). None: the value as it is (see to_run_value / from_run_value).
+    to_run: Callable[[Any], Any] | None = field(default=None, compare=False)
+    from_run: Callable[[Any], Any] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.default is _FROM_CONTRACT:
+            value = from_run_value(self, contract.default(self.path)) if self.path else None
+            object.__setattr__(self, "default", tuple(value) if self.kind == "multi" else value)
 
     def label_text(self, lang: str | None = None) -> str:
         return self.label[lang or current_language()]
@@ -72,6 +89,33 @@ class FieldSpec:
         return [(key, self.option_label(key, lang)) for key in self.options]
 
 
+def to_run_value(spec: FieldSpec, value: Any) -> Any:
+    """The run.json value of a field's form value (for `spec.path`)."""
+    if spec.to_run is not None:
+        return spec.to_run(value)
+    if spec.kind == "int":
+        return int(value)
+    if spec.kind == "float":
+        return float(value)
+    if spec.kind == "multi":
+        return list(value)
+    if spec.kind == "text":
+        return str(value).strip()
+    return value
+
+
+def from_run_value(spec: FieldSpec, value: Any) -> Any:
+    """The form's value of a run.json value (None: one the form cannot show); a whole
+    number written as 630.0 shows as 630 in a whole-number field."""
+    if spec.from_run is not None:
+        return spec.from_run(value)
+    if spec.kind == "multi":
+        return list(value)
+    if spec.kind == "int" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def format_value(value: Any, lang: str | None = None) -> str:
     """Numbers the way a reader of that language expects them (1 024 / 1,024)."""
     lang = lang or current_language()
@@ -91,7 +135,7 @@ def format_value(value: Any, lang: str | None = None) -> str:
 # The economical mode's levels (trainer/economical.py; trainer.config accepts false, true,
 # "off", "selective" and "full"). One level cannot serve both a card with memory to spare
 # and a small home card, so the form offers all three and says what each costs.
-ECONOMICAL_LEVELS: tuple[str, ...] = ("off", "selective", "full")
+ECONOMICAL_LEVELS: tuple[str, ...] = contract.ECONOMICAL_LEVELS
 ECONOMICAL_OPTIONS: dict[str, dict[str, str]] = {
     "off": {"ru": "Выкл", "en": "Off"},
     "selective": {"ru": "Выборочный", "en": "Selective"},
@@ -132,13 +176,13 @@ _ECONOMICAL_NOT_MEASURED = {
 
 
 def economical_level(value: Any) -> str | None:
-    """run.json's `training.economical` as a level: false → "off", true → "selective" (what
-    a checkbox meant before the levels), a level name as it is; None for anything else."""
-    if value is None or value is False:
-        return "off"
-    if value is True:
-        return "selective"
-    return value if value in ECONOMICAL_LEVELS else None
+    """run.json's `training.economical` as a level, read by the contract's one reader
+    (false → "off", true → "selective", what a checkbox meant before the levels); None
+    where the trainer would refuse the value."""
+    try:
+        return contract.economical_level(value)
+    except contract.ConfigError:
+        return None
 
 
 def economical_run_value(level: str) -> bool | str:
@@ -172,7 +216,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="run",
         kind="text",
         path="name",
-        default="run",
         label={"ru": "Название", "en": "Name"},
         tooltip={
             "ru": "Как прогон будет называться в истории и в имени его папки. "
@@ -218,7 +261,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="data",
         kind="multi",
         path="data.constellations",
-        default=(),
         label={"ru": "Созвездия в обучении", "en": "Constellations in training"},
         tooltip={
             "ru": "Из каких групп наборов данных берётся текст. Рядом — сколько в каждой "
@@ -234,7 +276,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="model",
         kind="int",
         path="model.context",
-        default=1024,
         minimum=8,
         maximum=16384,
         unit=_TOKENS,
@@ -253,7 +294,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="model",
         kind="int",
         path="model.width",
-        default=512,
         minimum=8,
         maximum=8192,
         locked_on_continue=True,
@@ -272,7 +312,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="model",
         kind="int",
         path="model.heads",
-        default=8,
         minimum=1,
         maximum=128,
         locked_on_continue=True,
@@ -291,7 +330,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="model",
         kind="int",
         path="model.layers",
-        default=8,
         minimum=1,
         maximum=256,
         locked_on_continue=True,
@@ -309,8 +347,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         name="gpu",
         section="training",
         kind="choice",
-        path="target.gpu",
-        default="t4x2",
+        default="t4x2",  # the form's own choice: with «Машина» it makes run.json's target (run_config)
         label={"ru": "Видеокарта", "en": "GPU"},
         tooltip={
             "ru": "На чём считать. Kaggle 2×T4 примерно вдвое быстрее одной T4: около "
@@ -327,8 +364,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         name="machine",
         section="training",
         kind="choice",
-        path="target.account",
-        default="auto",
+        default="auto",  # the form's own choice: with «Видеокарта» it makes run.json's target
         label={"ru": "Машина", "en": "Machine"},
         tooltip={
             "ru": "Где идёт прогон: этот компьютер или аккаунт Kaggle — у каждого своя квота "
@@ -347,7 +383,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         kind="int",
         path="training.batch_per_card",
         flags=("--batch",),
-        default=6,
         minimum=1,
         maximum=4096,
         unit={"ru": "× n токенов", "en": "× n tokens"},
@@ -369,7 +404,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         kind="int",
         path="training.steps_to",
         flags=("--steps",),
-        default=20000,
         minimum=1,
         maximum=100_000_000,
         unit={"ru": "шаг", "en": "step"},
@@ -390,7 +424,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="int",
         path="training.limit_min",
-        default=630,
         minimum=1,
         maximum=100_000,
         unit=_MIN,
@@ -411,7 +444,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="int",
         path="training.checkpoint_every_min",
-        default=30,
         minimum=1,
         maximum=1_440,
         unit=_MIN,
@@ -434,7 +466,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="float",
         path="training.lr",
-        default=0.001,
         minimum=1e-6,
         maximum=1.0,
         label={"ru": "Скорость обучения", "en": "Learning rate"},
@@ -452,10 +483,11 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.economical",
-        default="off",
         label={"ru": "Экономный режим", "en": "Economical mode"},
         options=ECONOMICAL_OPTIONS,
         option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
+        to_run=economical_run_value,
+        from_run=economical_level,
         tooltip={
             "ru": "Экономия памяти: меньше промежуточных результатов хранится для обратного "
             "прохода, остальное пересчитывается. Заметка лаборатории: на модели в 1,67 млрд "
