@@ -92,7 +92,3 @@ def apply_flags(config: dict[str, Any], args: argparse.Namespace) -> dict[str, A
             node = node.setdefault(part, {})
         node[key] = value
     return cfg
-
-
-def any_flag(args: argparse.Namespace) -> bool:
-    return any(getattr(args, dest(spec), None) is not None for spec in flag_fields())
