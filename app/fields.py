@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer import config as contract
+import trainer.config as contract
 
 from .i18n import current_language
 
