@@ -17,6 +17,7 @@ from typing import Any
 import trainer.config as contract
 
 from .i18n import current_language
+from .numbers import format_value
 
 # A FieldSpec with a run.json `path` and no `default` of its own starts at the trainer's
 # default for that key (trainer.config, the one contract), in the form's terms.
@@ -114,22 +115,6 @@ def from_run_value(spec: FieldSpec, value: Any) -> Any:
     if spec.kind == "int" and isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-def format_value(value: Any, lang: str | None = None) -> str:
-    """Numbers the way a reader of that language expects them (1 024 / 1,024)."""
-    lang = lang or current_language()
-    if isinstance(value, bool):
-        return ("вкл." if value else "выкл.") if lang == "ru" else ("on" if value else "off")
-    if isinstance(value, int):
-        text = f"{value:,}"
-        return text.replace(",", "\u00a0") if lang == "ru" else text
-    if isinstance(value, float):
-        text = f"{value:g}"
-        return text.replace(".", ",") if lang == "ru" else text
-    if value is None:
-        return "—"
-    return str(value)
 
 
 # The economical mode's levels (trainer/economical.py; trainer.config accepts false, true,

@@ -22,10 +22,9 @@ from trainer.config import (
 from . import fields as F
 from . import sizing
 from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
-from .fields import format_value
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text, duration_text
+from .numbers import count_text, decimal_mark, decimal_text, duration_text, format_value
 
 log = logging.getLogger(__name__)
 
@@ -604,9 +603,7 @@ class RunForm:
         if data:
             per_weight = est.get("tokens_per_weight") or data / params
             level = "ok" if per_weight >= 20 else "warning"
-            pw = f"{per_weight:.1f}" if per_weight >= 1 else f"{per_weight:.2g}"
-            if current_language() == "ru":
-                pw = pw.replace(".", ",")
+            pw = decimal_text(per_weight, 1) if per_weight >= 1 else decimal_mark(f"{per_weight:.2g}")
             rows.append(SizeRow("data", t("Данные", "Data"),
                                 t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
                                 t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from trainer.config import heads_divide, heads_that_work, weight_count
 
 from ..i18n import t
+from ..numbers import format_value
 
 # Token ids are stored as uint16 (the prepared data's train.bin/val.bin): ids 0…65535.
 MAX_VOCAB = 65536
@@ -55,9 +56,9 @@ class Shape:
                                lang))
         if self.vocab > MAX_VOCAB:
             raise ValueError(t(
-                f"словарь {self.vocab} больше {MAX_VOCAB:,}: номера токенов хранятся в uint16, ".replace(",", "\u00a0", 1)
-                + "тренер такую модель не примет",
-                f"vocab {self.vocab} is over {MAX_VOCAB:,}: token ids are stored as uint16, the trainer "
+                f"словарь {self.vocab} больше {format_value(MAX_VOCAB, 'ru')}: номера токенов хранятся в uint16, "
+                "тренер такую модель не примет",
+                f"vocab {self.vocab} is over {format_value(MAX_VOCAB, 'en')}: token ids are stored as uint16, the trainer "
                 "refuses such a model", lang))
 
 
