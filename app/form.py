@@ -298,8 +298,8 @@ class RunForm:
             return t("Авто (Kaggle)", "Auto (Kaggle)")
         for acc in self.ctx.accounts:
             if acc.name == key and acc.quota_hours is not None:
-                return t(f"{key} — осталось {acc.quota_hours:.1f} ч GPU",
-                         f"{key} — {acc.quota_hours:.1f} GPU h left")
+                return t(f"{key} — осталось {decimal_text(acc.quota_hours, 1, 'ru')} ч GPU",
+                         f"{key} — {decimal_text(acc.quota_hours, 1, 'en')} GPU h left")
         return key
 
     def machine_choices(self) -> list[tuple[str, str]]:

@@ -91,7 +91,7 @@ def test_kaggle_needs_an_account_and_a_limit_under_its_session(ctx):
     form.set("machine", "local")  # back home: the GPU choice follows
     assert form.values["gpu"] == "cpu" and form.can_start()
     labels = dict(form.machine_choices())
-    assert "20.0" in labels["alice"]
+    assert "20,0" in labels["alice"]  # hours with the Russian decimal comma
 
 
 def test_run_config_is_a_valid_run_json(ctx, tiny_data):
