@@ -90,5 +90,5 @@ def apply_flags(config: dict[str, Any], args: argparse.Namespace) -> dict[str, A
         node = cfg
         for part in parents:
             node = node.setdefault(part, {})
-        node[key] = value
+        node[key] = F.to_run_value(spec, value)  # as the form writes it (economical off: false)
     return cfg
