@@ -80,7 +80,7 @@ def tokens_per_step(batch: int, cards: int, context: int) -> int:
 
 def vocab_from_params(params: int, layers: int, width: int, context: int) -> int:
     """The vocabulary a measured run had, recovered from its exact weight count."""
-    return max(1, round((params - 12 * layers * width**2 - context * width) / width))
+    return max(1, round((params - weight_count(layers, width, context, 0)) / width))  # the V·d term
 
 
 def step_cost(
