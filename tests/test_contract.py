@@ -81,3 +81,12 @@ def test_a_value_the_trainer_refuses_fails_the_same_way_everywhere(value):
     with pytest.raises(ValueError, match="training.economical must be"):
         estimate_memory(Shape(), "bf16", economical=value)
     assert F.economical_level(value) is None  # the form keeps its level rather than guess one
+
+
+def test_the_form_reads_the_contract_without_torch():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, app.fields, app.form, app.sizing; assert 'torch' not in sys.modules, 'torch loaded'"
+    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, check=True, timeout=60)
