@@ -10,15 +10,22 @@ is filled with the current default, so the text and the number can never disagre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import trainer.config as contract
+
 from .field_texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .i18n import current_language
+from .numbers import format_value
 from .tooltips import wrap_tip
 
 # The last line of every field's tooltip: where the whole story is (ui/help_page.py).
 HELP_HINT = {"ru": "Подробнее: кнопка «?» у поля или F1.", "en": "More: the «?» button by the field, or F1."}
+# A FieldSpec with a run.json `path` and no `default` of its own starts at the trainer's
+# default for that key (trainer.config, the one contract), in the form's terms.
+_FROM_CONTRACT: Any = object()
 
 # The form's sections in the order they are shown.
 SECTIONS: dict[str, dict[str, str]] = {
@@ -40,7 +47,7 @@ class FieldSpec:
     kind: str  # "int", "float", "bool", "text", "choice", "multi"
     label: dict[str, str]
     tooltip: dict[str, str]
-    default: Any = None
+    default: Any = _FROM_CONTRACT
     minimum: float | None = None
     maximum: float | None = None
     unit: dict[str, str] = field(default_factory=lambda: {"ru": "", "en": ""})
@@ -57,6 +64,16 @@ class FieldSpec:
     # The long story for the field's help page («Подробнее»), after the tooltip's text:
     # measurements, trade-offs, what the guide says beyond the one-screen tooltip.
     help: dict[str, str] = field(default_factory=dict)
+    # Where the form's value and run.json's differ (the economical level "off" is written
+    # false): the value run.json gets, and the form's value read back (None: one the form
+    # cannot show). None: the value as it is (see to_run_value / from_run_value).
+    to_run: Callable[[Any], Any] | None = field(default=None, compare=False)
+    from_run: Callable[[Any], Any] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.default is _FROM_CONTRACT:
+            value = from_run_value(self, contract.default(self.path)) if self.path else None
+            object.__setattr__(self, "default", tuple(value) if self.kind == "multi" else value)
 
     def label_text(self, lang: str | None = None) -> str:
         return self.label[lang or current_language()]
@@ -101,26 +118,37 @@ class FieldSpec:
         return [(key, self.option_label(key, lang)) for key in self.options]
 
 
-def format_value(value: Any, lang: str | None = None) -> str:
-    """Numbers the way a reader of that language expects them (1 024 / 1,024)."""
-    lang = lang or current_language()
-    if isinstance(value, bool):
-        return ("вкл." if value else "выкл.") if lang == "ru" else ("on" if value else "off")
-    if isinstance(value, int):
-        text = f"{value:,}"
-        return text.replace(",", "\u00a0") if lang == "ru" else text
-    if isinstance(value, float):
-        text = f"{value:g}"
-        return text.replace(".", ",") if lang == "ru" else text
-    if value is None:
-        return "—"
-    return str(value)
+def to_run_value(spec: FieldSpec, value: Any) -> Any:
+    """The run.json value of a field's form value (for `spec.path`)."""
+    if spec.to_run is not None:
+        return spec.to_run(value)
+    if spec.kind == "int":
+        return int(value)
+    if spec.kind == "float":
+        return float(value)
+    if spec.kind == "multi":
+        return list(value)
+    if spec.kind == "text":
+        return str(value).strip()
+    return value
+
+
+def from_run_value(spec: FieldSpec, value: Any) -> Any:
+    """The form's value of a run.json value (None: one the form cannot show); a whole
+    number written as 630.0 shows as 630 in a whole-number field."""
+    if spec.from_run is not None:
+        return spec.from_run(value)
+    if spec.kind == "multi":
+        return list(value)
+    if spec.kind == "int" and isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
 
 
 # The economical mode's levels (trainer/economical.py; trainer.config accepts false, true,
 # "off", "selective" and "full"). One level cannot serve both a card with memory to spare
 # and a small home card, so the form offers all three and says what each costs.
-ECONOMICAL_LEVELS: tuple[str, ...] = ("off", "selective", "full")
+ECONOMICAL_LEVELS: tuple[str, ...] = contract.ECONOMICAL_LEVELS
 ECONOMICAL_OPTIONS: dict[str, dict[str, str]] = {
     "off": {"ru": "Выкл", "en": "Off"},
     "selective": {"ru": "Выборочный", "en": "Selective"},
@@ -211,13 +239,13 @@ def lean_state_run_value(name: str) -> bool | str:
 
 
 def economical_level(value: Any) -> str | None:
-    """run.json's `training.economical` as a level: false → "off", true → "selective" (what
-    a checkbox meant before the levels), a level name as it is; None for anything else."""
-    if value is None or value is False:
-        return "off"
-    if value is True:
-        return "selective"
-    return value if value in ECONOMICAL_LEVELS else None
+    """run.json's `training.economical` as a level, read by the contract's one reader
+    (false → "off", true → "selective", what a checkbox meant before the levels); None
+    where the trainer would refuse the value."""
+    try:
+        return contract.economical_level(value)
+    except contract.ConfigError:
+        return None
 
 
 def economical_run_value(level: str) -> bool | str:
@@ -251,7 +279,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="run",
         kind="text",
         path="name",
-        default="run",
         label={"ru": "Название", "en": "Name"},
         tooltip={
             "ru": "Как прогон будет называться в истории и в имени его папки. "
@@ -297,7 +324,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="data",
         kind="multi",
         path="data.constellations",
-        default=(),
         label={"ru": "Созвездия в обучении", "en": "Constellations in training"},
         tooltip={
             "ru": "Из каких групп наборов данных берётся текст. Рядом — сколько в каждой "
@@ -314,7 +340,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         help=MODEL_HELP,
         kind="int",
         path="model.context",
-        default=1024,
         minimum=8,
         maximum=16384,
         unit=_TOKENS,
@@ -334,7 +359,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         help=MODEL_HELP,
         kind="int",
         path="model.width",
-        default=512,
         minimum=8,
         maximum=8192,
         locked_on_continue=True,
@@ -354,7 +378,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         help=MODEL_HELP,
         kind="int",
         path="model.heads",
-        default=8,
         minimum=1,
         maximum=128,
         locked_on_continue=True,
@@ -374,7 +397,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         help=MODEL_HELP,
         kind="int",
         path="model.layers",
-        default=8,
         minimum=1,
         maximum=256,
         locked_on_continue=True,
@@ -392,8 +414,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         name="gpu",
         section="training",
         kind="choice",
-        path="target.gpu",
-        default="t4x2",
+        default="t4x2",  # the form's own choice: with «Машина» it makes run.json's target (run_config)
         label={"ru": "Видеокарта", "en": "GPU"},
         tooltip={
             "ru": "На чём считать. Kaggle 2×T4 примерно вдвое быстрее одной T4: около "
@@ -410,8 +431,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         name="machine",
         section="training",
         kind="choice",
-        path="target.account",
-        default="auto",
+        default="auto",  # the form's own choice: with «Видеокарта» it makes run.json's target
         label={"ru": "Машина", "en": "Machine"},
         tooltip={
             "ru": "Где идёт прогон: этот компьютер или аккаунт Kaggle — у каждого своя квота "
@@ -430,7 +450,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         kind="int",
         path="training.batch_per_card",
         flags=("--batch",),
-        default=6,
         minimum=1,
         maximum=4096,
         unit={"ru": "× n токенов", "en": "× n tokens"},
@@ -453,7 +472,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         kind="int",
         path="training.steps_to",
         flags=("--steps",),
-        default=20000,
         minimum=1,
         maximum=100_000_000,
         unit={"ru": "шаг", "en": "step"},
@@ -474,7 +492,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="int",
         path="training.limit_min",
-        default=630,
         minimum=1,
         maximum=100_000,
         unit=_MIN,
@@ -495,7 +512,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="int",
         path="training.checkpoint_every_min",
-        default=30,
         minimum=1,
         maximum=1_440,
         unit=_MIN,
@@ -519,7 +535,6 @@ FIELDS: tuple[FieldSpec, ...] = (
         help=SCHEDULE_HELP,
         kind="float",
         path="training.lr",
-        default=0.001,
         minimum=1e-6,
         maximum=1.0,
         label={"ru": "Скорость обучения", "en": "Learning rate"},
@@ -537,10 +552,11 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.economical",
-        default="off",
         label={"ru": "Экономный режим", "en": "Economical mode"},
         options=ECONOMICAL_OPTIONS,
         option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
+        to_run=economical_run_value,
+        from_run=economical_level,
         tooltip={
             "ru": "Экономия памяти: меньше промежуточных результатов хранится для обратного "
             "прохода, остальное пересчитывается. "
@@ -590,10 +606,11 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.lean_state",
-        default="off",
         label={"ru": "Экономное состояние", "en": "Lean state"},
         options=LEAN_STATE_OPTIONS,
         option_tooltips=LEAN_STATE_OPTION_TOOLTIPS,
+        to_run=lean_state_run_value,
+        from_run=lean_state_level,
         tooltip={
             "ru": "Часть «Экономного режима»: сжимает веса,\nградиенты и моменты оптимизатора, а уровни\n"
             "выше — только промежуточные результаты.\nБольшой модели память нужна именно на это.\n"

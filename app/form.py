@@ -8,42 +8,43 @@ Every rule lives here so it can be tested without a display.
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.config import TrainingConfig
+from trainer.config import (
+    default,
+    heads_that_work,  # noqa: F401 - the contract's rule; the form's callers import it here
+    weight_count,
+)
 
 from . import fields as F
 from . import form_sizes as sizes
+from . import sizing
 from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
-from .fields import format_value
 from .form_sizes import SizeRow
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text, parse_number, plural_ru
+from .numbers import (
+    count_text,
+    decimal_text,
+    format_value,
+    parse_number,
+    plural_ru,
+)
 from .sizing.result import Estimate
 
 log = logging.getLogger(__name__)
 
-TRAINER_EVAL_SEGMENTS = TrainingConfig().eval_segments  # held-out segments an evaluation reads
+TRAINER_EVAL_SEGMENTS = default("training.eval_segments")  # held-out segments an evaluation reads
 DEFAULT_VOCAB = 4000  # the vocabulary `ternit data prepare` builds by default
 KAGGLE_GPUS = ("t4x2",)  # Kaggle's only GPU shape now (P100 retired, no single T4)
 KAGGLE_SESSION_MIN = 720  # Kaggle ends a session after 12 hours
 LOCAL_MACHINE = "local"
 AUTO_MACHINE = "auto"
 
-# Labels for the GPU choices when app.sizing has none of its own.
-_GPU_LABELS: dict[str, dict[str, str]] = {
-    "t4x2": {"ru": "Kaggle 2×T4", "en": "Kaggle 2×T4"},
-    "local": {"ru": "Карта этого компьютера", "en": "This computer's card"},
-    "cpu": {"ru": "Процессор (без GPU)", "en": "CPU (no GPU)"},
-    "rtx3050": {"ru": "RTX 3050 (дома)", "en": "RTX 3050 (home)"},
-    "rtx5070ti": {"ru": "RTX 5070 Ti (дома)", "en": "RTX 5070 Ti (home)"},
-}
 GPU_CHOICES: tuple[str, ...] = ("t4x2", "local", "cpu", "rtx3050", "rtx5070ti")
 
 
@@ -89,12 +90,13 @@ class ActiveRun:
         return key(self.config) == key(config)
 
 
-# «Дополнительно»: training values written as they are (run.json key = the field's name).
+# «Дополнительно»: the trainer's own knobs; a run.json without one of them trained with
+# the trainer's default, which the form then shows (not the previous run's value).
 ADVANCED_TRAINING: tuple[str, ...] = tuple(
     f.name for f in F.FIELDS if f.section == "advanced" and (f.path or "").startswith("training."))
-# The training values the form sets (run_config); the rest keep their defaults.
-_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical",
-                  "lean_state", *ADVANCED_TRAINING)
+# The training values the form sets (run_config, one per field with a training.* path);
+# the rest keep their defaults.
+_FORM_TRAINING = tuple(f.path.split(".", 1)[1] for f in F.FIELDS if f.path and f.path.startswith("training."))
 
 
 @dataclass
@@ -132,51 +134,16 @@ class Issue:
     text: str
 
 
-def heads_that_work(width: int, limit: int = 128) -> list[int]:
-    """Head counts that divide d with no remainder."""
-    return [h for h in range(1, min(width, limit) + 1) if width % h == 0]
 
 
 def gpu_label(key: str, lang: str | None = None) -> str:
-    lang = lang or current_language()
-    facts = _sizing_gpus().get(key)
-    label = None
-    if isinstance(facts, dict):
-        label = facts.get("label")
-    elif facts is not None:
-        label = getattr(facts, "label", None)
-    if isinstance(label, dict) and lang in label:
-        return str(label[lang])
-    if isinstance(label, str):
-        return label
-    return _GPU_LABELS.get(key, {}).get(lang, key)
-
-
-def _sizing_gpus() -> dict[str, Any]:
-    try:
-        from .sizing import GPUS  # the sizing core may land after the form
-    except ImportError:
-        return {}
-    return dict(GPUS)
+    """A GPU choice's label (app.sizing's facts); an unknown key as it is."""
+    facts = sizing.GPUS.get(key)
+    return facts.label[lang or current_language()] if facts is not None else key
 
 
 # Advice sentences whose facts the panel already shows as rows of their own.
 ROW_ADVICE_KINDS = frozenset({"speed", "time", "limit"})
-
-
-def _sizing_estimate():
-    try:
-        from .sizing import estimate
-    except ImportError:
-        return None
-    return estimate
-
-
-def params_exact(layers: int, width: int, context: int, vocab: int) -> int:
-    """12·L·d² + V·d + n·d: the trainer's own count (used only if app.sizing is absent)."""
-    return 12 * layers * width**2 + vocab * width + context * width
-
-
 
 
 class RunForm:
@@ -236,26 +203,19 @@ class RunForm:
     def load_config(self, cfg: dict[str, Any]) -> None:
         """Take a run.json dict's values into the form (retry, continue)."""
         for spec in F.FIELDS:
-            if not spec.path or spec.name in ("gpu", "machine"):
+            if not spec.path:
                 continue
             node: Any = cfg
             for part in spec.path.split("."):
                 node = node.get(part) if isinstance(node, dict) else None
-            if node is None and spec.name in ADVANCED_TRAINING and spec.default is not None:
-                node = spec.default  # a run.json without the key trained with the trainer's default
-            if node is None:
+            if node is None and spec.name in ADVANCED_TRAINING:
+                node = F.to_run_value(spec, spec.default)  # trained with the trainer's default
+            # A value the form cannot show (an economical level the trainer would refuse)
+            # leaves the field as it was rather than guess one.
+            value = F.from_run_value(spec, node) if node is not None else None
+            if value is None:
                 continue
-            if spec.name == "economical":
-                # true (the old checkbox) shows as «Выборочный»; a value the trainer would
-                # refuse leaves the form's level as it was rather than guess one.
-                node = F.economical_level(node)
-                if node is None:
-                    continue
-            if spec.name == "lean_state":
-                node = F.lean_state_level(node)
-                if node is None:
-                    continue
-            self.values[spec.name] = list(node) if spec.kind == "multi" else node
+            self.values[spec.name] = value
             self.texts.pop(spec.name, None)
         target = cfg.get("target") or {}
         if target.get("kind") == "kaggle":
@@ -336,7 +296,7 @@ class RunForm:
 
     def gpu_choices(self) -> list[tuple[str, str]]:
         keys = [k for k in GPU_CHOICES if k != "local" or self.ctx.local_gpu]
-        extra = [k for k in _sizing_gpus() if k not in keys and k not in ("t4", "local")]
+        extra = [k for k in sizing.GPUS if k not in keys and k not in ("t4", "local")]
         out = []
         for k in keys + extra:
             label = gpu_label(k)
@@ -352,8 +312,8 @@ class RunForm:
             return t("Авто (Kaggle)", "Auto (Kaggle)")
         for acc in self.ctx.accounts:
             if acc.name == key and acc.quota_hours is not None:
-                return t(f"{key} — осталось {acc.quota_hours:.1f} ч GPU",
-                         f"{key} — {acc.quota_hours:.1f} GPU h left")
+                return t(f"{key} — осталось {decimal_text(acc.quota_hours, 1, 'ru')} ч GPU",
+                         f"{key} — {decimal_text(acc.quota_hours, 1, 'en')} GPU h left")
         return key
 
     def machine_choices(self) -> list[tuple[str, str]]:
@@ -646,49 +606,37 @@ class RunForm:
         return self.continuing.step if self.continuing else 0
 
     def cards(self) -> int:
-        facts = _sizing_gpus().get(self.values["gpu"])
-        cards = facts.get("cards") if isinstance(facts, dict) else getattr(facts, "cards", None)
-        if isinstance(cards, int) and cards > 0:
-            return cards
-        return 2 if self.values["gpu"] == "t4x2" else 1
+        facts = sizing.GPUS.get(self.values["gpu"])
+        return facts.cards if facts is not None else 1
 
     def estimate(self) -> Estimate | None:
-        """app.sizing's estimate for the form's values (None while the model is invalid or
-        the sizing core is absent). Time is for the steps this run will make."""
+        """app.sizing's estimate for the form's values (None while the model or a training
+        number is invalid). Time is for the steps this run will make."""
         if not self.model_ok():
             return None
         v = self.values
         nums = ("batch_per_card", "steps_to", "limit_min")
         if any(not isinstance(v[k], (int, float)) or isinstance(v[k], bool) or v[k] <= 0 for k in nums):
             return None
-        estimate = _sizing_estimate()
-        if estimate is None:
-            return None
         base_training = (self.continuing.config.get("training") or {}) if self.continuing else {}
+        local_memory = self.ctx.local_card_memory_mb if v["gpu"] == "local" else None
         kwargs: dict[str, Any] = dict(
             layers=v["layers"], width=v["width"], heads=v["heads"], context=v["context"],
             vocab=self.vocab(), batch=v["batch_per_card"], gpu=v["gpu"], steps_to=int(v["steps_to"]),
             start_step=self.start_step(), limit_min=v["limit_min"], data_tokens=self.data_tokens(),
             economical=self.economical(), lean_state=self.lean_state(),
-            measured=self.ctx.measured or None, lang=current_language(),
-            local_name=self.ctx.local_gpu,
+            lang=current_language(), local_name=self.ctx.local_gpu, card_memory_mb=local_memory or None,
             eval_every=int(base_training.get("eval_every") or 200),
             eval_segments=int(base_training.get("eval_segments") or 96),
         )
-        params = inspect.signature(estimate).parameters
-        if "card_memory_mb" in params and v["gpu"] == "local" and self.ctx.local_card_memory_mb:
-            kwargs["card_memory_mb"] = self.ctx.local_card_memory_mb
-        kwargs = {k: val for k, val in kwargs.items() if k in params or any(
-            p.kind is p.VAR_KEYWORD for p in params.values())}
         # Start's checks and every field's messages ask again for the same values: one
         # estimate (all the economical combinations) per set of values.
-        key = (id(estimate), id(self.ctx.measured), len(self.ctx.measured),
-               json.dumps({k: val for k, val in kwargs.items() if k != "measured"}, sort_keys=True, default=str))
+        key = (id(self.ctx.measured), len(self.ctx.measured), json.dumps(kwargs, sort_keys=True, default=str))
         if self._estimated is not None and self._estimated[0] == key:
             return self._estimated[1]
         try:
-            result = estimate(**kwargs)
-        except (ValueError, KeyError, TypeError):
+            result = sizing.estimate(**kwargs, measured=self.ctx.measured or None)
+        except (ValueError, KeyError):  # a size the sizing refuses: the field issues say why
             result = None
         self._estimated = (key, result)
         return result
@@ -701,7 +649,7 @@ class RunForm:
                             t("исправьте поля модели", "fix the model fields"), "error")]
         est = self.estimate()
         n, d, L, V = v["context"], v["width"], v["layers"], self.vocab()
-        params = est.params if est else params_exact(L, d, n, V)
+        params = est.params if est else weight_count(L, d, n, V)
         rows = [SizeRow("params", t("Сколько весов", "How many weights"), format_value(params),
                         f"≈ 12·{L}·{d}² + {V}·{d} + {n}·{d}")]
         batch_ok = isinstance(v["batch_per_card"], int) and v["batch_per_card"] > 0
@@ -725,36 +673,28 @@ class RunForm:
     # -- the result --------------------------------------------------------------------
 
     def run_config(self) -> dict[str, Any]:
-        """The run.json dict (DESIGN.md) for the form's values. Call only when can_start()."""
+        """The run.json dict (DESIGN.md) for the form's values. Call only when can_start().
+        Every field with a run.json path is written there (a new field needs only its
+        FieldSpec and the trainer's key); the vocabulary, the data folder and the target
+        come from the form's choices. A continued run keeps its parent's other training keys."""
         v = self.values
-        base: dict[str, Any] = json.loads(json.dumps(self.continuing.config)) if self.continuing else {}
+        cfg: dict[str, Any] = json.loads(json.dumps(self.continuing.config)) if self.continuing else {}
         prep = self.prepared_for_selection()
-        model = {k: int(v[k]) for k in F.MODEL_FIELDS}
-        model["vocab"] = self.vocab()
-        training = dict(base.get("training") or {})
-        training.update(
-            batch_per_card=int(v["batch_per_card"]), steps_to=int(v["steps_to"]),
-            limit_min=v["limit_min"], checkpoint_every_min=v["checkpoint_every_min"], lr=float(v["lr"]),
-            economical=F.economical_run_value(self.economical()),
-            lean_state=F.lean_state_run_value(self.lean_state()))
-        for name in ADVANCED_TRAINING:
-            value = v.get(name)
-            if value is not None:  # None: the trainer's default
-                key = str(F.spec(name).path).split(".", 1)[1]
-                training[key] = float(value) if F.spec(name).kind == "float" else value
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}
         else:
             target = {"kind": "local", "gpu": self._local_target_gpu(), "account": "auto"}
-        cfg = dict(base)
-        cfg.update(
-            name=str(v["name"]).strip(),
-            model=model,
-            training=training,
-            data={"dir": prep.dir if prep else "", "constellations": list(v["constellations"])},
-            target=target,
-            resume_from=base.get("resume_from") if self.continuing else None,
-        )
+        cfg.update(name="", model={}, training=dict(cfg.get("training") or {}),
+                   data={"dir": prep.dir if prep else ""}, target=target,
+                   resume_from=cfg.get("resume_from") if self.continuing else None)
+        for spec in F.FIELDS:
+            if spec.path and v.get(spec.name) is not None:  # None: the trainer's default
+                *parents, key = spec.path.split(".")
+                node = cfg
+                for part in parents:
+                    node = node.setdefault(part, {})
+                node[key] = F.to_run_value(spec, v[spec.name])
+        cfg["model"]["vocab"] = self.vocab()
         return cfg
 
     def _local_target_gpu(self) -> str:
@@ -783,11 +723,6 @@ def continue_now(ctx: FormContext, info: ContinueFrom) -> tuple[dict[str, Any] |
     return (None, blockers) if blockers else (form.run_config(), [])
 
 
-def oom_batch(batch: int, advice_batch: int | None) -> int:
-    """The batch to retry with after an out-of-memory crash: the core's advice, else half."""
-    if advice_batch and 0 < advice_batch < batch:
-        return advice_batch
-    return max(1, batch // 2)
 
 
 def names(items: Iterable[Issue]) -> list[str]:

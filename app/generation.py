@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .i18n import t
-from .numbers import int_text
+from .numbers import decimal_text, int_text
 from .runs.checkpoints import usable_checkpoint
 from .runs.process import _trainer_root
 
@@ -222,8 +222,7 @@ def start_text(record: dict[str, Any]) -> str:
 
 
 def _fmt(x: float, digits: int = 3) -> str:
-    body = f"{x:.{digits}f}"
-    return body.replace(".", ",") if t("ru", "en") == "ru" else body
+    return decimal_text(x, digits)
 
 
 def eval_text(r: dict[str, Any]) -> str:

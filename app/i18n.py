@@ -7,10 +7,9 @@ kept in tables of {"ru": ..., "en": ...}; there is no scattered translation cata
 
 from __future__ import annotations
 
-import json
 import os
 
-from . import paths
+from . import settings
 
 LANGUAGES = ("ru", "en")
 _override: str | None = None
@@ -38,22 +37,17 @@ def current_language() -> str:
 
 def _language_from_settings() -> str:
     global _cached
-    path = paths.config_dir() / "settings.json"
+    path = settings.path()
     try:
         mtime = path.stat().st_mtime
     except OSError:
         return "ru"
     if _cached is not None and _cached[:2] == (str(path), mtime):
         return _cached[2]
-    lang = "ru"
-    try:
-        settings = json.loads(path.read_text(encoding="utf-8"))
-        # A file that is not a JSON object (hand-edited, torn) means the default, not a
-        # crash of every text the lab shows.
-        if isinstance(settings, dict) and settings.get("language") in LANGUAGES:
-            lang = settings["language"]
-    except (OSError, ValueError):
-        pass
+    # A file that is not a JSON object (hand-edited, torn) reads as {}: the default, not a
+    # crash of every text the lab shows.
+    stored = settings.load().get("language")
+    lang = stored if stored in LANGUAGES else "ru"
     _cached = (str(path), mtime, lang)
     return lang
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 from .i18n import current_language
 
@@ -31,9 +32,36 @@ def count_text(n: float | None, lang: str | None = None, sig: int = 3) -> str:
             body = f"{q:.{max(0, sig - 1 - int(math.floor(math.log10(abs(q)))))}f}" if q else "0"
             if "." in body:
                 body = body.rstrip("0").rstrip(".")
-            return f"{body.replace('.', ',')} {ru}" if lang == "ru" else f"{body} {en}"
+            return f"{decimal_mark(body, lang)} {ru}" if lang == "ru" else f"{body} {en}"
     body = f"{v:.0f}" if abs(v) >= 1 or v == 0 else f"{v:.{sig}g}"
-    return body.replace(".", ",") if lang == "ru" else body
+    return decimal_mark(body, lang)
+
+
+def decimal_mark(text: str, lang: str | None = None) -> str:
+    """A number written with a decimal point ("1.5", "0.39×") with the language's mark:
+    «1,5» in Russian. Every decimal comma of the lab is written here."""
+    return text.replace(".", ",") if (lang or current_language()) == "ru" else text
+
+
+def decimal_text(x: float, digits: int = 1, lang: str | None = None, sign: bool = False) -> str:
+    """`x` with `digits` decimals (and its sign, with `sign`): 1.5 / «1,5»."""
+    return decimal_mark(f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}", lang)
+
+
+def format_value(value: Any, lang: str | None = None) -> str:
+    """A field's value the way a reader of that language expects it: 1 024 / 1,024 (a
+    no-break space in Russian), 0,001 / 0.001, вкл./on; None (no value) → "—"."""
+    lang = lang or current_language()
+    if isinstance(value, bool):
+        return ("вкл." if value else "выкл.") if lang == "ru" else ("on" if value else "off")
+    if isinstance(value, int):
+        text = f"{value:,}"
+        return text.replace(",", "\u00a0") if lang == "ru" else text
+    if isinstance(value, float):
+        return decimal_mark(f"{value:g}", lang)
+    if value is None:
+        return "—"
+    return str(value)
 
 
 def int_text(n: int, lang: str | None = None) -> str:
@@ -65,8 +93,8 @@ def mb_text(mb: float, lang: str | None = None) -> str:
     """MiB as GB with one decimal above 1 GB: 12004 → "11,7 ГБ" / "11.7 GB"."""
     lang = lang or current_language()
     if mb >= 1024:
-        body = f"{mb / 1024:.1f}"
-        return f"{body.replace('.', ',')} ГБ" if lang == "ru" else f"{body} GB"
+        body = decimal_text(mb / 1024, 1, lang)
+        return f"{body} ГБ" if lang == "ru" else f"{body} GB"
     return f"{mb:.0f} МБ" if lang == "ru" else f"{mb:.0f} MB"
 
 
@@ -75,8 +103,8 @@ def bytes_text(n: int, lang: str | None = None) -> str:
     lang = lang or current_language()
     for size, ru, en in ((1 << 30, "ГиБ", "GiB"), (1 << 20, "МиБ", "MiB"), (1 << 10, "КиБ", "KiB")):
         if n >= size:
-            body = f"{n / size:.1f}"
-            return f"{body.replace('.', ',')} {ru}" if lang == "ru" else f"{body} {en}"
+            body = decimal_text(n / size, 1, lang)
+            return f"{body} {ru}" if lang == "ru" else f"{body} {en}"
     return f"{n} Б" if lang == "ru" else f"{n} B"
 
 

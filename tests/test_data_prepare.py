@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from app.data import encode
 from app.data import prepare as prep
 from app.data.library import Library, LibraryError
 from app.data.prepare import PrepareError, prepare
@@ -141,7 +142,7 @@ def test_same_request_is_cached_and_deterministic(lib, tmp_path, two_constellati
         raise AssertionError("the cache should have answered")
 
     monkeypatch.setattr(prep, "_train_tokenizer", boom)
-    monkeypatch.setattr(prep, "_encode_and_split", boom)
+    monkeypatch.setattr(prep, "encode_and_split", boom)
     again = prepare(["world"], out=tmp_path / "a", vocab=500, context=32, library=lib)
     assert again.cached and again.meta == a.meta
     # The same request into another folder: linked from the cache, not computed.
@@ -405,13 +406,13 @@ def test_choose_val_keeps_equal_hashes_together_and_respects_cap_and_target():
     h = np.array([50, 10, 30, 10, 20, 40], dtype=np.uint64)
     n = np.array([5, 3, 4, 3, 2, 6], dtype=np.int64)
     # smallest hashes first: 10 (two units, 6 tokens), 20 (2), 30 (4) ...
-    assert prep._choose_val(h, n, 1 << 64, target=7, cap=100).tolist() == [False, True, False, True, True, False]
+    assert encode.choose_val(h, n, 1 << 64, target=7, cap=100).tolist() == [False, True, False, True, True, False]
     # target 1 still takes the whole first group (both units with hash 10): never split text
-    assert prep._choose_val(h, n, 1 << 64, target=1, cap=100).tolist() == [False, True, False, True, False, False]
+    assert encode.choose_val(h, n, 1 << 64, target=1, cap=100).tolist() == [False, True, False, True, False, False]
     # a cap below the first group: nothing fits
-    assert not prep._choose_val(h, n, 1 << 64, target=1, cap=5).any()
+    assert not encode.choose_val(h, n, 1 << 64, target=1, cap=5).any()
     # only below the limit are all units known to be candidates
-    assert prep._choose_val(h, n, 25, target=100, cap=100).tolist() == [False, True, False, True, True, False]
+    assert encode.choose_val(h, n, 25, target=100, cap=100).tolist() == [False, True, False, True, True, False]
 
 
 def test_a_full_disk_is_a_clear_error_and_no_thread_is_left(lib, tmp_path, two_constellations, monkeypatch):
@@ -419,7 +420,7 @@ def test_a_full_disk_is_a_clear_error_and_no_thread_is_left(lib, tmp_path, two_c
     import threading
 
     before = threading.active_count()
-    real = prep._Writer.write
+    real = encode.Writer.write
     calls = []
 
     def failing(self, arr):
@@ -428,8 +429,8 @@ def test_a_full_disk_is_a_clear_error_and_no_thread_is_left(lib, tmp_path, two_c
             raise OSError(errno.ENOSPC, "No space left on device")
         real(self, arr)
 
-    monkeypatch.setattr(prep._Writer, "write", failing)
-    monkeypatch.setattr(prep, "BATCH_CHARS", 20_000)  # several batches, so it fails mid-way
+    monkeypatch.setattr(encode.Writer, "write", failing)
+    monkeypatch.setattr(encode, "BATCH_CHARS", 20_000)  # several batches, so it fails mid-way
     with pytest.raises(PrepareError, match="No space left") as e:
         prepare(["world"], out=tmp_path / "o", vocab=300, context=32, library=lib)
     assert "--out" in str(e.value)

@@ -187,3 +187,54 @@ def test_advanced_fields_follow_the_trainer():
         assert f.path == f"training.{f.name}"
         assert f.default == getattr(trainer, f.name), f.name
     assert tuple(F.spec("precision").options) == PRECISIONS
+
+
+def contract_mismatches(specs) -> list[str]:
+    """Fields whose run.json key the trainer lacks, or whose default is not the trainer's."""
+    from trainer.config import default
+
+    out = []
+    for spec in specs:
+        if not spec.path:
+            continue
+        try:
+            want = default(spec.path)
+        except KeyError:
+            out.append(f"{spec.name}: the trainer's RunConfig has no key {spec.path}")
+            continue
+        got = F.to_run_value(spec, spec.default)
+        if got != want or isinstance(got, bool) != isinstance(want, bool):
+            out.append(f"{spec.name}: the form starts at {got!r}, the trainer at {want!r} ({spec.path})")
+    return out
+
+
+def test_every_field_with_a_run_json_key_is_the_trainers_key_with_its_default():
+    """One contract: a field's run.json key exists in trainer.config's RunConfig and the
+    form starts where the trainer does (a field another change adds is checked here too)."""
+    assert [f.name for f in F.FIELDS if f.path] != []
+    assert contract_mismatches(F.FIELDS) == []
+
+
+def test_a_field_without_its_trainer_key_fails_the_contract():
+    def spec(**kw):
+        return F.FieldSpec(name="x", section="training", kind="int", label={"ru": "", "en": ""},
+                           tooltip={"ru": "", "en": ""}, **kw)
+
+    # Without a default of its own the field takes the trainer's: a missing key fails at once.
+    with pytest.raises(KeyError, match="training.no_such_key"):
+        spec(path="training.no_such_key")
+    # With one, the check names it; a default other than the trainer's is named as well.
+    assert contract_mismatches([spec(path="training.no_such_key", default=1)]) == [
+        "x: the trainer's RunConfig has no key training.no_such_key"]
+    assert contract_mismatches([spec(path="training.steps_to", default=1)]) == [
+        "x: the form starts at 1, the trainer at 20000 (training.steps_to)"]
+    assert contract_mismatches([spec(path="training.steps_to")]) == []
+    assert spec(path="training.steps_to").default == 20000
+
+
+def test_defaults_come_in_the_forms_terms():
+    # run.json's false is the level «Выкл»; 630.0 minutes show as a whole number.
+    assert F.spec("economical").default == "off" and F.to_run_value(F.spec("economical"), "off") is False
+    assert F.spec("limit_min").default == 630 and isinstance(F.spec("limit_min").default, int)
+    assert F.spec("constellations").default == () and F.defaults()["constellations"] == []
+    assert F.from_run_value(F.spec("economical"), "half") is None  # one the form cannot show

@@ -91,7 +91,7 @@ def test_kaggle_needs_an_account_and_a_limit_under_its_session(ctx):
     form.set("machine", "local")  # back home: the GPU choice follows
     assert form.values["gpu"] == "cpu" and form.can_start()
     labels = dict(form.machine_choices())
-    assert "20.0" in labels["alice"]
+    assert "20,0" in labels["alice"]  # hours with the Russian decimal comma
 
 
 def test_run_config_is_a_valid_run_json(ctx, tiny_data):
@@ -111,6 +111,31 @@ def test_run_config_is_a_valid_run_json(ctx, tiny_data):
     rows = {r.key: r for r in form.size_rows()}
     assert rows["params"].value.replace("\u00a0", "") == str(parameter_count(parsed.model))
     assert rows["tokens_per_step"].value == "128"  # batch 4 × 1 card × n 32
+
+
+def test_every_field_with_a_run_json_key_is_written_there_and_read_back(ctx):
+    """run_config writes each field through its FieldSpec path, load_config reads it back:
+    a new field needs only its FieldSpec and the trainer's key."""
+    from app import fields as F
+    from trainer.config import from_dict
+
+    form = tiny(RunForm(ctx))
+    changed = {"name": "other", "steps_to": 123, "limit_min": 45, "checkpoint_every_min": 7, "lr": 0.002,
+               "batch_per_card": 3, "economical": "full", "context": 64, "layers": 3}
+    for name, value in changed.items():
+        form.set(name, value)
+    cfg = form.run_config()
+    from_dict(cfg)
+    back = RunForm(ctx)
+    back.load_config(cfg)
+    for spec in F.FIELDS:
+        if spec.path:
+            node = cfg
+            for part in spec.path.split("."):
+                node = node[part]
+            assert node == F.to_run_value(spec, form.values[spec.name]), spec.name
+            assert back.values[spec.name] == form.values[spec.name], spec.name
+    assert {k: form.values[k] for k in changed} == changed
 
 
 def test_sizing_panel_shows_the_guides_numbers(ctx):

@@ -59,7 +59,7 @@ def test_machine_lists_accounts_and_explains_auto(fake, tiny_data):
     assert form_accounts["bob"].quota_hours == 30 and form_accounts["alice"].valid
     form = RunForm(load_form_context(extra_prepared=[str(tiny_data)]))
     labels = [label for _, label in form.machine_choices()]
-    assert labels[:2] == ["Этот компьютер", "Авто (Kaggle)"] and "bob — осталось 30.0 ч GPU" in labels
+    assert labels[:2] == ["Этот компьютер", "Авто (Kaggle)"] and "bob — осталось 30,0 ч GPU" in labels
     assert form.values["machine"] == AUTO_MACHINE
     form.set("constellations", ["tiny"])
     form.set("limit_min", 600)

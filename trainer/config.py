@@ -7,9 +7,10 @@ library is used, so this module can be read without torch.
 
 from __future__ import annotations
 
+import copy
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -167,11 +168,10 @@ def validate(cfg: RunConfig) -> None:
     for key in ("context", "width", "heads", "layers", "vocab"):
         if getattr(m, key) < 1:
             raise ConfigError(f"model.{key} must be at least 1, not {getattr(m, key)}")
-    if m.width % m.heads:
-        ok = [h for h in range(1, min(m.width, 64) + 1) if m.width % h == 0]
+    if not heads_divide(m.width, m.heads):
         raise ConfigError(
             f"model.width {m.width} does not divide by model.heads {m.heads}: "
-            f"choose heads from {', '.join(map(str, ok))}"
+            f"choose heads from {', '.join(map(str, heads_that_work(m.width)))}"
         )
     if m.vocab > 65536:
         raise ConfigError(f"model.vocab {m.vocab} is over 65,536: token ids are stored as uint16")
@@ -212,11 +212,14 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
 
 
-def economical_level(value: bool | str) -> str:
-    """`economical` is true/false or a level name: off, selective or full."""
+def economical_level(value: bool | str | None) -> str:
+    """`economical` is true/false or a level name: off, selective or full. The one reader of
+    the key, for the trainer, the sizing and the form: true (the old checkbox) is
+    "selective", false and None (a key not given) are "off"; anything else is a ConfigError
+    (a ValueError)."""
     if value is True:
         return "selective"
-    if value is False:
+    if value is False or value is None:
         return "off"
     if value in ECONOMICAL_LEVELS:
         return str(value)
@@ -255,9 +258,43 @@ def load(path: str | Path) -> RunConfig:
     return from_dict(raw)
 
 
+def weight_count(layers: int, width: int, context: int, vocab: int) -> int:
+    """Exact weight count of trainer/model.py's GPT: 12·L·d² (per block: fused qkv 3d²,
+    projection d², MLP 4d² + 4d²; no biases, norms without weights) + V·d (the token
+    embedding, tied with the output layer) + n·d (learned positions). 27,738,112 for
+    8 × 512, V 4000, n 1024. The one formula: the sizing and the form use it too, and a
+    test counts the real model's parameters against it."""
+    return 12 * layers * width**2 + vocab * width + context * width
+
+
 def parameter_count(m: ModelConfig) -> int:
-    """Exact weight count: 12·L·d² (blocks) + V·d (tied embedding) + n·d (positions)."""
-    return 12 * m.layers * m.width**2 + m.vocab * m.width + m.context * m.width
+    """Exact weight count of a model config (weight_count)."""
+    return weight_count(m.layers, m.width, m.context, m.vocab)
+
+
+def heads_divide(width: int, heads: int) -> bool:
+    """Attention splits the width into equal heads: width must divide by heads."""
+    return heads > 0 and width % heads == 0
+
+
+def heads_that_work(width: int, limit: int = 128) -> list[int]:
+    """Head counts (up to `limit`) that divide the width with no remainder."""
+    return [h for h in range(1, min(width, limit) + 1) if width % h == 0]
+
+
+def default(path: str) -> Any:
+    """The trainer's default for one run.json key by its dotted path ("model.width",
+    "training.economical", "name"), a fresh copy; KeyError for a path that is not a key of
+    run.json (a section such as "model" included). The form's field table takes its
+    defaults from here, so the window and the trainer cannot start from different values."""
+    node: Any = RunConfig()
+    for part in path.split("."):
+        if not is_dataclass(node) or part not in {f.name for f in fields(node)}:
+            raise KeyError(path)
+        node = getattr(node, part)
+    if is_dataclass(node):
+        raise KeyError(path)
+    return copy.deepcopy(node)
 
 
 def main(argv: list[str] | None = None) -> int:

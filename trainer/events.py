@@ -56,11 +56,6 @@ def _fail(what: str, error: BaseException) -> None:
         raise err
 
 
-def output_failed() -> OutputError | None:
-    """The first failed write of this process, if any."""
-    return _failed[0] if _failed else None
-
-
 def _silence(stream: Any) -> None:
     """Point a standard stream whose file failed at the null device: what its buffer still
     holds is then flushed there at exit, not retried into the full file (which would end the

@@ -2,7 +2,7 @@
 
 Learned positional embedding, input and output embedding tied, pre-norm blocks whose
 norms have no learnable weights, no biases anywhere, MLP width 4·d. The weight count is
-therefore exactly 12·L·d² + V·d + n·d (see `parameter_count` in trainer.config).
+therefore exactly 12·L·d² + V·d + n·d (see `weight_count` in trainer.config).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import ModelConfig
+from .config import ModelConfig, heads_divide
 
 # The exact (erf) GELU: on the CPU it is about 2% faster per training step than the tanh
 # approximation (measured side by side, docs/PERF.md), and on a GPU the two cost the same.
@@ -67,7 +67,7 @@ class Block(nn.Module):
 class GPT(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
-        if cfg.width % cfg.heads:
+        if not heads_divide(cfg.width, cfg.heads):
             raise ValueError(f"width {cfg.width} does not divide by heads {cfg.heads}")
         self.cfg = cfg
         self.tok = nn.Embedding(cfg.vocab, cfg.width)

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 
 from ..cli_args import Parser
 from ..i18n import t
-from ..numbers import bytes_text, count_text
+from ..numbers import bytes_text, count_text, int_text
 from ..state import StateError
 from .progress import Cancelled, progress_for_cli
 
@@ -261,10 +261,10 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     print(res.path)
     if res.cached:
         print("  " + t("из кэша (уже подготовлено)", "from cache (prepared before)"))
-    print(f"  {t('словарь', 'vocab')} {m['vocab_size']}, train {m['train_tokens']:,}, val {m['val_tokens']:,} "
+    print(f"  {t('словарь', 'vocab')} {m['vocab_size']}, train {int_text(m['train_tokens'])}, val {int_text(m['val_tokens'])} "
           f"({m['val_split']['segments']} × {m['context']})")
     for name, n in m["tokens_by_constellation"].items():
-        print(f"  {name}: {n:,} {t('токенов', 'tokens')}")
+        print(f"  {name}: {int_text(n)} {t('токенов', 'tokens')}")
     print(f"  data_id {m['data_id']}")
     return 0
 

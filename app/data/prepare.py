@@ -6,19 +6,8 @@
     <out>/meta.json        counts, sources and their hashes, how val was chosen, data_id
 
 How it works, and why:
-- Streaming. Text is read unit by unit (app.data.readers) and encoded in batches of about
-  BATCH_CHARS characters with `encode_batch_fast` (Rust threads, the GIL released), in three
-  overlapping stages: a reader thread reads the next batches, an encoder thread encodes one,
-  and the calling thread writes the one before. Memory holds a few batches, however large
-  the input.
-- The held-out sample is chosen by the hash of each unit's text (a document, or a ~16k-char
-  run of a long one's paragraphs), deterministically: the units with the smallest hashes go
-  to val until it holds max(1 % of the tokens, 96 segments of the context), never more than
-  10 % of the data. Equal text has an equal hash, so it is never in both train and val. In
-  one pass the reader cannot know where the cut-off falls, so units that might be chosen
-  (the lowest 1/8 of the hash range, or among the 256 smallest hashes so far) are written
-  to a side file; after the pass the cut-off is fixed, the chosen ones become val.bin and the
-  rest are appended to train.bin.
+- Streaming, and the held-out sample chosen by the hash of each unit's text: the one pass
+  over the text is app.data.encode's (its docstring says how and why).
 - Cached by (sources' hashes, tokenizer, vocab, context, split rule): the same request returns
   the existing folder at once.
 - Atomic: everything is written into a temporary sibling folder, fsynced and renamed into
@@ -28,55 +17,44 @@ How it works, and why:
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 import os
-import queue
 import re
 import secrets
 import shutil
 import threading
 import time
-from array import array
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psutil
 
 from .. import paths
 from ..i18n import said, t
-from ..numbers import plural_ru
-from .library import Dataset, Library, LibraryError
-from .progress import VAL_SAMPLE_WARNING, CancelToken, ProgressFn, Reporter, check
+from .encode import (
+    EOT,
+    MAX_VAL_FRACTION,
+    MIN_VAL_SEGMENTS,
+    VAL_FRACTION,
+    PrepareError,
+    Source,
+    encode_and_split,
+    iter_units,
+    unit_hash,
+)
+from .library import Dataset, Library
+from .progress import CancelToken, ProgressFn, Reporter, check
 
 FORMAT = 1
 PIPELINE = "ternit-prepare-2"  # change when the same inputs would give different files (2: cp1251 text)
-EOT = "<|endoftext|>"
 DEFAULT_VOCAB = 4000
 DEFAULT_CONTEXT = 1024
 MIN_VOCAB, MAX_VOCAB = 256, 65535  # uint16 ids
-VAL_FRACTION = 0.01
-MIN_VAL_SEGMENTS = 96
-MAX_VAL_FRACTION = 0.10
-CANDIDATE_REGION = 1 << 61  # the lowest 1/8 of the 64-bit hash range
-CANDIDATE_SMALLEST = 256
-BATCH_CHARS = 1 << 19  # enough 16k-char units per batch to keep 16+ cores busy
 TOKENIZER_SAMPLE_CHARS = 100_000_000  # BPE is trained on at most about this much text (its memory grows with the unique words seen)
 REQUIRED = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
-
-
-class PrepareError(LibraryError):
-    """Data that cannot be prepared; the message names what is wrong and what to do."""
-
-
-@dataclass
-class Source:
-    constellation: str
-    dataset: Dataset
 
 
 @dataclass
@@ -95,10 +73,6 @@ def validate_vocab(vocab: int) -> None:
             f"vocabulary {vocab} refused: it must be from {MIN_VOCAB} (all 256 bytes) to {MAX_VOCAB} "
             "(token ids are stored as uint16)",
         ), exit_code=2)
-
-
-def unit_hash(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "big")
 
 
 def new_tokenizer(vocab: int):
@@ -231,26 +205,6 @@ def _replace_dir(tmp: Path, out: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-class _Writer:
-    """A token file written in order, hashed as it goes."""
-
-    def __init__(self, path: Path) -> None:
-        self.f = open(path, "wb")  # noqa: SIM115 - closed in close()
-        self.hash = hashlib.sha256()
-        self.tokens = 0
-
-    def write(self, arr: np.ndarray) -> None:
-        data = arr.astype("<u2", copy=False).tobytes()
-        self.f.write(data)
-        self.hash.update(data)
-        self.tokens += len(arr)
-
-    def close(self) -> None:
-        self.f.flush()
-        os.fsync(self.f.fileno())
-        self.f.close()
-
-
 def prepare(
     constellations: Sequence[str],
     out: str | Path | None = None,
@@ -269,54 +223,23 @@ def prepare(
     the lab's prepared/ folder, named after the request). Returns at once when the same
     request was prepared before. Raises PrepareError (with the reason) or Cancelled.
     """
-    names = list(dict.fromkeys(n.strip() for n in constellations if n.strip()))
-    if not names:
-        raise PrepareError(t("не выбрано ни одного созвездия", "no constellation selected"), exit_code=2)
-    if not isinstance(context, int) or not 8 <= context <= 1 << 20:
-        raise PrepareError(t(f"контекст {context} не подходит (8…1048576)", f"context {context} refused (8..1048576)"), exit_code=2)
+    names = _requested(constellations, context)
     lib = library or Library()
     warnings: list[str] = []
     report = Reporter(progress)
-
     # The tokenizer first: a bad file or vocabulary is refused before any reading.
-    tok = None
-    tok_path = Path(tokenizer).expanduser() if tokenizer else None
-    if tok_path is not None:
-        tok_sha = _sha256_file(tok_path) if tok_path.is_file() else None
-        tok = load_tokenizer(tok_path, tok_sha)
-        if vocab is not None and vocab != tok.get_vocab_size():
-            warnings.append(said(
-                f"словарь берётся из {tok_path.name}: {tok.get_vocab_size()} (а не {vocab})",
-                f"the vocabulary comes from {tok_path.name}: {tok.get_vocab_size()} (not {vocab})",
-            ))
-        vocab_requested = tok.get_vocab_size()
-    else:
-        vocab_requested = DEFAULT_VOCAB if vocab is None else vocab
-        validate_vocab(vocab_requested)
-        tok_sha = None
-
+    given = _given_tokenizer(tokenizer, vocab, warnings)
     sources = _resolve_sources(lib, names, report, cancel, warnings)
-    key_doc = {
-        "pipeline": PIPELINE,
-        "sources": [[s.constellation, s.dataset.name, s.dataset.sha256] for s in sources],
-        "constellations": names,
-        "tokenizer": tok_sha,
-        "vocab": vocab_requested,
-        "context": context,
-        "val": [VAL_FRACTION, MIN_VAL_SEGMENTS, MAX_VAL_FRACTION],
-    }
-    cache_key = hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()
+    cache_key = _cache_key(sources, names, given.sha, given.vocab, context)
     if out is None:
-        out = paths.prepared_dir() / f"{_safe_name('+'.join(names))}-v{vocab_requested}-{cache_key[:12]}"
+        out = paths.prepared_dir() / f"{_safe_name('+'.join(names))}-v{given.vocab}-{cache_key[:12]}"
     out = Path(out).expanduser().resolve()
     _check_out(out)
-
     try:
-        if use_cache:
-            hit = _from_cache(lib, out, cache_key)
-            if hit is not None:
-                report("done", 1, 1, force=True)
-                return PrepareResult(out, hit, True, warnings)
+        hit = _from_cache(lib, out, cache_key) if use_cache else None
+        if hit is not None:
+            report("done", 1, 1, force=True)
+            return PrepareResult(out, hit, True, warnings)
         out.parent.mkdir(parents=True, exist_ok=True)
         _clean_stale_temps(out)
         tmp = out.parent / f".{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}"
@@ -324,39 +247,7 @@ def prepare(
     except OSError as exc:  # a read-only disk, a folder that cannot be made
         raise _write_failed(exc, out) from exc
     try:
-        total_chars = sum(s.dataset.characters for s in sources)
-        if tok is None:
-            tok = _train_tokenizer(lib, sources, vocab_requested, total_chars, report, cancel)
-            tok.save(str(tmp / "tokenizer.json"))
-            _remember_tokenizer(_sha256_file(tmp / "tokenizer.json"), tok)
-            if tok.get_vocab_size() < vocab_requested:
-                warnings.append(said(
-                    f"текста мало для словаря {vocab_requested}: в токенизаторе {tok.get_vocab_size()} токенов",
-                    f"too little text for a vocabulary of {vocab_requested}: the tokenizer has {tok.get_vocab_size()} tokens",
-                ))
-        else:
-            shutil.copyfile(tok_path, tmp / "tokenizer.json")  # type: ignore[arg-type]
-        tok_sha = _sha256_file(tmp / "tokenizer.json")
-        meta = _encode_and_split(lib, sources, tok, tmp, context, total_chars, report, cancel, warnings)
-        meta["tokens_by_constellation"] = {n: meta["tokens_by_constellation"].get(n, 0) for n in names}
-        meta.update({
-            "format": FORMAT,
-            "vocab_size": tok.get_vocab_size(),
-            "vocab_requested": vocab_requested,
-            "dtype": "uint16",
-            "context": context,
-            "constellations": names,
-            "eot_token": EOT,
-            "eot_id": tok.token_to_id(EOT),
-            "tokenizer_sha256": tok_sha,
-            "tokenizer_trained": tokenizer is None,
-            "cache_key": cache_key,
-            "created_at": time.time(),
-            "warnings": warnings,
-        })
-        meta["data_id"] = hashlib.sha256(
-            f"ternit-data-1\n{tok_sha}\n{meta.pop('_train_sha')}\n{meta.pop('_val_sha')}\n".encode()
-        ).hexdigest()
+        meta = _write_prepared(tmp, lib, sources, given, names, context, cache_key, report, cancel, warnings)
         (tmp / "meta.json").write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
         check(cancel)
         _replace_dir(tmp, out)
@@ -369,6 +260,96 @@ def prepare(
     _record_row(lib, out, meta)
     report("done", 1, 1, force=True)
     return PrepareResult(out, meta, False, warnings)
+
+
+def _requested(constellations: Sequence[str], context: int) -> list[str]:
+    """The constellations asked for, once each; a request that cannot be prepared refused."""
+    names = list(dict.fromkeys(n.strip() for n in constellations if n.strip()))
+    if not names:
+        raise PrepareError(t("не выбрано ни одного созвездия", "no constellation selected"), exit_code=2)
+    if not isinstance(context, int) or not 8 <= context <= 1 << 20:
+        raise PrepareError(t(f"контекст {context} не подходит (8…1048576)", f"context {context} refused (8..1048576)"), exit_code=2)
+    return names
+
+
+@dataclass
+class _Tokenizer:
+    """The tokenizer a prepare starts with: a given file's (tok, path, sha) or none yet."""
+
+    vocab: int  # what the request asks for (a given file's own size)
+    tok: Any = None
+    path: Path | None = None
+    sha: str | None = None
+
+
+def _given_tokenizer(tokenizer: str | Path | None, vocab: int | None, warnings: list[str]) -> _Tokenizer:
+    tok_path = Path(tokenizer).expanduser() if tokenizer else None
+    if tok_path is None:
+        wanted = DEFAULT_VOCAB if vocab is None else vocab
+        validate_vocab(wanted)
+        return _Tokenizer(wanted)
+    tok_sha = _sha256_file(tok_path) if tok_path.is_file() else None
+    tok = load_tokenizer(tok_path, tok_sha)
+    if vocab is not None and vocab != tok.get_vocab_size():
+        warnings.append(said(
+            f"словарь берётся из {tok_path.name}: {tok.get_vocab_size()} (а не {vocab})",
+            f"the vocabulary comes from {tok_path.name}: {tok.get_vocab_size()} (not {vocab})",
+        ))
+    return _Tokenizer(tok.get_vocab_size(), tok, tok_path, tok_sha)
+
+
+def _cache_key(sources: list[Source], names: list[str], tok_sha: str | None, vocab: int, context: int) -> str:
+    key_doc = {
+        "pipeline": PIPELINE,
+        "sources": [[s.constellation, s.dataset.name, s.dataset.sha256] for s in sources],
+        "constellations": names,
+        "tokenizer": tok_sha,
+        "vocab": vocab,
+        "context": context,
+        "val": [VAL_FRACTION, MIN_VAL_SEGMENTS, MAX_VAL_FRACTION],
+    }
+    return hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()
+
+
+def _write_prepared(tmp: Path, lib: Library, sources: list[Source], given: _Tokenizer, names: list[str],
+                    context: int, cache_key: str, report: Reporter, cancel: CancelToken | None,
+                    warnings: list[str]) -> dict[str, Any]:
+    """tokenizer.json, train.bin and val.bin in `tmp`; their meta."""
+    total_chars = sum(s.dataset.characters for s in sources)
+    tok = given.tok
+    if tok is None:
+        tok = _train_tokenizer(lib, sources, given.vocab, total_chars, report, cancel)
+        tok.save(str(tmp / "tokenizer.json"))
+        _remember_tokenizer(_sha256_file(tmp / "tokenizer.json"), tok)
+        if tok.get_vocab_size() < given.vocab:
+            warnings.append(said(
+                f"текста мало для словаря {given.vocab}: в токенизаторе {tok.get_vocab_size()} токенов",
+                f"too little text for a vocabulary of {given.vocab}: the tokenizer has {tok.get_vocab_size()} tokens",
+            ))
+    else:
+        shutil.copyfile(given.path, tmp / "tokenizer.json")  # type: ignore[arg-type]
+    tok_sha = _sha256_file(tmp / "tokenizer.json")
+    meta = encode_and_split(lib, sources, tok, tmp, context, total_chars, report, cancel, warnings)
+    meta["tokens_by_constellation"] = {n: meta["tokens_by_constellation"].get(n, 0) for n in names}
+    meta.update({
+        "format": FORMAT,
+        "vocab_size": tok.get_vocab_size(),
+        "vocab_requested": given.vocab,
+        "dtype": "uint16",
+        "context": context,
+        "constellations": names,
+        "eot_token": EOT,
+        "eot_id": tok.token_to_id(EOT),
+        "tokenizer_sha256": tok_sha,
+        "tokenizer_trained": given.path is None,
+        "cache_key": cache_key,
+        "created_at": time.time(),
+        "warnings": warnings,
+    })
+    meta["data_id"] = hashlib.sha256(
+        f"ternit-data-1\n{tok_sha}\n{meta.pop('_train_sha')}\n{meta.pop('_val_sha')}\n".encode()
+    ).hexdigest()
+    return meta
 
 
 def _resolve_sources(lib: Library, names: list[str], report: Reporter, cancel: CancelToken | None,
@@ -467,14 +448,6 @@ def _from_cache(lib: Library, out: Path, key: str) -> dict[str, Any] | None:
     return None
 
 
-def _iter_units(lib: Library, sources: list[Source], cancel: CancelToken | None
-                ) -> Iterator[tuple[int, str, bool]]:
-    for i, s in enumerate(sources):
-        for unit, end, _stats in lib.iter_units(s.dataset):
-            check(cancel)
-            yield i, unit, end
-
-
 def _train_tokenizer(lib: Library, sources: list[Source], vocab: int, total_chars: int,
                      report: Reporter, cancel: CancelToken | None):
     tok, trainer = new_tokenizer(vocab)
@@ -483,7 +456,7 @@ def _train_tokenizer(lib: Library, sources: list[Source], vocab: int, total_char
 
     def texts() -> Iterator[str]:
         done = 0
-        for _, unit, _end in _iter_units(lib, sources, cancel):
+        for _, unit, _end in iter_units(lib, sources, cancel):
             done += len(unit)
             report("tokenizer", done, total_chars, "chars")
             # Beyond the sample size, a fixed hash-chosen part of the text (deterministic).
@@ -496,237 +469,6 @@ def _train_tokenizer(lib: Library, sources: list[Source], vocab: int, total_char
     if tok.token_to_id(EOT) is None:  # cannot happen with BpeTrainer, but the contract needs it
         raise PrepareError("internal: trained tokenizer lacks the end-of-text token")
     return tok
-
-
-def _batches(lib: Library, sources: list[Source], cancel: CancelToken | None
-             ) -> Iterator[tuple[list[str], list[int], list[bool], list[int]]]:
-    """(texts, source index, ends document, hash) per batch of about BATCH_CHARS characters."""
-    texts: list[str] = []
-    src: list[int] = []
-    ends: list[bool] = []
-    hashes: list[int] = []
-    size = 0
-    for i, unit, end in _iter_units(lib, sources, cancel):
-        texts.append(unit)
-        src.append(i)
-        ends.append(end)
-        hashes.append(unit_hash(unit))
-        size += len(unit)
-        if size >= BATCH_CHARS:
-            yield texts, src, ends, hashes
-            texts, src, ends, hashes, size = [], [], [], [], 0
-    if texts:
-        yield texts, src, ends, hashes
-
-
-def _prefetch(gen: Iterator[Any], depth: int = 2) -> Iterator[Any]:
-    """Run a generator in a thread, `depth` items ahead (reading overlaps encoding)."""
-    q: queue.Queue = queue.Queue(maxsize=depth)
-    stop = threading.Event()
-    done = object()
-
-    def put(entry: tuple[str, Any]) -> bool:
-        # Never block for good: once the consumer has gone (stop), give up.
-        while not stop.is_set():
-            try:
-                q.put(entry, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    def run() -> None:
-        try:
-            for item in gen:
-                if not put(("item", item)):
-                    return
-            put(("end", done))
-        except BaseException as exc:  # handed to the consumer, raised there
-            put(("error", exc))
-
-    th = threading.Thread(target=run, name="ternit-data-reader", daemon=True)
-    th.start()
-    try:
-        while True:
-            kind, item = q.get()
-            if kind == "end":
-                return
-            if kind == "error":
-                raise item
-            yield item
-    finally:
-        stop.set()
-        th.join(timeout=5)
-
-
-def _encode_and_split(lib: Library, sources: list[Source], tok, tmp: Path, context: int,
-                      total_chars: int, report: Reporter, cancel: CancelToken | None,
-                      warnings: list[str]) -> dict[str, Any]:
-    eot = tok.token_to_id(EOT)
-    train = _Writer(tmp / "train.bin")
-    cand_path = tmp / "candidates.bin"
-    cand = open(cand_path, "wb")  # noqa: SIM115 - closed below
-    # Per candidate unit: hash, token count (EOT included), its start in candidates.bin.
-    c_hash, c_len, c_start = array("Q"), array("q"), array("q")
-    c_tokens = 0
-    smallest: list[int] = []  # max-heap (negated) of the CANDIDATE_SMALLEST smallest hashes
-    units = 0
-    tokens_by_source = [0] * len(sources)
-    docs_by_source = [0] * len(sources)
-    chars_done = 0
-    val: _Writer | None = None
-
-    def encoded(batches: Iterator[Any]) -> Iterator[Any]:
-        # Runs in its own thread: encode_batch_fast releases the GIL, so while Rust encodes
-        # batch N+1 on every core, this thread's consumer turns batch N into uint16 files and
-        # the reader thread reads batch N+2.
-        for texts, src, ends, hashes in batches:
-            yield texts, src, ends, hashes, tok.encode_batch_fast(texts, add_special_tokens=False)
-
-    try:
-        for texts, src, ends, hashes, encodings in _prefetch(encoded(_prefetch(_batches(lib, sources, cancel))), 1):
-            check(cancel)
-            train_ids: list[int] = []
-            for enc, s, end, h, text in zip(encodings, src, ends, hashes, texts, strict=True):
-                ids = enc.ids
-                if end:
-                    ids.append(eot)
-                    docs_by_source[s] += 1
-                n = len(ids)
-                tokens_by_source[s] += n
-                units += 1
-                chars_done += len(text)
-                small = len(smallest) < CANDIDATE_SMALLEST or h < -smallest[0]
-                if small:
-                    if len(smallest) < CANDIDATE_SMALLEST:
-                        heapq.heappush(smallest, -h)
-                    else:
-                        heapq.heapreplace(smallest, -h)
-                if h < CANDIDATE_REGION or small:
-                    c_hash.append(h)
-                    c_len.append(n)
-                    c_start.append(c_tokens)
-                    cand.write(np.asarray(ids, dtype="<u2").tobytes())
-                    c_tokens += n
-                else:
-                    train_ids.extend(ids)
-            if train_ids:
-                train.write(np.asarray(train_ids, dtype=np.uint16))
-            report("tokenize", chars_done, total_chars, "chars")
-        cand.close()
-        report("tokenize", total_chars, total_chars, "chars", force=True)
-
-        total = train.tokens + c_tokens
-        hashes_np = np.frombuffer(c_hash, dtype=np.uint64) if len(c_hash) else np.zeros(0, np.uint64)
-        lens_np = np.frombuffer(c_len, dtype=np.int64) if len(c_len) else np.zeros(0, np.int64)
-        # Every unit below `limit` is a candidate (nothing below it went straight to train).
-        limit = max(CANDIDATE_REGION, -smallest[0] + 1 if len(smallest) == CANDIDATE_SMALLEST else 1 << 64)
-        target = max(int(np.ceil(VAL_FRACTION * total)), MIN_VAL_SEGMENTS * context + 1)
-        cap = max(int(MAX_VAL_FRACTION * total), min(context + 1, total // 2))
-        chosen = _choose_val(hashes_np, lens_np, limit, target, cap)
-        if not chosen.any():
-            raise PrepareError(t(
-                f"слишком мало текста, чтобы отложить проверочную выборку ({total} "
-                f"{plural_ru(total, 'токен', 'токена', 'токенов')}, {units} "
-                f"{plural_ru(units, 'кусок', 'куска', 'кусков')}): добавьте данных",
-                f"too little text to hold out a validation sample ({total} {'token' if total == 1 else 'tokens'} "
-                f"in {units} {'piece' if units == 1 else 'pieces'}): add more data",
-            ))
-        val = _Writer(tmp / "val.bin")
-        cand_mm = np.memmap(cand_path, dtype="<u2", mode="r") if c_tokens else np.zeros(0, "<u2")
-        # Copy runs of consecutive candidates that go the same way, in their original order.
-        edges = np.flatnonzero(np.diff(chosen.astype(np.int8))) + 1
-        starts = np.concatenate([[0], edges]).astype(np.int64)
-        stops = np.concatenate([edges, [len(chosen)]]).astype(np.int64)
-        starts_tok = np.frombuffer(c_start, dtype=np.int64)
-        done = 0
-        for a, b in zip(starts, stops, strict=True):
-            check(cancel)
-            lo = int(starts_tok[a])
-            hi = int(starts_tok[b - 1] + lens_np[b - 1])
-            w = val if chosen[a] else train
-            for x in range(lo, hi, 1 << 23):
-                w.write(np.asarray(cand_mm[x:min(hi, x + (1 << 23))]))
-            done += hi - lo
-            report("split", done, c_tokens, "tokens")
-        del cand_mm
-        train.close()
-        val.close()
-        cand_path.unlink()
-        report("split", c_tokens, c_tokens, "tokens", force=True)
-    except BaseException:
-        cand.close()
-        train.f.close()
-        if val is not None:
-            val.f.close()
-        raise
-
-    tokens_by_const: dict[str, int] = {}
-    for s, n in zip(sources, tokens_by_source, strict=True):
-        tokens_by_const[s.constellation] = tokens_by_const.get(s.constellation, 0) + n
-    val_units = int(chosen.sum())
-    if val.tokens < target:
-        segments = val.tokens // context
-        warnings.append(said(
-            f"проверочная выборка меньше желаемой: {segments} "
-            f"{plural_ru(segments, 'отрезок', 'отрезка', 'отрезков')} по {context} (нужно {MIN_VAL_SEGMENTS}); данных мало",
-            f"the validation sample is smaller than wanted: {segments} segments of "
-            f"{context} (wanted {MIN_VAL_SEGMENTS}); there is little data",
-            key=VAL_SAMPLE_WARNING,
-        ))
-    return {
-        "train_tokens": train.tokens,
-        "val_tokens": val.tokens,
-        "tokens_by_constellation": {n: tokens_by_const.get(n, 0) for n in dict.fromkeys(s.constellation for s in sources)},
-        "sources": [
-            {"dataset": s.dataset.name, "constellation": s.constellation, "sha256": s.dataset.sha256,
-             "kind": s.dataset.kind, "files": s.dataset.files, "bytes": s.dataset.bytes,
-             "documents": docs_by_source[i], "characters": s.dataset.characters,
-             "tokens": tokens_by_source[i]}
-            for i, s in enumerate(sources)
-        ],
-        "val_split": {
-            "method": "unit-hash",
-            "about": "units (documents, or ~16k-character runs of paragraphs of a long one) with the "
-                     "smallest blake2b-64 hashes of their text go to val; equal text goes the same way",
-            "target_fraction": VAL_FRACTION,
-            "min_segments": MIN_VAL_SEGMENTS,
-            "max_fraction": MAX_VAL_FRACTION,
-            "context": context,
-            "target_tokens": target,
-            "val_units": val_units,
-            "train_units": units - val_units,
-            "segments": val.tokens // context,
-            "fraction": val.tokens / total if total else 0.0,
-        },
-        "_train_sha": train.hash.hexdigest(),
-        "_val_sha": val.hash.hexdigest(),
-    }
-
-
-def _choose_val(hashes: np.ndarray, lens: np.ndarray, limit: int, target: int, cap: int) -> np.ndarray:
-    """Which candidates go to val: whole groups of equal hash, smallest first, until `target`
-    tokens, never past `cap` tokens, and only below `limit` (where the candidates are all)."""
-    chosen = np.zeros(len(hashes), dtype=bool)
-    if not len(hashes):
-        return chosen
-    order = np.argsort(hashes, kind="stable")
-    hs, ls = hashes[order], lens[order]
-    if limit < 1 << 64:
-        keep = hs < np.uint64(limit)
-        hs, ls = hs[keep], ls[keep]
-    if not len(hs):
-        return chosen
-    uniq, first = np.unique(hs, return_index=True)
-    sums = np.cumsum(np.add.reduceat(ls, first))
-    fits = int(np.searchsorted(sums, cap, side="right"))  # groups whose running total ≤ cap
-    if fits == 0:
-        return chosen
-    reach = int(np.searchsorted(sums[:fits], target, side="left"))  # first group reaching target
-    take = min(fits, reach + 1)
-    cutoff = uniq[take - 1]
-    chosen[order[: int(np.searchsorted(hashes[order], cutoff, side="right"))]] = True
-    return chosen
 
 
 def _record_row(lib: Library, out: Path, meta: dict[str, Any]) -> int:

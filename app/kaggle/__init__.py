@@ -20,24 +20,3 @@ def auto_explanation(config: dict) -> str:
     from .machine import auto_explanation as impl
 
     return impl(config)
-
-
-def refresh_accounts() -> list:
-    """Ask Kaggle for every account's key status and quota, into the state (network: call it
-    off the GUI thread, e.g. at start and every few minutes; the form then reads the state)."""
-    from .accounts import Accounts
-    from .store import KaggleStore
-
-    store = KaggleStore()
-    try:
-        return Accounts(store).check_all()
-    finally:
-        store.close()
-
-
-def kernel_page(ref: str) -> str:
-    """The kernel's address for the history ('owner/slug' -> its page on kaggle.com)."""
-    import os
-
-    base = os.environ.get("TERNIT_KAGGLE_ENDPOINT", "").strip().rstrip("/") or "https://www.kaggle.com"
-    return f"{base}/code/{ref.strip('/')}"

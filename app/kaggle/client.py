@@ -17,7 +17,6 @@ import io
 import os
 import threading
 from collections.abc import Callable, Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -143,9 +142,6 @@ class AccountClient:
                             lambda: _first(self.api.kernels_logs_stream(ref)))
         yield from stream
 
-    def full_log(self, ref: str) -> str:
-        return self._call(t(f"журнал ядра {ref}", f"kernel log {ref}"), lambda: self.api.kernels_logs(ref))
-
     def output(self, ref: str, folder: Path) -> list[str]:
         folder.mkdir(parents=True, exist_ok=True)
         files, _ = self._call(t(f"результаты ядра {ref}", f"kernel outputs {ref}"),
@@ -165,14 +161,6 @@ def _first(gen: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         yield from gen
 
     return chain()
-
-
-def quota_time(value: datetime | None) -> float | None:
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        value = value.replace(tzinfo=timezone.utc)
-    return value.timestamp()
 
 
 __all__ = ["AccountClient", "KaggleError", "import_kaggle", "make_api", "endpoint"]

@@ -168,11 +168,3 @@ def global_token_warning() -> str | None:
         f"Warning: a global Kaggle token is set ({where}). It overrides every lab account's key: "
         "all requests would go as its owner. Remove it so that each account uses its own key.",
     )
-
-
-def redact(text: str, creds: list[Credential] | None = None) -> str:
-    """The text with every known key replaced by '***' (for error messages that are kept)."""
-    for c in creds if creds is not None else list(CredentialStore().load().values()):
-        if c.key and c.key in text:
-            text = text.replace(c.key, "***")
-    return text

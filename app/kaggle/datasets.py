@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..i18n import t
+from ..numbers import decimal_text
 from .client import AccountClient
 from .errors import KaggleError, UploadFailed
 from .store import KaggleStore, combine
@@ -130,7 +131,8 @@ def ensure(client: AccountClient, store: KaggleStore, bundle: Bundle, progress: 
         if known is not None:  # deleted on Kaggle since: upload again
             store.drop_dataset(user, bundle.content_hash)
         mb = bundle.size / 1e6
-        say(t(f"загрузка на {user}: {bundle.label} ({mb:,.1f} МБ)", f"uploading to {user}: {bundle.label} ({mb:,.1f} MB)"))
+        say(t(f"загрузка на {user}: {bundle.label} ({decimal_text(mb, 1, 'ru')} МБ)",
+              f"uploading to {user}: {bundle.label} ({decimal_text(mb, 1, 'en')} MB)"))
         with tempfile.TemporaryDirectory(prefix="ternit-dataset-") as tmp:
             _stage(bundle, user, Path(tmp))
             created = client.dataset_create(Path(tmp))

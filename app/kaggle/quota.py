@@ -23,10 +23,6 @@ class Quota:
         return max(0.0, self.total_s - self.used_s - self.reserved_s)
 
     @property
-    def remaining_min(self) -> float:
-        return self.remaining_s / 60.0
-
-    @property
     def fraction_left(self) -> float:
         return self.remaining_s / self.total_s if self.total_s > 0 else 0.0
 

@@ -6,11 +6,10 @@ TERNIT_KAGGLE_MARGIN_MIN / TERNIT_KAGGLE_POLL_S (headless use and tests).
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 
-from .. import paths
+from .. import settings as lab_settings
 
 DEFAULT_MARGIN_MIN = 15.0  # session set-up, the final checkpoint and the upload of outputs
 DEFAULT_POLL_S = 15.0
@@ -20,14 +19,6 @@ DEFAULT_POLL_S = 15.0
 class KaggleSettings:
     margin_min: float = DEFAULT_MARGIN_MIN
     poll_s: float = DEFAULT_POLL_S
-
-
-def _settings_file() -> dict:
-    try:
-        data = json.loads((paths.config_dir() / "settings.json").read_text(encoding="utf-8"))
-        return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
-        return {}
 
 
 def _number(env: str, stored: object, default: float) -> float:
@@ -41,7 +32,7 @@ def _number(env: str, stored: object, default: float) -> float:
 
 
 def load() -> KaggleSettings:
-    s = _settings_file()
+    s = lab_settings.load()
     return KaggleSettings(
         margin_min=_number("TERNIT_KAGGLE_MARGIN_MIN", s.get("kaggle_margin_min"), DEFAULT_MARGIN_MIN),
         poll_s=_number("TERNIT_KAGGLE_POLL_S", s.get("kaggle_poll_s"), DEFAULT_POLL_S),

@@ -108,12 +108,6 @@ class KaggleStore:
                                     (account,))
         return [DatasetRow(**dict(r)) for r in rows]
 
-    def held_hashes(self) -> dict[str, set[str]]:
-        out: dict[str, set[str]] = {}
-        for d in self.holdings():
-            out.setdefault(d.account, set()).add(d.content_hash)
-        return out
-
     # -- legs -------------------------------------------------------------------------------
     def add_leg(self, **values: Any) -> None:
         values.setdefault("updated_at", time.time())

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..i18n import t
+from ..numbers import int_text
 from .checkpoints import Checked, intact_checkpoint, latest_checkpoint
 from .process import _trainer_root
 
@@ -49,9 +50,9 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
         # same facts from the file itself, in the interface language.
         meta = _metadata(out)
         params, step = meta.get("params", "?"), meta.get("step", "?")
-        params = f"{int(params):,}" if params.isdigit() else params
-        text = t(f"веса записаны: {out} ({params.replace(',', ' ')} весов, шаг {step})",
-                 f"weights written: {out} ({params} weights, step {step})")
+        ru, en = (int_text(int(params), "ru"), int_text(int(params), "en")) if params.isdigit() else (params, params)
+        text = t(f"веса записаны: {out} ({ru} весов, шаг {step})",
+                 f"weights written: {out} ({en} weights, step {step})")
     elif done.returncode in FAILURES:
         # The exporter's line is English (trainer/ has no interface texts): the lab says
         # what happened and what to do in the interface language, the line follows as detail.

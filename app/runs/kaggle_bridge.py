@@ -29,13 +29,9 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
-from typing import Any, Protocol
+from typing import Any
 
 RUNNER_MODULE = "app.kaggle.runner"
-
-
-class KaggleRunner(Protocol):
-    def start_kaggle_run(self, registry: Any, run_id: str, *, account: str = "auto") -> None: ...
 
 
 class KaggleUnavailable(RuntimeError):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import t
-from ..numbers import duration_text, int_text
+from ..numbers import decimal_mark, duration_text, int_text
 from .events import EventTail
 
 RECENT_STEPS = 50  # the speed is the last steps' (a run's first steps are slow warm-up)
@@ -87,7 +87,7 @@ class LiveProgress:
         ms = self.step_ms()
         if ms:
             shown = f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
-            parts.append(t(f"{shown.replace('.', ',')} мс/шаг", f"{shown} ms/step"))
+            parts.append(t(f"{decimal_mark(shown, 'ru')} мс/шаг", f"{shown} ms/step"))
         end = self._end_text(now)
         if end:
             parts.append(end)

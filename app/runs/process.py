@@ -58,10 +58,8 @@ def visible_gpu_count() -> int:
                 break
             count += 1
         return count
-    try:
-        from ..gpu.nvml import session
-    except ImportError:
-        return 0
+    from ..gpu.nvml import session  # here: a lab that never starts a local run opens no NVML
+
     try:
         nvml = session()  # the lab's one NVML session (shared with the GPU monitor)
         nvml.ensure()

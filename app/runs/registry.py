@@ -250,11 +250,6 @@ class Registry:
         a local «Продолжить»): a new folder whose run.json is `config`."""
         return self.create_run(config, parent_id=parent_id, status=status)
 
-    def write_config(self, run_id: str, config: dict[str, Any]) -> None:
-        """Replace a not-yet-started run's run.json (atomically)."""
-        rec = self.get(run_id)
-        atomic_write_json(rec.run_json_path, config)
-
     # ---- reading -------------------------------------------------------------------
     def get(self, run_id: str) -> RunRecord:
         row = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()

@@ -88,10 +88,6 @@ class SeriesBuilder:
         self._run_id = self.series.run_ids[-1] if self.series.run_ids else ""
         self._new_leg = False
 
-    @property
-    def _last_tokens(self) -> int:
-        return self.series.tokens[-1] if self.series.tokens else 0
-
     def begin_run(self, run_id: str) -> None:
         s = self.series
         if run_id not in s.run_ids:

@@ -90,9 +90,5 @@ def apply_flags(config: dict[str, Any], args: argparse.Namespace) -> dict[str, A
         node = cfg
         for part in parents:
             node = node.setdefault(part, {})
-        node[key] = value
+        node[key] = F.to_run_value(spec, value)  # as the form writes it (economical off: false)
     return cfg
-
-
-def any_flag(args: argparse.Namespace) -> bool:
-    return any(getattr(args, dest(spec), None) is not None for spec in flag_fields())

@@ -20,7 +20,7 @@ from typing import Any
 from ..cli_args import Parser
 from ..data.library import LibraryError
 from ..i18n import current_language, t
-from ..numbers import count_text, duration_text, int_text, mb_text
+from ..numbers import count_text, decimal_text, duration_text, int_text, mb_text
 from .estimate import estimate
 from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events
@@ -143,8 +143,7 @@ def human(e: Estimate, lang: str) -> str:
         best = t(f" (наибольший батч {e.max_batch})", f" (largest batch {e.max_batch})", lang)
     rows.append((t("Помещается", "Fits", lang), fits + best))
     if e.tokens_per_weight is not None:
-        per = f"{e.tokens_per_weight:.1f}"
-        rows.append((t("Токенов на вес", "Tokens per weight", lang), per.replace(".", ",") if lang == "ru" else per))
+        rows.append((t("Токенов на вес", "Tokens per weight", lang), decimal_text(e.tokens_per_weight, 1, lang)))
     width = max(len(r[0]) for r in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines.append("")

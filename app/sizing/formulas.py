@@ -2,8 +2,9 @@
 
 Weights: 12·L·d² (per block: fused qkv 3d², projection d², MLP 4d² + 4d²; no biases, norms
 without weights) + V·d (token embedding, tied with the output layer) + n·d (learned
-positions). This is `trainer.config.parameter_count`, restated here so the window never
-imports the trainer; a test runs the real trainer's --dry-run and compares.
+positions): `trainer.config.weight_count`, the run.json contract's one formula (the
+contract is plain Python, so the window reads it without torch); a test counts the real
+model's parameters against it.
 
 Compute per token of training, in FLOPs (multiply-add = 2):
     6·weights  +  12·L·n·d
@@ -20,7 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from trainer.config import heads_divide, heads_that_work, weight_count
+
 from ..i18n import t
+from ..numbers import format_value
 
 # Token ids are stored as uint16 (the prepared data's train.bin/val.bin): ids 0…65535.
 MAX_VOCAB = 65536
@@ -45,22 +49,23 @@ class Shape:
             if getattr(self, key) < 1:
                 raise ValueError(t(f"{ru}: нужно не меньше 1, а не {getattr(self, key)}",
                                    f"{key} must be at least 1, not {getattr(self, key)}", lang))
-        if self.width % self.heads:
-            ok = ", ".join(str(h) for h in range(1, min(self.width, 64) + 1) if self.width % h == 0)
+        if not heads_divide(self.width, self.heads):
+            ok = ", ".join(map(str, heads_that_work(self.width)))
             raise ValueError(t(f"ширина {self.width} не делится на число голов {self.heads}: подойдут {ok}",
                                f"width {self.width} does not divide by heads {self.heads}: choose heads from {ok}",
                                lang))
         if self.vocab > MAX_VOCAB:
             raise ValueError(t(
-                f"словарь {self.vocab} больше {MAX_VOCAB:,}: номера токенов хранятся в uint16, ".replace(",", "\u00a0", 1)
-                + "тренер такую модель не примет",
-                f"vocab {self.vocab} is over {MAX_VOCAB:,}: token ids are stored as uint16, the trainer "
+                f"словарь {self.vocab} больше {format_value(MAX_VOCAB, 'ru')}: номера токенов хранятся в uint16, "
+                "тренер такую модель не примет",
+                f"vocab {self.vocab} is over {format_value(MAX_VOCAB, 'en')}: token ids are stored as uint16, the trainer "
                 "refuses such a model", lang))
 
 
 def param_count(layers: int, width: int, context: int, vocab: int) -> int:
-    """Exact weight count: 12·L·d² + V·d + n·d (27,738,112 for 8 × 512, V 4000, n 1024)."""
-    return 12 * layers * width**2 + vocab * width + context * width
+    """Exact weight count: 12·L·d² + V·d + n·d (27,738,112 for 8 × 512, V 4000, n 1024),
+    the contract's weight_count."""
+    return weight_count(layers, width, context, vocab)
 
 
 def flops_per_token(layers: int, width: int, context: int, vocab: int) -> int:
@@ -75,7 +80,7 @@ def tokens_per_step(batch: int, cards: int, context: int) -> int:
 
 def vocab_from_params(params: int, layers: int, width: int, context: int) -> int:
     """The vocabulary a measured run had, recovered from its exact weight count."""
-    return max(1, round((params - 12 * layers * width**2 - context * width) / width))
+    return max(1, round((params - weight_count(layers, width, context, 0)) / width))  # the V·d term
 
 
 def step_cost(

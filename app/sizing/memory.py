@@ -43,22 +43,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+# The levels and their one reader are run.json's contract; app.sizing imports them from here.
+from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL  # noqa: F401
+from trainer.config import economical_level
+
 from .formulas import Shape, param_count
 from .state import lean_state_name, steps_in_backward, training_state, weights_bf16
 
 MiB = 2**20
-ECONOMICAL = ("off", "selective", "full")
-
-
-def economical_level(value: bool | str | None) -> str:
-    """false/None → "off", true → "selective", else a level name (as trainer.config)."""
-    if value is None or value is False:
-        return "off"
-    if value is True:
-        return "selective"
-    if value in ECONOMICAL:
-        return str(value)
-    raise ValueError(f"economical must be true, false or one of {', '.join(ECONOMICAL)}, not {value!r}")
 
 
 def act_bytes(precision: str) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..i18n import current_language
-from ..numbers import count_text
+from ..numbers import count_text, decimal_text
 
 # Two-sided 95 % Student t quantiles by degrees of freedom (1…30); 1.96 beyond.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -117,8 +117,7 @@ def _t(lang: str, ru: str, en: str) -> str:
 
 
 def _num(v: float, lang: str) -> str:
-    s = f"{v:+.3f}"
-    return s.replace(".", ",") if lang == "ru" else s
+    return decimal_text(v, 3, lang, sign=True)
 
 
 def _advice(state: str, b: float, lo: float, hi: float, min_gain: float, params: int | None,

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..numbers import plural_ru
+from ..numbers import decimal_mark, plural_ru
 from .formulas import Shape, param_count, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
 from .memory import economical_level
@@ -209,7 +209,7 @@ def fit_step_time(
 def _ms_text(seconds: float, lang: str) -> str:
     ms = seconds * 1000
     text = f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}" if ms >= 1 else f"{ms:.2f}"
-    return text.replace(".", ",") if lang == "ru" else text
+    return decimal_mark(text, lang)
 
 
 def _fit_source(fit: StepFit, facts: GpuFacts) -> dict[str, str]:

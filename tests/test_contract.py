@@ -1,0 +1,92 @@
+"""run.json's one contract (trainer/config.py): the defaults, the weight count, the
+width/heads rule and the economical reader that the trainer, the sizing and the form share."""
+
+from __future__ import annotations
+
+import pytest
+
+from trainer import config as C
+
+
+def test_default_reads_one_key_by_its_path():
+    assert C.default("model.width") == 512 and C.default("name") == "run"
+    assert C.default("training.economical") is False and C.default("training.limit_min") == 630.0
+    assert C.default("target.gpu") == "auto"
+    # A fresh copy: changing it changes no later default.
+    C.default("data.constellations").append("x")
+    assert C.default("data.constellations") == []
+    for path in ("model", "training.nope", "nope", "model.width.x", ""):
+        with pytest.raises(KeyError):
+            C.default(path)
+
+
+def test_weight_count_is_the_models_own():
+    """The formula the sizing and the form use is the real model's parameter count."""
+    torch = pytest.importorskip("torch")
+    from trainer.model import GPT, count_parameters
+
+    assert C.weight_count(8, 512, 1024, 4000) == 27_738_112
+    for layers, width, heads, context, vocab in [(1, 8, 1, 4, 256), (3, 48, 6, 17, 1000), (6, 96, 3, 64, 65535)]:
+        m = C.ModelConfig(context=context, width=width, heads=heads, layers=layers, vocab=vocab)
+        with torch.device("meta"):
+            model = GPT(m)
+        assert count_parameters(model) == C.weight_count(layers, width, context, vocab) == C.parameter_count(m)
+
+
+def test_the_sizing_and_the_form_count_with_the_contract():
+    from app.form import RunForm
+    from app.sizing.formulas import param_count
+
+    assert param_count(3, 96, 128, 300) == C.weight_count(3, 96, 128, 300)
+    form = RunForm()
+    form.set("layers", 3)
+    form.set("width", 96)
+    form.set("heads", 4)
+    form.set("context", 128)
+    params = form.size_rows()[0]
+    assert params.key == "params"
+    assert params.value.replace("\u00a0", "").replace(",", "") == str(C.weight_count(3, 96, 128, form.vocab()))
+
+
+def test_width_and_heads_one_rule():
+    from app.form import heads_that_work
+    from app.sizing.formulas import Shape
+
+    assert C.heads_divide(512, 8) and not C.heads_divide(500, 8) and not C.heads_divide(8, 0)
+    assert C.heads_that_work(30) == [1, 2, 3, 5, 6, 10, 15, 30]
+    assert heads_that_work is C.heads_that_work
+    with pytest.raises(C.ConfigError, match="choose heads from 1, 2, 4, 5, 10"):
+        C.validate(C.RunConfig(model=C.ModelConfig(width=500, heads=8)))
+    with pytest.raises(ValueError, match="choose heads from 1, 2, 4, 5, 10"):
+        Shape(width=500, heads=8).check("en")
+
+
+@pytest.mark.parametrize("value, level", [(False, "off"), (None, "off"), (True, "selective"), ("off", "off"),
+                                          ("selective", "selective"), ("full", "full")])
+def test_economical_has_one_reader(value, level):
+    from app import fields as F
+    from app.sizing import memory
+
+    assert C.economical_level(value) == level == F.economical_level(value)
+    assert memory.economical_level is C.economical_level
+
+
+@pytest.mark.parametrize("value", ["half", 1, 0, "", [], "Full"])
+def test_a_value_the_trainer_refuses_fails_the_same_way_everywhere(value):
+    from app import fields as F
+    from app.sizing.memory import Shape, estimate_memory
+
+    with pytest.raises(C.ConfigError, match="training.economical must be"):
+        C.economical_level(value)
+    with pytest.raises(ValueError, match="training.economical must be"):
+        estimate_memory(Shape(), "bf16", economical=value)
+    assert F.economical_level(value) is None  # the form keeps its level rather than guess one
+
+
+def test_the_form_reads_the_contract_without_torch():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys, app.fields, app.form, app.sizing; assert 'torch' not in sys.modules, 'torch loaded'"
+    subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, check=True, timeout=60)
