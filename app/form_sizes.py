@@ -8,7 +8,7 @@ from typing import Any
 
 from .fields import format_value
 from .i18n import current_language, t
-from .numbers import count_text, duration_text
+from .numbers import count_text, decimal_mark, decimal_text, duration_text
 from .sizing.advice import fix_phrase
 from .sizing.result import Estimate
 
@@ -37,9 +37,7 @@ def data_row(est: Estimate | None, params: int, data: int | None, what: str = ""
                          f"wants ≈{count_text(want, sig=2)} tokens (~20 per weight)"), "warning")
     per_weight = (est.tokens_per_weight if est else None) or data / params
     level = "ok" if per_weight >= 20 else "warning"
-    pw = f"{per_weight:.1f}" if per_weight >= 1 else f"{per_weight:.2g}"
-    if current_language() == "ru":
-        pw = pw.replace(".", ",")
+    pw = decimal_text(per_weight, 1) if per_weight >= 1 else decimal_mark(f"{per_weight:.2g}")
     return SizeRow("data", t("Данные", "Data"), t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
                    what + t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
                             f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"), level)

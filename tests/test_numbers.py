@@ -77,8 +77,7 @@ def test_no_decimal_comma_is_written_outside_app_numbers():
 
     root = Path(__file__).resolve().parent.parent
     pattern = re.compile(r"""replace\(\s*(['"])\.\1\s*,\s*(['"]),\2\s*\)""")
-    # app/sizing/estimate.py is being reworked by the sizing change (issue 15): its two left.
-    allowed = {"app/numbers.py", "app/sizing/estimate.py"}
+    allowed = {"app/numbers.py"}
     found = [str(p.relative_to(root)) for room in ("app", "ui") for p in (root / room).rglob("*.py")
              if str(p.relative_to(root)) not in allowed and pattern.search(p.read_text(encoding="utf-8"))]
     assert found == []

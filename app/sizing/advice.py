@@ -5,7 +5,7 @@ that fits when the chosen one does not), data and passes."""
 from __future__ import annotations
 
 from ..fields import LEAN_STATE_OPTIONS, economical_step_up
-from ..numbers import count_text, duration_text, int_text, mb_text, plural_ru
+from ..numbers import count_text, decimal_text, duration_text, int_text, mb_text, plural_ru
 from .combos import SHARDED, Combination
 from .gpus import GpuFacts
 from .result import Advice, Estimate
@@ -62,7 +62,7 @@ def fix_phrase(current: Combination, fix: Combination, lang: str) -> str:
 def _memory(e: Estimate, lang: str) -> Advice:
     mem, have = e.memory, e.card_memory_mb
     cal = "" if e.calibration_run is None else _t(lang,
-        f" (поправлено по замеру прогона {e.calibration_run}, ×{e.calibration_factor:.2f})".replace(".", ","),
+        f" (поправлено по замеру прогона {e.calibration_run}, ×{decimal_text(e.calibration_factor, 2, 'ru')})",
         f" (corrected by run {e.calibration_run}'s measurement, ×{e.calibration_factor:.2f})")
     parts = _t(lang,
         f"выделит программа {mb_text(mem.allocated_peak, lang)}{cal}, ещё {mb_text(mem.framework, lang)} — сам фреймворк",
@@ -112,7 +112,7 @@ def _data(e: Estimate, lang: str) -> list[Advice]:
     if passes > 1.0:
         # 1.5 passes; 45 260 passes (a tiny dataset), not "45259.7"
         p = count_text(passes, lang) if passes >= 1000 else (
-            f"{passes:.1f}".replace(".", ",") if lang == "ru" else f"{passes:.1f}")
+            decimal_text(passes, 1, lang))
         out.append(Advice("passes", _t(lang,
             f"Прогон прочтёт {read_t} токенов — это {p} {'проходов' if passes >= 1000 else 'прохода'} по данным; "
             "после нескольких проходов валидация перестаёт падать.",
