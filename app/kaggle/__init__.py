@@ -3,8 +3,8 @@
 
 Layers, bottom-up: credentials (secrets, file 0600) → client (one KaggleApi per account,
 backoff) → quota/store (SQLite, public details only) → datasets/kernel/follow → picker →
-runner (one run's legs on Kaggle). Nothing here imports Qt or torch; `kaggle` itself is
-imported lazily (see client.import_kaggle).
+runner (one run's legs on Kaggle: chain → push → followers/watch → outputs). Nothing here
+imports Qt or torch; `kaggle` itself is imported lazily (see client.import_kaggle).
 """
 
 

@@ -112,7 +112,7 @@ class LiveProgress:
         who = self.kaggle_account or "?"
         nxt = self.next_account or "auto"
         # The runner continues a quota-cut leg on the account asked for while it has quota,
-        # else on one Auto picks (app.kaggle.runner._continue).
+        # else on one Auto picks (app.kaggle.chain, LegPlanning._continue).
         then = (t("дальше — этап {n} на аккаунте с квотой (Авто)", "then leg {n} on an account with quota (Auto)")
                 if nxt == "auto" else t("дальше — этап {n} на {a} (нет квоты — Авто)",
                                         "then leg {n} on {a} (no quota: Auto)"))
