@@ -16,6 +16,20 @@ from typing import Any
 
 import trainer.config as contract
 
+from .field_options import (  # noqa: F401 - the form's callers read them here
+    _ECONOMICAL_NOT_MEASURED,
+    ECONOMICAL_LEVELS,
+    ECONOMICAL_OPTION_TOOLTIPS,
+    ECONOMICAL_OPTIONS,
+    LEAN_STATE_OPTION_TOOLTIPS,
+    LEAN_STATE_OPTIONS,
+    LEAN_STATES,
+    economical_level,
+    economical_run_value,
+    economical_step_up,
+    lean_state_level,
+    lean_state_run_value,
+)
 from .field_texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .i18n import current_language
 from .numbers import format_value
@@ -143,131 +157,6 @@ def from_run_value(spec: FieldSpec, value: Any) -> Any:
     if spec.kind == "int" and isinstance(value, float) and value.is_integer():
         return int(value)
     return value
-
-
-# The economical mode's levels (trainer/economical.py; trainer.config accepts false, true,
-# "off", "selective" and "full"). One level cannot serve both a card with memory to spare
-# and a small home card, so the form offers all three and says what each costs.
-ECONOMICAL_LEVELS: tuple[str, ...] = contract.ECONOMICAL_LEVELS
-ECONOMICAL_OPTIONS: dict[str, dict[str, str]] = {
-    "off": {"ru": "Выкл", "en": "Off"},
-    "selective": {"ru": "Выборочный", "en": "Selective"},
-    "full": {"ru": "Полный", "en": "Full"},
-}
-# The figures are trainer.economical.ABOUT's and docs/PERF.md's (issue 8): memory and step
-# time measured on the CPU at the issue's configuration; arithmetic and kernel launches
-# counted (bench.opcount) at the lab's default model, not timed.
-ECONOMICAL_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
-    "off": {
-        "ru": "все промежуточные результаты хранятся: больше всего памяти, обычная скорость.",
-        "en": "every intermediate result is kept: the most memory, the normal speed.",
-    },
-    "selective": {
-        "ru": "MLP и нормировки пересчитываются, внимание хранится: пик памяти 0,39× от "
-        "обычного при обычном времени шага (на процессоре); на модели по умолчанию +7,9 % "
-        "арифметики и +25 % запусков ядер за шаг.",
-        "en": "the MLP and the norms are recomputed, attention is kept: 0.39× the normal peak "
-        "memory at the normal step time (on the CPU); at the default model +7.9 % arithmetic "
-        "and +25 % kernel launches per step.",
-    },
-    "full": {
-        "ru": "пересчитывается и внимание: пик памяти 0,22× от обычного при 1,13× времени шага "
-        "(на процессоре); на модели по умолчанию +22 % арифметики и +32 % запусков ядер за шаг.",
-        "en": "attention is recomputed as well: 0.22× the normal peak memory at 1.13× the step "
-        "time (on the CPU); at the default model +22 % arithmetic and +32 % kernel launches "
-        "per step.",
-    },
-}
-_ECONOMICAL_NOT_MEASURED = {
-    "ru": "Время шага на видеокарте для этих уровней ещё не измерено: доли арифметики и "
-    "запусков ядер посчитаны, а не замерены (на быстрой карте шаг малой модели упирается "
-    "как раз в запуски ядер).",
-    "en": "The GPU step time of these levels is not measured yet: the arithmetic and "
-    "kernel-launch shares are counted, not timed (on a fast card a small model's step is "
-    "bound by the kernel launches).",
-}
-
-
-# The lean training state (trainer/lean.py; run.json training.lean_state: false, true or
-# "offload"). Figures: app.sizing.state's model at the lab's full model (1.67 B weights)
-# and issue 13's measurements; tooltips kept to ≤ 60 characters a line, ≤ 12 lines.
-LEAN_STATES: tuple[str, ...] = ("off", "on", "offload")
-LEAN_STATE_OPTIONS: dict[str, dict[str, str]] = {
-    "off": {"ru": "Обычное", "en": "Normal"},
-    "on": {"ru": "8 бит", "en": "8-bit"},
-    "offload": {"ru": "8 бит в памяти ПК", "en": "8-bit in host memory"},
-}
-LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
-    "off": {
-        "ru": "Веса, градиенты и моменты AdamW в fp32:\n16 байт на вес (1,67 млрд весов — 25 ГБ).\n"
-        "Обычная скорость.",
-        "en": "fp32 weights, gradients and AdamW moments:\n16 bytes a weight (1.67 B weights: 25 GB).\n"
-        "The normal speed.",
-    },
-    "on": {
-        "ru": "Моменты в 8 битах (bitsandbytes), веса в bf16\nбез fp32-копии, шаг внутри обратного\n"
-        "прохода: ≈ 4 байта на вес (1,67 млрд — 6,3 ГБ).\nНа видеокарте почти обычная скорость;\n"
-        "на процессоре шаг заметно медленнее.\nОбрезка градиента — по норме прошлого шага.",
-        "en": "8-bit moments (bitsandbytes), bf16 weights\nwithout an fp32 copy, the step inside the\n"
-        "backward pass: ≈ 4 bytes a weight (1.67 B: 6.3 GB).\nNearly the normal speed on a GPU;\n"
-        "much slower steps on the CPU.\nClipping uses the previous step's norm.",
-    },
-    "offload": {
-        "ru": "Как «8 бит», но моменты ждут в памяти ПК:\nна карте ≈ 2 байта на вес (1,67 млрд — 3,1 ГБ).\n"
-        "Цена — копирование по PCIe каждый шаг:\n≈ 0,27 с на шаг при 1,67 млрд весов,\n"
-        "больше самого шага (≈ 0,15 с).",
-        "en": "As «8-bit», the moments wait in host memory:\n≈ 2 bytes a weight on the card (1.67 B: 3.1 GB).\n"
-        "The price: PCIe copies every step,\n≈ 0.27 s a step at 1.67 B weights,\n"
-        "more than the step itself (≈ 0.15 s).",
-    },
-}
-
-
-def lean_state_level(value: Any) -> str | None:
-    """run.json's `training.lean_state` as a name: false → "off", true → "on", "offload"
-    (and the names themselves) as they are; None for anything else."""
-    if value is None or value is False:
-        return "off"
-    if value is True:
-        return "on"
-    return value if value in LEAN_STATES else None
-
-
-def lean_state_run_value(name: str) -> bool | str:
-    """What run.json gets: false / true / "offload" (trainer.config.lean_mode's words)."""
-    return {"off": False, "on": True}.get(name, name)
-
-
-def economical_level(value: Any) -> str | None:
-    """run.json's `training.economical` as a level, read by the contract's one reader
-    (false → "off", true → "selective", what a checkbox meant before the levels); None
-    where the trainer would refuse the value."""
-    try:
-        return contract.economical_level(value)
-    except contract.ConfigError:
-        return None
-
-
-def economical_run_value(level: str) -> bool | str:
-    """What run.json gets: false for off, so readers that know only true/false still work."""
-    return False if level == "off" else level
-
-
-def economical_step_up(level: str, lang: str | None = None, to: str | None = None) -> str:
-    """The advice phrase that saves memory by way of the economical mode, for a run now at
-    `level` ("" at the full level: the mode has nothing more to give). `to` names the level
-    that would help when the caller knows it (off → full skips the selective level)."""
-    lang = lang or current_language()
-    to = to or {"off": "selective", "selective": "full"}.get(level)
-    if to is None or ECONOMICAL_LEVELS.index(to) <= ECONOMICAL_LEVELS.index(level):
-        return ""
-    if level == "off" and to == "selective":
-        return "включите экономный режим" if lang == "ru" else "turn on the economical mode"
-    if level == "off":
-        return ("включите экономный режим, уровень «Полный»" if lang == "ru"
-                else "turn on the economical mode at the «Full» level")
-    return ("выберите полный уровень экономного режима" if lang == "ru"
-            else "choose the full economical level")
 
 
 _TOKENS = {"ru": "токенов", "en": "tokens"}

@@ -24,6 +24,7 @@ from . import fields as F
 from . import form_sizes as sizes
 from . import sizing
 from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
+from .form_checks import AUTO_MACHINE, KAGGLE_SESSION_MIN, RUNNING, FormChecks, Issue, gpu_label  # noqa: F401 - callers import them here
 from .form_sizes import SizeRow
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
@@ -41,9 +42,7 @@ log = logging.getLogger(__name__)
 TRAINER_EVAL_SEGMENTS = default("training.eval_segments")  # held-out segments an evaluation reads
 DEFAULT_VOCAB = 4000  # the vocabulary `ternit data prepare` builds by default
 KAGGLE_GPUS = ("t4x2",)  # Kaggle's only GPU shape now (P100 retired, no single T4)
-KAGGLE_SESSION_MIN = 720  # Kaggle ends a session after 12 hours
 LOCAL_MACHINE = "local"
-AUTO_MACHINE = "auto"
 
 GPU_CHOICES: tuple[str, ...] = ("t4x2", "local", "cpu", "rtx3050", "rtx5070ti")
 
@@ -121,32 +120,11 @@ class FormContext:
                 self.constellations[name] = tokens
 
 
-RUNNING = "running"  # an Issue level: these very settings train now (Start off, not an error)
-
-
-@dataclass(frozen=True)
-class Issue:
-    """One thing the form says about a field: an error blocks Start, a warning does not;
-    RUNNING (field "start") blocks Start too but is news, not a fault."""
-
-    field: str
-    level: str  # "error", "warning" or RUNNING
-    text: str
-
-
-
-
-def gpu_label(key: str, lang: str | None = None) -> str:
-    """A GPU choice's label (app.sizing's facts); an unknown key as it is."""
-    facts = sizing.GPUS.get(key)
-    return facts.label[lang or current_language()] if facts is not None else key
-
-
 # Advice sentences whose facts the panel already shows as rows of their own.
 ROW_ADVICE_KINDS = frozenset({"speed", "time", "limit"})
 
 
-class RunForm:
+class RunForm(FormChecks):
     """The state of the «Новый прогон» form and every rule about it."""
 
     def __init__(self, ctx: FormContext | None = None) -> None:
@@ -395,202 +373,6 @@ class RunForm:
             return int(self.continuing.model["vocab"])
         prep = self.prepared_for_selection()
         return prep.vocab if prep and prep.vocab else DEFAULT_VOCAB
-
-    # -- validation --------------------------------------------------------------------
-
-    def _number_issue(self, name: str) -> Issue | None:
-        spec = F.spec(name)
-        value = self.values.get(name)
-        lo, hi = spec.minimum, spec.maximum
-        lo_t, hi_t = format_value(lo if spec.kind == "float" else int(lo)), format_value(
-            hi if spec.kind == "float" else int(hi))
-        label = spec.label_text()
-        if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
-            what = t("целое число", "a whole number") if spec.kind == "int" else t("число", "a number")
-            typed = self.texts.get(name, "")
-            return Issue(name, "error", t(
-                f"«{label}»: «{typed}» — не {what}; введите {what} от {lo_t} до {hi_t}",
-                f"«{label}»: \"{typed}\" is not {what}; enter {what} from {lo_t} to {hi_t}"))
-        if spec.kind == "int" and not isinstance(value, int):
-            return Issue(name, "error", t(f"«{label}»: нужно целое число", f"«{label}»: must be a whole number"))
-        if (lo is not None and value < lo) or (hi is not None and value > hi):
-            return Issue(name, "error", t(
-                f"«{label}»: {format_value(value)} вне диапазона {lo_t}…{hi_t}",
-                f"«{label}»: {format_value(value)} is outside {lo_t}…{hi_t}"))
-        return None
-
-    def model_ok(self) -> bool:
-        return not any(i.level == "error" and i.field in F.MODEL_FIELDS for i in self._field_issues())
-
-    def _field_issues(self) -> list[Issue]:
-        out: list[Issue] = []
-        for spec in F.FIELDS:
-            if spec.kind in ("int", "float"):
-                issue = self._number_issue(spec.name)
-                if issue:
-                    out.append(issue)
-        v = self.values
-        if isinstance(v["width"], int) and isinstance(v["heads"], int) and v["heads"] > 0 and v["width"] > 0:
-            if v["width"] % v["heads"]:
-                ok = ", ".join(map(str, heads_that_work(v["width"])))
-                out.append(Issue("heads", "error", t(
-                    f"d = {v['width']} не делится на {v['heads']} голов без остатка: подойдут головы {ok}",
-                    f"d = {v['width']} does not divide by {v['heads']} heads: heads that work: {ok}")))
-        name = str(v.get("name") or "").strip()
-        if not name:
-            out.append(Issue("name", "error", t("Дайте прогону название", "Give the run a name")))
-        elif len(name) > 60:
-            out.append(Issue("name", "error", t("Название длиннее 60 знаков", "The name is over 60 characters")))
-        return out
-
-    def issues(self) -> list[Issue]:
-        """Everything the form says now: errors block Start, warnings do not."""
-        return [*self._field_issues(), *self._data_issues(), *self._prepared_issues(),
-                *self._continue_issues(), *self._machine_issues(),
-                # Runs going now: the same one again (a double click on Start), or another on this PC.
-                *self._active_run_issues(), *self._memory_issues()]
-
-    def _data_issues(self) -> list[Issue]:
-        """The constellations: ticked, known, prepared (with the checkpoint's tokenizer)."""
-        out: list[Issue] = []
-        v = self.values
-        if not v["constellations"]:
-            out.append(Issue("constellations", "error", t(
-                "Отметьте хотя бы одно созвездие: без текста учиться не на чем",
-                "Tick at least one constellation: there is nothing to learn from without text")))
-        else:
-            unknown = [c for c in v["constellations"] if c not in self.ctx.constellations]
-            if unknown and not self.continuing:
-                out.append(Issue("constellations", "error", t(
-                    f"Нет такого созвездия: {', '.join(unknown)}",
-                    f"No such constellation: {', '.join(unknown)}")))
-            elif self.prepared_for_selection() is None:
-                names = ", ".join(v["constellations"])
-                if self.continuing:
-                    out.append(Issue("constellations", "error", t(
-                        f"Данные для «{names}» с токенизатором чекпоинта ещё не подготовлены: "
-                        "нажмите «Подготовить данные»",
-                        f"Data for \"{names}\" with the checkpoint's tokenizer is not prepared yet: "
-                        "press «Prepare data»")))
-                else:
-                    out.append(Issue("constellations", "error", t(
-                        f"Данные для «{names}» ещё не подготовлены: нажмите «Подготовить данные»",
-                        f"Data for \"{names}\" is not prepared yet: press «Prepare data»")))
-            if self.continuing and set(v["constellations"]) != set(self.continuing.constellations):
-                out.append(Issue("constellations", "warning", t(
-                    "Созвездия изменились: новая отложенная выборка, валидация начнётся заново",
-                    "The constellations changed: a new held-out sample, validation starts anew")))
-        return out
-
-    def _prepared_issues(self) -> list[Issue]:
-        """The prepared data against the context and the checkpoint's vocabulary."""
-        out: list[Issue] = []
-        v = self.values
-        prep = self.prepared_for_selection()
-        n = v["context"]
-        if prep and prep.val_tokens and isinstance(n, int) and (prep.val_tokens < n + 1 or prep.train_tokens < n + 2):
-            # The trainer refuses such data at its start (a held-out sample shorter than one
-            # context): say it here, where the context can still be lowered.
-            out.append(Issue("context", "error", t(
-                f"Данных мало для контекста {n}: в проверочной выборке токенов {count_text(prep.val_tokens)}, "
-                f"в обучающей {count_text(prep.train_tokens)} — обучение не запустится. Уменьшите «Контекст n» "
-                "или добавьте текст и подготовьте данные снова",
-                f"Too little data for context {n}: the held-out sample has {count_text(prep.val_tokens)} tokens, "
-                f"training {count_text(prep.train_tokens)} — the run would not start. Lower «Context n» or add "
-                "text and prepare the data again")))
-        if self.continuing and prep and prep.vocab and prep.vocab != self.vocab():
-            out.append(Issue("constellations", "error", t(
-                f"Словарь данных ({prep.vocab}) не совпадает со словарём чекпоинта ({self.vocab()})",
-                f"The data's vocabulary ({prep.vocab}) differs from the checkpoint's ({self.vocab()})")))
-        return out
-
-    def _continue_issues(self) -> list[Issue]:
-        out: list[Issue] = []
-        v = self.values
-        if v["start_from"] == "checkpoint" and self.continuing is None:
-            out.append(Issue("checkpoint", "error", t(
-                "Выберите прогон, с чьего чекпоинта продолжить",
-                "Pick the run whose checkpoint to continue from")))
-        if self.continuing and isinstance(v["steps_to"], int) and v["steps_to"] <= self.continuing.step:
-            out.append(Issue("steps_to", "error", t(
-                f"«Шагов до» должно быть больше шага чекпоинта ({format_value(self.continuing.step)})",
-                f"«Steps to» must be above the checkpoint's step ({format_value(self.continuing.step)})")))
-        return out
-
-    def _machine_issues(self) -> list[Issue]:
-        """Where it runs: a Kaggle account that works, a limit inside Kaggle's session."""
-        out: list[Issue] = []
-        v = self.values
-        if self.is_kaggle():
-            if not self.ctx.accounts:
-                out.append(Issue("machine", "error", t(
-                    "Нет аккаунтов Kaggle: добавьте аккаунт (Kaggle → Аккаунты) или выберите «Этот компьютер»",
-                    "No Kaggle accounts: add one (Kaggle → Accounts) or choose «This computer»")))
-            elif v["machine"] != AUTO_MACHINE:
-                acc = next((a for a in self.ctx.accounts if a.name == v["machine"]), None)
-                if acc is None:
-                    out.append(Issue("machine", "error", t(
-                        f"Аккаунта {v['machine']} больше нет", f"Account {v['machine']} is gone")))
-                elif not acc.valid:
-                    out.append(Issue("machine", "error", t(
-                        f"Ключ аккаунта {acc.name} не работает: проверьте его в «Аккаунты»",
-                        f"The key of account {acc.name} does not work: check it in «Accounts»")))
-            if isinstance(v["limit_min"], (int, float)) and v["limit_min"] > KAGGLE_SESSION_MIN:
-                out.append(Issue("limit_min", "error", t(
-                    f"Kaggle обрывает сессию через 12 ч: лимит не больше {KAGGLE_SESSION_MIN} мин (обычно 630)",
-                    f"Kaggle ends a session after 12 h: the limit must be at most {KAGGLE_SESSION_MIN} min (630 is usual)")))
-        return out
-
-    def _memory_issues(self) -> list[Issue]:
-        """Batch does not fit the card in the chosen combination of «Экономный режим»."""
-        est = self.estimate()
-        if est is None or est.fits is not False or self.locked("batch_per_card"):
-            return []
-        return [Issue("batch_per_card", "error",
-                      sizes.batch_issue(est, self.values["batch_per_card"], gpu_label(self.values["gpu"])))]
-
-    def _active_run_issues(self) -> list[Issue]:
-        if not self.ctx.active_runs or not self.model_ok() or self.prepared_for_selection() is None:
-            return []
-        try:
-            config = self.run_config()
-        except (TypeError, ValueError):  # a value still being typed: other issues say so
-            return []
-        same = next((r for r in self.ctx.active_runs if r.same_training(config)), None)
-        if same is not None:
-            # Almost always the run just started from this very form (or its continuation):
-            # not a fault, so said as news, not in red. Start stays off all the same: a
-            # second one would compute the same numbers (a double click).
-            return [Issue("start", RUNNING, t(
-                f"«{same.name}» обучается ({same.id}) — ход справа. Чтобы запустить ещё один, "
-                "измените настройки",
-                f"«{same.name}» is training ({same.id}) — progress on the right. To start another, "
-                "change the settings"))]
-        local = [r for r in self.ctx.active_runs if r.local]
-        if local and not self.is_kaggle():
-            where = t("процессор", "the CPU") if self.values["gpu"] == "cpu" else t("видеокарту", "the card")
-            names = ", ".join(f"«{r.name}»" for r in local)
-            return [Issue("gpu", "warning", t(
-                f"На этом компьютере уже идёт {names}: два обучения делят {where} — и скорость, и память "
-                "(оценка памяти ниже считает карту свободной)",
-                f"{names} is already training on this computer: two trainings share {where} — its speed "
-                "and its memory (the memory estimate below counts the card as free)"))]
-        return []
-
-    def errors(self) -> list[Issue]:
-        return [i for i in self.issues() if i.level == "error"]
-
-    def field_issues(self, name: str) -> list[Issue]:
-        return [i for i in self.issues() if i.field == name]
-
-    def start_blockers(self) -> list[str]:
-        """Why Start is disabled (empty: it is enabled): the errors, then the run that
-        trains these very settings already."""
-        issues = self.issues()
-        return [i.text for i in issues if i.level == "error"] + [i.text for i in issues if i.level == RUNNING]
-
-    def can_start(self) -> bool:
-        return not self.start_blockers()
 
     # -- sizing ------------------------------------------------------------------------
 
