@@ -6,6 +6,8 @@ VENV ?= .venv
 TORCH_SPEC ?= torch>=2.4
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+# pytest-xdist workers: one per core by default (CI's 2 cores: 2)
+TEST_WORKERS ?= auto
 
 .PHONY: run test lint clean
 
@@ -21,7 +23,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(TEST_WORKERS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
