@@ -15,8 +15,8 @@ from .i18n import t
 BENCHES: dict[str, tuple[str, str, str, str]] = {
     "trainer": ("process", "bench.step", "шаг тренера против простого цикла PyTorch",
                 "trainer step against a plain PyTorch loop"),
-    "economical": ("process", "bench.economical", "экономный режим против обычного",
-                   "economical vs normal mode"),
+    "economical": ("process", "bench.economical", "экономный режим (уровень, lean_state) против обычного",
+                   "economical mode (level, lean_state) vs normal"),
     "data": ("module", "app.data.bench", "скорость подготовки данных", "data preparation throughput"),
     "sizing": ("module", "app.sizing.bench", "точность оценок против настоящего тренера",
                "estimate accuracy against the real trainer"),

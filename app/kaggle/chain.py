@@ -43,6 +43,7 @@ class LegPlanning:
     store: Any
     accounts: Any
     settings: Any
+    _current_run: str | None  # the run being pushed (KaggleRuns._message says its news)
 
     # -- picking --------------------------------------------------------------------------------
     def candidates(self, refresh: bool = True) -> list[Candidate]:
@@ -89,7 +90,9 @@ class LegPlanning:
         if not data_dir:
             raise KaggleError(t("в run.json не указана папка данных (data.dir)",
                                 "run.json names no data folder (data.dir)"))
-        out = [datasets.code_bundle(), datasets.data_bundle(Path(data_dir), self.store)]
+        run_id = self._current_run  # a lean-state run's code carries its library's wheel
+        code = datasets.code_bundle(datasets.needs_wheel(config), (lambda m: self._message(run_id, m)) if run_id else None)
+        out = [code, datasets.data_bundle(Path(data_dir), self.store)]
         resume = config.get("resume_from")
         if resume:
             path = Path(resume)

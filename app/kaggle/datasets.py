@@ -3,7 +3,9 @@
 Three kinds, each with a marker file (TERNIT_MARKER.json: kind + hash) at its root so that
 the kernel finds it under the input root wherever Kaggle mounts it:
 - code: the trainer package (trainer/*.py), uploaded as a folder (dir_mode="zip"; Kaggle
-  unpacks it back into trainer/);
+  unpacks it back into trainer/); for a run with training.lean_state on, also the wheel of
+  the library the lean state needs (bitsandbytes), at the dataset's root, which the kernel
+  installs offline (Kaggle's image does not ship it: docs/KAGGLE.md);
 - data: the prepared data (tokenizer.json, train.bin, val.bin, meta.json);
 - checkpoint: one checkpoint file, when a run continues.
 The slug is the hash, so the same content is the same dataset: an account that holds it
@@ -16,13 +18,20 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from trainer.config import lean_mode
+
+from .. import paths
 from ..i18n import t
 from ..numbers import decimal_text
 from .client import AccountClient
@@ -61,7 +70,9 @@ def trainer_dir() -> Path:
     return Path(next(iter(spec.submodule_search_locations))).resolve()
 
 
-def code_bundle() -> Bundle:
+def code_bundle(lean: bool = False, progress: Progress | None = None) -> Bundle:
+    """The trainer package; with `lean`, also the lean state's library as a wheel (fetched
+    once into the lab's cache: lean_wheel)."""
     root = trainer_dir()
     files = []
     parts = []
@@ -71,7 +82,99 @@ def code_bundle() -> Bundle:
         name = "trainer/" + p.relative_to(root).as_posix()
         files.append((name, p))
         parts.append((name, hashlib.sha256(p.read_bytes()).hexdigest()))
-    return Bundle("code", combine(parts), tuple(files), t("код тренера", "trainer code"))
+    label = t("код тренера", "trainer code")
+    if lean:
+        wheel = lean_wheel(progress)
+        files.append((wheel.name, wheel))
+        parts.append((wheel.name, sha256_of(wheel)))
+        label = t(f"код тренера и {wheel.name}", f"trainer code and {wheel.name}")
+    return Bundle("code", combine(parts), tuple(files), label)
+
+
+def needs_wheel(config: dict[str, Any]) -> bool:
+    """Whether a run's kernel needs the lean state's library (training.lean_state on)."""
+    return lean_mode((config.get("training") or {}).get("lean_state", False)) != "off"
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+# ---- the lean state's library for a kernel (internet off) ------------------------------------
+# Kaggle's GPU image has no bitsandbytes (docs/KAGGLE.md says where that was checked), and a
+# kernel has no internet, so the wheel travels in the code dataset. Fetched from PyPI on the
+# user's machine for the kernel's platform, not the user's: a Linux x86-64 wheel whatever
+# the lab runs on (a Windows PC would otherwise get a win_amd64 wheel). bitsandbytes ships
+# one py3-none wheel for every CPython ≥ 3.10 with its CUDA builds inside (T4 included);
+# KAGGLE_PYTHON is the image's Python (3.12), for pip's Requires-Python check. Its
+# dependencies (torch, numpy, packaging) are in the image: --no-deps.
+LEAN_LIBRARY = "bitsandbytes"
+LEAN_SPEC = "bitsandbytes>=0.45,<1"
+KAGGLE_PYTHON = "3.12"
+KAGGLE_PLATFORMS = ("manylinux_2_24_x86_64", "manylinux_2_28_x86_64", "manylinux2014_x86_64")
+_WHEEL = re.compile(rf"^{LEAN_LIBRARY}-(\d+(?:\.\d+)*)[^-]*-[^-]+-[^-]+-([^-]+)\.whl$")
+
+
+def wheel_cache_dir() -> Path:
+    path = paths.data_dir() / "cache" / "kaggle-wheels"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def cached_lean_wheel(folder: Path) -> Path | None:
+    """The newest bitsandbytes wheel in `folder` that a Kaggle kernel can install."""
+    found = []
+    for p in folder.glob(f"{LEAN_LIBRARY}-*.whl"):
+        m = _WHEEL.match(p.name)
+        if m and p.is_file() and (m.group(2) == "any" or "linux" in m.group(2) and "x86_64" in m.group(2)):
+            found.append((tuple(int(x) for x in m.group(1).split(".")), p.name, p))
+    return max(found)[2] if found else None
+
+
+def pip_download_command(dest: Path) -> list[str]:
+    """pip download of the lean library's wheel for Kaggle's platform and Python."""
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary", ":all:",
+           "--disable-pip-version-check", "--python-version", KAGGLE_PYTHON, "--implementation", "cp",
+           "--dest", str(dest)]
+    for platform in KAGGLE_PLATFORMS:
+        cmd += ["--platform", platform]
+    return [*cmd, LEAN_SPEC]
+
+
+def lean_wheel(progress: Progress | None = None, timeout_s: float = 900.0) -> Path:
+    """The wheel for the kernel: from the lab's cache, else downloaded into it once (into a
+    temporary folder first, so a cut-off download never lies in the cache)."""
+    folder = wheel_cache_dir()
+    have = cached_lean_wheel(folder)
+    if have is not None:
+        return have
+    if progress:
+        progress(t(f"загрузка {LEAN_LIBRARY} для ядра Kaggle (с PyPI, один раз)",
+                   f"downloading {LEAN_LIBRARY} for the Kaggle kernel (from PyPI, once)"))
+    with tempfile.TemporaryDirectory(prefix="download-", dir=folder) as tmp:
+        try:
+            done = subprocess.run(pip_download_command(Path(tmp)), capture_output=True, text=True,
+                                  timeout=timeout_s, stdin=subprocess.DEVNULL)
+            why = (done.stderr or done.stdout).strip().splitlines()[-1:] if done.returncode else []
+        except (OSError, subprocess.SubprocessError) as e:
+            why = [str(e)]
+        got = cached_lean_wheel(Path(tmp)) if not why else None
+        if got is None:
+            reason = why[0][:300] if why else t("pip не нашёл подходящего колеса", "pip found no suitable wheel")
+            raise KaggleError(t(
+                f"не удалось скачать {LEAN_LIBRARY} для ядра Kaggle ({reason}). Экономное состояние "
+                f"(lean_state) на Kaggle требует его: проверьте интернет и повторите, положите колесо "
+                f"{LEAN_LIBRARY} для Linux x86-64 в {folder} или выключите lean_state",
+                f"could not download {LEAN_LIBRARY} for the Kaggle kernel ({reason}). The lean state "
+                f"(lean_state) on Kaggle needs it: check the internet connection and retry, put a Linux "
+                f"x86-64 {LEAN_LIBRARY} wheel into {folder}, or turn lean_state off",
+            ))
+        os.replace(got, folder / got.name)
+    return folder / got.name
 
 
 def data_bundle(data_dir: Path, store: KaggleStore) -> Bundle:
