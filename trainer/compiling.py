@@ -77,32 +77,36 @@ def wrap(module: nn.Module) -> nn.Module:
     return torch.compile(module, backend=backend())
 
 
-class FirstStep:
-    """Runs the first compiled step with the eager fallback.
+class CompiledStep:
+    """The compiled module, made and first run at the first step with the eager fallback.
 
-    `run(step, compiled, eager)` calls `step(compiled)`; if that raises anything but an
-    out-of-memory error, `on_failure(reason)` is told, `reset()` clears what the failed
-    attempt left (gradients) and `step(eager)` is run instead; its own failure is the
-    run's. After the first success the compiled module is used without this wrapper."""
+    `run(step, eager)` calls `step(compiled)`; if making or running it raises anything
+    but an out-of-memory error, `on_failure(reason)` is told, `reset()` clears what the
+    failed attempt left (gradients) and `step(eager)` is run instead (its own failure is
+    the run's), and `failed` is set: the run goes on eagerly."""
 
-    def __init__(self, on_failure: Callable[[str], None], reset: Callable[[], None]) -> None:
-        self.on_failure, self.reset = on_failure, reset
-        self.confirmed = False
+    def __init__(self, module: nn.Module, on_failure: Callable[[str], None], reset: Callable[[], None]) -> None:
+        self.module, self.on_failure, self.reset = module, on_failure, reset
+        self.compiled: nn.Module | None = None
+        self.failed = False
 
-    def run(self, step: Callable[[nn.Module], Any], compiled: nn.Module, eager: nn.Module) -> tuple[Any, bool]:
-        """Returns (the step's result, whether the compiled module is still in use)."""
-        if self.confirmed:
-            return step(compiled), True
+    def run(self, step: Callable[[nn.Module], Any]) -> Any:
+        if self.failed:
+            return step(self.module)
+        if self.compiled is not None:
+            return step(self.compiled)
         try:
+            compiled = wrap(self.module)
             result = step(compiled)
         except torch.OutOfMemoryError:
             raise
         except Exception as e:  # noqa: BLE001 — any failure to compile: said, then eager
+            self.failed = True
             self.on_failure(reason(e))
             self.reset()
-            return step(eager), False
-        self.confirmed = True
-        return result, True
+            return step(self.module)
+        self.compiled = compiled
+        return result
 
 
 def reason(error: BaseException) -> str:

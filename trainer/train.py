@@ -126,7 +126,7 @@ class Trainer:
         self.cpu_alloc_mb: float | None = None
         self.sampler: Sampler | None = None  # samples during training (trainer.samples)
         self.sharding = "none"  # "ddp" or "fsdp" over processes (trainer/wrapping.py sets it)
-        self.compiled: torch.nn.Module | None = None  # the compiled step's module, if any
+        self.compiled: Any = None  # trainer.compiling.CompiledStep when compilation is on
 
     # ---- set-up -------------------------------------------------------------------------
     def build(self) -> None:

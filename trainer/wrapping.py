@@ -56,8 +56,8 @@ def setup(tr: Trainer) -> None:
     if note:
         tr.say(note)
     if use_compile:
-        tr.compiled = compiling.wrap(tr.ddp)
-        tr.compile_guard = compiling.FirstStep(lambda why: compile_failed(tr, why), lambda: tr.optimizer.zero_grad(set_to_none=True))
+        tr.compiled = compiling.CompiledStep(tr.ddp, lambda why: compile_failed(tr, why),
+                                             lambda: tr.optimizer.zero_grad(set_to_none=True))
         tr.say(f"compile: on (torch.compile, backend {compiling.backend()}; the first step compiles)")
 
 
@@ -67,12 +67,12 @@ def compile_failed(tr: Trainer, why: str) -> None:
 
 
 def step_with(tr: Trainer, step: Any) -> torch.Tensor:
-    """Run `step(module)` with the compiled module where there is one (the first time
-    through the eager fallback), else with the eager one."""
+    """Run `step(module)` with the compiled module where compilation is on (made at the
+    first step, eager from then on if that failed), else with the eager one."""
     if tr.compiled is None:
         return step(tr.ddp)
-    loss, still = tr.compile_guard.run(step, tr.compiled, tr.ddp)
-    if not still:
+    loss = tr.compiled.run(step)
+    if tr.compiled.failed:
         tr.compiled = None
     return loss
 
