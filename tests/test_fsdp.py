@@ -16,7 +16,9 @@ from tests.trainer_run import ROOT, events, run_trainer, trainer_env, write_run
 torch = pytest.importorskip("torch")
 
 STEPS, STOP = 8, 5
-KW = {"steps_to": STEPS, "eval_every": 4, "eval_segments": 8, "sharding": "fsdp"}
+# fp16: what Kaggle's 2×T4 run (16-bit gathered weights, fp32 reduction, the sharded
+# GradScaler agreeing on infinities across the processes).
+KW = {"steps_to": STEPS, "eval_every": 4, "eval_segments": 8, "sharding": "fsdp", "precision": "fp16"}
 
 
 def torchrun(run_dir, *args: str) -> subprocess.CompletedProcess:
@@ -36,7 +38,7 @@ def test_fsdp_resumes_bit_exact_and_crosses_to_one_process_and_back(tmp_path, ti
     start, end = events(whole, "start")[0], events(whole, "end")[-1]
     assert start["world_size"] == 2 and start["sharding"] == "fsdp"
     assert end["reason"] == "steps_reached" and end["state_sha256"]
-    assert "sharding: fsdp over 2 blocks" in p.stderr
+    assert "sharding: fsdp over 2 blocks + the embeddings, weights gathered in fp16" in p.stderr
 
     # Stopped and resumed on two processes: the same state, bit for bit.
     parted = write_run(tmp_path / "parted", tiny_data, **KW)

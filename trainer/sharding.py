@@ -140,6 +140,21 @@ def to_ids(sd: dict[str, Any], names: list[str]) -> dict[str, Any]:
     }
 
 
+# How an optimizer computes, not what it has learnt: kept from the receiving optimizer
+# when a state crosses between the sharded (foreach) and the unsharded (fused) form —
+# a fused flag loaded into FSDP's optimizer would run the fused kernel on DTensors, a
+# foreach one loaded into a fused optimizer breaks the GradScaler's fused path.
+IMPLEMENTATION = ("fused", "foreach", "capturable", "differentiable")
+
+
+def keep_implementation(sd: dict[str, Any], optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """`sd` (an optimizer state dict) with `optimizer`'s implementation flags per group."""
+    groups = []
+    for saved, mine in zip(sd["param_groups"], optimizer.param_groups, strict=True):
+        groups.append({**saved, **{k: mine[k] for k in IMPLEMENTATION if k in mine}})
+    return {**sd, "param_groups": groups}
+
+
 def full_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
     """The whole (unsharded) model and optimizer state on the CPU of rank 0 (other ranks
     get empty dicts; every rank must call it), the optimizer in integer ids, so that its
@@ -181,6 +196,7 @@ def load_full_sharded(model: nn.Module, optimizer: torch.optim.Optimizer, model_
     from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
 
     names = optimizer_names(model)
+    optim_sd = keep_implementation(optim_sd, optimizer)
     set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=to_named(optim_sd, names),
                    options=StateDictOptions(full_state_dict=True))
 

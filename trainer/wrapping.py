@@ -87,6 +87,8 @@ def load_tensors(tr: Trainer, state: dict[str, Any], path: Path) -> None:
     if tr.sharding != "fsdp":
         if state.get("sharded"):
             state.update(ckpt.with_tensors(path, state))
+            if "lean" not in state["optimizer"]:
+                state["optimizer"] = sharding.keep_implementation(state["optimizer"], tr.optimizer)
             tr.say(f"checkpoint {path.name} was saved sharded over {state['world_size']} processes: read whole here")
         tr.model.load_state_dict(state["model"])
         tr.load_optimizer(state, path)
