@@ -115,3 +115,7 @@ def test_fsdp_refusals_are_one_line(tmp_path, tiny_data):
     with pytest.raises(ConfigError, match="compile \"on\" cannot be combined"):
         decide("on", torch.device("cpu"), "off", "fsdp")
     assert decide("auto", torch.device("cuda"), "off", "fsdp")[0] is False
+    from trainer.config import from_dict
+
+    with pytest.raises(ConfigError, match="training.sharding must be one of auto, ddp, fsdp"):
+        from_dict({"training": {"sharding": "zero3"}})
