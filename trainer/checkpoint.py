@@ -9,6 +9,13 @@ Beside each checkpoint lies its SHA-256 (`step-XXXXXXXX.pt.sha256`, in `sha256su
 written before the checkpoint gets its name): a file changed on disk afterwards (a flipped
 bit, a bad copy) is refused on load instead of being trained on silently. A checkpoint
 written before these files existed has none and is only checked by loading it.
+
+A sharded run (FSDP, trainer/sharding.py) writes the DCP form instead: a folder
+`step-XXXXXXXX.dcp/` (every process's shards, DCP's `.metadata`, and `extra.pt` with the
+run's counters from rank 0), written under a hidden temporary name and renamed into place
+like a file. Its `.sha256` beside it lists every file inside in `sha256sum` format (check
+it with `sha256sum -c` from the checkpoints folder); its own hash, in events and in the
+log, is the SHA-256 of that list. `latest` may name either form.
 """
 
 from __future__ import annotations
@@ -17,6 +24,8 @@ import hashlib
 import os
 import random
 import re
+import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +36,9 @@ FORMAT = 1
 LATEST = "latest"
 HASH_SUFFIX = ".sha256"
 # What `latest` may name: a checkpoint file in the same folder, nothing else (no path).
-NAME = re.compile(r"step-\d{8}\.pt")
+NAME = re.compile(r"step-\d{8}\.(pt|dcp)")
+DCP_SUFFIX = ".dcp"
+EXTRA = "extra.pt"  # inside a DCP folder: the payload without the model and optimizer
 
 
 class CheckpointError(ValueError):
@@ -44,6 +55,9 @@ def checkpoint_dir(run_dir: Path) -> Path:
 
 
 def file_sha256(path: Path) -> str:
+    """A checkpoint file's SHA-256; for a DCP folder, that of its manifest (dcp_manifest)."""
+    if path.is_dir():
+        return hashlib.sha256(dcp_manifest(path).encode()).hexdigest()
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
@@ -70,6 +84,19 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     _fsync_dir(path.parent)
+
+
+def is_dcp(path: Path) -> bool:
+    return path.name.endswith(DCP_SUFFIX)
+
+
+def dcp_manifest(folder: Path, name: str | None = None) -> str:
+    """`sha256sum` lines for every file in a DCP folder, names relative to its parent
+    (under `name`: the folder's final name while it is still the temporary one)."""
+    lines = []
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        lines.append(f"{file_sha256(f)}  {name or folder.name}/{f.relative_to(folder).as_posix()}\n")
+    return "".join(lines)
 
 
 def hash_path(path: Path) -> Path:
@@ -110,16 +137,70 @@ def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[
     return final, sha
 
 
+def save_dcp(run_dir: Path, step: int, write_shards: Callable[[Path], None], extra: dict[str, Any] | None,
+             keep: int, barrier: Callable[[], None]) -> tuple[Path, str] | None:
+    """The DCP form of `save`, called by every process of a sharded run: all write their
+    shards (`write_shards(folder)`, DCP's collective save) into a temporary folder; rank
+    0 (the one given `extra`) adds extra.pt, writes the manifest beside the final name,
+    renames the folder into place, points `latest` at it and prunes. Returns (path,
+    sha256) on rank 0, None elsewhere; SaveError on rank 0 if its part failed."""
+    folder = checkpoint_dir(run_dir)
+    final = folder / f"step-{step:08d}{DCP_SUFFIX}"
+    tmp = folder / f".{final.name}.tmp"
+    main = extra is not None
+    if main:
+        folder.mkdir(parents=True, exist_ok=True)
+        _remove(tmp)
+    barrier()  # the fresh temporary folder exists before anyone writes into it
+    write_shards(tmp)
+    if not main:
+        return None
+    try:
+        with open(tmp / EXTRA, "wb") as f:
+            torch.save(extra, f)
+            f.flush()
+            os.fsync(f.fileno())
+        manifest = dcp_manifest(tmp, final.name)
+        atomic_write_bytes(hash_path(final), manifest.encode())
+        if final.exists():  # the same step saved again (a continued run that made no step)
+            _remove(final)
+        os.replace(tmp, final)
+    except (OSError, RuntimeError) as e:
+        _remove(tmp)
+        raise SaveError(
+            f"could not write checkpoint {final} ({type(e).__name__}: {e}): "
+            "free disk space, make the run folder writable or move away what is in the way"
+        ) from None
+    _fsync_dir(folder)
+    atomic_write_bytes(folder / LATEST, (final.name + "\n").encode())
+    _prune(folder, keep, final)
+    return final, hashlib.sha256(manifest.encode()).hexdigest()
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def checkpoint_files(folder: Path) -> list[Path]:
+    """Every named checkpoint in `folder`, both forms, in step order (oldest first)."""
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.glob("step-*") if NAME.fullmatch(p.name)), key=lambda p: p.name)
+
+
 def _prune(folder: Path, keep: int, newest: Path) -> None:
-    ckpts = sorted(folder.glob("step-*.pt"))
+    ckpts = checkpoint_files(folder)
     for old in ckpts[:-keep]:
         if old != newest:
-            old.unlink(missing_ok=True)
+            _remove(old)
             hash_path(old).unlink(missing_ok=True)
     for stale in folder.glob(".step-*.tmp"):  # left by a process killed mid-save
-        stale.unlink(missing_ok=True)
-    for orphan in folder.glob(f"step-*.pt{HASH_SUFFIX}"):  # its checkpoint never got its name
-        if not orphan.with_name(orphan.name.removesuffix(HASH_SUFFIX)).exists():
+        _remove(stale)
+    for orphan in [*folder.glob(f"step-*.pt{HASH_SUFFIX}"), *folder.glob(f"step-*.dcp{HASH_SUFFIX}")]:
+        if not orphan.with_name(orphan.name.removesuffix(HASH_SUFFIX)).exists():  # never got its name
             orphan.unlink(missing_ok=True)
 
 
@@ -132,10 +213,33 @@ def damage(path: Path) -> str | None:
         return None
     except (OSError, ValueError, IndexError) as e:
         return f"its hash file {hash_path(path).name} cannot be read ({type(e).__name__})"
+    if path.is_dir():
+        return _dcp_damage(path)
     actual = file_sha256(path)
     if actual != recorded:
         return f"its SHA-256 is {actual[:12]}…, not the {recorded[:12]}… written with it: the file changed on disk"
     return None
+
+
+def _dcp_damage(folder: Path) -> str | None:
+    """Why a DCP folder differs from its manifest: a file changed, missing or added."""
+    try:
+        recorded = hash_path(folder).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        return f"its hash file {hash_path(folder).name} cannot be read ({type(e).__name__})"
+    actual = dcp_manifest(folder)
+    if actual == recorded:
+        return None
+    want = dict(reversed(line.split("  ", 1)) for line in recorded.splitlines() if "  " in line)
+    have = dict(reversed(line.split("  ", 1)) for line in actual.splitlines() if "  " in line)
+    for name in sorted(set(want) | set(have)):
+        if name not in have:
+            return f"{name} is missing: the folder is incomplete"
+        if name not in want:
+            return f"{name} was not written with it"
+        if want[name] != have[name]:
+            return f"the SHA-256 of {name} is {have[name][:12]}…, not the {want[name][:12]}… written with it: the file changed on disk"
+    return "its file list differs from the one written with it"
 
 
 def read_pointer(folder: Path) -> tuple[Path | None, str | None]:
@@ -150,7 +254,7 @@ def read_pointer(folder: Path) -> tuple[Path | None, str | None]:
         return None, f"{pointer} cannot be read ({type(e).__name__})"
     if not NAME.fullmatch(name):
         return None, f"{pointer} does not name a checkpoint file in {folder.name}/ ({name[:40]!r})"
-    if not (folder / name).is_file():
+    if not (folder / name).exists():
         return None, f"{pointer} names {name}, which does not exist"
     return folder / name, None
 
@@ -160,7 +264,7 @@ def candidates(run_dir: Path) -> tuple[list[Path], list[str]]:
     names, then every other step file newest first; and what was wrong with the pointer."""
     folder = checkpoint_dir(run_dir)
     named, problem = read_pointer(folder)
-    files = sorted(folder.glob("step-*.pt"), reverse=True) if folder.is_dir() else []
+    files = checkpoint_files(folder)[::-1]
     notes = [problem] if problem else []
     if named is None and files and not problem:
         notes.append(f"{folder / LATEST} is missing")
@@ -170,7 +274,7 @@ def candidates(run_dir: Path) -> tuple[list[Path], list[str]]:
 def resolve(run_dir: Path, spec: str) -> Path:
     """A path to a checkpoint file (`--resume PATH`); `latest` goes through `load_latest`."""
     path = Path(spec)
-    if not path.is_file():
+    if not (path.is_file() or (path.is_dir() and is_dcp(path))):
         raise CheckpointError(f"checkpoint {path} does not exist")
     return path
 
@@ -178,7 +282,7 @@ def resolve(run_dir: Path, spec: str) -> Path:
 def earlier_intact(path: Path) -> Path | None:
     """The newest checkpoint in the same folder older than `path` that was checked and is
     intact (its hash matches and it loads), if any."""
-    for p in sorted(path.parent.glob("step-*.pt"), reverse=True):
+    for p in checkpoint_files(path.parent)[::-1]:
         if p.name < path.name and _problem(p) is None:
             return p
     return None
@@ -193,11 +297,16 @@ def _problem(path: Path) -> str | None:
 
 
 def _load_checked(path: Path) -> dict[str, Any]:
+    """The checkpoint's payload after its hash check; for a DCP folder, its `extra.pt`
+    only (the counters, config, RNG: `"sharded": True`); its tensors are read by the
+    trainer (trainer.sharding) or by `load`."""
     wrong = damage(path)
     if wrong:
         raise CheckpointError(f"checkpoint {path} is damaged: {wrong}")
+    if path.is_dir() and not hash_path(path).exists():
+        raise CheckpointError(f"checkpoint {path} is damaged: its hash file {hash_path(path).name} is missing")
     try:
-        payload = torch.load(path, map_location="cpu", weights_only=True)
+        payload = torch.load(path / EXTRA if path.is_dir() else path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated or corrupted file raises many kinds of errors
         raise CheckpointError(f"checkpoint {path} is damaged ({type(e).__name__}: {e})") from None
     if not isinstance(payload, dict) or payload.get("format") != FORMAT:
@@ -205,15 +314,33 @@ def _load_checked(path: Path) -> dict[str, Any]:
     return payload
 
 
-def load(path: Path) -> dict[str, Any]:
+def load(path: Path, whole: bool = True) -> dict[str, Any]:
     """Load a checkpoint after checking it against its stored hash; a damaged one is refused
-    with the newest earlier checkpoint that was checked and found intact, if any."""
+    with the newest earlier checkpoint that was checked and found intact, if any. A DCP
+    checkpoint comes with its whole state unless `whole` is False (the sharded trainer
+    reads its shards itself)."""
     try:
-        return _load_checked(path)
+        payload = _load_checked(path)
     except CheckpointError as e:
         earlier = earlier_intact(path)
         offer = f"; the earlier checkpoint {earlier} is intact: --resume {earlier}" if earlier else ""
         raise CheckpointError(f"{e}{offer}") from None
+    if payload.get("sharded") and whole:
+        return with_tensors(path, payload)
+    return payload
+
+
+def with_tensors(path: Path, payload: dict[str, Any]) -> dict[str, Any]:
+    """A DCP checkpoint's payload completed with its whole model and optimizer state read
+    into this process (as a .pt checkpoint holds them): one process continuing a sharded
+    run, or the export. Collective when a process group is up (every rank calls it)."""
+    from .sharding import read_dcp_whole
+
+    try:
+        model, optimizer = read_dcp_whole(path, payload["optimizer_names"])
+    except Exception as e:  # noqa: BLE001 — DCP raises many kinds for a bad folder
+        raise CheckpointError(f"checkpoint {path} is damaged ({type(e).__name__}: {str(e)[:300]})") from None
+    return {**payload, "model": model, "optimizer": optimizer}
 
 
 def load_latest(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]]:

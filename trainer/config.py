@@ -45,6 +45,12 @@ class TrainingConfig:
     # the host's memory between steps).
     lean_state: bool | str = False
     precision: str = "auto"
+    # torch.compile of the model for the training step (trainer/compiling.py): "auto" = on
+    # for a CUDA card, off on the CPU; "on", "off" (true/false read as on/off).
+    compile: bool | str = "auto"
+    # How two or more processes (torchrun) share the work (trainer/sharding.py): "ddp"
+    # (every process holds the whole state), "fsdp" (the state sharded, FSDP2), "auto".
+    sharding: str = "auto"
     deterministic: bool = False
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1
@@ -119,6 +125,8 @@ def _coerce(where: str, value: Any, default: Any) -> Any:
             raise ConfigError(f"{where} must be a finite number, not {value!r}")
         return float(value)
     if isinstance(default, str):
+        if where == "training.compile" and isinstance(value, bool):  # true/false: on/off
+            return value
         if not isinstance(value, str):
             raise ConfigError(f"{where} must be text, not {value!r}")
         return value
@@ -208,6 +216,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)
     lean_mode(t.lean_state)
+    compile_mode(t.compile)
+    sharding_mode(t.sharding)
     if cfg.target.kind not in TARGET_KINDS:
         raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
 
@@ -240,6 +250,27 @@ def lean_mode(value: bool | str) -> str:
     if value in LEAN_MODES:
         return str(value)
     raise ConfigError(f"training.lean_state must be true, false or \"offload\", not {value!r}")
+
+
+COMPILE_MODES = ("auto", "on", "off")
+SHARDING_MODES = ("auto", "ddp", "fsdp")
+
+
+def compile_mode(value: bool | str) -> str:
+    """`compile` is "auto", "on", "off" (or true/false); returns the name."""
+    if value is True:
+        return "on"
+    if value is False:
+        return "off"
+    if value in COMPILE_MODES:
+        return str(value)
+    raise ConfigError(f"training.compile must be one of {', '.join(COMPILE_MODES)}, not {value!r}")
+
+
+def sharding_mode(value: str) -> str:
+    if value in SHARDING_MODES:
+        return value
+    raise ConfigError(f"training.sharding must be one of {', '.join(SHARDING_MODES)}, not {value!r}")
 
 
 def load(path: str | Path) -> RunConfig:

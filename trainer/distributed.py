@@ -67,3 +67,13 @@ def shutdown(world: World, together: bool = False) -> None:
         else:
             dist.barrier()
     dist.destroy_process_group()
+
+
+def barrier(world: World) -> None:
+    """All ranks meet here (nothing on one process)."""
+    if not (world.active and dist.is_initialized()):
+        return
+    if dist.get_backend() == "nccl":
+        dist.barrier(device_ids=[world.local_rank])
+    else:
+        dist.barrier()

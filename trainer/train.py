@@ -17,16 +17,16 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch.nn.parallel import DistributedDataParallel
 
 from . import checkpoint as ckpt
+from . import wrapping
 from .config import ConfigError, RunConfig, economical_level, lean_mode, load, parameter_count
 from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
 from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, OutputError, detach_terminal, say
 from .lock import LockError, RunLock
 from .model import GPT, count_parameters
-from .optim import Schedule, autocast, make_optimizer, make_scaler, pick_precision
+from .optim import Schedule, autocast, pick_precision
 from .samples import Sampler, TokenizerError
 from .step import train_step
 
@@ -125,6 +125,8 @@ class Trainer:
         self.cpu_peak_mb: float | None = None
         self.cpu_alloc_mb: float | None = None
         self.sampler: Sampler | None = None  # samples during training (trainer.samples)
+        self.sharding = "none"  # "ddp" or "fsdp" over processes (trainer/wrapping.py sets it)
+        self.compiled: Any = None  # trainer.compiling.CompiledStep when compilation is on
 
     # ---- set-up -------------------------------------------------------------------------
     def build(self) -> None:
@@ -147,19 +149,9 @@ class Trainer:
         self.model.to(self.device)
         self.params = count_parameters(self.model)
         assert self.params == parameter_count(cfg.model), "model and formula disagree"
-        if lean != "off":
-            from .lean import LeanOptimizer
-
-            self.optimizer = LeanOptimizer(self.model, t, self.device, self.precision, lean, self.world.size)
-        else:
-            self.optimizer = make_optimizer(self.model, t, self.device)
-        self.scaler = make_scaler(self.precision, self.device)
+        # Optimizer, scaler, DDP or FSDP, the compiled step (trainer/wrapping.py).
+        wrapping.setup(self)
         self.schedule = Schedule.fresh(t)
-        self.ddp = (
-            DistributedDataParallel(self.model, device_ids=[self.device.index] if self.device.type == "cuda" else None)
-            if self.world.active
-            else self.model
-        )
 
     def open_data(self) -> None:
         self.data = open_prepared(self.cfg.data.dir)
@@ -175,7 +167,7 @@ class Trainer:
             path, state, passed_over = ckpt.load_latest(self.opts.run_dir)
         else:
             path, passed_over = ckpt.resolve(self.opts.run_dir, spec), []
-            state = ckpt.load(path)
+            state = ckpt.load(path, whole=False)  # a DCP one's tensors: wrapping.load_tensors
         saved_model = state["config"]["model"]
         for key, value in saved_model.items():
             mine = getattr(self.cfg.model, key)
@@ -190,8 +182,7 @@ class Trainer:
                 f"the data in {self.cfg.data.dir} uses another tokenizer than checkpoint {path}: "
                 "prepare the new data with the checkpoint's tokenizer (ternit data prepare --tokenizer …)"
             )
-        self.model.load_state_dict(state["model"])
-        self.load_optimizer(state, path)
+        wrapping.load_tensors(self, state, path)
         self.scaler.load_state_dict(state["scaler"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
@@ -262,12 +253,14 @@ class Trainer:
             data_changed=self.data_changed,
             economical=economical_level(self.cfg.training.economical),
             lean_state=lean_mode(self.cfg.training.lean_state),
+            sharding=self.sharding,
+            compile="on" if self.compiled is not None else "off",
             pid=os.getpid(),
         )
 
     # ---- checkpoints ---------------------------------------------------------------------
     def save(self) -> None:
-        if not self.world.is_main:
+        if self.sharding != "fsdp" and not self.world.is_main:
             return
         assert self.data is not None
         payload = {
@@ -275,8 +268,6 @@ class Trainer:
             "step": self.step,
             "tokens_seen": self.tokens_seen,
             "params": self.params,
-            "model": self.model.state_dict(),
-            "optimizer": self.optimizer.state_dict(),
             "scaler": self.scaler.state_dict(),
             "schedule": self.schedule.to_dict(),
             "rng": ckpt.rng_state(),
@@ -287,7 +278,14 @@ class Trainer:
             "time": time.time(),
         }
         try:
-            path, sha = ckpt.save(self.opts.run_dir, self.step, payload, self.cfg.training.keep_checkpoints)
+            if self.sharding == "fsdp":  # every process writes its shards (DCP)
+                saved = wrapping.save_sharded(self, payload)
+                if saved is None:
+                    return
+                path, sha = saved
+            else:
+                payload.update(model=self.model.state_dict(), optimizer=self.optimizer.state_dict())
+                path, sha = ckpt.save(self.opts.run_dir, self.step, payload, self.cfg.training.keep_checkpoints)
         except ckpt.SaveError as e:
             earlier = self.last_good[0] if self.last_good else None
             raise TrainingFailure(
@@ -299,16 +297,16 @@ class Trainer:
         self.events.emit("checkpoint", self.step, path=str(path), sha256=sha)
 
     def saved_at_this_step(self) -> bool:
-        return self.last_good is not None and self.last_good[0] == str(
-            ckpt.checkpoint_dir(self.opts.run_dir) / f"step-{self.step:08d}.pt"
-        )
+        folder = ckpt.checkpoint_dir(self.opts.run_dir)
+        return self.last_good is not None and self.last_good[0] in (
+            str(folder / f"step-{self.step:08d}.pt"), str(folder / f"step-{self.step:08d}.dcp"))
 
     def trained_since_save(self) -> bool:
         """Whether the model holds steps no checkpoint has (worth saving before an exit)."""
         return hasattr(self, "model") and self.data is not None and self.trained and not self.saved_at_this_step()
 
     def state_sha256(self) -> str:
-        return ckpt.state_sha256(self.model.state_dict(), self.optimizer.state_dict())
+        return wrapping.full_state_sha256(self)
 
     # ---- evaluation ----------------------------------------------------------------------
     @torch.no_grad()
@@ -354,20 +352,26 @@ class Trainer:
 
     def run_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
         t = self.cfg.training
-        args = (self.ddp, self.optimizer, self.scaler, batch, self.schedule.at(self.step), self.precision, self.device, t.grad_clip)
+        args = (self.optimizer, self.scaler, batch, self.schedule.at(self.step), self.precision, self.device, t.grad_clip)
+
+        def step(module: torch.nn.Module) -> torch.Tensor:
+            return train_step(module, *args)
+
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        elif self.cpu_peak_mb is None:
+        elif self.cpu_peak_mb is None and self.sharding != "fsdp" and self.compiled is None:
+            # (Not measured with DTensor shards, nor compiled: dynamo never compiles a
+            # function first called under the counting dispatch mode.)
             # The first step of a process on the CPU is measured by tracking live tensor
             # storages (the allocator's cache and RSS are not what the program allocates).
             from .memory import measure_step, model_tensors, optimizer_tensors
 
             alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *batch]
-            loss, report = measure_step(lambda: train_step(*args), alive=alive)
+            loss, report = measure_step(lambda: wrapping.step_with(self, step), alive=alive)
             self.cpu_peak_mb = report["peak_bytes"] / 2**20
             self.cpu_alloc_mb = report["end_bytes"] / 2**20
             return loss
-        return train_step(*args)
+        return wrapping.step_with(self, step)
 
     def wait_while_paused(self) -> None:
         pause = self.opts.run_dir / "PAUSE"

@@ -1,0 +1,196 @@
+"""The lab's full model on a card (issue 13), and compiled against eager steps.
+
+    python scripts/gpu_check_large.py OUT.jsonl [--part large|compile|all] [--smoke]
+
+Each case runs in a process of its own (a clean CUDA context, so its peak and its memory
+cap are its own) and appends one JSON line to OUT.jsonl as soon as it ends, so a part
+cut off by its time box keeps the cases it finished. A case builds the trainer's own
+pieces (trainer.model.GPT, trainer.economical, trainer.lean.LeanOptimizer or the normal
+AdamW, trainer.step.train_step: the step the trainer runs) on random tokens, and reports:
+- peak allocated (torch.cuda.max_memory_allocated over all steps, the optimizer state's
+  creation at step 1 included) and peak reserved;
+- observed: the card's used memory by NVML (the whole card, the CUDA context included),
+  sampled after every step, the largest;
+- step times: CUDA-synchronised wall time of each step; the median and spread of the
+  steps after the first `WARM` (compilation and the optimizer state's first allocation);
+- compile: the first step's time, which is the compilation's.
+
+Parts:
+- large: the seed's full shape (26 layers, width 2304, 18 heads, context 1024, vocab
+  4000 = 1,667,801,088 weights), batch 1, bf16, ~30 steps: the normal mode uncapped,
+  and the lean state with selective and with full recompute with the card capped to
+  16 GB (`torch.cuda.set_per_process_memory_fraction`: an allocation past the cap fails
+  as on a 16 GB card, though the card's other 123 GB stay free for the driver);
+- compile: the default model (27.7 M, batch 6) and the full one (normal mode), each eager
+  and compiled (inductor; TERNIT_COMPILE_BACKEND changes it).
+
+--smoke: the same plumbing on the CPU at a tiny size (no cap, no NVML, backend
+aot_eager, 4 steps): what `bash scripts/gpu_checks.sh OUT SMOKE=1` runs, and what was
+run in the session that wrote this (no GPU there). The lean cases need bitsandbytes with
+its CUDA kernels on the GPU machine; without it they are reported as skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+FULL = {"context": 1024, "width": 2304, "heads": 18, "layers": 26, "vocab": 4000}
+DEFAULT = {"context": 1024, "width": 512, "heads": 8, "layers": 8, "vocab": 4000}
+TINY = {"context": 64, "width": 64, "heads": 4, "layers": 2, "vocab": 512}
+CAP_GB = 16
+WARM = 3
+
+
+def cases(part: str, smoke: bool) -> list[dict]:
+    big, small = (TINY, TINY) if smoke else (FULL, DEFAULT)
+    steps = 4 if smoke else 30
+    cap = None if smoke else CAP_GB
+    large = [
+        {"name": "full-normal-uncapped", "model": big, "batch": 1, "steps": steps, "lean": "off", "economical": "off"},
+        {"name": "full-lean-selective-16GB", "model": big, "batch": 1, "steps": steps, "lean": "on",
+         "economical": "selective", "cap_gb": cap},
+        {"name": "full-lean-full-16GB", "model": big, "batch": 1, "steps": steps, "lean": "on",
+         "economical": "full", "cap_gb": cap},
+    ]
+    compiled = [
+        {"name": f"{label}-{mode}", "model": shape, "batch": batch, "steps": (4 if smoke else n),
+         "lean": "off", "economical": "off", "compile": mode == "compiled"}
+        for label, shape, batch, n in (("default", small, 6, 60), ("full", big, 1, 20))
+        for mode in ("eager", "compiled")
+    ]
+    return {"large": large, "compile": compiled, "all": large + compiled}[part]
+
+
+def run_case(case: dict, smoke: bool) -> dict:
+    """One case, in this process (called in a child by main)."""
+    import torch
+
+    from trainer.config import ModelConfig, TrainingConfig
+    from trainer.economical import apply as apply_economical
+    from trainer.model import GPT, count_parameters
+    from trainer.optim import make_optimizer, make_scaler
+    from trainer.step import train_step
+
+    device = torch.device("cpu" if smoke else "cuda")
+    precision = "bf16"
+    out = {"case": case["name"], **{k: case.get(k) for k in ("batch", "steps", "lean", "economical", "cap_gb", "compile")}}
+    nvml = _nvml() if device.type == "cuda" else None
+    if device.type == "cuda":
+        total = torch.cuda.get_device_properties(device).total_memory
+        out["card"] = torch.cuda.get_device_name(device)
+        if case.get("cap_gb"):
+            torch.cuda.set_per_process_memory_fraction(min(1.0, case["cap_gb"] * 1e9 / total), device)
+    cfg = ModelConfig(**case["model"])
+    t = TrainingConfig(batch_per_card=case["batch"], lean_state=case["lean"] != "off", economical=case["economical"],
+                       precision=precision, seed=1)
+    with torch.device(device):
+        model = GPT(cfg)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.normal_(0.0, 0.02)
+    out["params"] = count_parameters(model)
+    apply_economical(model, case["economical"])
+    if case["lean"] != "off":
+        try:
+            from trainer.lean import LeanOptimizer, check_device
+
+            check_device(device)
+        except Exception as e:  # noqa: BLE001 — a missing or CPU-only bitsandbytes: said, skipped
+            return {**out, "skipped": str(e)[:300]}
+        optimizer = LeanOptimizer(model, t, device, precision, case["lean"])
+    else:
+        optimizer = make_optimizer(model, t, device)
+    scaler = make_scaler(precision, device)
+    module = model
+    if case.get("compile"):
+        from trainer.compiling import wrap
+
+        module = wrap(model)
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randint(0, cfg.vocab, (case["batch"], cfg.context), device=device, generator=g)
+    y = torch.randint(0, cfg.vocab, (case["batch"], cfg.context), device=device, generator=g)
+    times, observed, losses = [], 0, []
+    try:
+        for _ in range(case["steps"]):
+            _sync(device)
+            began = time.perf_counter()
+            loss = train_step(module, optimizer, scaler, (x, y), 1e-4, precision, device, 1.0)
+            _sync(device)
+            times.append(time.perf_counter() - began)
+            losses.append(float(loss))
+            if nvml is not None:
+                observed = max(observed, nvml())
+    except torch.OutOfMemoryError as e:
+        out["oom"] = str(e).splitlines()[0][:300]
+    if device.type == "cuda":
+        out["peak_allocated_mb"] = round(torch.cuda.max_memory_allocated(device) / 2**20, 1)
+        out["peak_reserved_mb"] = round(torch.cuda.max_memory_reserved(device) / 2**20, 1)
+        out["observed_nvml_mb"] = round(observed / 2**20, 1) if observed else None
+    timed = times[WARM:] if len(times) > WARM else times
+    out.update(steps_done=len(times), first_step_s=round(times[0], 3) if times else None,
+               median_step_ms=round(statistics.median(timed) * 1000, 3) if timed else None,
+               spread_ms=[round(min(timed) * 1000, 3), round(max(timed) * 1000, 3)] if timed else None,
+               tokens_per_s=round(case["batch"] * cfg.context / statistics.median(timed), 1) if timed else None,
+               loss_first_last=[round(losses[0], 4), round(losses[-1], 4)] if losses else None)
+    return out
+
+
+def _sync(device) -> None:  # noqa: ANN001
+    import torch
+
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def _nvml():  # noqa: ANN202
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(int(os.environ.get("CUDA_VISIBLE_DEVICES", "0").split(",")[0] or 0))
+        return lambda: pynvml.nvmlDeviceGetMemoryInfo(handle).used
+    except Exception:  # noqa: BLE001 — no NVML: the observed figure is left out
+        return None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out", type=Path)
+    ap.add_argument("--part", default="all", choices=("large", "compile", "all"))
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--case", help=argparse.SUPPRESS)  # a child: one case as JSON
+    a = ap.parse_args()
+    if a.case:
+        print(json.dumps(run_case(json.loads(a.case), a.smoke)), flush=True)
+        return 0
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    if a.smoke:
+        env.setdefault("TERNIT_COMPILE_BACKEND", "aot_eager")
+    a.out.parent.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for case in cases(a.part, a.smoke):
+        began = time.monotonic()
+        p = subprocess.run([sys.executable, __file__, str(a.out), "--case", json.dumps(case), *(["--smoke"] if a.smoke else [])],
+                           capture_output=True, text=True, env=env, cwd=ROOT)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
+        row = json.loads(lines[-1]) if p.returncode == 0 and lines else {"case": case["name"], "error": p.stderr[-1500:]}
+        row["case_s"] = round(time.monotonic() - began, 1)
+        failed += "error" in row
+        with open(a.out, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
+        print(json.dumps(row), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

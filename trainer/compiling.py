@@ -1,0 +1,119 @@
+"""torch.compile of the training step's model (run.json `training.compile`).
+
+At the lab's sizes a step on a fast card waits mostly for kernel launches (an H200 ran
+the default model at 1–2 % MFU), which compilation cuts by fusing the element-wise work
+between the matrix products. On the CPU it measured no gain and costs a compilation
+(≈ 45 s cold, ≈ 4 s from inductor's cache for the tests' tiny model on this 2-core
+machine), so `auto` means on for a CUDA card and off on the CPU.
+
+What is compiled is a wrapper (`torch.compile(module)`) used only by the training step;
+the model itself is untouched, so its state dict keeps its plain names (no `_orig_mod.`
+prefix) and checkpoints cross between compiled and eager runs; evaluation and samples
+run eagerly (their shapes vary, and each new shape would be a recompilation).
+
+Compilation happens at the first step. If it fails (no C++ compiler for inductor on the
+CPU, no Triton for a card, an operator the compiler cannot take), the step is run again
+eagerly and the run goes on without compilation, saying why (a `warning` event and a
+trainer.log line). That is safe to repeat: a failure inside the compiled forward or
+backward pass comes before the optimizer has touched anything.
+
+Combinations:
+- the economical levels (custom autograd functions, activation checkpointing) compile;
+- the lean state is refused with `on` (and `auto` leaves it eager): the compiled
+  backward pass is one autograd node that produces every gradient at once, before the
+  per-parameter hooks run, so the lean state's promise (no full set of gradients held)
+  would silently not hold;
+- FSDP sharding is refused with `on` (`auto` stays eager): its per-block hooks gather
+  and free weights around each block, which whole-model compilation would trace through
+  or break at; compiling each block separately is the way, not done in this version.
+- DDP: the compiled wrapper goes around the DDP module (the order torch documents).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+from .config import ConfigError, compile_mode
+
+# The compiler's backend; "inductor" unless this says otherwise. The tests set
+# "aot_eager" (the same graph capture and autograd split, without inductor's C++ build,
+# which takes ≈ 45 s cold on the CPU); a user may set it to work around a broken backend.
+BACKEND_ENV = "TERNIT_COMPILE_BACKEND"
+
+
+def decide(value: bool | str, device: torch.device, lean: str, sharding: str) -> tuple[bool, str | None]:
+    """Whether to compile, and a note for the log when `auto` chose eager for a reason
+    worth saying. `on` with a combination that cannot be compiled is a ConfigError."""
+    mode = compile_mode(value)
+    if mode == "off":
+        return False, None
+    blocker = None
+    if lean != "off":
+        blocker = ("training.lean_state steps each parameter from its gradient hook, and a compiled "
+                   "backward pass makes every gradient at once before those hooks run (the full set "
+                   "of gradients the lean state exists to avoid)")
+    elif sharding == "fsdp":
+        blocker = "FSDP sharding gathers and frees each block's weights in hooks that whole-model compilation does not follow"
+    if blocker and mode == "on":
+        raise ConfigError(f"training.compile \"on\" cannot be combined here: {blocker}; set compile to \"off\" or \"auto\"")
+    if blocker:
+        return False, f"compile: off ({blocker})"
+    if mode == "auto" and device.type != "cuda":
+        return False, None
+    return True, None
+
+
+def backend() -> str:
+    return os.environ.get(BACKEND_ENV, "").strip() or "inductor"
+
+
+def wrap(module: nn.Module) -> nn.Module:
+    """The compiled wrapper the training step calls (the module itself is unchanged)."""
+    return torch.compile(module, backend=backend())
+
+
+class CompiledStep:
+    """The compiled module, made and first run at the first step with the eager fallback.
+
+    `run(step, eager)` calls `step(compiled)`; if making or running it raises anything
+    but an out-of-memory error, `on_failure(reason)` is told, `reset()` clears what the
+    failed attempt left (gradients) and `step(eager)` is run instead (its own failure is
+    the run's), and `failed` is set: the run goes on eagerly."""
+
+    def __init__(self, module: nn.Module, on_failure: Callable[[str], None], reset: Callable[[], None]) -> None:
+        self.module, self.on_failure, self.reset = module, on_failure, reset
+        self.compiled: nn.Module | None = None
+        self.failed = False
+
+    def run(self, step: Callable[[nn.Module], Any]) -> Any:
+        if self.failed:
+            return step(self.module)
+        if self.compiled is not None:
+            return step(self.compiled)
+        try:
+            compiled = wrap(self.module)
+            result = step(compiled)
+        except torch.OutOfMemoryError:
+            raise
+        except Exception as e:  # noqa: BLE001 — any failure to compile: said, then eager
+            self.failed = True
+            self.on_failure(reason(e))
+            self.reset()
+            return step(self.module)
+        self.compiled = compiled
+        return result
+
+
+def reason(error: BaseException) -> str:
+    """One line for why compilation failed: the innermost cause's first line."""
+    inner = error
+    while inner.__cause__ is not None and inner.__cause__ is not inner:
+        inner = inner.__cause__
+    text = str(inner).strip().splitlines()
+    first = next((line.strip() for line in text if line.strip()), "")
+    return f"{type(inner).__name__}: {first[:240]}" if first else type(inner).__name__

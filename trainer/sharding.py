@@ -1,0 +1,229 @@
+"""Two or more processes under torchrun: DDP, or the training state sharded (FSDP2).
+
+run.json `training.sharding`:
+- "ddp": every process holds the whole state (fp32 weights, gradients, AdamW's moments:
+  16 bytes a weight) and the gradients are averaged (DistributedDataParallel);
+- "fsdp": PyTorch's FSDP2 (`torch.distributed.fsdp.fully_shard`) splits weights,
+  gradients and moments over the processes (each holds 1/N of the 16 bytes a weight),
+  gathering one block's weights at a time for its forward and backward passes and
+  reduce-scattering its gradients; under bf16/fp16 the gathered weights are 16-bit
+  (MixedPrecisionPolicy: half the traffic) and the gradients are reduced in fp32;
+- "auto" (the default): fsdp when the whole state (16 bytes a weight) would take more
+  than half of one card, else ddp. DDP is kept wherever it fits because it is the faster
+  of the two when the state fits (one all-reduce overlapping the backward pass, no
+  all-gather of the weights in every pass) and the long-tested path for the lab's
+  default model (0.44 GB of state); at the full model (1.67 B weights, 26.7 GB of state)
+  no single card of the lab's holds it, and fsdp is the only way on two of them. On the
+  CPU (gloo, the tests) auto is ddp.
+
+FSDP's checkpoints are saved and loaded through `torch.distributed.checkpoint` (DCP: a
+folder `step-XXXXXXXX.dcp/` in which every process writes its own shards, with the run's
+counters in `extra.pt`; trainer/checkpoint.py keeps its SHA-256 manifest beside it and
+validates it on load), so a run saved on two processes continues on one and back: DCP
+re-shards on load, and one process reads the whole state from it.
+
+What FSDP does not combine with here, refused in one line before anything is built:
+the lean state (its per-parameter step in the backward pass would need FSDP's sharded
+gradients, which arrive only after the reduce-scatter), and compilation `on`
+(trainer/compiling.py). The economical levels bypass each block's forward (they run
+its weights through their own autograd functions), where FSDP's per-block hooks would
+never gather the weights: under them the whole model is one FSDP unit (weights gathered
+for the whole step; gradients and moments still sharded), said in the log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from .config import STATE_BYTES_PER_WEIGHT, ConfigError, TrainingConfig, sharding_mode
+from .distributed import World
+
+# auto shards when the whole state would take more than this share of one card.
+AUTO_SHARE = 0.5
+
+
+def decide(t: TrainingConfig, world: World, device: torch.device, params: int, lean: str) -> str:
+    """"none" (one process), "ddp" or "fsdp"; a ConfigError for a combination refused."""
+    asked = sharding_mode(t.sharding)
+    if not world.active:
+        return "none"
+    chosen = asked
+    if asked == "auto":
+        chosen = "ddp"
+        if device.type == "cuda":
+            card = torch.cuda.get_device_properties(device).total_memory
+            if params * STATE_BYTES_PER_WEIGHT > AUTO_SHARE * card:
+                chosen = "fsdp"
+    if chosen == "fsdp" and lean != "off":
+        raise ConfigError(
+            "training.lean_state cannot be combined with FSDP sharding: its optimizer step runs inside "
+            "the backward pass, before FSDP has reduced the gradient shards; set lean_state to false "
+            "(FSDP shards the normal state over the processes instead) or run on one process"
+        )
+    return chosen
+
+
+def shard(model: nn.Module, precision: str, level: str) -> str:
+    """Apply FSDP2 to a trainer.model.GPT in place; returns a line for the log."""
+    from torch.distributed.fsdp import (
+        MixedPrecisionPolicy,
+        fully_shard,
+        register_fsdp_forward_method,
+    )
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+    mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype else MixedPrecisionPolicy()
+    if level == "off":
+        for block in model.blocks:
+            fully_shard(block, mp_policy=mp)
+        units = f"{len(model.blocks)} blocks + the embeddings"
+    else:
+        units = f"the whole model as one unit (the economical level {level} runs the blocks' weights outside their forward)"
+    fully_shard(model, mp_policy=mp)
+    # Evaluation calls this method, not forward: FSDP gathers the weights around it too.
+    register_fsdp_forward_method(model, "segment_losses")
+    gathered = f", weights gathered in {precision}, gradients reduced in fp32" if dtype else ""
+    return f"sharding: fsdp over {units}{gathered}"
+
+
+def make_optimizer(model: nn.Module, t: TrainingConfig) -> torch.optim.AdamW:
+    """The normal AdamW (trainer.optim's groups and settings) over the sharded weights.
+    foreach, not fused: torch 2.13's fused AdamW fails on DTensor weights under the
+    GradScaler ("output with shape [] doesn't match the broadcast shape [1]")."""
+    from .lean import param_groups
+
+    return torch.optim.AdamW(param_groups(model, t.weight_decay), lr=t.lr, betas=(0.9, 0.95), eps=1e-8,
+                             foreach=True)
+
+
+def make_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler:
+    """fp16's loss scaler; each process sees only its gradient shards, so the sharded
+    scaler agrees on infinities across them (all ranks skip a step together)."""
+    from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
+
+    return ShardedGradScaler(device.type, enabled=precision == "fp16")
+
+
+# ---- state dicts ------------------------------------------------------------------------
+
+
+def optimizer_names(model: nn.Module) -> list[str]:
+    """The parameters' names in the optimizer's order (a torch optimizer state dict's
+    integer ids are positions in this list): trainer.optim's two groups, matrices with
+    weight decay first, then the rest, each in the model's order. Found by name, not by
+    identity: FSDP swaps the module's parameter objects between sharded and gathered."""
+    decay, rest = [], []
+    for name, p in model.named_parameters():
+        (decay if p.dim() >= 2 and not name.startswith(("tok.", "pos.")) else rest).append(name)
+    return decay + rest
+
+
+def to_named(sd: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """A torch optimizer state dict (integer ids) → keyed by parameter names (DCP's form)."""
+    return {
+        "state": {names[int(i)]: s for i, s in sd["state"].items()},
+        "param_groups": [{**g, "params": [names[int(i)] for i in g["params"]]} for g in sd["param_groups"]],
+    }
+
+
+def to_ids(sd: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    """The inverse of to_named: a named optimizer state dict → integer ids."""
+    index = {n: i for i, n in enumerate(names)}
+    return {
+        "state": {index[n]: s for n, s in sd["state"].items()},
+        "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in sd["param_groups"]],
+    }
+
+
+# How an optimizer computes, not what it has learnt: kept from the receiving optimizer
+# when a state crosses between the sharded (foreach) and the unsharded (fused) form —
+# a fused flag loaded into FSDP's optimizer would run the fused kernel on DTensors, a
+# foreach one loaded into a fused optimizer breaks the GradScaler's fused path.
+IMPLEMENTATION = ("fused", "foreach", "capturable", "differentiable")
+
+
+def keep_implementation(sd: dict[str, Any], optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    """`sd` (an optimizer state dict) with `optimizer`'s implementation flags per group."""
+    groups = []
+    for saved, mine in zip(sd["param_groups"], optimizer.param_groups, strict=True):
+        groups.append({**saved, **{k: mine[k] for k in IMPLEMENTATION if k in mine}})
+    return {**sd, "param_groups": groups}
+
+
+def full_state(model: nn.Module, optimizer: torch.optim.Optimizer) -> tuple[dict, dict]:
+    """The whole (unsharded) model and optimizer state on the CPU of rank 0 (other ranks
+    get empty dicts; every rank must call it), the optimizer in integer ids, so that its
+    hash (checkpoint.state_sha256) compares with a run on one process."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+    names = optimizer_names(model)
+    msd, osd = get_state_dict(model, optimizer, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    if not msd:
+        return {}, {"state": {}, "param_groups": []}
+    return msd, to_ids(osd, names)
+
+
+def save_dcp(folder: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Every process writes its shards of the model and optimizer into `folder` (DCP)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    msd, osd = get_state_dict(model, optimizer)
+    dcp.save({"model": msd, "optimizer": osd}, checkpoint_id=str(folder))
+
+
+def load_dcp_sharded(folder: Path, model: nn.Module, optimizer: torch.optim.Optimizer) -> None:
+    """Read a DCP checkpoint into the sharded model and optimizer (DCP re-shards: it may
+    have been written by another number of processes)."""
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    msd, osd = get_state_dict(model, optimizer)
+    sd = {"model": msd, "optimizer": osd}
+    dcp.load(sd, checkpoint_id=str(folder))
+    set_state_dict(model, optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optimizer"])
+
+
+def load_full_sharded(model: nn.Module, optimizer: torch.optim.Optimizer, model_sd: dict[str, torch.Tensor],
+                      optim_sd: dict[str, Any]) -> None:
+    """Load a whole state (a .pt checkpoint, integer ids) into the sharded model and
+    optimizer: each process keeps its own shards of it."""
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, set_state_dict
+
+    names = optimizer_names(model)
+    optim_sd = keep_implementation(optim_sd, optimizer)
+    set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=to_named(optim_sd, names),
+                   options=StateDictOptions(full_state_dict=True))
+
+
+def read_dcp_whole(folder: Path, names: list[str]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    """The whole model and optimizer state of a DCP checkpoint in this process (one
+    process continuing it, or the export), the optimizer in integer ids (`names`: the
+    parameters in the optimizer's order, saved with the checkpoint)."""
+    import warnings
+
+    from torch.distributed.checkpoint.state_dict_loader import _load_state_dict_from_keys
+
+    with warnings.catch_warnings():  # "assuming the intent is to load in a single process": it is
+        warnings.simplefilter("ignore")
+        sd = _load_state_dict_from_keys(checkpoint_id=str(folder))
+    return sd["model"], to_ids(sd["optimizer"], names)
+
+
+def local_tensors(tensors: Iterable[Any]) -> list[torch.Tensor]:
+    """DTensors' local shards (what this process holds), plain tensors as they are."""
+    out = []
+    for t in tensors:
+        if isinstance(t, torch.Tensor):
+            out.append(t.to_local() if hasattr(t, "to_local") else t)
+    return out
+
+
+def check_world(world: World) -> None:
+    if not world.active:
+        raise ConfigError("FSDP needs two or more processes (torchrun --nproc_per_node=2)")
