@@ -93,10 +93,11 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
 def stochastic_round_(dest: torch.Tensor, value: torch.Tensor, generator: torch.Generator) -> None:
     """dest (bf16) ← value (fp32) rounded up or down at random, in proportion to the
     distance: the 16 bits bf16 drops are compared with 16 random bits. Unbiased."""
-    bits = value.view(torch.int32)
+    # In place on the noise: one temporary of the parameter's size, not three (the update's
+    # copies are the lean state's step peak at the largest matrix).
     noise = torch.randint(0, 1 << 16, value.shape, dtype=torch.int32, device=value.device, generator=generator)
-    rounded = (bits + noise) & -65536  # 0xFFFF0000 as a signed 32-bit mask
-    dest.copy_(rounded.view(torch.float32))  # exact: the low 16 bits are zero
+    noise.add_(value.view(torch.int32)).bitwise_and_(-65536)  # 0xFFFF0000 as a signed 32-bit mask
+    dest.copy_(noise.view(torch.float32))  # exact: the low 16 bits are zero
 
 
 class LeanOptimizer(torch.optim.Optimizer):
@@ -196,6 +197,7 @@ class LeanOptimizer(torch.optim.Optimizer):
             p.grad.mul_(coef)
         opt.step()
         if self.bf16:
+            target.grad = None  # the fp32 gradient copy is spent: freed before the rounding's temporary
             g = torch.Generator(device=p.device)
             g.manual_seed((self.seed * 1_000_003 + self.updates * 10_007 + index) % (2**63))
             stochastic_round_(p.data, target.data, g)
