@@ -20,7 +20,9 @@ from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's ca
 from .fields import format_value
 from .i18n import current_language, t
 from .kaggle.machine import Account, auto_explanation
-from .numbers import count_text, duration_text
+from .numbers import count_text, duration_text, plural_ru
+from .tokens_per_step import micro_steps
+from .tokens_per_step import problem as tokens_problem
 
 log = logging.getLogger(__name__)
 
@@ -518,6 +520,10 @@ class RunForm:
                 out.append(Issue("limit_min", "error", t(
                     f"Kaggle обрывает сессию через 12 ч: лимит не больше {KAGGLE_SESSION_MIN} мин (обычно 630)",
                     f"Kaggle ends a session after 12 h: the limit must be at most {KAGGLE_SESSION_MIN} min (630 is usual)")))
+        if isinstance(v["batch_per_card"], int) and v["batch_per_card"] > 0 and isinstance(v["context"], int):
+            why = tokens_problem(self._tokens_per_step(), self.cards(), v["batch_per_card"], v["context"])
+            if why:
+                out.append(Issue("tokens_per_step", "error", why))
         # Runs going now: the same one again (a double click on Start), or another on this PC.
         out += self._active_run_issues()
         # What sizing says about memory and data.
@@ -602,6 +608,10 @@ class RunForm:
             return cards
         return 2 if self.values["gpu"] == "t4x2" else 1
 
+    def _tokens_per_step(self) -> int:
+        value = self.values.get("tokens_per_step")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
     def estimate(self) -> dict[str, Any] | None:
         """app.sizing's estimate for the form's values (None while the model is invalid or
         the sizing core is absent). Time is for the steps this run will make."""
@@ -623,6 +633,7 @@ class RunForm:
             local_name=self.ctx.local_gpu,
             eval_every=int(base_training.get("eval_every") or 200),
             eval_segments=int(base_training.get("eval_segments") or 96),
+            tokens_per_step=self._tokens_per_step(),
         )
         params = inspect.signature(estimate).parameters
         if "card_memory_mb" in params and v["gpu"] == "local" and self.ctx.local_card_memory_mb:
@@ -648,10 +659,13 @@ class RunForm:
         batch_ok = isinstance(v["batch_per_card"], int) and v["batch_per_card"] > 0
         if batch_ok:
             cards = self.cards()
-            per_step = int(est.get("tokens_per_step") or v["batch_per_card"] * cards * n)
+            per_step = int(est.get("tokens_per_step") or self._tokens_per_step() or v["batch_per_card"] * cards * n)
+            micro = micro_steps(self._tokens_per_step(), cards, v["batch_per_card"], n) or 1
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
                                 t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
-                                  f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")))
+                                  f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")
+                                + (t(f" × {micro} {plural_ru(micro, 'микрошаг', 'микрошага', 'микрошагов')}",
+                                       f" × {micro} micro-steps") if micro > 1 else "")))
         data = self.data_tokens()
         want = 20 * params
         if data:
@@ -729,6 +743,8 @@ class RunForm:
             batch_per_card=int(v["batch_per_card"]), steps_to=int(v["steps_to"]),
             limit_min=v["limit_min"], checkpoint_every_min=v["checkpoint_every_min"], lr=float(v["lr"]),
             economical=F.economical_run_value(self.economical()))
+        if isinstance(v.get("tokens_per_step"), int) and (v["tokens_per_step"] or "tokens_per_step" in training):
+            training["tokens_per_step"] = int(v["tokens_per_step"])
         if self.is_kaggle():
             target = {"kind": "kaggle", "gpu": "auto", "account": v["machine"]}
         else:

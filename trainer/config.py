@@ -246,16 +246,22 @@ def accumulation(cfg: RunConfig, cards: int) -> int:
         return 1
     if wanted % micro == 0:
         return wanted // micro
-    below, above = wanted // micro * micro, (wanted // micro + 1) * micro
-    near = f"{below:,} or {above:,}" if below else f"{above:,}"
-    fitting = [b for b in range(1, 2 * t.batch_per_card + 1) if wanted % (cards * b * n) == 0]
-    batches = sorted(sorted(fitting, key=lambda b: abs(b - t.batch_per_card))[:3])
+    near, batches = nearest_valid(wanted, cards, t.batch_per_card, n)
     other = f" (or batch_per_card to {', '.join(map(str, batches))})" if batches else ""
     raise ConfigError(
         f"training.tokens_per_step {wanted:,} is not a whole number of micro-steps of "
         f"{cards} card(s) × batch_per_card {t.batch_per_card} × context {n} = {micro:,} tokens: "
-        f"set tokens_per_step to {near}{other}, or to 0 for automatic"
+        f"set tokens_per_step to {' or '.join(f'{v:,}' for v in near)}{other}, or to 0 for automatic"
     )
+
+
+def nearest_valid(wanted: int, cards: int, batch: int, context: int) -> tuple[list[int], list[int]]:
+    """For a tokens_per_step that does not divide: the nearest values that do (below and
+    above), and up to three batches per card near `batch` that would divide it."""
+    micro = cards * batch * context
+    below, above = wanted // micro * micro, (wanted // micro + 1) * micro
+    fitting = [b for b in range(1, 2 * batch + 1) if wanted % (cards * b * context) == 0]
+    return [v for v in (below, above) if v], sorted(sorted(fitting, key=lambda b: abs(b - batch))[:3])
 
 
 def smaller_batch(batch: int, micro_steps: int) -> int:

@@ -9,7 +9,8 @@ from typing import Any
 from ..fields import economical_step_up
 from ..i18n import current_language
 from ..numbers import count_text, duration_text, int_text, mb_text, plural_ru
-from .formulas import Shape, flops_per_token, param_count, tokens_per_step
+from .formulas import Shape, flops_per_token, param_count
+from .formulas import tokens_per_step as micro_step_tokens
 from .gpus import GPUS, GpuFacts, local_card, ram_mb
 from .memory import ECONOMICAL, MiB, cublas_workspace_bytes, economical_level, estimate_memory
 from .speed import Speed, estimate_speed, measured_shape, nearest_measured
@@ -97,6 +98,7 @@ def estimate(
     start_step: int = 0,
     eval_every: int = 200,
     eval_segments: int = 96,
+    tokens_per_step: int = 0,
 ) -> dict[str, Any]:
     """Weights, compute, speed, time, memory and data for a run, with advice sentences.
 
@@ -123,7 +125,9 @@ def estimate(
 
     params = param_count(layers, width, context, vocab)
     fpt = flops_per_token(layers, width, context, vocab)
-    tps_step = tokens_per_step(batch, cards, context)
+    # run.json's training.tokens_per_step (0: one micro-step): the memory stays that of
+    # one micro-batch, the time per step grows with the micro-steps.
+    tps_step = tokens_per_step or micro_step_tokens(batch, cards, context)
 
     speed: Speed = estimate_speed(s, gpu, economical=level, measured=measured, local_name=local_name)
     tps = speed.tokens_per_s
