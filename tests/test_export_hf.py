@@ -86,10 +86,35 @@ def test_a_tokenizer_other_than_the_checkpoints_is_refused(exported, tmp_path, t
     other = tmp_path / "tokenizer.json"
     other.write_text((tiny_data / "tokenizer.json").read_text().replace('"<|endoftext|>"', '"<|end|>"'))
     p = _export(str(ckpt), str(tmp_path / "hf"), "--format", "hf", "--tokenizer", str(other))
-    assert p.returncode == 2 and "not the tokenizer the checkpoint was trained with" in p.stderr
+    assert p.returncode == 5 and "not the tokenizer the checkpoint was trained with" in p.stderr
     assert not (tmp_path / "hf").exists()
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "notes.txt").write_text("mine")
     p = _export(str(ckpt), str(tmp_path / "busy"), "--format", "hf")
     assert p.returncode == 4 and "not an earlier export" in p.stderr
     assert (tmp_path / "busy" / "notes.txt").read_text() == "mine"
+
+
+def test_ternit_export_format_hf_from_a_run_id_finds_the_runs_tokenizer(exported, tmp_path, tiny_data):
+    """A run's checkpoint whose data folder is gone (trained on Kaggle): the tokenizer comes
+    from the run's run.json; the lines are the lab's, in the interface language."""
+    from tests.test_cli_i18n import run_cli
+
+    from app.runs import Registry
+    from trainer import checkpoint as C
+
+    ckpt, _ = exported
+    reg = Registry()
+    rec = reg.create_run({"name": "hf", "model": {"context": 32, "width": 64, "heads": 4, "layers": 2, "vocab": 300},
+                          "data": {"dir": str(tiny_data), "constellations": ["tiny"]}})
+    reg.close()
+    state = C.load(ckpt)
+    state["data"]["dir"] = "/kaggle/input/gone"
+    C.save(rec.path, 3, state, 1)
+    code, text, err = run_cli(["export", rec.id, str(tmp_path / "a"), "--format", "hf"], "ru")
+    assert code == 0, err
+    assert text.strip().startswith(f"папка Hugging Face записана: {tmp_path / 'a'} (") and "шаг 3" in text
+    assert (tmp_path / "a" / "tokenizer.json").read_bytes() == (tiny_data / "tokenizer.json").read_bytes()
+    code, _, err = run_cli(["export", str(rec.path / "checkpoints" / "step-00000003.pt"), str(tmp_path / "b"),
+                            "--format", "hf"], "en")
+    assert code == 1 and "Pass --tokenizer with the tokenizer.json" in err

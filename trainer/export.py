@@ -55,6 +55,10 @@ class WriteError(Exception):
     """OUT could not be written: a read-only folder, a full disk, a file where a folder should be."""
 
 
+class TokenizerError(Exception):
+    """(hf) the checkpoint's tokenizer.json is not found, or another one was given."""
+
+
 # ---- `--format hf`: a folder transformers loads as GPT2LMHeadModel ------------------------
 # The lab's GPT is GPT-2's architecture without what it does not learn: no biases and no
 # norm weights (GPT-2's are written as zeros and ones, which change nothing), the output
@@ -135,11 +139,11 @@ def find_tokenizer(state: dict[str, Any], given: Path | None) -> Path:
     if given is not None and path.is_dir():
         path = path / "tokenizer.json"
     if not path.is_file():
-        raise CheckpointError(
+        raise TokenizerError(
             f"the checkpoint's tokenizer {path} is not there (data prepared elsewhere, e.g. on Kaggle): "
             "pass --tokenizer with the prepared data's tokenizer.json")
     if want and hashlib.sha256(path.read_bytes()).hexdigest() != want:
-        raise CheckpointError(
+        raise TokenizerError(
             f"{path} is not the tokenizer the checkpoint was trained with (another SHA-256): "
             "pass --tokenizer with the tokenizer.json of the run's prepared data")
     return path
@@ -179,7 +183,7 @@ def export_hf(checkpoint: Path, out: Path, tokenizer: Path | None = None) -> dic
     return {"params": str(state["params"]), "step": str(state["step"])}
 
 
-EXIT_CHECKPOINT, EXIT_WRITE = 2, 4
+EXIT_CHECKPOINT, EXIT_WRITE, EXIT_TOKENIZER = 2, 4, 5
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -201,6 +205,9 @@ def main(argv: list[str] | None = None) -> int:
     except WriteError as e:
         print(f"error: {e}", file=sys.stderr)
         return EXIT_WRITE
+    except TokenizerError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return EXIT_TOKENIZER
     print(f"wrote {args.out} ({meta['params']} weights, step {meta['step']})")
     return 0
 
