@@ -98,9 +98,8 @@ def test_a_tokenizer_other_than_the_checkpoints_is_refused(exported, tmp_path, t
 def test_ternit_export_format_hf_from_a_run_id_finds_the_runs_tokenizer(exported, tmp_path, tiny_data):
     """A run's checkpoint whose data folder is gone (trained on Kaggle): the tokenizer comes
     from the run's run.json; the lines are the lab's, in the interface language."""
-    from tests.test_cli_i18n import run_cli
-
     from app.runs import Registry
+    from tests.test_cli_i18n import run_cli
     from trainer import checkpoint as C
 
     ckpt, _ = exported

@@ -152,6 +152,7 @@ class MainWindow(QMainWindow):
         self.history.show_requested.connect(self.follow)
         self.history.open_folder_requested.connect(self.open_folder)
         self.history.export_requested.connect(self.export_weights)
+        self.history.metrics_requested.connect(self.export_metrics)
         self.history.overlay_changed.connect(self.set_overlay)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.history, t("История", "History"))
@@ -785,6 +786,20 @@ class MainWindow(QMainWindow):
         proc.start()
         self.export_processes.append(proc)
         return proc
+
+    def export_metrics(self, run_id: str, out: str | None = None) -> bool:
+        """«Метрики в CSV…»: the run's table (app.runs.metrics) into a file the user picks."""
+        from app.runs.metrics import save_metrics
+
+        if out is None:
+            name = self.runs.registry.get(run_id).name
+            out, _ = QFileDialog.getSaveFileName(self, t("Метрики в CSV", "Metrics as CSV"),
+                                                 str(Path.home() / f"{name}-metrics.csv"), "CSV (*.csv)")
+            if not out:
+                return False
+        ok, line = save_metrics(self.runs.registry, run_id, out)
+        self.statusBar().showMessage(line)
+        return ok
 
     # -- notifications -----------------------------------------------------------------
 
