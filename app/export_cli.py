@@ -19,7 +19,7 @@ from .i18n import t
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="ternit export", formatter_class=argparse.RawDescriptionHelpFormatter, description=t(
         "`ternit export ЧЕКПОИНТ|ID OUT [--format hf]`: веса чекпоинта в файл safetensors или\n"
-        "папку Hugging Face (GPT2LMHeadModel с токенизатором; из неё llama.cpp делает GGUF, см. README).\n\n"
+        "папку для `transformers` (GPT2LMHeadModel с токенизатором; из неё llama.cpp делает GGUF, см. README).\n\n"
         "ЧЕКПОИНТ — файл чекпоинта или ID прогона (или его уникальная часть) из `ternit run list`:\n"
         "тогда берётся последний чекпоинт прогона. Экспорт загружает torch и поэтому идёт\n"
         "отдельным процессом (`python -m trainer.export`).",

@@ -86,7 +86,8 @@ class ActiveRun:
 
 
 # The training values the form sets (run_config); the rest keep their defaults.
-_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical")
+_FORM_TRAINING = ("batch_per_card", "steps_to", "limit_min", "checkpoint_every_min", "lr", "economical",
+                  "tokens_per_step")
 
 
 @dataclass
