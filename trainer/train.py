@@ -146,7 +146,8 @@ class Trainer:
         self.tokens_per_step = self.accumulation * t.batch_per_card * self.world.size * self.cfg.model.context
         if self.accumulation > 1 and lean_mode(t.lean_state) != "off" and self.precision != "fp16":
             self.say(f"lean_state with {self.accumulation} micro-steps: the gradients of the first "
-                     f"{self.accumulation - 1} are kept whole until the last backward pass updates the weights")
+                     f"{self.accumulation - 1} are kept whole (in the weights' precision, {self.precision}) "
+                     "until the last backward pass updates the weights")
 
     def build(self) -> None:
         cfg, t = self.cfg, self.cfg.training
