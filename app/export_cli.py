@@ -1,4 +1,5 @@
-"""`ternit export CKPT|RUN-ID OUT.safetensors`: a checkpoint's weights as safetensors.
+"""`ternit export CKPT|RUN-ID OUT [--format hf]`: a checkpoint's weights as safetensors,
+or a Hugging Face folder (GPT2LMHeadModel and its tokenizer).
 
 CKPT is a checkpoint file, or a run id (or a unique part of one) from `ternit run list`,
 meaning that run's latest checkpoint. The export itself loads torch, so it runs as its
@@ -17,18 +18,29 @@ from .i18n import t
 
 def parser() -> argparse.ArgumentParser:
     p = Parser(prog="ternit export", formatter_class=argparse.RawDescriptionHelpFormatter, description=t(
-        "`ternit export ЧЕКПОИНТ|ID OUT.safetensors`: веса чекпоинта в файл safetensors.\n\n"
+        "`ternit export ЧЕКПОИНТ|ID OUT [--format hf]`: веса чекпоинта в файл safetensors или\n"
+        "папку для `transformers` (GPT2LMHeadModel с токенизатором; из неё llama.cpp делает GGUF, см. README).\n\n"
         "ЧЕКПОИНТ — файл чекпоинта или ID прогона (или его уникальная часть) из `ternit run list`:\n"
         "тогда берётся последний чекпоинт прогона. Экспорт загружает torch и поэтому идёт\n"
         "отдельным процессом (`python -m trainer.export`).",
-        "`ternit export CKPT|RUN-ID OUT.safetensors`: a checkpoint's weights as safetensors.\n\n"
+        "`ternit export CKPT|RUN-ID OUT [--format hf]`: a checkpoint's weights as safetensors, or a\n"
+        "Hugging Face folder (GPT2LMHeadModel with its tokenizer; llama.cpp makes GGUF of it, see README).\n\n"
         "CKPT is a checkpoint file, or a run id (or a unique part of one) from `ternit run list`,\n"
         "meaning that run's latest checkpoint. The export itself loads torch, so it runs as its\n"
         "own process (`python -m trainer.export`)."))
     p.add_argument("checkpoint", metavar=t("ЧЕКПОИНТ", "CKPT"),
                    help=t("файл чекпоинта (.pt) или ID прогона", "a checkpoint file (.pt) or a run id"))
-    p.add_argument("out", type=Path, metavar="OUT.safetensors",
-                   help=t("файл .safetensors, который записать", "the .safetensors file to write"))
+    p.add_argument("out", type=Path, metavar="OUT",
+                   help=t("файл .safetensors (или папка для --format hf), который записать",
+                          "the .safetensors file (or, with --format hf, the folder) to write"))
+    p.add_argument("--format", choices=("safetensors", "hf"), default="safetensors", dest="fmt",
+                   help=t("safetensors — веса лаборатории одним файлом (по умолчанию); hf — папка, которую "
+                          "transformers загружает как GPT2LMHeadModel",
+                          "safetensors: the lab's weights in one file (the default); hf: a folder transformers "
+                          "loads as GPT2LMHeadModel"))
+    p.add_argument("--tokenizer", type=Path, default=None, metavar="TOKENIZER.json",
+                   help=t("(hf) tokenizer.json подготовленных данных, если его нет там, где их готовили",
+                          "(hf) the prepared data's tokenizer.json, when it is not where the data was prepared"))
     return p
 
 
@@ -37,6 +49,7 @@ def main(argv: list[str]) -> int:
     from .runs.export import export_checkpoint, run_checkpoint
 
     ckpt = Path(args.checkpoint)
+    tokenizer = args.tokenizer
     if not ckpt.is_file():
         from .runs import Registry, RunNotFound
 
@@ -49,6 +62,10 @@ def main(argv: list[str]) -> int:
             return 2
         finally:
             reg.close()
+        if tokenizer is None and args.fmt == "hf":
+            from .runs.export import run_tokenizer
+
+            tokenizer = run_tokenizer(rec.config())
         found = run_checkpoint(rec.folder)
         damaged = "; ".join(found.skipped)
         if found.path is None:
@@ -62,6 +79,6 @@ def main(argv: list[str]) -> int:
                     f"ternit export: damaged checkpoints passed over ({damaged}); exporting {found.path.name}"),
                   file=sys.stderr)
         ckpt = found.path
-    result = export_checkpoint(ckpt, args.out)
+    result = export_checkpoint(ckpt, args.out, fmt=args.fmt, tokenizer=tokenizer)
     print(result.message, file=sys.stdout if result.ok else sys.stderr)
     return 0 if result.ok else 1

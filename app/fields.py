@@ -512,6 +512,34 @@ FIELDS: tuple[FieldSpec, ...] = (
         },
     ),
     *(FieldSpec(**kw) for kw in ADVANCED_FIELDS),  # «Дополнительно» (app/field_texts.py)
+    FieldSpec(
+        name="tokens_per_step",
+        section="advanced",
+        kind="int",
+        path="training.tokens_per_step",
+        minimum=0,
+        maximum=100_000_000,
+        unit={"ru": "токенов", "en": "tokens"},
+        label={"ru": "Токенов за шаг", "en": "Tokens per step"},
+        # Lines of at most 60 characters (the tooltip rule of issue 16).
+        tooltip={
+            "ru": "Сколько токенов учит один шаг — на любой машине.\n"
+            "Батч делится на микрошаги, их градиенты складываются:\n"
+            "микрошагов = это число / (карт × батч на карту × n),\n"
+            "нацело. Тогда продолжение на другой машине и меньший\n"
+            "батч после нехватки памяти учат так же, как раньше.\n"
+            "0 — автоматически: карт × батч на карту × n.\n"
+            "По умолчанию: {default}.",
+            "en": "How many tokens one step trains on, on any machine.\n"
+            "The batch is split into micro-steps whose gradients\n"
+            "add up: micro-steps = this / (cards × batch per card\n"
+            "× n), a whole number. A continuation on another\n"
+            "machine, or a smaller batch after running out of\n"
+            "memory, then trains as before.\n"
+            "0: automatic, cards × batch per card × n.\n"
+            "Default: {default}.",
+        },
+    ),
 )
 
 BY_NAME: dict[str, FieldSpec] = {f.name: f for f in FIELDS}

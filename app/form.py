@@ -36,6 +36,7 @@ from .numbers import (
     plural_ru,
 )
 from .sizing.result import Estimate
+from .tokens_per_step import micro_steps
 
 log = logging.getLogger(__name__)
 
@@ -391,6 +392,11 @@ class RunForm(FormChecks):
         facts = sizing.GPUS.get(self.values["gpu"])
         return facts.cards if facts is not None else 1
 
+    def _tokens_per_step(self) -> int:
+        """«Токенов за шаг» as the trainer reads it: 0 (automatic) unless a positive whole number."""
+        value = self.values.get("tokens_per_step")
+        return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
     def estimate(self) -> Estimate | None:
         """app.sizing's estimate for the form's values (None while the model or a training
         number is invalid). Time is for the steps this run will make."""
@@ -410,6 +416,7 @@ class RunForm(FormChecks):
             lang=current_language(), local_name=self.ctx.local_gpu, card_memory_mb=local_memory or None,
             eval_every=int(base_training.get("eval_every") or 200),
             eval_segments=int(base_training.get("eval_segments") or 96),
+            tokens_per_step=self._tokens_per_step(),
         )
         # Start's checks and every field's messages ask again for the same values: one
         # estimate (all the economical combinations) per set of values.
@@ -437,10 +444,13 @@ class RunForm(FormChecks):
         batch_ok = isinstance(v["batch_per_card"], int) and v["batch_per_card"] > 0
         if batch_ok:
             cards = self.cards()
-            per_step = est.tokens_per_step if est else v["batch_per_card"] * cards * n
+            per_step = est.tokens_per_step if est else (self._tokens_per_step() or v["batch_per_card"] * cards * n)
+            micro = micro_steps(self._tokens_per_step(), cards, v["batch_per_card"], n) or 1
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
                                 t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
-                                  f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")))
+                                  f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")
+                                + (t(f" × {micro} {plural_ru(micro, 'микрошаг', 'микрошага', 'микрошагов')}",
+                                     f" × {micro} micro-steps") if micro > 1 else "")))
         rows.append(sizes.data_row(est, params, self.data_tokens(), self._data_what()))
         if est is None:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(

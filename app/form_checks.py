@@ -15,6 +15,7 @@ from . import form_sizes as sizes
 from . import sizing
 from .i18n import current_language, t
 from .numbers import count_text, format_value
+from .tokens_per_step import problem as tokens_problem
 
 KAGGLE_SESSION_MIN = 720  # Kaggle ends a session after 12 hours
 AUTO_MACHINE = "auto"  # «Авто»: the lab picks the Kaggle account
@@ -100,7 +101,7 @@ class FormChecks:
         return [*self._field_issues(), *self._data_issues(), *self._prepared_issues(),
                 *self._continue_issues(), *self._machine_issues(),
                 # Runs going now: the same one again (a double click on Start), or another on this PC.
-                *self._active_run_issues(), *self._memory_issues()]
+                *self._tokens_issues(), *self._active_run_issues(), *self._memory_issues()]
 
     def _data_issues(self) -> list[Issue]:
         """The constellations: ticked, known, prepared (with the checkpoint's tokenizer)."""
@@ -200,6 +201,14 @@ class FormChecks:
             return []
         return [Issue("batch_per_card", "error",
                       sizes.batch_issue(est, self.values["batch_per_card"], gpu_label(self.values["gpu"])))]
+
+    def _tokens_issues(self) -> list[Issue]:
+        """«Токенов за шаг» that is no whole number of micro-steps on this machine."""
+        v = self.values
+        if not (isinstance(v["batch_per_card"], int) and v["batch_per_card"] > 0 and isinstance(v["context"], int)):
+            return []
+        why = tokens_problem(self._tokens_per_step(), self.cards(), v["batch_per_card"], v["context"])
+        return [Issue("tokens_per_step", "error", why)] if why else []
 
     def _active_run_issues(self) -> list[Issue]:
         if not self.ctx.active_runs or not self.model_ok() or self.prepared_for_selection() is None:

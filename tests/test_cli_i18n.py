@@ -210,8 +210,8 @@ def test_usage_errors_in_the_interface_language(lang):
                                         "argument --gpu: invalid choice: 'h100'"),
         ("monitor", "--count", "many"): ("аргумент --count: неверное значение 'many' (нужно: целое число)",
                                          "argument --count: invalid int value: 'many'"),
-        ("export",): ("не хватает аргументов: ЧЕКПОИНТ, OUT.safetensors",
-                      "the following arguments are required: CKPT, OUT.safetensors"),
+        ("export",): ("не хватает аргументов: ЧЕКПОИНТ, OUT",
+                      "the following arguments are required: CKPT, OUT"),
         ("kaggle", "remove-account"): ("не хватает аргументов: ", "the following arguments are required: "),
         ("run", "bogus"): ("недопустимое значение 'bogus'", "invalid choice: 'bogus'"),
     }

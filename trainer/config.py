@@ -55,6 +55,10 @@ class TrainingConfig:
     min_lr_ratio: float = 0.1
     weight_decay: float = 0.1
     grad_clip: float = 1.0
+    # The tokens one optimizer step trains on, whatever the machine: the batch is split into
+    # micro-steps whose gradients add up (accumulation = this / (cards × batch_per_card ×
+    # context), a whole number). 0: one micro-step, cards × batch_per_card × context.
+    tokens_per_step: int = 0
     # Samples during training (trainer.samples): every `sample_every` steps, 0 = with each
     # evaluation; `sample_tokens` new tokens per prompt, 0 = no samples; no prompts = the
     # first words of a few held-out documents, the same for the whole run.
@@ -205,6 +209,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"training.min_lr_ratio must be from 0 to 1, not {t.min_lr_ratio:g}")
     if t.weight_decay < 0 or t.grad_clip < 0:
         raise ConfigError("training.weight_decay and training.grad_clip must be 0 or more")
+    for cards in target_cards(cfg):
+        accumulation(cfg, cards)
     state = parameter_count(m) * STATE_BYTES_PER_WEIGHT
     if state > MAX_STATE_BYTES:
         raise ConfigError(
@@ -220,6 +226,60 @@ def validate(cfg: RunConfig) -> None:
     sharding_mode(t.sharding)
     if cfg.target.kind not in TARGET_KINDS:
         raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
+
+
+def target_cards(cfg: RunConfig) -> tuple[int, ...]:
+    """The numbers of cards (processes) the run's target can train on, known before it
+    starts: Kaggle's only GPU shape is T4 ×2 (a tokens_per_step that divides for two
+    divides for one, the kernel's CPU fallback), a
+    local target names its cards or "cpu"; "auto" is one process or every GPU of the PC,
+    unknown here, so the trainer checks it again at its start."""
+    if cfg.target.kind == "kaggle":
+        return (2,)
+    gpu = cfg.target.gpu.strip()
+    ids = [x for x in gpu.split(",") if x.strip()]
+    if gpu not in ("auto", "cpu", "") and ids and all(x.strip().isdigit() for x in ids):
+        return (len(ids),)
+    return (1,)
+
+
+def accumulation(cfg: RunConfig, cards: int) -> int:
+    """Micro-steps per optimizer step on `cards` processes: training.tokens_per_step /
+    (cards × batch_per_card × context), 1 when tokens_per_step is 0; a ConfigError naming
+    the numbers and the nearest valid values when it does not divide."""
+    t, n = cfg.training, cfg.model.context
+    wanted = t.tokens_per_step
+    if wanted < 0:
+        raise ConfigError(f"training.tokens_per_step must be 0 (automatic) or more, not {wanted}")
+    micro = cards * t.batch_per_card * n
+    if wanted == 0:
+        return 1
+    if wanted % micro == 0:
+        return wanted // micro
+    near, batches = nearest_valid(wanted, cards, t.batch_per_card, n)
+    other = f" (or batch_per_card to {', '.join(map(str, batches))})" if batches else ""
+    raise ConfigError(
+        f"training.tokens_per_step {wanted:,} is not a whole number of micro-steps of "
+        f"{cards} card(s) × batch_per_card {t.batch_per_card} × context {n} = {micro:,} tokens: "
+        f"set tokens_per_step to {' or '.join(f'{v:,}' for v in near)}{other}, or to 0 for automatic"
+    )
+
+
+def nearest_valid(wanted: int, cards: int, batch: int, context: int) -> tuple[list[int], list[int]]:
+    """For a tokens_per_step that does not divide: the nearest values that do (below and
+    above), and up to three batches per card near `batch` that would divide it."""
+    micro = cards * batch * context
+    below, above = wanted // micro * micro, (wanted // micro + 1) * micro
+    fitting = [b for b in range(1, 2 * batch + 1) if wanted % (cards * b * context) == 0]
+    return [v for v in (below, above) if v], sorted(sorted(fitting, key=lambda b: abs(b - batch))[:3])
+
+
+def smaller_batch(batch: int, micro_steps: int) -> int:
+    """The out-of-memory advice: the largest batch per card of at most half `batch` that
+    splits the step's batch × micro_steps sequences into whole micro-steps, so the tokens
+    per step stay (6 → 3 with twice the micro-steps; 5 → 1 with five times as many)."""
+    whole = batch * micro_steps
+    return max(d for d in range(1, max(1, batch // 2) + 1) if whole % d == 0)
 
 
 def economical_level(value: bool | str | None) -> str:

@@ -3,6 +3,9 @@
 train.bin/val.bin are uint16 token ids, memory-mapped (never read whole). A batch's
 offsets come from a generator seeded with (seed, step, rank), so a resumed run reads
 exactly what an uninterrupted one would, without any loader state in the checkpoint.
+With gradient accumulation, micro-step m of rank r reads the batch of the "virtual rank"
+m × world_size + r: one card accumulating two micro-steps reads what two cards read in
+one, so a run that changes machine at the same tokens per step keeps its data.
 """
 
 from __future__ import annotations
@@ -83,22 +86,29 @@ class Prefetcher:
     """Builds the next batch while the current step runs, and moves it to the device
     without a host stall (pinned memory, non-blocking copy) on CUDA."""
 
-    def __init__(self, tokens: np.ndarray, context: int, batch: int, seed: int, rank: int, device: torch.device) -> None:
+    def __init__(self, tokens: np.ndarray, context: int, batch: int, seed: int, rank: int, device: torch.device,
+                 world_size: int = 1, accumulation: int = 1) -> None:
         self.tokens, self.context, self.batch, self.seed, self.rank = tokens, context, batch, seed, rank
-        self.device = device
-        self._next: tuple[int, tuple[torch.Tensor, torch.Tensor]] | None = None
+        self.device, self.world_size, self.accumulation = device, world_size, accumulation
+        self._next: tuple[tuple[int, int], tuple[torch.Tensor, torch.Tensor]] | None = None
 
-    def _load(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        x, y = get_batch(self.tokens, self.context, self.batch, self.seed, step, self.rank)
+    def _load(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        rank = micro * self.world_size + self.rank  # micro 0: the rank itself, as without accumulation
+        x, y = get_batch(self.tokens, self.context, self.batch, self.seed, step, rank)
         if self.device.type == "cuda":
             x, y = x.pin_memory().to(self.device, non_blocking=True), y.pin_memory().to(self.device, non_blocking=True)
         return x, y
 
-    def get(self, step: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """The batch for `step`, then start loading the one for `step + 1`."""
-        if self._next is not None and self._next[0] == step:
+    def get(self, step: int, micro: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+        """The batch for micro-step `micro` of `step`, then start loading the next one."""
+        if self._next is not None and self._next[0] == (step, micro):
             batch = self._next[1]
         else:
-            batch = self._load(step)
-        self._next = (step + 1, self._load(step + 1))
+            batch = self._load(step, micro)
+        after = (step, micro + 1) if micro + 1 < self.accumulation else (step + 1, 0)
+        self._next = (after, self._load(*after))
         return batch
+
+    def get_step(self, step: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+        """Every micro-batch of `step`, in order."""
+        return [self.get(step, m) for m in range(self.accumulation)]

@@ -2,46 +2,83 @@
 
 Kept apart from the loop so the benchmarks (bench.step, the economical-mode benchmark)
 time exactly the step the trainer runs.
+
+A step may be several micro-steps (gradient accumulation, run.json
+`training.tokens_per_step`): each micro-batch's loss is divided by their number before
+its backward pass, so the gradients add up to those of the mean loss over the whole
+batch; under DDP only the last backward pass averages them across the processes.
 """
 
 from __future__ import annotations
+
+from contextlib import nullcontext
 
 import torch
 from torch import nn
 
 from .optim import autocast
 
+Batch = tuple[torch.Tensor, torch.Tensor]
+
 
 def train_step(
     model: nn.Module,
     optimizer: torch.optim.Optimizer,
     scaler: torch.amp.GradScaler,
-    batch: tuple[torch.Tensor, torch.Tensor],
+    batch: Batch | list[Batch],
     lr: float,
     precision: str,
     device: torch.device,
     grad_clip: float,
 ) -> torch.Tensor:
-    """Run one update; returns the loss (a detached scalar tensor, not yet synchronised)."""
+    """Run one update over `batch` (one (inputs, targets) pair, or a list of them: the
+    micro-steps of one update); returns the mean loss (a detached scalar tensor, not yet
+    synchronised)."""
     for group in optimizer.param_groups:
         group["lr"] = lr
-    x, y = batch
+    micro = batch if isinstance(batch, list) else [batch]
     if getattr(optimizer, "steps_in_backward", False):
         # The lean state (trainer/lean.py): each parameter is updated from its gradient
-        # hook during the backward pass, clipped by the previous step's global norm.
+        # hook during the backward pass, clipped by the previous step's global norm. Its
+        # hooks stay idle outside begin_step/end_step, so the micro-steps before the last
+        # leave their gradients in .grad, and the last backward pass adds its own and
+        # updates each parameter from the sum.
+        losses = _backward_all(model, micro[:-1], precision, device, len(micro), None, ends_step=False)
         optimizer.begin_step()
-        with autocast(precision, device):
-            loss = model(x, y)
-        loss.backward()
+        losses += _backward_all(model, micro[-1:], precision, device, len(micro), None)
         optimizer.end_step()
-        return loss.detach()
-    with autocast(precision, device):
-        loss = model(x, y)
-    scaler.scale(loss).backward()
+        return _mean(losses)
+    losses = _backward_all(model, micro, precision, device, len(micro), scaler)
     if grad_clip > 0:
         scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip, foreach=True)
     scaler.step(optimizer)
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
-    return loss.detach()
+    return _mean(losses)
+
+
+def _backward_all(
+    model: nn.Module, micro: list[Batch], precision: str, device: torch.device, count: int,
+    scaler: torch.amp.GradScaler | None, ends_step: bool = True,
+) -> list[torch.Tensor]:
+    """Forward and backward over micro-batches; `count` is the whole step's number of
+    micro-steps (the loss divisor), `ends_step` whether the last of these ends the step.
+    DDP's all-reduce is held back (no_sync) on every backward pass but the step's last."""
+    losses = []
+    hold = getattr(model, "no_sync", None)  # a DistributedDataParallel wrapper has it
+    for i, (x, y) in enumerate(micro):
+        syncs = ends_step and i == len(micro) - 1
+        with hold() if hold is not None and not syncs else nullcontext():
+            with autocast(precision, device):
+                loss = model(x, y)
+            # Divided only when there are several: a step of one stays bit for bit the
+            # step the trainer made before accumulation existed.
+            scaled = loss / count if count > 1 else loss
+            (scaler.scale(scaled) if scaler is not None else scaled).backward()
+        losses.append(loss.detach())
+    return losses
+
+
+def _mean(losses: list[torch.Tensor]) -> torch.Tensor:
+    return losses[0] if len(losses) == 1 else torch.stack(losses).float().mean()

@@ -20,7 +20,16 @@ import torch
 
 from . import checkpoint as ckpt
 from . import wrapping
-from .config import ConfigError, RunConfig, economical_level, lean_mode, load, parameter_count
+from .config import (
+    ConfigError,
+    RunConfig,
+    accumulation,
+    economical_level,
+    lean_mode,
+    load,
+    parameter_count,
+    smaller_batch,
+)
 from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
 from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, OutputError, detach_terminal, say
@@ -112,6 +121,8 @@ class Trainer:
         self.precision = pick_precision(t.precision, device)
         self.events = EventLog(opts.run_dir / "events.jsonl" if world.is_main else None, echo=world.is_main)
         self.control = Control(opts.run_dir, t.limit_min * 60, opts.stop_at_step)
+        # Micro-steps per optimizer step (training.tokens_per_step); checked in build().
+        self.accumulation = 1
         self.tokens_per_step = t.batch_per_card * world.size * cfg.model.context
         self.data: PreparedData | None = None
         self.step = 0
@@ -129,8 +140,20 @@ class Trainer:
         self.compiled: Any = None  # trainer.compiling.CompiledStep when compilation is on
 
     # ---- set-up -------------------------------------------------------------------------
+    def plan_accumulation(self) -> None:
+        """The step's micro-steps on this many processes, refused (ConfigError, exit 2)
+        before anything trains when tokens_per_step does not divide."""
+        t = self.cfg.training
+        self.accumulation = accumulation(self.cfg, self.world.size)
+        self.tokens_per_step = self.accumulation * t.batch_per_card * self.world.size * self.cfg.model.context
+        if self.accumulation > 1 and lean_mode(t.lean_state) != "off" and self.precision != "fp16":
+            self.say(f"lean_state with {self.accumulation} micro-steps: the gradients of the first "
+                     f"{self.accumulation - 1} are kept whole (in the weights' precision, {self.precision}) "
+                     "until the last backward pass updates the weights")
+
     def build(self) -> None:
         cfg, t = self.cfg, self.cfg.training
+        self.plan_accumulation()
         if t.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=True)
             torch.backends.cudnn.benchmark = False
@@ -237,6 +260,8 @@ class Trainer:
         self.say(
             f"device: {self.device} × {self.world.size}, precision {self.precision}, "
             f"{fmt_int(self.tokens_per_step)} tokens per step"
+            + (f" ({self.accumulation} micro-steps of {fmt_int(self.tokens_per_step // self.accumulation)})"
+               if self.accumulation > 1 else "")
             + (f", resumed from {self.resumed_from} at step {self.step}" if self.resumed_from else "")
         )
         self.events.emit(
@@ -248,6 +273,7 @@ class Trainer:
             world_size=self.world.size,
             precision=self.precision,
             tokens_per_step=self.tokens_per_step,
+            accumulation=self.accumulation,
             resumed_from=self.resumed_from,
             data_id=self.data.data_id if self.data else None,
             data_changed=self.data_changed,
@@ -350,7 +376,7 @@ class Trainer:
             return torch.cuda.memory_allocated(self.device) / 2**20, torch.cuda.max_memory_allocated(self.device) / 2**20
         return self.cpu_alloc_mb, self.cpu_peak_mb
 
-    def run_step(self, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    def run_step(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         t = self.cfg.training
         args = (self.optimizer, self.scaler, batch, self.schedule.at(self.step), self.precision, self.device, t.grad_clip)
 
@@ -366,7 +392,7 @@ class Trainer:
             # storages (the allocator's cache and RSS are not what the program allocates).
             from .memory import measure_step, model_tensors, optimizer_tensors
 
-            alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *batch]
+            alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *(x for b in batch for x in b)]
             loss, report = measure_step(lambda: wrapping.step_with(self, step), alive=alive)
             self.cpu_peak_mb = report["peak_bytes"] / 2**20
             self.cpu_alloc_mb = report["end_bytes"] / 2**20
@@ -386,7 +412,8 @@ class Trainer:
     def train(self) -> str:
         assert self.data is not None
         t, n = self.cfg.training, self.cfg.model.context
-        fetch = Prefetcher(self.data.train, n, t.batch_per_card, t.seed, self.world.rank, self.device)
+        fetch = Prefetcher(self.data.train, n, t.batch_per_card, t.seed, self.world.rank, self.device,
+                           world_size=self.world.size, accumulation=self.accumulation)
         last_save = time.monotonic()
         while True:
             reason = self.control.local_reason(self.step)
@@ -398,7 +425,7 @@ class Trainer:
             self.wait_while_paused()
             began = time.perf_counter()
             try:
-                loss = self.run_step(fetch.get(self.step))
+                loss = self.run_step(fetch.get_step(self.step))
                 loss_value = sum_across(self.world, [float(loss)], self.device)[0] / self.world.size
             except torch.OutOfMemoryError as e:
                 raise self.oom(e) from None
@@ -439,13 +466,17 @@ class Trainer:
 
     def oom(self, error: Exception) -> TrainingFailure:
         batch = self.cfg.training.batch_per_card
-        suggested = max(1, batch // 2)
+        suggested = smaller_batch(batch, self.accumulation)
+        more = self.accumulation * batch // suggested
         advice = (
-            f"lower training.batch_per_card from {batch} to {suggested}"
+            f"lower training.batch_per_card from {batch} to {suggested} and keep training.tokens_per_step "
+            f"{self.tokens_per_step} ({more} micro-steps instead of {self.accumulation}: the same optimisation)"
             if batch > 1
             else "batch 1 does not fit: lower model.context or the model size, or turn on training.economical"
         )
-        return TrainingFailure("oom", f"out of memory at step {self.step + 1}: {str(error).splitlines()[0][:300]}", advice, suggested_batch=suggested)
+        return TrainingFailure("oom", f"out of memory at step {self.step + 1}: {str(error).splitlines()[0][:300]}", advice,
+                               suggested_batch=suggested, tokens_per_step=self.tokens_per_step,
+                               suggested_accumulation=more)
 
 
 def run(opts: Options) -> int:

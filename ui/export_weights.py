@@ -1,6 +1,6 @@
 """«Экспорт весов»: the latest checkpoint's weights as .safetensors, by `ternit export` in a
 child process (it loads torch; the window never does). Which checkpoint, and the command,
-are app.lab's."""
+are app.lab's. «Метрики в CSV…»: a run's table (app.runs.metrics) into a file."""
 
 from __future__ import annotations
 
@@ -46,3 +46,18 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
     status.showMessage(t(f"Экспорт весов в {out}…", f"Exporting weights to {out}…"))
     proc.start()
     return proc
+
+
+def export_metrics(window: QMainWindow, registry: Any, run_id: str, out: str | None = None) -> bool:
+    """Ask where to (unless `out`), write the run's metrics table, say how in the status bar."""
+    from app.runs.metrics import save_metrics
+
+    if out is None:
+        name = registry.get(run_id).name
+        out, _ = QFileDialog.getSaveFileName(window, t("Метрики в CSV", "Metrics as CSV"),
+                                             str(Path.home() / f"{name}-metrics.csv"), "CSV (*.csv)")
+        if not out:
+            return False
+    ok, line = save_metrics(registry, run_id, out)
+    window.statusBar().showMessage(line)
+    return ok

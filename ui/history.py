@@ -13,12 +13,13 @@ import math
 from typing import Any
 
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QAction, QColor
 from PySide6.QtWidgets import (
     QAbstractButton,
     QAbstractItemView,
     QHBoxLayout,
     QHeaderView,
+    QMenu,
     QPushButton,
     QTableWidget,
     QTableWidgetItem,
@@ -93,6 +94,7 @@ class HistoryView(QWidget):
     show_requested = Signal(str)
     open_folder_requested = Signal(str)
     export_requested = Signal(str)
+    metrics_requested = Signal(str)  # «Метрики в CSV…» (the table's context menu)
     overlay_changed = Signal(str, bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
@@ -125,6 +127,8 @@ class HistoryView(QWidget):
         self.table.itemSelectionChanged.connect(self._selection_changed)
         self.table.itemChanged.connect(self._item_changed)
         self.table.cellDoubleClicked.connect(lambda r, _c: self._emit(self.show_requested, r))
+        self.table.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.table.customContextMenuRequested.connect(self._context_menu)
         self.buttons: dict[str, QAbstractButton] = {}
         bar = QHBoxLayout()
         bar.addStretch(1)  # no title: the tab says «История», and the actions need the width
@@ -167,6 +171,25 @@ class HistoryView(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.table, 1)
         self._selection_changed()
+
+    def context_actions(self, row: int) -> list[QAction]:
+        """The context menu's items for a table row (none off the rows)."""
+        if self.run_id_at(row) is None:
+            return []
+        csv = QAction(t("Метрики в CSV…", "Metrics as CSV…"), self)
+        csv.setToolTip(t("Шаг, время, loss, lr, токены, скорость и валидация прогона\n"
+                         "(с прогонами, которые он продолжает) — в файл CSV",
+                         "The run's step, time, loss, lr, tokens, speed and validation\n"
+                         "(with the runs it continues) as a CSV file"))
+        csv.triggered.connect(lambda _=False, r=row: self._emit(self.metrics_requested, r))
+        return [csv]
+
+    def _context_menu(self, pos: Any) -> None:
+        actions = self.context_actions(self.table.rowAt(pos.y()))
+        if actions:
+            menu = QMenu(self)
+            menu.addActions(actions)
+            menu.exec(self.table.viewport().mapToGlobal(pos))
 
     def run_id_at(self, row: int) -> str | None:
         """The id of the run shown in this table row (rows move when sorted)."""

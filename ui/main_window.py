@@ -39,7 +39,7 @@ from . import monitor_tab, settings, tooltips, window_memory
 from .background import run_in_thread
 from .cli_task import CliTask
 from .close_question import ask_about_running
-from .export_weights import export_weights
+from .export_weights import export_metrics, export_weights
 from .history import HistoryView
 from .notifier import Notifier
 from .prepare_row import PrepareRow
@@ -138,6 +138,7 @@ class MainWindow(QMainWindow):
         self.history.show_requested.connect(self.follow)
         self.history.open_folder_requested.connect(self.open_folder)
         self.history.export_requested.connect(self.export_weights)
+        self.history.metrics_requested.connect(self.export_metrics)
         self.history.overlay_changed.connect(self.set_overlay)
         self.tabs = QTabWidget()
         self.tabs.addTab(self.history, t("История", "History"))
@@ -442,6 +443,10 @@ class MainWindow(QMainWindow):
         if proc is not None:
             self.export_processes.append(proc)
         return proc
+
+    def export_metrics(self, run_id: str, out: str | None = None) -> bool:
+        """«Метрики в CSV…» (ui/export_weights.py)."""
+        return export_metrics(self, self.runs.registry, run_id, out)
 
     # -- notifications and closing -------------------------------------------------------
 

@@ -134,7 +134,22 @@ def parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help=t("строка прогона в истории и причина, если он упал",
                                        "one run's row, and why it failed if it did"))
     sh.add_argument("id", metavar="ID", help=run_id)
+    _metrics_parser(sub, run_id)
     return p
+
+
+def _metrics_parser(sub: Any, run_id: str) -> None:
+    mt = sub.add_parser("metrics", help=t("метрики прогона таблицей CSV: шаг, время, loss, lr, токены, валидация",
+                                          "a run's metrics as a CSV table: step, time, loss, lr, tokens, validation"))
+    mt.add_argument("id", metavar="ID", help=run_id)
+    mt.add_argument("--csv", action="store_true",
+                    help=t("в формате CSV (он и по умолчанию): строка на шаг, валидация в строке своего шага",
+                           "as CSV (the default too): a row per step, validation in its step's row"))
+    mt.add_argument("--out", metavar=t("ФАЙЛ", "FILE"),
+                    help=t("записать в ФАЙЛ, а не в стандартный вывод", "write to FILE instead of standard output"))
+    mt.add_argument("--only-this", action="store_true",
+                    help=t("только этот прогон, без прогонов, которые он продолжает",
+                           "this run alone, without the runs it continues"))
 
 
 class Progress:
@@ -321,6 +336,18 @@ def _start_config(args: argparse.Namespace) -> dict[str, Any]:
     return cfg
 
 
+def _metrics(m: RunManager, args: argparse.Namespace) -> int:
+    from .metrics import run_metrics, save_metrics, to_csv
+
+    rec = m.registry.find(args.id)
+    if not args.out:
+        sys.stdout.write(to_csv(run_metrics(m.registry, rec.id, with_parents=not args.only_this)))
+        return EXIT_OK
+    ok, line = save_metrics(m.registry, rec.id, args.out, with_parents=not args.only_this)
+    print(f"ternit run metrics: {line}", file=sys.stderr)
+    return EXIT_OK if ok else EXIT_USAGE
+
+
 def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "start":
         rec = m.create(_start_config(args), target=args.target, account=args.account, gpu=args.gpu)
@@ -371,6 +398,8 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         rec = m.retry(m.registry.find(args.id).id)
         _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
+    if args.cmd == "metrics":
+        return _metrics(m, args)
     if args.cmd == "show":
         from dataclasses import asdict
 

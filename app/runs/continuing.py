@@ -141,6 +141,12 @@ def continue_config(
     cfg["model"] = parent_model(parent)
     cfg["resume_from"] = str(ckpt.resolve())
     training = cfg.setdefault("training", {})
+    # The tokens per step the parent trained with, written out: continued on another
+    # machine (2×T4 → one home card) the trainer makes up the difference with micro-steps
+    # instead of silently halving the step.
+    trained = (_last_start(parent) or {}).get("tokens_per_step")
+    if not training.get("tokens_per_step") and isinstance(trained, int) and trained > 0:
+        training["tokens_per_step"] = trained
     at = checkpoint_step(ckpt) or parent.last_step or 0
     old_to = int(training.get("steps_to") or parent.steps_to or at or 1)
     if steps_to is None:

@@ -1,7 +1,8 @@
-"""Exporting a checkpoint's weights as safetensors (the history's «Экспорт весов»).
+"""Exporting a checkpoint's weights as safetensors (the history's «Экспорт весов»), or as a
+Hugging Face folder (`fmt="hf"`: GPT2LMHeadModel with its tokenizer).
 
 The export loads the checkpoint with torch, so it runs as its own process:
-`python -m trainer.export CKPT OUT.safetensors`.
+`python -m trainer.export CKPT OUT [--format hf --tokenizer TOKENIZER.json]`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,11 @@ class ExportResult:
     message: str  # the exporter's own output, or why it failed
 
 
-def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | None = None) -> ExportResult:
-    """Run the exporter and wait for it; the file appears at `out` only when complete."""
+def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | None = None,
+                      fmt: str = "safetensors", tokenizer: Path | str | None = None) -> ExportResult:
+    """Run the exporter and wait for it; the file (or, for "hf", the folder) appears at
+    `out` only when complete. `tokenizer`: the prepared data's tokenizer.json for "hf"
+    (else the exporter looks in the checkpoint's data folder)."""
     import os
 
     checkpoint, out = Path(checkpoint).resolve(), Path(out).resolve()
@@ -36,16 +40,26 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     root = _trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    argv = [sys.executable, "-m", "trainer.export", str(checkpoint), str(out)]
+    if fmt == "hf":
+        argv += ["--format", "hf"] + (["--tokenizer", str(tokenizer)] if tokenizer else [])
     try:
         done = subprocess.run(
-            [sys.executable, "-m", "trainer.export", str(checkpoint), str(out)],
+            argv,
             capture_output=True, text=True, env=env, timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         return ExportResult(False, str(checkpoint), str(out), t("Экспорт не уложился во время.", "The export timed out."))
     text = (done.stdout + done.stderr).strip()
-    ok = done.returncode == 0 and out.is_file()
-    if ok:
+    ok = done.returncode == 0 and (out / "config.json" if fmt == "hf" else out).is_file()
+    if ok and fmt == "hf":
+        meta = _metadata(out / "model.safetensors")
+        params, step = meta.get("ternit_params", "?"), meta.get("ternit_step", "?")
+        params = f"{int(params):,}" if params.isdigit() else params
+        text = t(f"папка Hugging Face записана: {out} ({params.replace(',', ' ')} весов, шаг {step}; "
+                 "загружается как GPT2LMHeadModel)",
+                 f"Hugging Face folder written: {out} ({params} weights, step {step}; loads as GPT2LMHeadModel)")
+    elif ok:
         # The exporter (trainer/, which cannot use the lab's texts) says it in English; the
         # same facts from the file itself, in the interface language.
         meta = _metadata(out)
@@ -70,6 +84,11 @@ FAILURES = {
         "Выберите другое место.",
         f"Could not write {out}: the folder is read-only, the disk is full or a file stands where a folder "
         "should be. Choose another place."),
+    5: lambda ckpt, out: t(
+        f"Нет токенизатора чекпоинта {ckpt} (данные готовили в другом месте, например на Kaggle) или указан "
+        "другой. Укажите --tokenizer с tokenizer.json подготовленных данных прогона.",
+        f"The tokenizer of checkpoint {ckpt} is not there (the data was prepared elsewhere, e.g. on Kaggle) or "
+        "another one was given. Pass --tokenizer with the tokenizer.json of the run's prepared data."),
 }
 
 
@@ -87,6 +106,14 @@ def _metadata(path: Path) -> dict[str, str]:
         return {} if not isinstance(meta, dict) else {str(k): str(v) for k, v in meta.items()}
     except (OSError, ValueError, struct.error):
         return {}
+
+
+def run_tokenizer(config: dict) -> Path | None:
+    """The tokenizer.json of a run's prepared data on this computer (run.json data.dir),
+    if it is there: a Kaggle checkpoint names the kernel's folder instead."""
+    folder = (config.get("data") or {}).get("dir") if isinstance(config, dict) else None
+    path = Path(folder) / "tokenizer.json" if folder else None
+    return path if path is not None and path.is_file() else None
 
 
 def run_checkpoint(run_dir: Path | str) -> Checked:

@@ -12,8 +12,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.config import smaller_batch
+
 from ..fields import economical_level, economical_step_up
 from ..i18n import t
+from ..numbers import plural_ru
 from .events import Event
 
 VANISHED = "vanished"  # no `end` event and no process: killed, or the PC went down
@@ -29,6 +32,7 @@ class Failure:
     checkpoint: str | None = None  # the newest intact checkpoint, if any
     batch: int | None = None       # the batch that failed (oom)
     suggested_batch: int | None = None
+    tokens_per_step: int | None = None  # what the failed run trained per step (oom: kept)
     lr: float | None = None        # the learning rate that diverged (nan)
     suggested_lr: float | None = None
     file: str | None = None        # the data file or folder at fault (data)
@@ -61,6 +65,10 @@ class Failure:
         training = new.setdefault("training", {})
         if self.kind == "oom" and self.suggested_batch:
             training["batch_per_card"] = self.suggested_batch
+            # The step's tokens stay: the smaller batch makes more micro-steps (gradient
+            # accumulation), so the retry optimises as the failed run did.
+            if self.tokens_per_step:
+                training["tokens_per_step"] = self.tokens_per_step
         elif self.kind == "nan" and self.suggested_lr:
             training["lr"] = self.suggested_lr
         if self.checkpoint:
@@ -95,16 +103,24 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
                 started=started)
     if kind == "oom":
         f.batch = training.get("batch_per_card")
-        f.suggested_batch = err.get("suggested_batch") or (max(1, f.batch // 2) if f.batch else None)
+        start = next((e for e in reversed(events[:at]) if e.get("event") == "start"), {})
+        f.tokens_per_step = err.get("tokens_per_step") or start.get("tokens_per_step") or None
+        micro = int(start.get("accumulation") or 1)
+        f.suggested_batch = err.get("suggested_batch") or (smaller_batch(f.batch, micro) if f.batch else None)
+        kept = f.tokens_per_step and f.batch and f.suggested_batch and f.batch > f.suggested_batch
+        more = f.batch * micro // f.suggested_batch if kept else None
         # The economical mode's next level, if there is one, keeps the batch (and so the
         # training's dynamics) as it is: offered beside the smaller batch.
-        more = economical_step_up(economical_level(training.get("economical")) or "off")
+        level_up = economical_step_up(economical_level(training.get("economical")) or "off")
         if f.batch and f.batch > 1:
             f.advice = t(
                 f"Не хватило памяти видеокарты. Уменьшите «Батч на карту» с {f.batch} до {f.suggested_batch}"
-                + (f" или {more} — батч останется прежним." if more else "."),
+                + (f" ({more} {plural_ru(more, 'микрошаг', 'микрошага', 'микрошагов')} вместо {micro}: "
+                   "токенов за шаг столько же, обучение то же)" if more else "")
+                + (f" или {level_up} — батч останется прежним." if level_up else "."),
                 f"The GPU ran out of memory. Lower «Batch per card» from {f.batch} to {f.suggested_batch}"
-                + (f", or {more} and keep the batch." if more else "."),
+                + (f" ({more} micro-steps instead of {micro}: the same tokens per step, the same training)" if more else "")
+                + (f", or {level_up} and keep the batch." if level_up else "."),
             )
         else:
             f.suggested_batch = None
@@ -112,9 +128,9 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
             # nothing when the run already used the full one.
             f.advice = t(
                 "Не помещается даже батч 1: уменьшите контекст или размер модели"
-                + (f", или {more}." if more else "."),
+                + (f", или {level_up}." if level_up else "."),
                 "Even batch 1 does not fit: lower the context or the model size"
-                + (f", or {more}." if more else "."),
+                + (f", or {level_up}." if level_up else "."),
             )
     elif kind == "nan":
         f.lr = training.get("lr")

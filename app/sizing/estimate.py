@@ -12,7 +12,8 @@ from typing import Any
 from ..i18n import current_language
 from .advice import advice
 from .combos import Combination, combinations, extra_step_seconds
-from .formulas import Shape, flops_per_token, param_count, tokens_per_step
+from .formulas import Shape, flops_per_token, param_count
+from .formulas import tokens_per_step as micro_step_tokens
 from .gpus import GPUS, GpuFacts, cpu_threads, local_card, ram_mb
 from .memory import (
     ECONOMICAL,
@@ -88,6 +89,9 @@ class _Ctx:
     workspace: int
     measured: list[dict[str, Any]]
     lang: str
+    # Tokens per optimizer step (run.json's training.tokens_per_step, several micro-steps
+    # of one micro-batch each; 0 there: one micro-step). Memory is one micro-batch's.
+    step_tokens: int = 0
 
     @property
     def device(self) -> str:
@@ -134,7 +138,7 @@ def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
             speed = dataclasses.replace(normal, kind="scaled_measured", source={
                 "ru": normal.source["ru"] + " (обычное состояние) + цена экономного состояния",
                 "en": normal.source["en"] + " (the normal state) + the lean state's cost"})
-    per_step = tokens_per_step(s.batch, facts.cards, s.context)
+    per_step = ctx.step_tokens  # the optimizer's extra cost comes once per step, not per micro-step
     lean_costs = Combination(c.level, "off", c.sharded) if same_state else c
     threads = cpu_threads() if facts.kind == "cpu" else 1
     extra = extra_step_seconds(lean_costs, param_count(s.layers, s.width, s.context, s.vocab),
@@ -217,14 +221,15 @@ def _wanted(economical: bool | str, lean_state: bool | str, sharded: bool) -> Co
 
 
 def _context(gpu: str, s: Shape, precision: str, measured: Iterable[dict[str, Any]] | None, lang: str,
-             card_memory_mb: Any, local_name: str | None) -> _Ctx:
+             card_memory_mb: Any, local_name: str | None, step_tokens: int = 0) -> _Ctx:
     if gpu not in GPUS:
         raise ValueError(f"unknown gpu {gpu!r} (known: {', '.join(GPUS)})")
     s.check(lang)
     facts = GPUS[gpu]
     card_mb, found_name, cc = _card_memory(gpu, facts, card_memory_mb)
     return _Ctx(s, gpu, facts, _precision(precision, facts, cc), card_mb, local_name or found_name,
-                _workspace(facts, cc), list(measured or []), lang)
+                _workspace(facts, cc), list(measured or []), lang,
+                step_tokens or micro_step_tokens(s.batch, facts.cards, s.context))
 
 
 def _timing(ctx: _Ctx, tps: float, steps_to: int, start_step: int, limit_min: float | None,
@@ -235,7 +240,7 @@ def _timing(ctx: _Ctx, tps: float, steps_to: int, start_step: int, limit_min: fl
         raise ValueError(_t(lang, f"«Шагов до» должно быть больше начального шага ({start_step}), а не {steps_to}",
                             f"steps_to must be above the start step ({start_step}), not {steps_to}"))
     steps = steps_to - start_step
-    train_s = steps * tokens_per_step(s.batch, ctx.facts.cards, s.context) / tps
+    train_s = steps * ctx.step_tokens / tps
     # Evaluation: eval_segments sequences of n tokens, forward only (≈ ⅓ of a training
     # token's cost), every eval_every steps and at the end.
     evals = steps // eval_every + (1 if steps_to % eval_every else 0)
@@ -274,6 +279,7 @@ def estimate(
     start_step: int = 0,
     eval_every: int = 200,
     eval_segments: int = 96,
+    tokens_per_step: int = 0,
 ) -> Estimate:
     """Weights, compute, speed, time, memory and data for a run, with advice sentences.
 
@@ -286,7 +292,7 @@ def estimate(
     total from NVML. Raises ValueError for a shape the trainer would refuse."""
     lang = lang or current_language()
     s = Shape(layers, width, heads, context, vocab, batch)
-    ctx = _context(gpu, s, precision, measured, lang, card_memory_mb, local_name)
+    ctx = _context(gpu, s, precision, measured, lang, card_memory_mb, local_name, tokens_per_step)
     wanted = _wanted(economical, lean_state, sharded)
     options = [_option(ctx, c) for c in combinations(ctx.facts.cards)]
     if wanted is not None and wanted not in (o.combination for o in options):
@@ -299,7 +305,7 @@ def estimate(
     factor, calib_run = _calibration(ctx, c)
     mem = ctx.memory(c)
     params = param_count(layers, width, context, vocab)
-    per_step = tokens_per_step(batch, ctx.facts.cards, context)
+    per_step = ctx.step_tokens
     steps = steps_to - start_step
     e = Estimate(
         gpu=gpu, gpu_label=ctx.facts.label[lang], cards=ctx.facts.cards, precision=ctx.precision,

@@ -73,6 +73,8 @@ def measured_from_events(run_id: str, events: list[dict[str, Any]]) -> dict[str,
             "batch": int(training.get("batch_per_card", 6)),
             "economical": start.get("economical", training.get("economical", False)),
             "lean_state": start.get("lean_state", training.get("lean_state", False)),
+            # Micro-steps per step (training.tokens_per_step): a step's time covers them all.
+            "accumulation": int(start.get("accumulation") or 1),
         }
     except (KeyError, TypeError, ValueError):
         return None
