@@ -31,7 +31,7 @@ def ev(event: str, step: int, **fields) -> dict:
 def test_the_field_is_an_int_with_zero_for_automatic_and_short_tooltip_lines():
     spec = F.spec("tokens_per_step")
     assert (spec.section, spec.kind, spec.path, spec.default, spec.minimum) == (
-        "training", "int", "training.tokens_per_step", 0, 0)
+        "advanced", "int", "training.tokens_per_step", 0, 0)  # in «Дополнительно»
     for lang in ("ru", "en"):
         lines = spec.tooltip_text(lang).splitlines()
         assert len(lines) <= 12 and max(map(len, lines)) <= 60
@@ -95,7 +95,7 @@ def test_the_form_checks_it_and_writes_it(tiny_data):
     for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 4)):
         form.set(name, value)
     form.set("gpu", "cpu")
-    assert "tokens_per_step" not in form.run_config()["training"]  # 0: nothing written
+    assert form.run_config()["training"]["tokens_per_step"] == 0  # 0: automatic (one micro-step)
     form.set("tokens_per_step", 1000)
     [issue] = form.field_issues("tokens_per_step")
     assert "896 или 1\u202f024" in issue.text and not form.can_start()
