@@ -59,7 +59,7 @@ _ECONOMICAL_NOT_MEASURED = {
 # The lean training state (trainer/lean.py; run.json training.lean_state: false, true or
 # "offload"). Figures: app.sizing.state's model at the lab's full model (1.67 B weights)
 # and issue 13's measurements; tooltips kept to ≤ 60 characters a line, ≤ 12 lines.
-LEAN_STATES: tuple[str, ...] = ("off", "on", "offload")
+LEAN_STATES: tuple[str, ...] = contract.LEAN_MODES
 LEAN_STATE_OPTIONS: dict[str, dict[str, str]] = {
     "off": {"ru": "Обычное", "en": "Normal"},
     "on": {"ru": "8 бит", "en": "8-bit"},
@@ -92,13 +92,12 @@ LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
 
 
 def lean_state_level(value: Any) -> str | None:
-    """run.json's `training.lean_state` as a name: false → "off", true → "on", "offload"
-    (and the names themselves) as they are; None for anything else."""
-    if value is None or value is False:
-        return "off"
-    if value is True:
-        return "on"
-    return value if value in LEAN_STATES else None
+    """run.json's `training.lean_state` as the form's name, read by the contract's one
+    reader (false → "off", true → "on", "offload"); None where the trainer would refuse it."""
+    try:
+        return contract.lean_mode(value)
+    except contract.ConfigError:
+        return None
 
 
 def lean_state_run_value(name: str) -> bool | str:

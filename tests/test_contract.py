@@ -83,6 +83,28 @@ def test_a_value_the_trainer_refuses_fails_the_same_way_everywhere(value):
     assert F.economical_level(value) is None  # the form keeps its level rather than guess one
 
 
+@pytest.mark.parametrize("value, name", [(False, "off"), (None, "off"), (True, "on"), ("off", "off"),
+                                         ("on", "on"), ("offload", "offload")])
+def test_lean_state_has_one_reader(value, name):
+    from app import fields as F
+    from app.sizing import state
+
+    assert C.lean_mode(value) == name == F.lean_state_level(value) == state.lean_state_name(value)
+    assert F.LEAN_STATES == state.LEAN_STATES == C.LEAN_MODES
+
+
+@pytest.mark.parametrize("value", ["half", 1, 0, "", "Offload"])
+def test_a_lean_state_the_trainer_refuses_fails_the_same_way_everywhere(value):
+    from app import fields as F
+    from app.sizing import state
+
+    with pytest.raises(C.ConfigError, match="training.lean_state must be"):
+        C.lean_mode(value)
+    with pytest.raises(ValueError, match="training.lean_state must be"):
+        state.lean_state_name(value)
+    assert F.lean_state_level(value) is None
+
+
 def test_the_form_reads_the_contract_without_torch():
     import subprocess
     import sys

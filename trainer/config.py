@@ -301,11 +301,13 @@ def economical_level(value: bool | str | None) -> str:
 LEAN_MODES = ("off", "on", "offload")
 
 
-def lean_mode(value: bool | str) -> str:
-    """`lean_state` is true/false or "off", "on", "offload"; returns the name."""
+def lean_mode(value: bool | str | None) -> str:
+    """`lean_state` is true/false or "off", "on", "offload"; returns the name. The one
+    reader of the key, for the trainer, the sizing and the form: None (a key not given) is
+    "off"; anything else is a ConfigError (a ValueError)."""
     if value is True:
         return "on"
-    if value is False:
+    if value is False or value is None:
         return "off"
     if value in LEAN_MODES:
         return str(value)

@@ -26,22 +26,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import trainer.config as contract
+
 from .formulas import Shape
 
 BLOCK = 256  # trainer.lean.BLOCK: bitsandbytes' block size
 MIN_8BIT = 4096  # trainer.lean.MIN_8BIT: smaller parameters keep fp32 moments
-LEAN_STATES = ("off", "on", "offload")
+LEAN_STATES = contract.LEAN_MODES
 
 
 def lean_state_name(value: bool | str | None) -> str:
-    """run.json's `training.lean_state` (false/true/"offload", or a name) as a name."""
-    if value is None or value is False:
-        return "off"
-    if value is True:
-        return "on"
-    if value in LEAN_STATES:
-        return str(value)
-    raise ValueError(f"lean_state must be off, on or offload (or true/false), not {value!r}")
+    """run.json's `training.lean_state` as a name (the contract's one reader; a bad value
+    is its ConfigError, a ValueError)."""
+    return contract.lean_mode(value)
 
 
 def param_sizes(s: Shape) -> list[int]:
