@@ -1,7 +1,7 @@
 """`ternit export CKPT|RUN-ID OUT [--format hf]`: a checkpoint's weights as safetensors,
 or a Hugging Face folder (GPT2LMHeadModel and its tokenizer).
 
-CKPT is a checkpoint file, or a run id (or a unique part of one) from `ternit run list`,
+CKPT is a checkpoint (a .pt file, or the .dcp folder of a sharded run), or a run id (or a unique part of one) from `ternit run list`,
 meaning that run's latest checkpoint. The export itself loads torch, so it runs as its
 own process (`python -m trainer.export`).
 """
@@ -20,16 +20,17 @@ def parser() -> argparse.ArgumentParser:
     p = Parser(prog="ternit export", formatter_class=argparse.RawDescriptionHelpFormatter, description=t(
         "`ternit export ЧЕКПОИНТ|ID OUT [--format hf]`: веса чекпоинта в файл safetensors или\n"
         "папку для `transformers` (GPT2LMHeadModel с токенизатором; из неё llama.cpp делает GGUF, см. README).\n\n"
-        "ЧЕКПОИНТ — файл чекпоинта или ID прогона (или его уникальная часть) из `ternit run list`:\n"
-        "тогда берётся последний чекпоинт прогона. Экспорт загружает torch и поэтому идёт\n"
-        "отдельным процессом (`python -m trainer.export`).",
+        "ЧЕКПОИНТ — чекпоинт (файл .pt или папка .dcp) или ID прогона (или его уникальная\n"
+        "часть) из `ternit run list`: тогда берётся последний чекпоинт прогона. Экспорт\n"
+        "загружает torch и поэтому идёт отдельным процессом (`python -m trainer.export`).",
         "`ternit export CKPT|RUN-ID OUT [--format hf]`: a checkpoint's weights as safetensors, or a\n"
         "Hugging Face folder (GPT2LMHeadModel with its tokenizer; llama.cpp makes GGUF of it, see README).\n\n"
-        "CKPT is a checkpoint file, or a run id (or a unique part of one) from `ternit run list`,\n"
-        "meaning that run's latest checkpoint. The export itself loads torch, so it runs as its\n"
-        "own process (`python -m trainer.export`)."))
+        "CKPT is a checkpoint (a .pt file or a .dcp folder), or a run id (or a unique part of\n"
+        "one) from `ternit run list`, meaning that run's latest checkpoint. The export itself\n"
+        "loads torch, so it runs as its own process (`python -m trainer.export`)."))
     p.add_argument("checkpoint", metavar=t("ЧЕКПОИНТ", "CKPT"),
-                   help=t("файл чекпоинта (.pt) или ID прогона", "a checkpoint file (.pt) or a run id"))
+                   help=t("чекпоинт (файл .pt или папка .dcp) или ID прогона",
+                          "a checkpoint (a .pt file or a .dcp folder) or a run id"))
     p.add_argument("out", type=Path, metavar="OUT",
                    help=t("файл .safetensors (или папка для --format hf), который записать",
                           "the .safetensors file (or, with --format hf, the folder) to write"))
@@ -46,11 +47,12 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    from .runs.checkpoints import is_checkpoint
     from .runs.export import export_checkpoint, run_checkpoint
 
     ckpt = Path(args.checkpoint)
     tokenizer = args.tokenizer
-    if not ckpt.is_file():
+    if not is_checkpoint(ckpt):  # else a run id
         from .runs import Registry, RunNotFound
 
         reg = Registry()

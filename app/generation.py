@@ -21,7 +21,7 @@ from typing import Any
 
 from .i18n import t
 from .numbers import decimal_text, int_text
-from .runs.checkpoints import usable_checkpoint
+from .runs.checkpoints import is_checkpoint, usable_checkpoint
 from .runs.process import _trainer_root
 
 EXIT_INPUT = 2
@@ -97,7 +97,7 @@ def run_target(run_dir: Path, run_id: str | None = None) -> Target:
 def resolve(spec: str) -> Target:
     """RUN_ID (or a unique part of one) → its latest checkpoint; else a checkpoint file."""
     path = Path(spec)
-    if path.is_file():
+    if is_checkpoint(path):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return Target(path, None)
     from .runs import Registry, RunNotFound
 
@@ -107,8 +107,8 @@ def resolve(spec: str) -> Target:
     except (RunNotFound, LookupError) as e:
         detail = f" ({e.args[0]})" if isinstance(e, LookupError) and not isinstance(e, RunNotFound) else ""
         raise GenerationError(t(
-            f"{spec} — не файл чекпоинта и не прогон{detail}: укажите ID из `ternit run list` или путь к .pt",
-            f"{spec} is neither a checkpoint file nor a run{detail}: give an id from `ternit run list` or a .pt path")) from None
+            f"{spec} — не файл чекпоинта и не прогон{detail}: укажите ID из `ternit run list` или путь к чекпоинту (.pt или .dcp)",
+            f"{spec} is neither a checkpoint file nor a run{detail}: give an id from `ternit run list` or a checkpoint path (.pt or .dcp)")) from None
     finally:
         reg.close()
     return run_target(Path(rec.folder), rec.id)

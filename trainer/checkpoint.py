@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -32,13 +31,27 @@ from typing import Any
 import numpy as np
 import torch
 
+# The naming, the hash lists and which checkpoint is newest live in checkpoint_index
+# (standard library only, so the lab reads them by the same rule without torch).
+from .checkpoint_index import (  # noqa: F401 — re-exported: callers use trainer.checkpoint
+    DCP_SUFFIX,
+    EXTRA,
+    HASH_SUFFIX,
+    LATEST,
+    NAME,
+    checkpoint_files,
+    damage_text,
+    dcp_manifest,
+    file_sha256,
+    find_damage,
+    hash_path,
+    is_checkpoint,
+    is_dcp,
+    newest_first,
+    read_pointer,
+)
+
 FORMAT = 1
-LATEST = "latest"
-HASH_SUFFIX = ".sha256"
-# What `latest` may name: a checkpoint file in the same folder, nothing else (no path).
-NAME = re.compile(r"step-\d{8}\.(pt|dcp)")
-DCP_SUFFIX = ".dcp"
-EXTRA = "extra.pt"  # inside a DCP folder: the payload without the model and optimizer
 
 
 class CheckpointError(ValueError):
@@ -52,17 +65,6 @@ class SaveError(Exception):
 
 def checkpoint_dir(run_dir: Path) -> Path:
     return run_dir / "checkpoints"
-
-
-def file_sha256(path: Path) -> str:
-    """A checkpoint file's SHA-256; for a DCP folder, that of its manifest (dcp_manifest)."""
-    if path.is_dir():
-        return hashlib.sha256(dcp_manifest(path).encode()).hexdigest()
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _fsync_dir(path: Path) -> None:
@@ -84,24 +86,6 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     _fsync_dir(path.parent)
-
-
-def is_dcp(path: Path) -> bool:
-    return path.name.endswith(DCP_SUFFIX)
-
-
-def dcp_manifest(folder: Path, name: str | None = None) -> str:
-    """`sha256sum` lines for every file in a DCP folder, names relative to its parent
-    (under `name`: the folder's final name while it is still the temporary one)."""
-    lines = []
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        lines.append(f"{file_sha256(f)}  {name or folder.name}/{f.relative_to(folder).as_posix()}\n")
-    return "".join(lines)
-
-
-def hash_path(path: Path) -> Path:
-    """The file beside a checkpoint that holds its SHA-256."""
-    return path.with_name(path.name + HASH_SUFFIX)
 
 
 def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[Path, str]:
@@ -184,13 +168,6 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-def checkpoint_files(folder: Path) -> list[Path]:
-    """Every named checkpoint in `folder`, both forms, in step order (oldest first)."""
-    if not folder.is_dir():
-        return []
-    return sorted((p for p in folder.glob("step-*") if NAME.fullmatch(p.name)), key=lambda p: p.name)
-
-
 def _prune(folder: Path, keep: int, newest: Path) -> None:
     ckpts = checkpoint_files(folder)
     for old in ckpts[:-keep]:
@@ -207,74 +184,20 @@ def _prune(folder: Path, keep: int, newest: Path) -> None:
 def damage(path: Path) -> str | None:
     """Why `path` differs from what was written (None: it matches its stored SHA-256, or
     it is an older checkpoint with no hash beside it, checked only by loading)."""
-    try:
-        recorded = hash_path(path).read_text(encoding="ascii").split()[0]
-    except FileNotFoundError:
-        return None
-    except (OSError, ValueError, IndexError) as e:
-        return f"its hash file {hash_path(path).name} cannot be read ({type(e).__name__})"
-    if path.is_dir():
-        return _dcp_damage(path)
-    actual = file_sha256(path)
-    if actual != recorded:
-        return f"its SHA-256 is {actual[:12]}…, not the {recorded[:12]}… written with it: the file changed on disk"
-    return None
-
-
-def _dcp_damage(folder: Path) -> str | None:
-    """Why a DCP folder differs from its manifest: a file changed, missing or added."""
-    try:
-        recorded = hash_path(folder).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        return f"its hash file {hash_path(folder).name} cannot be read ({type(e).__name__})"
-    actual = dcp_manifest(folder)
-    if actual == recorded:
-        return None
-    want = dict(reversed(line.split("  ", 1)) for line in recorded.splitlines() if "  " in line)
-    have = dict(reversed(line.split("  ", 1)) for line in actual.splitlines() if "  " in line)
-    for name in sorted(set(want) | set(have)):
-        if name not in have:
-            return f"{name} is missing: the folder is incomplete"
-        if name not in want:
-            return f"{name} was not written with it"
-        if want[name] != have[name]:
-            return f"the SHA-256 of {name} is {have[name][:12]}…, not the {want[name][:12]}… written with it: the file changed on disk"
-    return "its file list differs from the one written with it"
-
-
-def read_pointer(folder: Path) -> tuple[Path | None, str | None]:
-    """The checkpoint `latest` names, and what is wrong with the pointer (if anything).
-    Only a step file inside `folder` is followed, never a path elsewhere."""
-    pointer = folder / LATEST
-    try:
-        name = pointer.read_bytes().decode("utf-8").strip()
-    except FileNotFoundError:
-        return None, None
-    except (OSError, UnicodeDecodeError) as e:
-        return None, f"{pointer} cannot be read ({type(e).__name__})"
-    if not NAME.fullmatch(name):
-        return None, f"{pointer} does not name a checkpoint file in {folder.name}/ ({name[:40]!r})"
-    if not (folder / name).exists():
-        return None, f"{pointer} names {name}, which does not exist"
-    return folder / name, None
+    found = find_damage(path)
+    return damage_text(found) if found else None
 
 
 def candidates(run_dir: Path) -> tuple[list[Path], list[str]]:
     """RUN_DIR's checkpoints in the order `--resume latest` tries them: the one `latest`
     names, then every other step file newest first; and what was wrong with the pointer."""
-    folder = checkpoint_dir(run_dir)
-    named, problem = read_pointer(folder)
-    files = checkpoint_files(folder)[::-1]
-    notes = [problem] if problem else []
-    if named is None and files and not problem:
-        notes.append(f"{folder / LATEST} is missing")
-    return ([named] if named else []) + [p for p in files if p != named], notes
+    return newest_first(checkpoint_dir(run_dir))
 
 
 def resolve(run_dir: Path, spec: str) -> Path:
     """A path to a checkpoint file (`--resume PATH`); `latest` goes through `load_latest`."""
     path = Path(spec)
-    if not (path.is_file() or (path.is_dir() and is_dcp(path))):
+    if not is_checkpoint(path):
         raise CheckpointError(f"checkpoint {path} does not exist")
     return path
 
@@ -303,8 +226,6 @@ def _load_checked(path: Path) -> dict[str, Any]:
     wrong = damage(path)
     if wrong:
         raise CheckpointError(f"checkpoint {path} is damaged: {wrong}")
-    if path.is_dir() and not hash_path(path).exists():
-        raise CheckpointError(f"checkpoint {path} is damaged: its hash file {hash_path(path).name} is missing")
     try:
         payload = torch.load(path / EXTRA if path.is_dir() else path, map_location="cpu", weights_only=True)
     except Exception as e:  # a truncated or corrupted file raises many kinds of errors

@@ -13,12 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainer.checkpoint_index import file_sha256, find_damage, hash_path, is_checkpoint, is_dcp
+
 from .. import run_status as st
 from ..atomic import write_text as atomic_write_text
 from ..i18n import t
 from . import follow
 from .chain import leg_allotment
-from .store import sha256_file
 
 
 class LegOutputs:
@@ -93,7 +94,9 @@ class LegOutputs:
 
 
 def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> tuple[str, str | None, str | None]:
-    """Copy the newest checkpoint the events name into RUN_DIR/checkpoints, hash-checked."""
+    """Copy the newest checkpoint the events name into RUN_DIR/checkpoints, hash-checked:
+    a step-*.pt file, or a sharded run's step-*.dcp folder with its list of SHA-256s (the
+    event's hash is that of the list, trainer/checkpoint_index.py)."""
     ckpts = [e for e in events if e.get("event") == "checkpoint" and e.get("sha256")]
     if not ckpts:
         return "", None, None
@@ -102,26 +105,43 @@ def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> t
     src = out / "run" / "checkpoints" / name
     dst_dir = run_dir / "checkpoints"
     dst = dst_dir / name
-    if dst.is_file() and sha256_file(dst) == last["sha256"]:
+    if is_checkpoint(dst) and file_sha256(dst) == last["sha256"]:
         return "", str(dst), last["sha256"]
-    if not src.is_file():
+    if not is_checkpoint(src) or (is_dcp(src) and not hash_path(src).is_file()):
         return t(f"Чекпоинт {name} не пришёл в результатах ядра.",
                  f"Checkpoint {name} is missing from the kernel's outputs."), None, None
-    got = sha256_file(src)
-    if got != last["sha256"]:
-        return t(f"Чекпоинт {name} повреждён при скачивании (SHA-256 не совпал); файл оставлен в outputs/.",
-                 f"Checkpoint {name} was damaged in the download (SHA-256 mismatch); the file is left in outputs/."), None, None
+    got = file_sha256(src)
+    if got != last["sha256"] or (is_dcp(src) and find_damage(src) is not None):
+        return t(f"Чекпоинт {name} повреждён при скачивании (SHA-256 не совпал); он оставлен в outputs/.",
+                 f"Checkpoint {name} was damaged in the download (SHA-256 mismatch); it is left in outputs/."), None, None
     dst_dir.mkdir(parents=True, exist_ok=True)
     tmp = dst_dir / f".{name}.tmp"
-    shutil.copyfile(src, tmp)
-    with open(tmp, "rb") as f:
-        os.fsync(f.fileno())
-    # The hash the trainer would have stored beside it (sha256sum format), before the name:
-    # a continuation checks the copy against it like any local checkpoint.
-    atomic_write_text(dst_dir / f"{name}.sha256", f"{got}  {name}\n")
+    if is_dcp(src):
+        _copy_folder(src, tmp)
+        # The trainer's own list goes beside it before the name, as the trainer writes it.
+        atomic_write_text(hash_path(dst), hash_path(src).read_text(encoding="utf-8"))
+        if dst.exists():  # an earlier copy that no longer matches
+            shutil.rmtree(dst, ignore_errors=True)
+    else:
+        shutil.copyfile(src, tmp)
+        with open(tmp, "rb") as f:
+            os.fsync(f.fileno())
+        # The hash the trainer would have stored beside it (sha256sum format), before the name:
+        # a continuation checks the copy against it like any local checkpoint.
+        atomic_write_text(hash_path(dst), f"{got}  {name}\n")
     os.replace(tmp, dst)
     atomic_write_text(dst_dir / "latest", name + "\n")
     return "", str(dst), got
+
+
+def _copy_folder(src: Path, tmp: Path) -> None:
+    """A DCP folder copied under its temporary name, every file flushed to disk."""
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp)
+    for f in tmp.rglob("*"):
+        if f.is_file():
+            with open(f, "rb") as fh:
+                os.fsync(fh.fileno())
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:

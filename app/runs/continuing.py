@@ -1,7 +1,8 @@
 """«Продолжить»: a new run that picks up an earlier run's weights and step.
 
 The new run gets its own folder; its run.json names the parent's latest checkpoint in
-`resume_from`. The model is the checkpoint's (weights of another shape cannot be loaded),
+`resume_from` (a step-*.pt file, or a sharded run's step-*.dcp folder: the trainer reads
+it whole or sharded, whatever number of processes the continuation has). The model is the checkpoint's (weights of another shape cannot be loaded),
 so it is locked; data and training settings start from the parent's and may be changed.
 New data means a new held-out sample: the validation curve starts anew.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..i18n import t
-from .checkpoints import checkpoint_step, intact_checkpoint, usable_checkpoint
+from .checkpoints import checkpoint_step, checkpoint_steps, intact_checkpoint, usable_checkpoint
 from .events import read_events
 from .files import folder_gone
 from .registry import Registry, RunRecord
@@ -97,7 +98,7 @@ def pick_checkpoint(rec: RunRecord, from_step: int | None = None, notes: list[st
             ))
         return checked.path
     if from_step is not None:
-        have = sorted(s for s in (checkpoint_step(p) for p in rec.checkpoints_dir.glob("step-*.pt")) if s is not None)
+        have = checkpoint_steps(rec.path)
         raise ContinueError(t(
             f"У прогона {rec.id} нет целого чекпоинта на шаге {from_step}"
             + (f" ({'; '.join(checked.skipped)})" if checked.skipped else "")

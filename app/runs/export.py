@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..i18n import t
 from ..numbers import int_text
-from .checkpoints import Checked, intact_checkpoint, latest_checkpoint
+from .checkpoints import Checked, intact_checkpoint, is_checkpoint, latest_checkpoint
 from .process import _trainer_root
 
 
@@ -34,7 +34,7 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     import os
 
     checkpoint, out = Path(checkpoint).resolve(), Path(out).resolve()
-    if not checkpoint.is_file():
+    if not is_checkpoint(checkpoint):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return ExportResult(False, str(checkpoint), str(out), t(f"Чекпоинта {checkpoint} нет.", f"Checkpoint {checkpoint} does not exist."))
     env = dict(os.environ)
     root = _trainer_root()

@@ -1,0 +1,169 @@
+"""Which checkpoints a run folder holds, whether each is what was written, which is newest:
+the standard library only, so the lab (app/, which never imports torch) reads them by the
+same rule as the trainer (trainer/checkpoint.py, which writes and loads them).
+
+Two forms: a file `step-XXXXXXXX.pt` with `step-XXXXXXXX.pt.sha256` beside it (one
+`sha256sum` line), and a folder `step-XXXXXXXX.dcp/` (a sharded run's torch.distributed
+.checkpoint shards, `.metadata` and `extra.pt`) with `step-XXXXXXXX.dcp.sha256` beside it
+listing every file inside (`sha256sum -c` checks it from the checkpoints folder); such a
+checkpoint's own hash is the SHA-256 of that list. `latest` names either form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+LATEST = "latest"
+HASH_SUFFIX = ".sha256"
+DCP_SUFFIX = ".dcp"
+EXTRA = "extra.pt"  # inside a DCP folder: the payload without the model and optimizer
+# What `latest` may name: a checkpoint in the same folder, nothing else (no path).
+NAME = re.compile(r"step-\d{8}\.(pt|dcp)")
+
+
+def is_dcp(path: Path) -> bool:
+    return Path(path).name.endswith(DCP_SUFFIX)
+
+
+def is_checkpoint(path: Path) -> bool:
+    """A checkpoint of either form that exists: a step-*.pt file or a step-*.dcp folder
+    (under any name: `--resume PATH`, `ternit export PATH`)."""
+    path = Path(path)
+    return path.is_dir() if is_dcp(path) else path.is_file()
+
+
+def hash_path(path: Path) -> Path:
+    """The file beside a checkpoint that holds its SHA-256 (or, for a DCP folder, its list)."""
+    return path.with_name(path.name + HASH_SUFFIX)
+
+
+def file_sha256(path: Path) -> str:
+    """A checkpoint file's SHA-256; for a DCP folder, that of its manifest (dcp_manifest)."""
+    if path.is_dir():
+        return hashlib.sha256(dcp_manifest(path).encode()).hexdigest()
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def dcp_manifest(folder: Path, name: str | None = None) -> str:
+    """`sha256sum` lines for every file in a DCP folder, names relative to its parent
+    (under `name`: the folder's final name while it is still the temporary one)."""
+    lines = []
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        lines.append(f"{file_sha256(f)}  {name or folder.name}/{f.relative_to(folder).as_posix()}\n")
+    return "".join(lines)
+
+
+def checkpoint_step(path: Path) -> int | None:
+    """The step in a name such as step-00001200.pt or step-00001200.dcp."""
+    stem = Path(path).stem
+    if stem.startswith("step-") and stem[5:].isdigit():
+        return int(stem[5:])
+    return None
+
+
+def checkpoint_files(folder: Path) -> list[Path]:
+    """Every named checkpoint in `folder`, both forms, in step order (oldest first)."""
+    if not folder.is_dir():
+        return []
+    return sorted((p for p in folder.glob("step-*") if NAME.fullmatch(p.name)), key=lambda p: p.name)
+
+
+def read_pointer(folder: Path) -> tuple[Path | None, str | None]:
+    """The checkpoint `latest` names, and what is wrong with the pointer (if anything).
+    Only a checkpoint inside `folder` is followed, never a path elsewhere."""
+    pointer = folder / LATEST
+    try:
+        name = pointer.read_bytes().decode("utf-8").strip()
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as e:
+        return None, f"{pointer} cannot be read ({type(e).__name__})"
+    if not NAME.fullmatch(name):
+        return None, f"{pointer} does not name a checkpoint file in {folder.name}/ ({name[:40]!r})"
+    if not is_checkpoint(folder / name):
+        return None, f"{pointer} names {name}, which does not exist"
+    return folder / name, None
+
+
+def newest_first(folder: Path) -> tuple[list[Path], list[str]]:
+    """The checkpoints of a checkpoints folder in the order a continuation tries them: the
+    one `latest` names, then every other newest first; and what was wrong with the pointer."""
+    named, problem = read_pointer(folder)
+    files = checkpoint_files(folder)[::-1]
+    notes = [problem] if problem else []
+    if named is None and files and not problem:
+        notes.append(f"{folder / LATEST} is missing")
+    return ([named] if named else []) + [p for p in files if p != named], notes
+
+
+@dataclass(frozen=True)
+class Damage:
+    """How a checkpoint differs from what was written, for each side to say in its words.
+
+    kind: "hash_unreadable" (the hash file), "hash_missing" (a DCP folder without its list),
+    "unreadable" (the checkpoint itself), "changed" (`file`'s SHA-256 is `have`, not
+    `want`), "missing" / "added" (`file` in the list and not in the folder, or the other
+    way), "list" (the lists differ otherwise)."""
+
+    kind: str
+    file: str
+    have: str = ""
+    want: str = ""
+
+
+def find_damage(path: Path) -> Damage | None:
+    """Why `path` differs from what was written (None: it matches its stored hash, or it is
+    an older .pt checkpoint with no hash beside it, checked only by loading)."""
+    path = Path(path)
+    stored = hash_path(path)
+    try:
+        recorded = stored.read_text(encoding="utf-8")
+        want = recorded.split()[0] if not path.is_dir() else ""
+    except FileNotFoundError:
+        return Damage("hash_missing", stored.name) if path.is_dir() else None
+    except (OSError, UnicodeDecodeError, IndexError):
+        return Damage("hash_unreadable", stored.name)
+    try:
+        if path.is_dir():
+            return _dcp_damage(path, recorded)
+        have = file_sha256(path)
+    except OSError as e:
+        return Damage("unreadable", f"{path.name} ({type(e).__name__})")
+    return None if have == want else Damage("changed", path.name, have, want)
+
+
+def _dcp_damage(folder: Path, recorded: str) -> Damage | None:
+    actual = dcp_manifest(folder)
+    if actual == recorded:
+        return None
+    want = dict(reversed(line.split("  ", 1)) for line in recorded.splitlines() if "  " in line)
+    have = dict(reversed(line.split("  ", 1)) for line in actual.splitlines() if "  " in line)
+    for name in sorted(set(want) | set(have)):
+        if name not in have:
+            return Damage("missing", name)
+        if name not in want:
+            return Damage("added", name)
+        if want[name] != have[name]:
+            return Damage("changed", name, have[name], want[name])
+    return Damage("list", folder.name)
+
+
+def damage_text(d: Damage) -> str:
+    """The damage in the trainer's words (English: trainer/ has no interface texts)."""
+    return {
+        "hash_unreadable": f"its hash file {d.file} cannot be read",
+        "hash_missing": f"its hash file {d.file} is missing",
+        "unreadable": f"{d.file} cannot be read",
+        "changed": f"the SHA-256 of {d.file} is {d.have[:12]}…, not the {d.want[:12]}… written with it: "
+                   "the file changed on disk",
+        "missing": f"{d.file} is missing: the folder is incomplete",
+        "added": f"{d.file} was not written with it",
+        "list": "its file list differs from the one written with it",
+    }[d.kind]
