@@ -81,6 +81,9 @@ class Trainer:
         self.data_changed = False
         self.trained = False  # a step ran in this process
         self.last_good: tuple[str, str] | None = None  # (path, sha256) of the newest checkpoint
+        # The step the newest checkpoint holds, known on every process (last_good is the
+        # first rank's): a sharded save is collective, so every rank must agree on it.
+        self.saved_step: int | None = None
         # On the CPU the first step of the process is measured (see run_step); later steps
         # report the same figures, since the working set does not change between steps.
         self.cpu_peak_mb: float | None = None
@@ -169,6 +172,7 @@ class Trainer:
         self.data_changed = self.data is not None and state["data"]["data_id"] != self.data.data_id
         self.resumed_from = str(path)
         self.last_good = (str(path), ckpt.file_sha256(path))
+        self.saved_step = self.step
         for note in passed_over:  # said, not hidden: the run goes on from an older step
             self.warn("checkpoint_skipped", f"{note}; resuming from {path.name}, the newest intact checkpoint")
 
@@ -256,7 +260,8 @@ class Trainer:
         try:
             if self.sharding == "fsdp":  # every process writes its shards (DCP)
                 saved = wrapping.save_sharded(self, payload)
-                if saved is None:
+                if saved is None:  # another rank's part of the collective save
+                    self.saved_step = self.step
                     return
                 path, sha = saved
             else:
@@ -270,12 +275,11 @@ class Trainer:
                 if earlier else "no earlier checkpoint exists: start again once there is room",
             ) from None
         self.last_good = (str(path), sha)
+        self.saved_step = self.step
         self.events.emit("checkpoint", self.step, path=str(path), sha256=sha)
 
     def saved_at_this_step(self) -> bool:
-        folder = ckpt.checkpoint_dir(self.opts.run_dir)
-        return self.last_good is not None and self.last_good[0] in (
-            str(folder / f"step-{self.step:08d}.pt"), str(folder / f"step-{self.step:08d}.dcp"))
+        return self.saved_step == self.step
 
     def trained_since_save(self) -> bool:
         """Whether the model holds steps no checkpoint has (worth saving before an exit)."""
@@ -369,9 +373,16 @@ class Trainer:
             reason = self.control.local_reason(self.step)
             if self.step >= t.steps_to:
                 reason = "steps_reached"
-            flags = sum_across(self.world, [1.0 if reason else 0.0], self.device)
+            # A periodic checkpoint is due by each process's own clock; the ranks agree on
+            # it in the same all-reduce as on stopping (a sharded save is collective: a rank
+            # saving alone would wait for the others forever).
+            due = self.trained_since_save() and time.monotonic() - last_save >= t.checkpoint_every_min * 60
+            flags = sum_across(self.world, [1.0 if reason else 0.0, 1.0 if due else 0.0], self.device)
             if flags[0] > 0:
                 return reason or "stopped"
+            if flags[1] > 0:
+                self.save()
+                last_save = time.monotonic()
             self.wait_while_paused()
             began = time.perf_counter()
             try:
@@ -410,9 +421,6 @@ class Trainer:
                 self.evaluate()
             if self.sampler is not None and self.sampler.due(self.step, t.steps_to):
                 self.write_samples()
-            if time.monotonic() - last_save >= t.checkpoint_every_min * 60:
-                self.save()
-                last_save = time.monotonic()
 
     def oom(self, error: Exception) -> TrainingFailure:
         batch = self.cfg.training.batch_per_card
