@@ -67,8 +67,8 @@ def nudge(model: GPT, seed: int) -> None:
 
 
 def exact_coef(norm: float, clip: float) -> float:
-    """clip_grad_norm_'s scale: clip / (norm + 1e-6), at most 1."""
-    return min(1.0, clip / (norm + 1e-6))
+    """clip_grad_norm_'s scale: clip / (norm + 1e-6), at most 1 (1 with clipping off)."""
+    return min(1.0, clip / (norm + 1e-6)) if clip > 0 else 1.0
 
 
 def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> tuple[GPT, Any]:
@@ -113,7 +113,11 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
             with autocast(precision, cpu):
                 loss = model(*batch)
             loss.backward()
-            norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)))
+            if t.grad_clip > 0:  # as train_step: clip_grad_norm_ returns the norm before clipping
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
+            else:
+                norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters()], foreach=True)
+            norms.append(float(norm))
             opt.step()
             opt.zero_grad(set_to_none=True)
         losses.append(float(loss.detach()))
