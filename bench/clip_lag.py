@@ -17,6 +17,10 @@ initial weights on the same batches:
     exact_nudged  `exact` from initial weights nudged by one fp32 rounding step (2⁻²³):
                   the control, how far rounding alone moves the result
     normal        the normal mode (torch AdamW, fp32 moments), for reference
+    growth        a candidate, not the trainer's: fused like `lagged`, but each parameter's
+                  step is clipped by an estimate of this step's norm, the previous step's
+                  norm times how much this parameter's own gradient norm grew since then
+                  (exact when a spike scales every gradient alike)
 
 Reported: over the lagged run's steps, the exact coefficient of each step against the one
 used (relative difference |used − exact| / exact: median, 90th percentile, max), how often
@@ -53,7 +57,7 @@ from trainer.step import train_step
 
 from .synthetic import make_prepared
 
-RUNS = ("lagged", "exact", "exact_nudged", "normal")
+RUNS = ("lagged", "exact", "exact_nudged", "normal", "growth")
 NUDGE = 2.0**-23  # one fp32 rounding step, relative
 
 
@@ -74,6 +78,7 @@ def exact_coef(norm: float, clip: float) -> float:
 def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> tuple[GPT, Any]:
     from trainer.lean import LeanOptimizer
 
+    GrowthClip = _growth_clip_class()  # noqa: N806 — a class
     cpu = torch.device("cpu")
     model = GPT(cfg)
     model.init_weights(t.seed)
@@ -81,7 +86,7 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
         nudge(model, t.seed + 1)
     if kind == "normal":  # fp32 weights also under bf16 (autocast), as in the trainer
         return model, make_optimizer(model, t, cpu)
-    opt = LeanOptimizer(model, t, cpu, precision, "on")
+    opt = (GrowthClip if kind == "growth" else LeanOptimizer)(model, t, cpu, precision, "on")
     if kind != "lagged":
         # The non-fused path: without its hooks the optimizer is stepped after the backward
         # pass (LeanOptimizer.step, the path fp16 takes), and train_step clips exactly.
@@ -89,6 +94,36 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
             h.remove()
         opt.steps_in_backward = False
     return model, opt
+
+
+def _growth_clip_class() -> type:
+    from trainer.lean import LeanOptimizer
+
+    class GrowthClip(LeanOptimizer):
+        """The lean optimizer with the `growth` estimate of this step's norm (a candidate)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.param_norms: dict[int, float] = {}  # each parameter's last gradient norm
+
+        def _hook(self, index: int):  # noqa: ANN202
+            def hook(p: torch.nn.Parameter) -> None:
+                if self._norm_sq is None:
+                    return
+                sq = p.grad.detach().float().pow(2).sum()
+                self._norm_sq += sq
+                mine = float(sq.sqrt())  # a host sync per parameter: a cost on a GPU
+                before = self.param_norms.get(index)
+                coef = self._coef
+                if self.clip > 0 and self.prev_norm is not None and before:
+                    coef = min(1.0, self.clip / (self.prev_norm * mine / before + 1e-6))
+                self.param_norms[index] = mine
+                self._update(index, p, coef)
+                p.grad = None
+
+            return hook
+
+    return GrowthClip
 
 
 def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, precision: str,
@@ -103,7 +138,7 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
     losses: list[float] = []
     for i in range(steps):
         batch = get_batch(data.train, cfg.context, t.batch_per_card, t.seed, i, 0)
-        if kind == "lagged":
+        if kind in ("lagged", "growth"):
             loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip)
             used.append(opt._coef)
             norms.append(opt.prev_norm)  # this step's norm, computed in the hooks
@@ -123,7 +158,7 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
         losses.append(float(loss.detach()))
     out = {"kind": kind, "norms": norms, "losses": losses,
            "segment_losses": held_out(model, data, cfg.context, 96, t.batch_per_card)}
-    if used:
+    if kind == "lagged":
         out["used_coefs"] = used
     return out
 
@@ -186,6 +221,8 @@ def one_seed(seed: int, data: PreparedData, cfg: ModelConfig, t: TrainingConfig,
     out["lagged_minus_exact"] = paired(lag["segment_losses"], exact)
     if "exact_nudged" in results:
         out["nudged_minus_exact"] = paired(results["exact_nudged"]["segment_losses"], exact)
+    if "growth" in results:
+        out["growth_minus_exact"] = paired(results["growth"]["segment_losses"], exact)
     if "normal" in results:
         out["lagged_minus_normal"] = paired(lag["segment_losses"], results["normal"]["segment_losses"])
         out["exact_minus_normal"] = paired(exact, results["normal"]["segment_losses"])
@@ -204,6 +241,9 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
         "active_exact": statistics.fmean(s["lag"]["active_exact"] for s in seeds),
         "active_used": statistics.fmean(s["lag"]["active_used"] for s in seeds),
     }
+    growth = [s["growth_minus_exact"] for s in seeds if "growth_minus_exact" in s]
+    if growth:
+        out["growth_minus_exact_mean"] = statistics.fmean(growth)
     if ctl:
         rms = math.sqrt(statistics.fmean(c * c for c in ctl))
         out["control_rms"] = rms
@@ -213,20 +253,21 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
 
 def table(report: dict[str, Any]) -> str:
     lines = ["seed  |used−exact|/exact med / p90 / max (step)   clipping active exact/used/disagree"
-             "   held-out lagged  exact  nudged  normal   lagged−exact  nudged−exact"]
+             "   held-out lagged  exact  nudged  normal  growth   lagged−exact  nudged−exact  growth−exact"]
     for s in report["seeds"]:
         g, h = s["lag"], s["held_out"]
         lines.append(
             f"{s['seed']:<5} {g['rel_diff_median']:.4f} / {g['rel_diff_p90']:.4f} / {g['rel_diff_max']:.4f} "
             f"({g['rel_diff_max_step']:>3})          {g['active_exact']:.0%} / {g['active_used']:.0%} / "
             f"{g['disagree']:.0%}            {h.get('lagged', math.nan):.4f} {h.get('exact', math.nan):.4f} "
-            f"{h.get('exact_nudged', math.nan):.4f} {h.get('normal', math.nan):.4f}   "
+            f"{h.get('exact_nudged', math.nan):.4f} {h.get('normal', math.nan):.4f} {h.get('growth', math.nan):.4f}   "
             f"{s['lagged_minus_exact']:+.5f}      {s.get('nudged_minus_exact', math.nan):+.5f}"
+            f"      {s.get('growth_minus_exact', math.nan):+.5f}"
         )
     m = report["summary"]
     lines.append(
         f"mean lagged−exact {m['lagged_minus_exact_mean']:+.5f}; control rms {m.get('control_rms', math.nan):.5f}; "
-        f"ratio {m.get('ratio_to_control', math.nan):.2f}"
+        f"ratio {m.get('ratio_to_control', math.nan):.2f}; growth−exact {m.get('growth_minus_exact_mean', math.nan):+.5f}"
     )
     return "\n".join(lines)
 

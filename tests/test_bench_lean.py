@@ -87,7 +87,7 @@ def test_clip_lag_compares_the_used_coefficient_with_the_exact_one(tmp_path, tin
     assert used[0] == 1.0  # the first step of a run is not clipped
     # Every later step was scaled by the coefficient of the previous step's norm.
     assert used[1:] == pytest.approx([exact_coef(n, 1.0) for n in norms[:-1]], rel=1e-9)
-    assert set(seed["runs"]) == {"lagged", "exact", "exact_nudged", "normal"}
+    assert set(seed["runs"]) == {"lagged", "exact", "exact_nudged", "normal", "growth"}
     lag = seed["lag"]
     assert 0.0 <= lag["rel_diff_median"] <= lag["rel_diff_p90"] <= lag["rel_diff_max"]
     assert 0.0 <= lag["active_exact"] <= 1.0 and 0.0 <= lag["disagree"] <= 1.0
