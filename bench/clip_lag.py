@@ -20,7 +20,9 @@ initial weights on the same batches:
     growth        a candidate, not the trainer's: fused like `lagged`, but each parameter's
                   step is clipped by an estimate of this step's norm, the previous step's
                   norm times how much this parameter's own gradient norm grew since then
-                  (exact when a spike scales every gradient alike)
+                  (exact when a spike scales every gradient alike); and the run's first
+                  step is clipped too, from a backward pass of its batch that updates
+                  nothing (once per run: the norms are what a checkpoint would keep)
 
 Reported: over the lagged run's steps, the exact coefficient of each step against the one
 used (relative difference |used − exact| / exact: median, 90th percentile, max), how often
@@ -87,7 +89,7 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
     if kind == "normal":  # fp32 weights also under bf16 (autocast), as in the trainer
         return model, make_optimizer(model, t, cpu)
     opt = (GrowthClip if kind == "growth" else LeanOptimizer)(model, t, cpu, precision, "on")
-    if kind != "lagged":
+    if kind not in ("lagged", "growth"):
         # The non-fused path: without its hooks the optimizer is stepped after the backward
         # pass (LeanOptimizer.step, the path fp16 takes), and train_step clips exactly.
         for h in opt._hooks:
@@ -105,6 +107,7 @@ def _growth_clip_class() -> type:
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.param_norms: dict[int, float] = {}  # each parameter's last gradient norm
+            self.priming = False  # a backward pass that measures the norms and updates nothing
 
         def _hook(self, index: int):  # noqa: ANN202
             def hook(p: torch.nn.Parameter) -> None:
@@ -113,6 +116,10 @@ def _growth_clip_class() -> type:
                 sq = p.grad.detach().float().pow(2).sum()
                 self._norm_sq += sq
                 mine = float(sq.sqrt())  # a host sync per parameter: a cost on a GPU
+                if self.priming:
+                    self.param_norms[index] = mine
+                    p.grad = None
+                    return
                 before = self.param_norms.get(index)
                 coef = self._coef
                 if self.clip > 0 and self.prev_norm is not None and before:
@@ -136,6 +143,12 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
     norms: list[float] = []
     used: list[float] = []
     losses: list[float] = []
+    if kind == "growth":  # the first step's norms from a backward pass of its own batch
+        opt.priming = True
+        opt.begin_step()
+        model(*get_batch(data.train, cfg.context, t.batch_per_card, t.seed, 0, 0)).backward()
+        opt.end_step()
+        opt.priming, opt.updates = False, 0
     for i in range(steps):
         batch = get_batch(data.train, cfg.context, t.batch_per_card, t.seed, i, 0)
         if kind in ("lagged", "growth"):
