@@ -242,6 +242,7 @@ def report_of(v: Variant, data: PreparedData, cfg: ModelConfig, batch: int, segm
         "state_bytes_per_weight": state_bytes(v.optimizer) / weights,
         "weight_bytes": sum(p.numel() * p.element_size() for p in v.model.parameters()),
         "final_train_loss": v.losses[-1],
+        "losses": v.losses,
         "segment_losses": held_out(v.model, data, cfg.context, segments, batch),
     }
 
