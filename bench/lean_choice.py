@@ -31,6 +31,9 @@ Memory: the bytes of the optimizer's state tensors (each storage counted once) a
 weights. Quality: the mean held-out loss of each trained model on the same validation
 segments, and its paired difference from `adamw` (or from `adamw_bf16` for the bf16
 variants: the same forward precision). The data: bench/synthetic.py's prepared folder.
+The fused lean variants also clip by the previous step's norm, which moves their loss far
+more than the library does (bench/clip_lag.py measures that alone); the library's own
+effect is bnb8 and ao8 against adamw. The choice and the figures: docs/LEAN.md.
 """
 
 from __future__ import annotations
