@@ -326,6 +326,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--vocab", type=int, default=4000)
     p.add_argument("--segments", type=int, default=64, help="held-out segments for the loss")
     p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--clip", type=float, default=1.0, help="training.grad_clip (0: off)")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--data", type=Path, help="a prepared-data folder (default: a synthetic one)")
     p.add_argument("--json", type=Path, help="write the whole report here")
@@ -360,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
                           vocab=args.vocab)
         total = args.warmup + args.steps
         t = TrainingConfig(batch_per_card=args.batch, lr=args.lr, warmup_steps=max(1, total // 10),
-                           steps_to=total, grad_clip=1.0)
+                           steps_to=total, grad_clip=args.clip)
         before = machine()
         variants = [build(n, cfg, t) for n in names]
         weights = sum(p.numel() for p in variants[0].model.parameters())
@@ -375,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
             "wall_s": time.perf_counter() - started,
             "model": {"context": cfg.context, "width": cfg.width, "heads": cfg.heads, "layers": cfg.layers,
                       "vocab": cfg.vocab, "weights": weights, "batch": args.batch},
-            "steps": args.steps, "warmup": args.warmup, "lr": args.lr,
+            "steps": args.steps, "warmup": args.warmup, "lr": args.lr, "clip": args.clip,
             "results": results,
         }
     print(table(report))
