@@ -24,9 +24,10 @@ saving makes it fit a 16 GB card. The lean state keeps:
   by ≈ 0.1; an unclipped first step with a norm several times the clip fills Adam's second
   moment and slows the next tens of steps. Against the same 8-bit optimizer clipped
   exactly: held-out loss +0.15…+0.27 after 300 steps on real text (3 seeds, a rounding
-  control 0.005), +0.02…+0.04 after 63 steps on synthetic text. Under fp16 (a T4) the step is not fused: the
-  GradScaler must see every gradient for infinities before any weight moves, so the
-  gradients are held as usual and clipped exactly; the moments are still 8-bit;
+  control 0.005), +0.02…+0.04 after 63 steps on synthetic text. Under fp16 (a T4) the
+  step is not fused: the GradScaler must see every gradient for infinities before any
+  weight moves, so the gradients are held as usual and clipped exactly; the moments are
+  still 8-bit;
 - with `lean_state: "offload"`, the 8-bit moments live in the host's memory between
   steps and visit the card one parameter at a time (copied in, updated, copied back): the
   card holds the weights, the activations and one parameter's moments. The price is the
