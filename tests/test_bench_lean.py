@@ -52,6 +52,14 @@ def test_lean_choice_rejects_an_unknown_variant(capsys):
     assert "unknown variant(s) sgd" in capsys.readouterr().err
 
 
+def test_lean_choice_without_torchao_says_so_and_measures_the_rest(tmp_path, tiny_data, monkeypatch, capsys):
+    from bench import lean_choice
+
+    monkeypatch.setattr(lean_choice, "torchao_available", lambda: False)
+    assert list(_choice(tmp_path, tiny_data, "adamw,ao8")["results"]) == ["adamw"]
+    assert "torchao is not installed: its variants are skipped" in capsys.readouterr().err
+
+
 def test_lean_choice_measures_torchao_where_installed(tmp_path, tiny_data, monkeypatch):
     pytest.importorskip("torchao.optim", reason="torchao is measured only where installed")
     import torch
