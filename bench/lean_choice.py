@@ -350,6 +350,17 @@ def main(argv: list[str] | None = None) -> int:
     if not torchao_available() and any(n in TORCHAO for n in names):
         say("torchao is not installed: its variants are skipped (pip install torchao to measure them)")
         names = [n for n in names if n not in TORCHAO]
+    cache = os.environ.get("TORCHINDUCTOR_CACHE_DIR")
+    try:
+        return _measure(args, names, say)
+    finally:  # the fresh compile cache was this run's only
+        if cache is None:
+            os.environ.pop("TORCHINDUCTOR_CACHE_DIR", None)
+        else:
+            os.environ["TORCHINDUCTOR_CACHE_DIR"] = cache
+
+
+def _measure(args: argparse.Namespace, names: list[str], say: Callable[[str], None]) -> int:
     with tempfile.TemporaryDirectory(prefix="ternit-lean-choice-") as tmp:
         if not args.keep_compile_cache:
             os.environ["TORCHINDUCTOR_CACHE_DIR"] = str(Path(tmp) / "inductor")
