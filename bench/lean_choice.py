@@ -2,7 +2,7 @@
 
     python -m bench.lean_choice [--steps N] [--warmup W] [--variants a,b,...]
         [--width D] [--layers L] [--context T] [--batch B] [--vocab V] [--json FILE]
-        [--keep-compile-cache]
+        [--clip C] [--keep-compile-cache]
 
 On the CPU with one thread, every variant trains its own copy of the same small model
 (the trainer's GPT, the same initial weights) on the same batches, step by step side by
