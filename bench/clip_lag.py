@@ -1,0 +1,348 @@
+"""How far the lean state's clipping from the previous step's norm is from exact clipping.
+
+    python -m bench.clip_lag [--data DIR] [--steps N] [--seeds S] [--precision fp32|bf16]
+        [--width D] [--layers L] [--context T] [--batch B] [--clip C] [--lr LR] [--json FILE]
+
+The lean state (trainer/lean.py) updates each parameter from its gradient hook during the
+backward pass, before the step's global gradient norm is known, so it scales the step by
+min(1, clip / ‖g_{t-1}‖), the PREVIOUS step's norm; the first step is not clipped. Exact
+clipping scales by min(1, clip / ‖g_t‖). For each seed this trains a small model with the
+trainer's own model, schedule, data reader and step function, four ways from the same
+initial weights on the same batches:
+
+    lagged        the lean state as the trainer runs it (trainer.step.train_step, fused)
+    exact         the same lean optimizer (same 8-bit moments, same rounding) with its
+                  backward-pass hooks removed: the step goes after the backward pass,
+                  clipped exactly by clip_grad_norm_ as in the normal mode
+    exact_nudged  `exact` from initial weights nudged by one fp32 rounding step (2⁻²³):
+                  the control, how far rounding alone moves the result
+    normal        the normal mode (torch AdamW, fp32 moments), for reference
+    growth        a candidate, not the trainer's: fused like `lagged`, but each parameter's
+                  step is clipped by an estimate of this step's norm, the previous step's
+                  norm times how much this parameter's own gradient norm grew since then
+                  (exact when a spike scales every gradient alike); and the run's first
+                  step is clipped too, from a backward pass of its batch that updates
+                  nothing (once per run: the norms are what a checkpoint would keep)
+
+Reported: over the lagged run's steps, the exact coefficient of each step against the one
+used (relative difference |used − exact| / exact: median, 90th percentile, max), how often
+clipping was active (exactly, and as used) and how often the two disagree about it; the
+held-out loss of every run on the same validation segments, the lagged − exact difference
+against the control's nudged − exact one. Without --data a synthetic prepared folder is
+made (bench/synthetic.py); real text: `ternit data prepare --constellations demo`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from trainer.config import ModelConfig, TrainingConfig
+from trainer.data import PreparedData, eval_offsets, get_batch, open_prepared
+from trainer.model import GPT
+from trainer.optim import Schedule, autocast, make_optimizer, make_scaler
+from trainer.step import train_step
+
+from .synthetic import make_prepared
+
+RUNS = ("lagged", "exact", "exact_nudged", "normal", "growth")
+NUDGE = 2.0**-23  # one fp32 rounding step, relative
+
+
+@torch.no_grad()
+def nudge(model: GPT, seed: int) -> None:
+    """Every initial weight times 1 ± 2⁻²³ (random signs from `seed`)."""
+    g = torch.Generator().manual_seed(seed)
+    for p in model.parameters():
+        sign = torch.randint(0, 2, p.shape, generator=g).to(p.dtype) * 2 - 1
+        p.mul_(1 + NUDGE * sign)
+
+
+def exact_coef(norm: float, clip: float) -> float:
+    """clip_grad_norm_'s scale: clip / (norm + 1e-6), at most 1 (1 with clipping off)."""
+    return min(1.0, clip / (norm + 1e-6)) if clip > 0 else 1.0
+
+
+def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> tuple[GPT, Any]:
+    from trainer.lean import LeanOptimizer
+
+    GrowthClip = _growth_clip_class()  # noqa: N806 — a class
+    cpu = torch.device("cpu")
+    model = GPT(cfg)
+    model.init_weights(t.seed)
+    if kind == "exact_nudged":
+        nudge(model, t.seed + 1)
+    if kind == "normal":  # fp32 weights also under bf16 (autocast), as in the trainer
+        return model, make_optimizer(model, t, cpu)
+    opt = (GrowthClip if kind == "growth" else LeanOptimizer)(model, t, cpu, precision, "on")
+    if kind not in ("lagged", "growth"):
+        # The non-fused path: without its hooks the optimizer is stepped after the backward
+        # pass (LeanOptimizer.step, the path fp16 takes), and train_step clips exactly.
+        for h in opt._hooks:
+            h.remove()
+        opt.steps_in_backward = False
+    return model, opt
+
+
+def _growth_clip_class() -> type:
+    from trainer.lean import LeanOptimizer
+
+    class GrowthClip(LeanOptimizer):
+        """The lean optimizer with the `growth` estimate of this step's norm (a candidate)."""
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.param_norms: dict[int, float] = {}  # each parameter's last gradient norm
+            self.priming = False  # a backward pass that measures the norms and updates nothing
+
+        def _hook(self, index: int):  # noqa: ANN202
+            def hook(p: torch.nn.Parameter) -> None:
+                if self._norm_sq is None:
+                    return
+                sq = p.grad.detach().float().pow(2).sum()
+                self._norm_sq += sq
+                mine = float(sq.sqrt())  # a host sync per parameter: a cost on a GPU
+                if self.priming:
+                    self.param_norms[index] = mine
+                    p.grad = None
+                    return
+                before = self.param_norms.get(index)
+                coef = self._coef
+                if self.clip > 0 and self.prev_norm is not None and before:
+                    coef = min(1.0, self.clip / (self.prev_norm * mine / before + 1e-6))
+                self.param_norms[index] = mine
+                self._update(index, p, coef)
+                p.grad = None
+
+            return hook
+
+    return GrowthClip
+
+
+def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, precision: str,
+          steps: int) -> dict[str, Any]:
+    """One run; for `lagged` the coefficients used and exact, for the exact ones the norms."""
+    model, opt = make_run(kind, cfg, t, precision)
+    schedule = Schedule.fresh(t)
+    cpu = torch.device("cpu")
+    scaler = make_scaler("fp32", cpu)
+    norms: list[float] = []
+    used: list[float] = []
+    losses: list[float] = []
+    if kind == "growth":  # the first step's norms from a backward pass of its own batch
+        opt.priming = True
+        opt.begin_step()
+        model(*get_batch(data.train, cfg.context, t.batch_per_card, t.seed, 0, 0)).backward()
+        opt.end_step()
+        opt.priming, opt.updates = False, 0
+    for i in range(steps):
+        batch = get_batch(data.train, cfg.context, t.batch_per_card, t.seed, i, 0)
+        if kind in ("lagged", "growth"):
+            loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip)
+            used.append(opt._coef)
+            norms.append(opt.prev_norm)  # this step's norm, computed in the hooks
+        else:  # train_step's non-fused path, with the norm kept
+            for g in opt.param_groups:
+                g["lr"] = schedule.at(i)
+            with autocast(precision, cpu):
+                loss = model(*batch)
+            loss.backward()
+            if t.grad_clip > 0:  # as train_step: clip_grad_norm_ returns the norm before clipping
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
+            else:
+                norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters()], foreach=True)
+            norms.append(float(norm))
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+    out = {"kind": kind, "norms": norms, "losses": losses,
+           "segment_losses": held_out(model, data, cfg.context, 96, t.batch_per_card)}
+    if kind == "lagged":
+        out["used_coefs"] = used
+    return out
+
+
+@torch.no_grad()
+def held_out(model: GPT, data: PreparedData, context: int, segments: int, batch: int) -> list[float]:
+    offsets = eval_offsets(len(data.val), context, segments)
+    model.eval()
+    out: list[float] = []
+    for i in range(0, len(offsets), batch):
+        rows = np.stack([np.asarray(data.val[o : o + context + 1], dtype=np.int64) for o in offsets[i : i + batch]])
+        tk = torch.from_numpy(rows)
+        out.extend(model.segment_losses(tk[:, :-1], tk[:, 1:]).double().tolist())
+    model.train()
+    return out
+
+
+def quantile(values: list[float], q: float) -> float:
+    s = sorted(values)
+    return s[min(len(s) - 1, max(0, math.ceil(q * len(s)) - 1))]
+
+
+def lag_stats(norms: list[float], used: list[float], clip: float) -> dict[str, Any]:
+    """The used coefficients against the exact ones of the same steps."""
+    exact = [exact_coef(n, clip) for n in norms]
+    rel = [abs(u - e) / e for u, e in zip(used, exact, strict=True)]
+    active_exact = [e < 1.0 for e in exact]
+    active_used = [u < 1.0 for u in used]
+    both = [r for r, a, b in zip(rel, active_exact, active_used, strict=True) if a or b]
+    return {
+        "steps": len(norms),
+        "rel_diff_median": statistics.median(rel),
+        "rel_diff_p90": quantile(rel, 0.9),
+        "rel_diff_max": max(rel),
+        "rel_diff_max_step": rel.index(max(rel)) + 1,
+        "rel_diff_median_where_clipping": statistics.median(both) if both else 0.0,
+        "active_exact": sum(active_exact) / len(norms),
+        "active_used": sum(active_used) / len(norms),
+        "disagree": sum(a != b for a, b in zip(active_exact, active_used, strict=True)) / len(norms),
+        "norm_first": norms[0],
+        "norm_median": statistics.median(norms),
+        "norm_last": norms[-1],
+        "norm_step_ratio_median": statistics.median(
+            max(a, b) / min(a, b) for a, b in pairwise(norms) if min(a, b) > 0),
+    }
+
+
+def paired(a: list[float], b: list[float]) -> float:
+    return statistics.fmean(x - y for x, y in zip(a, b, strict=True))
+
+
+def one_seed(seed: int, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, precision: str, steps: int,
+             runs: tuple[str, ...]) -> dict[str, Any]:
+    ts = replace(t, seed=seed)
+    results = {k: train(k, data, cfg, ts, precision, steps) for k in runs}
+    lag = results["lagged"]
+    out: dict[str, Any] = {"seed": seed, "lag": lag_stats(lag["norms"], lag["used_coefs"], t.grad_clip)}
+    exact = results["exact"]["segment_losses"]
+    out["held_out"] = {k: statistics.fmean(r["segment_losses"]) for k, r in results.items()}
+    out["lagged_minus_exact"] = paired(lag["segment_losses"], exact)
+    if "exact_nudged" in results:
+        out["nudged_minus_exact"] = paired(results["exact_nudged"]["segment_losses"], exact)
+    if "growth" in results:
+        out["growth_minus_exact"] = paired(results["growth"]["segment_losses"], exact)
+    if "normal" in results:
+        out["lagged_minus_normal"] = paired(lag["segment_losses"], results["normal"]["segment_losses"])
+        out["exact_minus_normal"] = paired(exact, results["normal"]["segment_losses"])
+    out["runs"] = results
+    return out
+
+
+def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
+    lag = [s["lagged_minus_exact"] for s in seeds]
+    ctl = [s["nudged_minus_exact"] for s in seeds if "nudged_minus_exact" in s]
+    out: dict[str, Any] = {
+        "lagged_minus_exact_mean": statistics.fmean(lag),
+        "lagged_minus_exact_abs_max": max(abs(x) for x in lag),
+        "rel_diff_median": statistics.median(s["lag"]["rel_diff_median"] for s in seeds),
+        "rel_diff_max": max(s["lag"]["rel_diff_max"] for s in seeds),
+        "active_exact": statistics.fmean(s["lag"]["active_exact"] for s in seeds),
+        "active_used": statistics.fmean(s["lag"]["active_used"] for s in seeds),
+    }
+    growth = [s["growth_minus_exact"] for s in seeds if "growth_minus_exact" in s]
+    if growth:
+        out["growth_minus_exact_mean"] = statistics.fmean(growth)
+    if ctl:
+        rms = math.sqrt(statistics.fmean(c * c for c in ctl))
+        out["control_rms"] = rms
+        out["ratio_to_control"] = (abs(out["lagged_minus_exact_mean"]) / rms) if rms > 0 else math.inf
+    return out
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = ["seed  |used−exact|/exact med / p90 / max (step)   clipping active exact/used/disagree"
+             "   held-out lagged  exact  nudged  normal  growth   lagged−exact  nudged−exact  growth−exact"]
+    for s in report["seeds"]:
+        g, h = s["lag"], s["held_out"]
+        lines.append(
+            f"{s['seed']:<5} {g['rel_diff_median']:.4f} / {g['rel_diff_p90']:.4f} / {g['rel_diff_max']:.4f} "
+            f"({g['rel_diff_max_step']:>3})          {g['active_exact']:.0%} / {g['active_used']:.0%} / "
+            f"{g['disagree']:.0%}            {h.get('lagged', math.nan):.4f} {h.get('exact', math.nan):.4f} "
+            f"{h.get('exact_nudged', math.nan):.4f} {h.get('normal', math.nan):.4f} {h.get('growth', math.nan):.4f}   "
+            f"{s['lagged_minus_exact']:+.5f}      {s.get('nudged_minus_exact', math.nan):+.5f}"
+            f"      {s.get('growth_minus_exact', math.nan):+.5f}"
+        )
+    m = report["summary"]
+    lines.append(
+        f"mean lagged−exact {m['lagged_minus_exact_mean']:+.5f}; control rms {m.get('control_rms', math.nan):.5f}; "
+        f"ratio {m.get('ratio_to_control', math.nan):.2f}; growth−exact {m.get('growth_minus_exact_mean', math.nan):+.5f}"
+    )
+    return "\n".join(lines)
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.clip_lag", description=__doc__.split("\n")[0])
+    p.add_argument("--data", type=Path, help="a prepared-data folder (default: a synthetic one)")
+    p.add_argument("--steps", type=int, default=300)
+    p.add_argument("--seeds", type=int, default=2)
+    p.add_argument("--precision", choices=("fp32", "bf16"), default="fp32")
+    p.add_argument("--width", type=int, default=64)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=2)
+    p.add_argument("--context", type=int, default=64)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--clip", type=float, default=1.0, help="training.grad_clip (the trainer's default 1.0)")
+    p.add_argument("--lr", type=float, default=2e-3)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--no-control", action="store_true", help="skip the nudged and normal runs")
+    p.add_argument("--json", type=Path)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    torch.set_num_threads(args.threads)
+    from trainer.config import ConfigError
+    from trainer.lean import import_library
+
+    try:
+        import_library()
+    except ConfigError as e:
+        print(e, file=sys.stderr)
+        return 2
+    with tempfile.TemporaryDirectory(prefix="ternit-clip-lag-") as tmp:
+        data = open_prepared(args.data or make_prepared(Path(tmp) / "data", vocab=300, sentences=6000))
+        cfg = ModelConfig(context=args.context, width=args.width, heads=args.heads, layers=args.layers,
+                          vocab=data.vocab_size)
+        t = TrainingConfig(batch_per_card=args.batch, lr=args.lr, warmup_steps=max(1, args.steps // 10),
+                           steps_to=args.steps, grad_clip=args.clip)
+        runs = ("lagged", "exact") if args.no_control else RUNS
+        started = time.perf_counter()
+        seeds = []
+        for k in range(args.seeds):
+            seeds.append(one_seed(t.seed + k, data, cfg, t, args.precision, args.steps, runs))
+            print(f"seed {t.seed + k} done", file=sys.stderr, flush=True)
+        report = {
+            "machine": {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(),
+                        "threads": args.threads, "torch": torch.__version__},
+            "data": str(args.data) if args.data else "synthetic (bench/synthetic.py)",
+            "model": {"context": cfg.context, "width": cfg.width, "heads": cfg.heads, "layers": cfg.layers,
+                      "vocab": cfg.vocab, "batch": args.batch},
+            "steps": args.steps, "precision": args.precision, "clip": args.clip, "lr": args.lr,
+            "wall_s": time.perf_counter() - started,
+            "seeds": seeds,
+            "summary": summary(seeds),
+        }
+    print(table(report))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

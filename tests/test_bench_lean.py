@@ -1,0 +1,112 @@
+"""Smoke tests of the lean state's two benchmarks at a tiny size (bench/lean_choice.py,
+bench/clip_lag.py): they run, report what they say, and their bookkeeping is right. No
+timing is asserted; the torchao variants run only where torchao is installed (its step is
+compiled at the first call, which takes a minute, so here torch.compile is replaced by
+the function itself and the same code runs eagerly)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+pytest.importorskip("bitsandbytes", reason="the lean state's library: pip install 'ternit-lab[lean]'")
+
+TINY = ["--width", "32", "--layers", "1", "--heads", "2", "--context", "16", "--batch", "2"]
+
+
+def _choice(tmp_path, tiny_data, variants: str) -> dict:
+    from bench import lean_choice
+
+    out = tmp_path / "choice.json"
+    argv = [*TINY, "--vocab", "300", "--steps", "3", "--warmup", "1", "--segments", "4",
+            "--variants", variants, "--data", str(tiny_data), "--json", str(out)]
+    assert lean_choice.main(argv) == 0
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_lean_choice_reports_each_variant_side_by_side(tmp_path, tiny_data):
+    report = _choice(tmp_path, tiny_data, "adamw,bnb8,lean,adamw_bf16,lean_bf16")
+    r = report["results"]
+    assert list(r) == ["adamw", "bnb8", "lean", "adamw_bf16", "lean_bf16"]
+    for v in r.values():
+        assert len(v["step_times_s"]) == 3 and len(v["warmup_steps_s"]) == 1
+        assert math.isfinite(v["held_out"]) and len(v["segment_losses"]) == 4
+    # fp32 AdamW: two fp32 moments, 8 bytes a weight; 8-bit moments a quarter of it and a bit
+    # (block scales, and fp32 moments for tensors under bitsandbytes' 4,096-element minimum).
+    assert r["adamw"]["state_bytes_per_weight"] == pytest.approx(8.0, abs=0.01)
+    assert 2.0 <= r["bnb8"]["state_bytes_per_weight"] < 4.0
+    assert r["lean"]["fused_into_backward"] and not r["bnb8"]["fused_into_backward"]
+    assert r["lean"]["opt_times_s"] == [] and len(r["bnb8"]["opt_times_s"]) == 3
+    # The bf16 lean state keeps bf16 weights (no master copy), the normal bf16 mode fp32.
+    assert r["lean_bf16"]["weight_bytes"] * 2 == r["adamw_bf16"]["weight_bytes"]
+    assert r["lean_bf16"]["reference"] == "adamw_bf16" and r["bnb8"]["reference"] == "adamw"
+    assert r["adamw"]["held_out_diff"] == 0.0  # against itself
+
+
+def test_lean_choice_rejects_an_unknown_variant(capsys):
+    from bench import lean_choice
+
+    assert lean_choice.main(["--variants", "adamw,sgd"]) == 2
+    assert "unknown variant(s) sgd" in capsys.readouterr().err
+
+
+def test_lean_choice_without_torchao_says_so_and_measures_the_rest(tmp_path, tiny_data, monkeypatch, capsys):
+    from bench import lean_choice
+
+    monkeypatch.setattr(lean_choice, "torchao_available", lambda: False)
+    assert list(_choice(tmp_path, tiny_data, "adamw,ao8")["results"]) == ["adamw"]
+    assert "torchao is not installed: its variants are skipped" in capsys.readouterr().err
+
+
+def test_lean_choice_measures_torchao_where_installed(tmp_path, tiny_data, monkeypatch):
+    pytest.importorskip("torchao.optim", reason="torchao is measured only where installed")
+    import torch
+
+    # torchao compiles its update at each call (torch.compile(..., fullgraph=True)); eager,
+    # the same update takes seconds here instead of a minute's compile.
+    monkeypatch.setattr(torch, "compile", lambda fn, **_: fn)
+    r = _choice(tmp_path, tiny_data, "adamw,ao8,ao_bf16sr")["results"]
+    # torchao's codes and scales counted (at this size some tensors are not a multiple of
+    # its 256-element block and keep fp32 moments, so less than AdamW's 8 but above 2).
+    assert 2.0 <= r["ao8"]["state_bytes_per_weight"] < 7.0
+    assert r["ao_bf16sr"]["state_bytes_per_weight"] == pytest.approx(4.0, abs=0.01)  # bf16 weights, fp32 moments
+    assert r["ao_bf16sr"]["weight_bytes"] * 2 == r["adamw"]["weight_bytes"]
+
+
+def _lag(tmp_path, tiny_data, *extra: str) -> dict:
+    from bench import clip_lag
+
+    out = tmp_path / "lag.json"
+    argv = [*TINY, "--steps", "8", "--seeds", "1", "--data", str(tiny_data), "--json", str(out), *extra]
+    assert clip_lag.main(argv) == 0
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_clip_lag_compares_the_used_coefficient_with_the_exact_one(tmp_path, tiny_data):
+    from bench.clip_lag import exact_coef
+
+    report = _lag(tmp_path, tiny_data, "--lr", "0.01")
+    seed = report["seeds"][0]
+    lagged = seed["runs"]["lagged"]
+    norms, used = lagged["norms"], lagged["used_coefs"]
+    assert len(norms) == len(used) == 8
+    assert used[0] == 1.0  # the first step of a run is not clipped
+    # Every later step was scaled by the coefficient of the previous step's norm.
+    assert used[1:] == pytest.approx([exact_coef(n, 1.0) for n in norms[:-1]], rel=1e-9)
+    assert set(seed["runs"]) == {"lagged", "exact", "exact_nudged", "normal", "growth"}
+    lag = seed["lag"]
+    assert 0.0 <= lag["rel_diff_median"] <= lag["rel_diff_p90"] <= lag["rel_diff_max"]
+    assert 0.0 <= lag["active_exact"] <= 1.0 and 0.0 <= lag["disagree"] <= 1.0
+    assert math.isfinite(report["summary"]["lagged_minus_exact_mean"])
+
+
+def test_without_clipping_the_lagged_and_exact_runs_are_the_same_training(tmp_path, tiny_data):
+    """With clipping off the two arms differ in nothing but where the update is made (in the
+    backward pass or after it): their held-out losses are bit-identical, so whatever the
+    bench reports with clipping on comes from the clipping alone."""
+    seed = _lag(tmp_path, tiny_data, "--clip", "0", "--no-control")["seeds"][0]
+    assert set(seed["runs"]) == {"lagged", "exact"}
+    assert seed["runs"]["lagged"]["segment_losses"] == seed["runs"]["exact"]["segment_losses"]
+    assert seed["lag"]["rel_diff_max"] == 0.0 and seed["lag"]["active_exact"] == 0.0
