@@ -243,17 +243,12 @@ class RunForm(FormChecks):
         if name == "start_from" and value == "scratch":
             self.from_scratch()
             return
-        if name == "economical":
-            level = F.economical_level(value)
-            if level is None:
-                raise ValueError(f"economical must be one of {', '.join(F.ECONOMICAL_LEVELS)}, not {value!r}")
-            self.values["economical"] = level
-            return
-        if name == "lean_state":
-            lean = F.lean_state_level(value)
-            if lean is None:
-                raise ValueError(f"lean_state must be one of {', '.join(F.LEAN_STATES)}, not {value!r}")
-            self.values["lean_state"] = lean
+        spec = F.spec(name)
+        if spec.from_run is not None:  # «Экономный режим», its state: run.json's words read too
+            shown = F.from_run_value(spec, value)
+            if shown is None:
+                raise ValueError(f"{name} must be one of {', '.join(spec.options)}, not {value!r}")
+            self.values[name] = shown
             return
         self.values[name] = list(value) if F.spec(name).kind == "multi" else value
 

@@ -29,19 +29,11 @@ def make_text(sentences: int, seed: int = 0) -> list[str]:
 
 
 def make_prepared(out: Path, vocab: int = 300, sentences: int = 6000) -> Path:
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from app.data.prepare import new_tokenizer  # the lab's own byte-level BPE set-up
 
     out.mkdir(parents=True, exist_ok=True)
     lines = make_text(sentences)
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=vocab,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        special_tokens=["<|endoftext|>"],
-        show_progress=False,
-    )
+    tok, trainer = new_tokenizer(vocab)
     tok.train_from_iterator(lines, trainer)
     tok.save(str(out / "tokenizer.json"))
     eot = tok.token_to_id("<|endoftext|>")

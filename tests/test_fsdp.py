@@ -119,3 +119,14 @@ def test_fsdp_refusals_are_one_line(tmp_path, tiny_data):
 
     with pytest.raises(ConfigError, match="training.sharding must be one of auto, ddp, fsdp"):
         from_dict({"training": {"sharding": "zero3"}})
+
+
+def test_a_checkpoint_every_step_is_saved_by_both_processes_together(tmp_path, tiny_data):
+    """checkpoint_every_min 0: a save after every step, the last one included. The ranks
+    agree on each (a sharded save is collective): rank 1 once began a second save of the
+    last step alone and the run hung until killed."""
+    run = write_run(tmp_path / "every", tiny_data, **{**KW, "steps_to": 4, "checkpoint_every_min": 0})
+    p = torchrun(run)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert [c["step"] for c in events(run, "checkpoint")] == [1, 2, 3, 4]
+    assert events(run, "end")[-1]["reason"] == "steps_reached"
