@@ -48,11 +48,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
+from bench.lean_choice import held_out  # the same held-out losses as the library comparison
 from trainer.config import ModelConfig, TrainingConfig
-from trainer.data import PreparedData, eval_offsets, get_batch, open_prepared
+from trainer.data import PreparedData, get_batch, open_prepared
 from trainer.model import GPT
 from trainer.optim import Schedule, autocast, make_optimizer, make_scaler
 from trainer.step import train_step
@@ -173,19 +173,6 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
            "segment_losses": held_out(model, data, cfg.context, 96, t.batch_per_card)}
     if kind == "lagged":
         out["used_coefs"] = used
-    return out
-
-
-@torch.no_grad()
-def held_out(model: GPT, data: PreparedData, context: int, segments: int, batch: int) -> list[float]:
-    offsets = eval_offsets(len(data.val), context, segments)
-    model.eval()
-    out: list[float] = []
-    for i in range(0, len(offsets), batch):
-        rows = np.stack([np.asarray(data.val[o : o + context + 1], dtype=np.int64) for o in offsets[i : i + batch]])
-        tk = torch.from_numpy(rows)
-        out.extend(model.segment_losses(tk[:, :-1], tk[:, 1:]).double().tolist())
-    model.train()
     return out
 
 

@@ -282,20 +282,24 @@ def smaller_batch(batch: int, micro_steps: int) -> int:
     return max(d for d in range(1, max(1, batch // 2) + 1) if whole % d == 0)
 
 
+def _named(key: str, value: bool | str | None, names: tuple[str, ...], true: str, said: str) -> str:
+    """A switch that is true/false or one of `names`, as its name: true is `true`, false
+    and None (a key not given) are "off"; anything else is a ConfigError naming the key."""
+    if value is True:
+        return true
+    if value is False or value is None:
+        return "off"
+    if value in names:
+        return str(value)
+    raise ConfigError(f"training.{key} must be {said}, not {value!r}")
+
+
 def economical_level(value: bool | str | None) -> str:
     """`economical` is true/false or a level name: off, selective or full. The one reader of
     the key, for the trainer, the sizing and the form: true (the old checkbox) is
-    "selective", false and None (a key not given) are "off"; anything else is a ConfigError
-    (a ValueError)."""
-    if value is True:
-        return "selective"
-    if value is False or value is None:
-        return "off"
-    if value in ECONOMICAL_LEVELS:
-        return str(value)
-    raise ConfigError(
-        f"training.economical must be true, false or one of {', '.join(ECONOMICAL_LEVELS)}, not {value!r}"
-    )
+    "selective", false and None are "off"; anything else is a ConfigError (a ValueError)."""
+    return _named("economical", value, ECONOMICAL_LEVELS, "selective",
+                  f"true, false or one of {', '.join(ECONOMICAL_LEVELS)}")
 
 
 LEAN_MODES = ("off", "on", "offload")
@@ -303,15 +307,8 @@ LEAN_MODES = ("off", "on", "offload")
 
 def lean_mode(value: bool | str | None) -> str:
     """`lean_state` is true/false or "off", "on", "offload"; returns the name. The one
-    reader of the key, for the trainer, the sizing and the form: None (a key not given) is
-    "off"; anything else is a ConfigError (a ValueError)."""
-    if value is True:
-        return "on"
-    if value is False or value is None:
-        return "off"
-    if value in LEAN_MODES:
-        return str(value)
-    raise ConfigError(f"training.lean_state must be true, false or \"offload\", not {value!r}")
+    reader of the key, for the trainer, the sizing and the form."""
+    return _named("lean_state", value, LEAN_MODES, "on", 'true, false or "offload"')
 
 
 COMPILE_MODES = ("auto", "on", "off")
@@ -320,13 +317,7 @@ SHARDING_MODES = ("auto", "ddp", "fsdp")
 
 def compile_mode(value: bool | str) -> str:
     """`compile` is "auto", "on", "off" (or true/false); returns the name."""
-    if value is True:
-        return "on"
-    if value is False:
-        return "off"
-    if value in COMPILE_MODES:
-        return str(value)
-    raise ConfigError(f"training.compile must be one of {', '.join(COMPILE_MODES)}, not {value!r}")
+    return _named("compile", value, COMPILE_MODES, "on", f"one of {', '.join(COMPILE_MODES)}")
 
 
 def sharding_mode(value: str) -> str:
