@@ -26,7 +26,8 @@ from tests.trainer_run import run_trainer, write_run
 
 # Latin words that are names in any language (products, formats, libraries, values users type).
 NAMES = {"Kaggle", "NVML", "NVIDIA", "psutil", "safetensors", "torch", "PyTorch", "AdamW", "auto", "cpu",
-         "val", "loss", "train"}
+         "val", "loss", "train",
+         "pt", "dcp"}  # the checkpoint forms' suffixes: a .pt file, a .dcp folder (FSDP2's)
 # Not walked into: the benchmarks (`ternit bench NAME`, and `ternit data bench`, the same as
 # `ternit bench data`) are measurement tools whose help and reports are English, as
 # `ternit bench --help` says; their lines in `ternit bench --help` are ours and are checked.
