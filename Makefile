@@ -6,7 +6,8 @@ VENV ?= .venv
 TORCH_SPEC ?= torch>=2.4
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
-# pytest-xdist workers: one per core by default (CI's 2 cores: 2)
+# pytest-xdist workers: one per core by default (CI's 2 cores: 2); worksteal evens the tail
+# (a few trainer tests take a minute each)
 TEST_WORKERS ?= auto
 
 .PHONY: run test lint clean
@@ -23,7 +24,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(TEST_WORKERS)
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
