@@ -56,13 +56,14 @@ _ECONOMICAL_NOT_MEASURED = {
 }
 
 
-# The lean training state (trainer/lean.py; run.json training.lean_state: false, true or
-# "offload"). Figures: app.sizing.state's model at the lab's full model (1.67 B weights)
-# and issue 13's measurements; tooltips kept to ≤ 60 characters a line, ≤ 12 lines.
+# The lean training state (trainer/lean.py; run.json training.lean_state: false, true,
+# "fused" or "offload"). Figures: app.sizing.state's model at the lab's full model (1.67 B
+# weights) and issue 13's measurements; tooltips kept to ≤ 60 characters a line, ≤ 12 lines.
 LEAN_STATES: tuple[str, ...] = contract.LEAN_MODES
 LEAN_STATE_OPTIONS: dict[str, dict[str, str]] = {
     "off": {"ru": "Обычное", "en": "Normal"},
     "on": {"ru": "8 бит", "en": "8-bit"},
+    "fused": {"ru": "8 бит, без градиентов", "en": "8-bit, no gradients"},
     "offload": {"ru": "8 бит в памяти ПК", "en": "8-bit in host memory"},
 }
 LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
@@ -73,27 +74,35 @@ LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
         "The normal speed.",
     },
     "on": {
-        "ru": "Моменты в 8 битах (bitsandbytes), веса в bf16\nбез fp32-копии, шаг внутри обратного\n"
-        "прохода: ≈ 4 байта на вес (1,67 млрд — 6,3 ГБ).\nНа видеокарте почти обычная скорость;\n"
-        "на процессоре шаг заметно медленнее.\nОбрезка градиента — по норме прошлого шага.",
-        "en": "8-bit moments (bitsandbytes), bf16 weights\nwithout an fp32 copy, the step inside the\n"
-        "backward pass: ≈ 4 bytes a weight (1.67 B: 6.3 GB).\nNearly the normal speed on a GPU;\n"
-        "much slower steps on the CPU.\nClipping uses the previous step's norm.",
+        "ru": "Моменты в 8 битах (bitsandbytes), веса и\nградиенты в bf16 без fp32-копии:\n"
+        "≈ 6 байт на вес (1,67 млрд — 9,4 ГБ).\nОбрезка градиента точная.\n"
+        "На видеокарте почти обычная скорость;\nна процессоре шаг заметно медленнее.",
+        "en": "8-bit moments (bitsandbytes), bf16 weights\nand gradients without an fp32 copy:\n"
+        "≈ 6 bytes a weight (1.67 B: 9.4 GB).\nClipping is exact.\n"
+        "Nearly the normal speed on a GPU;\nmuch slower steps on the CPU.",
+    },
+    "fused": {
+        "ru": "Как «8 бит», но градиенты не хранятся:\nкаждый вес обновляется в обратном проходе.\n"
+        "≈ 4 байта на вес (1,67 млрд — 6,3 ГБ).\nДля точной обрезки — два обратных прохода:\n"
+        "шаг ≈ в 1,7 раза дольше (оценка).",
+        "en": "As «8-bit», no gradients kept: each weight\nis updated inside the backward pass.\n"
+        "≈ 4 bytes a weight (1.67 B: 6.3 GB).\nFor an exact clip, two backward passes:\n"
+        "a step ≈ 1.7× as long (an estimate).",
     },
     "offload": {
-        "ru": "Как «8 бит», но моменты ждут в памяти ПК:\nна карте ≈ 2 байта на вес (1,67 млрд — 3,1 ГБ).\n"
-        "Цена — копирование по PCIe каждый шаг:\n≈ 0,27 с на шаг при 1,67 млрд весов,\n"
-        "больше самого шага (≈ 0,15 с).",
-        "en": "As «8-bit», the moments wait in host memory:\n≈ 2 bytes a weight on the card (1.67 B: 3.1 GB).\n"
-        "The price: PCIe copies every step,\n≈ 0.27 s a step at 1.67 B weights,\n"
-        "more than the step itself (≈ 0.15 s).",
+        "ru": "Как «без градиентов», но моменты ждут\nв памяти ПК: на карте ≈ 2 байта на вес\n"
+        "(1,67 млрд — 3,1 ГБ). Цена — ещё и\nкопирование по PCIe каждый шаг:\n"
+        "≈ 0,27 с на шаг при 1,67 млрд весов.",
+        "en": "As «no gradients», the moments wait in\nhost memory: ≈ 2 bytes a weight on the card\n"
+        "(1.67 B: 3.1 GB). The price adds PCIe\ncopies every step,\n"
+        "≈ 0.27 s a step at 1.67 B weights.",
     },
 }
 
 
 def lean_state_level(value: Any) -> str | None:
     """run.json's `training.lean_state` as the form's name, read by the contract's one
-    reader (false → "off", true → "on", "offload"); None where the trainer would refuse it."""
+    reader (false → "off", true → "on", "fused", "offload"); None where the trainer would refuse it."""
     try:
         return contract.lean_mode(value)
     except contract.ConfigError:
@@ -101,7 +110,7 @@ def lean_state_level(value: Any) -> str | None:
 
 
 def lean_state_run_value(name: str) -> bool | str:
-    """What run.json gets: false / true / "offload" (trainer.config.lean_mode's words)."""
+    """What run.json gets: false / true / "fused" / "offload" (trainer.config.lean_mode's words)."""
     return {"off": False, "on": True}.get(name, name)
 
 

@@ -1,28 +1,28 @@
-"""How far the lean state's clipping from the previous step's norm is from exact clipping.
+"""What a one-pass fused lean step's clipping costs against exact clipping.
 
     python -m bench.clip_lag [--data DIR] [--steps N] [--seeds S] [--precision fp32|bf16]
         [--width D] [--layers L] [--context T] [--batch B] [--clip C] [--lr LR] [--json FILE]
 
-The lean state (trainer/lean.py) updates each parameter from its gradient hook during the
-backward pass, before the step's global gradient norm is known, so it scales the step by
-min(1, clip / ‖g_{t-1}‖), the PREVIOUS step's norm; the first step is not clipped. Exact
-clipping scales by min(1, clip / ‖g_t‖). For each seed this trains a small model with the
-trainer's own model, schedule, data reader and step function, four ways from the same
-initial weights on the same batches:
+A lean step fused into one backward pass (each parameter updated from its gradient hook)
+cannot know the step's global gradient norm before it updates: it can only clip by an
+estimate. The first version of trainer/lean.py scaled step t by min(1, clip / ‖g_{t-1}‖),
+the PREVIOUS step's norm, and did not clip the first step; this bench measured it, and the
+trainer now clips exactly (lean_state true: gradients held; "fused": two backward passes).
+For each seed this trains a small model with the trainer's own model, schedule, data reader
+and step function, from the same initial weights on the same batches:
 
-    lagged        the lean state as the trainer runs it (trainer.step.train_step, fused)
-    exact         the same lean optimizer (same 8-bit moments, same rounding) with its
-                  backward-pass hooks removed: the step goes after the backward pass,
-                  clipped exactly by clip_grad_norm_ as in the normal mode
+    lagged        one pass, clipped by the previous step's norm (the rejected first version;
+                  the bench's own class, not the trainer's)
+    exact         the trainer's lean_state true: gradients held, clipped exactly
+    fused         the trainer's lean_state "fused": two backward passes, clipped exactly
+                  (the same steps as `exact` bit for bit: fused − exact is 0)
     exact_nudged  `exact` from initial weights nudged by one fp32 rounding step (2⁻²³):
                   the control, how far rounding alone moves the result
     normal        the normal mode (torch AdamW, fp32 moments), for reference
-    growth        a candidate, not the trainer's: fused like `lagged`, but each parameter's
-                  step is clipped by an estimate of this step's norm, the previous step's
-                  norm times how much this parameter's own gradient norm grew since then
-                  (exact when a spike scales every gradient alike); and the run's first
-                  step is clipped too, from a backward pass of its batch that updates
-                  nothing (once per run: the norms are what a checkpoint would keep)
+    growth        another one-pass candidate: each parameter's step clipped by the previous
+                  step's norm times how much this parameter's own gradient norm grew since
+                  then (exact when a spike scales every gradient alike); the run's first step
+                  clipped from a backward pass of its batch that updates nothing
 
 Reported: over the lagged run's steps, the exact coefficient of each step against the one
 used (relative difference |used − exact| / exact: median, 90th percentile, max), how often
@@ -59,7 +59,7 @@ from trainer.step import train_step
 
 from .synthetic import make_prepared
 
-RUNS = ("lagged", "exact", "exact_nudged", "normal", "growth")
+RUNS = ("lagged", "exact", "fused", "exact_nudged", "normal", "growth")
 NUDGE = 2.0**-23  # one fp32 rounding step, relative
 
 
@@ -80,7 +80,6 @@ def exact_coef(norm: float, clip: float) -> float:
 def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> tuple[GPT, Any]:
     from trainer.lean import LeanOptimizer
 
-    GrowthClip = _growth_clip_class()  # noqa: N806 — a class
     cpu = torch.device("cpu")
     model = GPT(cfg)
     model.init_weights(t.seed)
@@ -88,54 +87,67 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
         nudge(model, t.seed + 1)
     if kind == "normal":  # fp32 weights also under bf16 (autocast), as in the trainer
         return model, make_optimizer(model, t, cpu)
-    opt = (GrowthClip if kind == "growth" else LeanOptimizer)(model, t, cpu, precision, "on")
-    if kind not in ("lagged", "growth"):
-        # The non-fused path: without its hooks the optimizer is stepped after the backward
-        # pass (LeanOptimizer.step, the path fp16 takes), and train_step clips exactly.
-        for h in opt._hooks:
-            h.remove()
-        opt.steps_in_backward = False
-    return model, opt
+    if kind in ("lagged", "growth"):
+        return model, _one_pass_class(kind)(model, t, cpu, precision, "fused")
+    # The trainer's own lean steps: "on" (gradients held) and "fused" (two backward passes).
+    return model, LeanOptimizer(model, t, cpu, precision, "fused" if kind == "fused" else "on")
 
 
-def _growth_clip_class() -> type:
+def _one_pass_class(kind: str) -> type:
+    """The lean optimizer with a one-pass fused step clipped by an estimate of this step's
+    norm, which trainer/lean.py does not do (measured and rejected there): `lagged`, the
+    previous step's norm; `growth`, the previous norm times how much this parameter's own
+    gradient norm grew since then."""
     from trainer.lean import LeanOptimizer
 
-    class GrowthClip(LeanOptimizer):
-        """The lean optimizer with the `growth` estimate of this step's norm (a candidate)."""
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
+    class OnePass(LeanOptimizer):
+        def __init__(self, model: GPT, t: TrainingConfig, *args: Any) -> None:
+            super().__init__(model, t, *args)
+            self.clip = t.grad_clip
+            self.prev_norm: float | None = None  # the previous step's global norm
             self.param_norms: dict[int, float] = {}  # each parameter's last gradient norm
             self.priming = False  # a backward pass that measures the norms and updates nothing
+            self._sum: torch.Tensor | None = None
+
+        def one_pass_step(self, loss: torch.Tensor) -> float:
+            """One backward pass updating from the hooks; returns the coefficient used."""
+            prev = self.prev_norm
+            self._coef = min(1.0, self.clip / (prev + 1e-6)) if self.clip > 0 and prev else 1.0
+            self._sum = torch.zeros(())
+            loss.backward()
+            self.prev_norm = self.last_norm = float(self._sum.sqrt())
+            self._sum = None
+            self.updates += 0 if self.priming else 1
+            return self._coef
 
         def _hook(self, index: int):  # noqa: ANN202
             def hook(p: torch.nn.Parameter) -> None:
-                if self._norm_sq is None:
+                if self._sum is None:
                     return
                 sq = p.grad.detach().float().pow(2).sum()
-                self._norm_sq += sq
-                mine = float(sq.sqrt())  # a host sync per parameter: a cost on a GPU
-                if self.priming:
-                    self.param_norms[index] = mine
-                    p.grad = None
-                    return
-                before = self.param_norms.get(index)
+                self._sum += sq
                 coef = self._coef
-                if self.clip > 0 and self.prev_norm is not None and before:
-                    coef = min(1.0, self.clip / (self.prev_norm * mine / before + 1e-6))
-                self.param_norms[index] = mine
+                if kind == "growth":
+                    mine = float(sq.sqrt())  # a host sync per parameter: a cost on a GPU
+                    before = self.param_norms.get(index)
+                    self.param_norms[index] = mine
+                    if self.priming:
+                        p.grad = None
+                        return
+                    if self.clip > 0 and self.prev_norm is not None and before:
+                        coef = min(1.0, self.clip / (self.prev_norm * mine / before + 1e-6))
                 self._update(index, p, coef)
                 p.grad = None
 
             return hook
 
-    return GrowthClip
+    return OnePass
 
 
 def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, precision: str,
           steps: int) -> dict[str, Any]:
-    """One run; for `lagged` the coefficients used and exact, for the exact ones the norms."""
+    """One run; its steps' global gradient norms, and for the one-pass arms the
+    coefficients used."""
     model, opt = make_run(kind, cfg, t, precision)
     schedule = Schedule.fresh(t)
     cpu = torch.device("cpu")
@@ -143,35 +155,27 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
     norms: list[float] = []
     used: list[float] = []
     losses: list[float] = []
+    one_pass = kind in ("lagged", "growth")
     if kind == "growth":  # the first step's norms from a backward pass of its own batch
         opt.priming = True
-        opt.begin_step()
-        model(*get_batch(data.train, cfg.context, t.batch_per_card, t.seed, 0, 0)).backward()
-        opt.end_step()
-        opt.priming, opt.updates = False, 0
+        opt.one_pass_step(model(*get_batch(data.train, cfg.context, t.batch_per_card, t.seed, 0, 0)))
+        opt.priming = False
     for i in range(steps):
         batch = get_batch(data.train, cfg.context, t.batch_per_card, t.seed, i, 0)
-        if kind in ("lagged", "growth"):
-            loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip)
-            used.append(opt._coef)
-            norms.append(opt.prev_norm)  # this step's norm, computed in the hooks
-        else:  # train_step's non-fused path, with the norm kept
+        if one_pass:
             for g in opt.param_groups:
                 g["lr"] = schedule.at(i)
             with autocast(precision, cpu):
                 loss = model(*batch)
-            loss.backward()
-            if t.grad_clip > 0:  # as train_step: clip_grad_norm_ returns the norm before clipping
-                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), t.grad_clip, foreach=True)
-            else:
-                norm = torch.nn.utils.get_total_norm([p.grad for p in model.parameters()], foreach=True)
-            norms.append(float(norm))
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            used.append(opt.one_pass_step(loss))
+            norms.append(opt.last_norm)
+        else:
+            loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip)
+            norms.append(opt.last_norm if kind != "normal" else math.nan)
         losses.append(float(loss.detach()))
     out = {"kind": kind, "norms": norms, "losses": losses,
            "segment_losses": held_out(model, data, cfg.context, 96, t.batch_per_card)}
-    if kind == "lagged":
+    if one_pass:
         out["used_coefs"] = used
     return out
 
@@ -223,6 +227,8 @@ def one_seed(seed: int, data: PreparedData, cfg: ModelConfig, t: TrainingConfig,
         out["nudged_minus_exact"] = paired(results["exact_nudged"]["segment_losses"], exact)
     if "growth" in results:
         out["growth_minus_exact"] = paired(results["growth"]["segment_losses"], exact)
+    if "fused" in results:
+        out["fused_minus_exact"] = paired(results["fused"]["segment_losses"], exact)
     if "normal" in results:
         out["lagged_minus_normal"] = paired(lag["segment_losses"], results["normal"]["segment_losses"])
         out["exact_minus_normal"] = paired(exact, results["normal"]["segment_losses"])
@@ -241,9 +247,10 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
         "active_exact": statistics.fmean(s["lag"]["active_exact"] for s in seeds),
         "active_used": statistics.fmean(s["lag"]["active_used"] for s in seeds),
     }
-    growth = [s["growth_minus_exact"] for s in seeds if "growth_minus_exact" in s]
-    if growth:
-        out["growth_minus_exact_mean"] = statistics.fmean(growth)
+    for arm in ("growth", "fused"):
+        diffs = [s[f"{arm}_minus_exact"] for s in seeds if f"{arm}_minus_exact" in s]
+        if diffs:
+            out[f"{arm}_minus_exact_mean"] = statistics.fmean(diffs)
     if ctl:
         rms = math.sqrt(statistics.fmean(c * c for c in ctl))
         out["control_rms"] = rms
@@ -267,7 +274,8 @@ def table(report: dict[str, Any]) -> str:
     m = report["summary"]
     lines.append(
         f"mean lagged−exact {m['lagged_minus_exact_mean']:+.5f}; control rms {m.get('control_rms', math.nan):.5f}; "
-        f"ratio {m.get('ratio_to_control', math.nan):.2f}; growth−exact {m.get('growth_minus_exact_mean', math.nan):+.5f}"
+        f"ratio {m.get('ratio_to_control', math.nan):.2f}; growth−exact {m.get('growth_minus_exact_mean', math.nan):+.5f}; "
+        f"fused−exact {m.get('fused_minus_exact_mean', math.nan):+.5f}"
     )
     return "\n".join(lines)
 
@@ -308,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                           vocab=data.vocab_size)
         t = TrainingConfig(batch_per_card=args.batch, lr=args.lr, warmup_steps=max(1, args.steps // 10),
                            steps_to=args.steps, grad_clip=args.clip)
-        runs = ("lagged", "exact") if args.no_control else RUNS
+        runs = ("lagged", "exact", "fused") if args.no_control else RUNS
         started = time.perf_counter()
         seeds = []
         for k in range(args.seeds):

@@ -1,7 +1,7 @@
 """The economical mode against the normal mode, side by side, in one process.
 
     python -m bench.economical [--config RUN.json] [--data DIR] [--steps N]
-        [--series S] [--level off|selective|full] [--lean-state off|on|offload]
+        [--series S] [--level off|selective|full] [--lean-state off|on|fused|offload]
         [--warmup W] [--device auto|cpu|cuda] [--json FILE]
         [--schedule sequential|interleaved] [--controls C]
     (also `ternit bench economical ...`)
@@ -68,6 +68,7 @@ from typing import Any
 import torch
 
 from trainer.config import (
+    LEAN_MODES,
     ConfigError,
     ModelConfig,
     RunConfig,
@@ -341,7 +342,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--lean-state",
-        choices=["off", "on", "offload"],
+        choices=list(LEAN_MODES),
         help="the lean training state of the economical mode (default: the config's "
         "training.lean_state, else off); without --config, on picks issue 13's "
         "state-dominated shape",

@@ -12,8 +12,9 @@ shared machine each meets the same changing load in every position. The variants
     adamw          torch AdamW, fused, fp32 weights and moments (the normal mode)
     bnb8           bitsandbytes AdamW8bit, fp32 weights (clip exact, step after backward)
     ao8            torchao AdamW8bit, fp32 weights
-    lean           trainer/lean.py at fp32: bitsandbytes 8-bit moments, the step inside
-                   the backward pass, clipped by the previous step's norm
+    lean           trainer/lean.py at fp32, lean_state "fused": bitsandbytes 8-bit
+                   moments, the step inside the second of two backward passes, clipped
+                   exactly (trainer.step.train_step)
     adamw_bf16     torch AdamW fused, fp32 weights, bf16 autocast (the normal mode at bf16)
     lean_bf16      trainer/lean.py at bf16: bf16 weights with stochastic rounding
     ao8_bf16sr     torchao AdamW8bit(bf16_stochastic_round=True) on bf16 weights
@@ -31,9 +32,10 @@ Memory: the bytes of the optimizer's state tensors (each storage counted once) a
 weights. Quality: the mean held-out loss of each trained model on the same validation
 segments, and its paired difference from `adamw` (or from `adamw_bf16` for the bf16
 variants: the same forward precision). The data: bench/synthetic.py's prepared folder.
-The fused lean variants also clip by the previous step's norm, which moves their loss far
-more than the library does (bench/clip_lag.py measures that alone); the library's own
-effect is bnb8 and ao8 against adamw. The choice and the figures: docs/LEAN.md.
+The library's own effect is bnb8 and ao8 against adamw; the lean variants add the
+trainer's bf16 rounding and its fused step (an earlier version clipped by the previous
+step's norm there, which moved their loss far more than the library: bench/clip_lag.py).
+The choice and the figures: docs/LEAN.md.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ from torch import nn
 from trainer.config import ModelConfig, TrainingConfig
 from trainer.data import PreparedData, eval_offsets, get_batch, open_prepared
 from trainer.model import GPT
-from trainer.optim import Schedule, autocast, make_optimizer
+from trainer.optim import Schedule, autocast, make_optimizer, make_scaler
+from trainer.step import train_step
 
 from .synthetic import make_prepared
 
@@ -95,7 +98,7 @@ def make_variant_optimizer(name: str, model: nn.Module, t: TrainingConfig) -> to
     if name in ("lean", "lean_bf16"):
         from trainer.lean import LeanOptimizer
 
-        return LeanOptimizer(model, t, cpu, "bf16" if name == "lean_bf16" else "fp32", "on")
+        return LeanOptimizer(model, t, cpu, "bf16" if name == "lean_bf16" else "fp32", "fused")
     from torchao.optim import AdamW8bit, _AdamW
 
     groups = _groups(model, t.weight_decay)
@@ -146,7 +149,7 @@ class Variant:
 
     @property
     def fused(self) -> bool:
-        return bool(getattr(self.optimizer, "steps_in_backward", False))
+        return bool(getattr(self.optimizer, "fused", False))
 
     def step(self, batch: tuple[torch.Tensor, torch.Tensor], lr: float, timed: bool) -> None:
         for g in self.optimizer.param_groups:
@@ -157,12 +160,9 @@ class Variant:
         x, y = batch
         cpu = torch.device("cpu")
         w0 = time.perf_counter()
-        if self.fused:
-            self.optimizer.begin_step()
-            with autocast(self.precision, cpu):
-                loss = self.model(x, y)
-            loss.backward()
-            self.optimizer.end_step()
+        if self.fused:  # the trainer's own step: two backward passes, the update inside
+            loss = train_step(self.model, self.optimizer, make_scaler("fp32", cpu), batch, lr,
+                              self.precision, cpu, self.clip)
             opt_s = None
         else:
             with autocast(self.precision, cpu):

@@ -169,11 +169,11 @@ def test_accumulation_resumes_bit_exact_with_the_economical_mode(tmp_path, tiny_
 
 def test_lean_state_with_accumulation_resumes_bit_exact(tmp_path, tiny_data):
     pytest.importorskip("bitsandbytes")
-    kw = {"tokens_per_step": 2 * B * N, "steps_to": 6, "eval_every": 6, "lean_state": True}
+    kw = {"tokens_per_step": 2 * B * N, "steps_to": 6, "eval_every": 6, "lean_state": "fused"}
     whole = write_run(tmp_path / "whole", tiny_data, {"width": 64}, **kw)
     p = run_trainer(whole)
     assert p.returncode == 0, p.stderr
-    assert "lean_state with 2 micro-steps" in p.stderr
+    assert 'lean_state "fused" with 2 micro-steps' in p.stderr  # steps from the held gradients
     parted = write_run(tmp_path / "parted", tiny_data, {"width": 64}, **kw)
     assert run_trainer(parted, "--stop-at-step", "2").returncode == 0
     assert run_trainer(parted, "--resume", "latest").returncode == 0

@@ -95,7 +95,10 @@ def test_clip_lag_compares_the_used_coefficient_with_the_exact_one(tmp_path, tin
     assert used[0] == 1.0  # the first step of a run is not clipped
     # Every later step was scaled by the coefficient of the previous step's norm.
     assert used[1:] == pytest.approx([exact_coef(n, 1.0) for n in norms[:-1]], rel=1e-9)
-    assert set(seed["runs"]) == {"lagged", "exact", "exact_nudged", "normal", "growth"}
+    assert set(seed["runs"]) == {"lagged", "exact", "fused", "exact_nudged", "normal", "growth"}
+    # The trainer's two exact lean steps are the same training bit for bit.
+    assert seed["runs"]["fused"]["segment_losses"] == seed["runs"]["exact"]["segment_losses"]
+    assert seed["fused_minus_exact"] == 0.0
     lag = seed["lag"]
     assert 0.0 <= lag["rel_diff_median"] <= lag["rel_diff_p90"] <= lag["rel_diff_max"]
     assert 0.0 <= lag["active_exact"] <= 1.0 and 0.0 <= lag["disagree"] <= 1.0
@@ -107,6 +110,6 @@ def test_without_clipping_the_lagged_and_exact_runs_are_the_same_training(tmp_pa
     backward pass or after it): their held-out losses are bit-identical, so whatever the
     bench reports with clipping on comes from the clipping alone."""
     seed = _lag(tmp_path, tiny_data, "--clip", "0", "--no-control")["seeds"][0]
-    assert set(seed["runs"]) == {"lagged", "exact"}
+    assert set(seed["runs"]) == {"lagged", "exact", "fused"}
     assert seed["runs"]["lagged"]["segment_losses"] == seed["runs"]["exact"]["segment_losses"]
     assert seed["lag"]["rel_diff_max"] == 0.0 and seed["lag"]["active_exact"] == 0.0

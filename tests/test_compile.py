@@ -87,14 +87,15 @@ def test_compile_choices_and_refusals(tmp_path, tiny_data):
     assert decide("auto", cpu, "off", "none") == (False, None)  # no gain measured on the CPU
     assert decide("auto", cuda, "off", "ddp") == (True, None)
     assert decide(True, cpu, "off", "none") == (True, None)
-    use, note = decide("auto", cuda, "on", "none")
+    use, note = decide("auto", cuda, "fused", "none")
     assert not use and "lean_state" in note
+    assert decide("auto", cuda, "on", "none") == (True, None)  # gradients held: nothing to lose
     with pytest.raises(ConfigError, match="training.compile must be one of"):
         from_dict({"training": {"compile": "fast"}})
     assert from_dict({"training": {"compile": False}}).training.compile is False
 
     bnb = pytest.importorskip("bitsandbytes")  # noqa: F841 — the lean state's check runs first
-    run = write_run(tmp_path / "lean", tiny_data, **KW, compile="on", lean_state=True)
+    run = write_run(tmp_path / "lean", tiny_data, **KW, compile="on", lean_state="fused")
     p = run_trainer(run)
     assert p.returncode == 2
     errors = [line for line in p.stderr.splitlines() if line.startswith("error:")]

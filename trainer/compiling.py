@@ -19,10 +19,11 @@ backward pass comes before the optimizer has touched anything.
 
 Combinations:
 - the economical levels (custom autograd functions, activation checkpointing) compile;
-- the lean state is refused with `on` (and `auto` leaves it eager): the compiled
-  backward pass is one autograd node that produces every gradient at once, before the
-  per-parameter hooks run, so the lean state's promise (no full set of gradients held)
-  would silently not hold;
+- the lean state "fused" (and "offload") is refused with `on` (and `auto` leaves it
+  eager): the compiled backward pass is one autograd node that produces every gradient
+  at once, before the per-parameter hooks run, so its promise (no full set of gradients
+  held) would silently not hold. The lean state true holds the gradients anyway and
+  steps after the backward pass: it compiles;
 - FSDP sharding is refused with `on` (`auto` stays eager): its per-block hooks gather
   and free weights around each block, which whole-model compilation would trace through
   or break at; compiling each block separately is the way, not done in this version.
@@ -53,10 +54,10 @@ def decide(value: bool | str, device: torch.device, lean: str, sharding: str) ->
     if mode == "off":
         return False, None
     blocker = None
-    if lean != "off":
-        blocker = ("training.lean_state steps each parameter from its gradient hook, and a compiled "
-                   "backward pass makes every gradient at once before those hooks run (the full set "
-                   "of gradients the lean state exists to avoid)")
+    if lean in ("fused", "offload"):
+        blocker = (f'training.lean_state "{lean}" steps each parameter from its gradient hook, and a '
+                   "compiled backward pass makes every gradient at once before those hooks run (the full "
+                   "set of gradients that lean state exists to avoid; lean_state true compiles)")
     elif sharding == "fsdp":
         blocker = "FSDP sharding gathers and frees each block's weights in hooks that whole-model compilation does not follow"
     if blocker and mode == "on":

@@ -41,8 +41,9 @@ class TrainingConfig:
     checkpoint_every_min: float = 30.0
     keep_checkpoints: int = 3
     economical: bool | str = False
-    # The lean training state (trainer/lean.py): false, true, or "offload" (its moments in
-    # the host's memory between steps).
+    # The lean training state (trainer/lean.py): false, true (gradients held for an exact
+    # clip), "fused" (no gradients held: two backward passes) or "offload" (fused, the
+    # moments in the host's memory between steps).
     lean_state: bool | str = False
     precision: str = "auto"
     # torch.compile of the model for the training step (trainer/compiling.py): "auto" = on
@@ -302,13 +303,13 @@ def economical_level(value: bool | str | None) -> str:
                   f"true, false or one of {', '.join(ECONOMICAL_LEVELS)}")
 
 
-LEAN_MODES = ("off", "on", "offload")
+LEAN_MODES = ("off", "on", "fused", "offload")
 
 
 def lean_mode(value: bool | str | None) -> str:
-    """`lean_state` is true/false or "off", "on", "offload"; returns the name. The one
-    reader of the key, for the trainer, the sizing and the form."""
-    return _named("lean_state", value, LEAN_MODES, "on", 'true, false or "offload"')
+    """`lean_state` is true/false or "off", "on", "fused", "offload"; returns the name. The
+    one reader of the key, for the trainer, the sizing and the form."""
+    return _named("lean_state", value, LEAN_MODES, "on", 'true, false, "fused" or "offload"')
 
 
 COMPILE_MODES = ("auto", "on", "off")

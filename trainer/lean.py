@@ -13,24 +13,29 @@ saving makes it fit a 16 GB card. The lean state keeps:
   random bits come from a generator seeded by (seed, update, parameter), so a resumed
   run rounds exactly as an uninterrupted one. Under fp32 or fp16 (a T4) the weights stay
   fp32: they are their own master copy;
-- the optimizer step inside the backward pass: a post-accumulate-grad hook updates each
-  parameter as soon as its gradient is complete and frees that gradient, so the full set
-  of gradients is never held. Clipping by the global norm then cannot wait for the whole
-  norm: each step is scaled by the coefficient the PREVIOUS step's global norm gives
-  (min(1, clip / norm)); the first step of a run is not clipped (its rate is the warm-up's
-  smallest). That is not exact clipping, and the difference is measured (`python -m
-  bench.clip_lag`, docs/LEAN.md, docs/PERF.md): a step whose norm spikes passes
-  unclipped (the previous step's coefficient, 1) and the ordinary step after it is shrunk
-  by ≈ 0.1; an unclipped first step with a norm several times the clip fills Adam's second
-  moment and slows the next tens of steps. Against the same 8-bit optimizer clipped
-  exactly: held-out loss +0.15…+0.27 after 300 steps on real text (3 seeds, a rounding
-  control 0.005), +0.02…+0.04 after 63 steps on synthetic text. Under fp16 (a T4) the
-  step is not fused: the GradScaler must see every gradient for infinities before any
-  weight moves, so the gradients are held as usual and clipped exactly; the moments are
-  still 8-bit;
-- with `lean_state: "offload"`, the 8-bit moments live in the host's memory between
-  steps and visit the card one parameter at a time (copied in, updated, copied back): the
-  card holds the weights, the activations and one parameter's moments. The price is the
+- the optimizer step, clipped exactly by the step's global gradient norm (as the normal
+  mode's clip_grad_norm_ does), in one of two ways:
+  - `lean_state: true` ("on"): the gradients are held in the weights' precision (bf16: 2
+    bytes a weight) until the backward pass ends; then the norm is taken and each
+    parameter is updated and its gradient freed, one after another. The fast way;
+  - `lean_state: "fused"`: no set of gradients is held at all. The step runs two backward
+    passes over the same graph: the first only takes each parameter's gradient norm (its
+    post-accumulate-grad hook squares and frees the gradient at once), the second updates
+    each parameter from its hook with the exact coefficient and frees its gradient (the
+    scheme of LOMO, Lv et al. 2023). Its price is one more backward pass (≈ ⅔ of a step's
+    arithmetic). With several micro-steps a step holds the first ones' gradients anyway, so
+    it is held, said in the log.
+  A step clipped by the previous step's norm instead (one backward pass, no gradients
+  held) was measured and rejected: a spike of the norm passes unclipped, and the held-out
+  loss ended 0.15–0.27 worse than exact clipping on real text (docs/LEAN.md). The norm is
+  summed over the parameters in one fixed order either way, so "on" and "fused" make the
+  same steps bit for bit. Under fp16 (a T4) the GradScaler must see every gradient for
+  infinities before any weight moves, so the gradients are held in fp32 and clipped as
+  in the normal mode; the moments are still 8-bit;
+- with `lean_state: "offload"`, the step is "fused" and the 8-bit moments live in the
+  host's memory between steps and visit the card one parameter at a time (copied in,
+  updated, copied back): the card holds the weights, the activations and one parameter's
+  moments and gradient. The price is the
   copies, ≈ 4 bytes a weight over PCIe each way and step (≈ 0.27 s a step at 1.67 B on
   PCIe 4.0 ×16, more than the 0.15 s step itself); on the CPU it changes nothing.
 
@@ -107,8 +112,10 @@ def stochastic_round_(dest: torch.Tensor, value: torch.Tensor, generator: torch.
 
 
 class LeanOptimizer(torch.optim.Optimizer):
-    """8-bit AdamW, one bitsandbytes optimizer per parameter, stepped from the backward
-    pass (`steps_in_backward`) or, under fp16, by `step()` after it as usual.
+    """8-bit AdamW, one bitsandbytes optimizer per parameter. trainer.step drives it:
+    `step_held()` after a backward pass that kept the gradients ("on"), or `norm_pass()`
+    and `update_pass()` around two backward passes ("fused", "offload"); under fp16 the
+    trainer's GradScaler path calls `step()` as for any optimizer.
 
     It is a torch Optimizer over the model's parameters so that the trainer's code
     (GradScaler, learning-rate setting, checkpoints, the memory count) treats it as any
@@ -118,19 +125,23 @@ class LeanOptimizer(torch.optim.Optimizer):
                  mode: str, world_size: int = 1) -> None:
         bnb = import_library()
         self.bf16 = precision == "bf16"
-        self.steps_in_backward = precision != "fp16"
-        if self.steps_in_backward and world_size > 1:
+        # Under fp16 the GradScaler unscales, checks and clips: the trainer's normal path.
+        self.clips_itself = precision != "fp16"
+        self.fused = self.clips_itself and mode in ("fused", "offload")
+        if self.fused and world_size > 1:
             raise ConfigError(
-                "training.lean_state steps the optimizer inside the backward pass, which DDP's "
-                "gradient averaging over 2 processes would come after: run it on one process"
+                f'training.lean_state "{mode}" updates each weight inside the backward pass, which '
+                f"DDP's gradient averaging over {world_size} processes would come after: "
+                "use lean_state true (the gradients held), or run on one process"
             )
         if self.bf16:  # no fp32 master copy: the weights themselves are bf16
             model.to(torch.bfloat16)
         self.offload = mode == "offload" and device.type == "cuda"
-        self.device, self.seed, self.clip = device, t.seed, t.grad_clip
+        self.device, self.seed = device, t.seed
         self.updates = 0  # updates made (the stochastic rounding's seed)
-        self.prev_norm: float | None = None  # the previous step's global gradient norm
-        self._norm_sq: torch.Tensor | None = None
+        self.last_norm: float | None = None  # the last step's global gradient norm (for the log)
+        self._phase: str | None = None  # the hooks' job: None (idle), "norm" or "update"
+        self._sq: list[torch.Tensor | None] = []  # each parameter's squared gradient norm
         self._coef = 1.0
         groups = param_groups(model, t.weight_decay)
         super().__init__([{"params": g["params"], "weight_decay": g["weight_decay"]} for g in groups],
@@ -146,39 +157,65 @@ class LeanOptimizer(torch.optim.Optimizer):
                 self.inner[p] = (opt, target)
                 self.state[p] = opt.state[target]  # the same dict, filled at the first update
         self._hooks = []
-        if self.steps_in_backward:
+        if self.fused:
             for i, p in enumerate(self.order):
                 self._hooks.append(p.register_post_accumulate_grad_hook(self._hook(i)))
 
     # ---- one step ------------------------------------------------------------------------
-    def begin_step(self) -> None:
-        """Before the backward pass: the clip coefficient from the previous step's norm."""
-        self._coef = 1.0
-        if self.clip > 0 and self.prev_norm is not None and self.prev_norm > self.clip:
-            self._coef = self.clip / (self.prev_norm + 1e-6)
-        self._norm_sq = torch.zeros((), dtype=torch.float32, device=self.device)
+    def norm_pass(self) -> None:
+        """Before the fused step's first backward pass: its hooks take each gradient's
+        norm and free the gradient."""
+        self._sq = [None] * len(self.order)
+        self._phase = "norm"
 
-    def end_step(self) -> None:
-        """After the backward pass: this step's global norm, for the next step's clipping."""
-        assert self._norm_sq is not None
-        self.prev_norm = float(self._norm_sq.sqrt())
-        self._norm_sq = None
+    def update_pass(self, clip: float) -> None:
+        """Between the fused step's passes: the exact coefficient from the first pass's
+        norms; the second pass's hooks update each parameter with it."""
+        self._coef = self._coefficient(clip)
+        self._phase = "update"
+
+    def end_pass(self) -> None:
+        """After the fused step's second backward pass."""
+        self._phase = None
         self.updates += 1
+
+    @torch.no_grad()
+    def step_held(self, clip: float) -> None:
+        """The step after a backward pass that kept every gradient ("on", or a fused step
+        of several micro-steps): the exact norm, then each parameter updated and its
+        gradient freed in turn (the peak is the gradients plus one update's temporaries)."""
+        self._sq = [None if p.grad is None else _square_norm(p.grad) for p in self.order]
+        coef = self._coefficient(clip)
+        for i, p in enumerate(self.order):
+            if p.grad is not None:
+                self._update(i, p, coef)
+                p.grad = None
+        self.updates += 1
+
+    def _coefficient(self, clip: float) -> float:
+        """clip_grad_norm_'s scale, min(1, clip / (norm + 1e-6)), from the squared norms
+        summed in the parameters' order (the same order for "on" and "fused")."""
+        squares = [q for q in self._sq if q is not None]
+        norm = float(torch.stack(squares).sum().sqrt()) if squares else 0.0
+        self.last_norm, self._sq = norm, []
+        return min(1.0, clip / (norm + 1e-6)) if clip > 0 else 1.0
 
     def _hook(self, index: int):  # noqa: ANN202
         def hook(p: nn.Parameter) -> None:
-            if self._norm_sq is None:  # a backward pass outside a training step
+            if self._phase is None:  # a micro-step before the last, or outside a step
                 return
-            self._norm_sq += p.grad.detach().float().pow(2).sum()
-            self._update(index, p, self._coef)
+            if self._phase == "norm":
+                self._sq[index] = _square_norm(p.grad)
+            else:
+                self._update(index, p, self._coef)
             p.grad = None  # freed now: no full set of gradients
 
         return hook
 
     @torch.no_grad()
     def step(self, closure: Any = None) -> None:  # noqa: ARG002 — the Optimizer interface
-        """The non-fused path (fp16): every parameter with a gradient, after the backward
-        pass; the trainer has unscaled and clipped them already."""
+        """The GradScaler's path (fp16): every parameter with a gradient, after the
+        backward pass; the trainer has unscaled and clipped them already."""
         for i, p in enumerate(self.order):
             if p.grad is not None:
                 self._update(i, p, 1.0)
@@ -223,14 +260,16 @@ class LeanOptimizer(torch.optim.Optimizer):
                 state[i] = {k: (v.detach().cpu().clone() if torch.is_tensor(v) else v)
                             for k, v in s.items() if k in (*STATE_KEYS, "qmap1", "qmap2", "step")}
         return {"state": state, "lean": {"format": FORMAT, "updates": self.updates,
-                                         "prev_norm": self.prev_norm}}
+                                         "last_norm": self.last_norm}}
 
     def load_state_dict(self, sd: dict[str, Any]) -> None:
         """A lean state as saved, or a normal AdamW state (quantized here)."""
         if "lean" not in sd:
             sd = lean_state_from_adamw(sd, self.order)
         lean = sd["lean"]
-        self.updates, self.prev_norm = int(lean["updates"]), lean["prev_norm"]
+        # A checkpoint of the earlier lean step also kept "prev_norm" (its next step's
+        # clipping); exact clipping needs nothing from the step before.
+        self.updates, self.last_norm = int(lean["updates"]), lean.get("last_norm")
         for i, p in enumerate(self.order):
             saved = sd["state"].get(i) or sd["state"].get(str(i))
             if saved is None:
@@ -282,7 +321,7 @@ def lean_state_from_adamw(sd: dict[str, Any], order: list[nn.Parameter]) -> dict
         q2, a2, c2 = _quantize(s["exp_avg_sq"], signed=False)
         state[i] = {"state1": q1, "state2": q2, "absmax1": a1, "absmax2": a2, "qmap1": c1, "qmap2": c2,
                     "step": int(s["step"])}
-    return {"state": state, "lean": {"format": FORMAT, "updates": 0, "prev_norm": None}}
+    return {"state": state, "lean": {"format": FORMAT, "updates": 0, "last_norm": None}}
 
 
 def adamw_state_from_lean(sd: dict[str, Any], adamw: torch.optim.Optimizer) -> dict[str, Any]:
@@ -298,6 +337,11 @@ def adamw_state_from_lean(sd: dict[str, Any], adamw: torch.optim.Optimizer) -> d
         state[int(i)] = {"step": torch.tensor(float(s["step"])), "exp_avg": m, "exp_avg_sq": v}
     out["state"] = state
     return out
+
+
+def _square_norm(grad: torch.Tensor) -> torch.Tensor:
+    """‖grad‖², accumulated in fp32 whatever the gradient's precision (no fp32 copy)."""
+    return torch.linalg.vector_norm(grad, dtype=torch.float32).square()
 
 
 def is_lean_state(sd: dict[str, Any]) -> bool:

@@ -37,16 +37,12 @@ def train_step(
     for group in optimizer.param_groups:
         group["lr"] = lr
     micro = batch if isinstance(batch, list) else [batch]
-    if getattr(optimizer, "steps_in_backward", False):
-        # The lean state (trainer/lean.py): each parameter is updated from its gradient
-        # hook during the backward pass, clipped by the previous step's global norm. Its
-        # hooks stay idle outside begin_step/end_step, so the micro-steps before the last
-        # leave their gradients in .grad, and the last backward pass adds its own and
-        # updates each parameter from the sum.
-        losses = _backward_all(model, micro[:-1], precision, device, len(micro), None, ends_step=False)
-        optimizer.begin_step()
-        losses += _backward_all(model, micro[-1:], precision, device, len(micro), None)
-        optimizer.end_step()
+    if getattr(optimizer, "clips_itself", False):
+        # The lean state (trainer/lean.py) clips exactly and updates one parameter at a time.
+        if optimizer.fused and len(micro) == 1:
+            return _fused_step(model, optimizer, micro[0], precision, device, grad_clip)
+        losses = _backward_all(model, micro, precision, device, len(micro), None)
+        optimizer.step_held(grad_clip)
         return _mean(losses)
     losses = _backward_all(model, micro, precision, device, len(micro), scaler)
     if grad_clip > 0:
@@ -78,6 +74,22 @@ def _backward_all(
             (scaler.scale(scaled) if scaler is not None else scaled).backward()
         losses.append(loss.detach())
     return losses
+
+
+def _fused_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch, precision: str,
+                device: torch.device, grad_clip: float) -> torch.Tensor:
+    """The lean state's "fused" step: one forward pass, two backward passes over its graph
+    (the first takes the gradients' norm, the second updates each parameter from its hook
+    with the exact clip coefficient); no set of gradients is ever held."""
+    x, y = batch
+    with autocast(precision, device):
+        loss = model(x, y)
+    optimizer.norm_pass()
+    loss.backward(retain_graph=True)  # the saved tensors stay for the second pass
+    optimizer.update_pass(grad_clip)
+    loss.backward()
+    optimizer.end_pass()
+    return loss.detach()
 
 
 def _mean(losses: list[torch.Tensor]) -> torch.Tensor:

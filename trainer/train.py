@@ -99,10 +99,11 @@ class Trainer:
         t = self.cfg.training
         self.accumulation = accumulation(self.cfg, self.world.size)
         self.tokens_per_step = self.accumulation * t.batch_per_card * self.world.size * self.cfg.model.context
-        if self.accumulation > 1 and lean_mode(t.lean_state) != "off" and self.precision != "fp16":
-            self.say(f"lean_state with {self.accumulation} micro-steps: the gradients of the first "
-                     f"{self.accumulation - 1} are kept whole (in the weights' precision, {self.precision}) "
-                     "until the last backward pass updates the weights")
+        lean = lean_mode(t.lean_state)
+        if self.accumulation > 1 and lean in ("fused", "offload") and self.precision != "fp16":
+            self.say(f'lean_state "{lean}" with {self.accumulation} micro-steps: their gradients add up '
+                     f"in the weights' precision ({self.precision}) until the step, so each step is "
+                     "made from the held gradients (as lean_state true), with one backward pass each")
 
     def build(self) -> None:
         cfg, t = self.cfg, self.cfg.training

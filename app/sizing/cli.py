@@ -2,7 +2,7 @@
 
     ternit estimate --layers 8 --width 512 --heads 8 --context 1024 --vocab 4000 --batch 6 \
         --gpu t4x2 --steps-to 20000 [--limit-min 630] [--data-tokens N] [--json] \
-        [--economical [off|selective|full|auto]] [--lean-state off|on|offload] [--sharding]
+        [--economical [off|selective|full|auto]] [--lean-state off|on|fused|offload] [--sharding]
     ternit estimate --plateau RUN_DIR [--json]     # has validation reached a plateau?
 
 Measured runs in the lab's runs folder (or --runs DIR) calibrate speed and memory unless
@@ -64,10 +64,11 @@ def parser() -> argparse.ArgumentParser:
                           "economical mode (selective when given alone, or full); auto: the fastest "
                           "combination of level and state that fits the card"))
     p.add_argument("--lean-state", choices=LEAN_STATES, default="off",
-                   help=t("экономное состояние: on — моменты в 8 битах и веса в bf16, offload — ещё и "
-                          "моменты в памяти ПК (off)",
-                          "lean training state: on, 8-bit moments and bf16 weights; offload, the moments "
-                          "in host memory too (off)"))
+                   help=t("экономное состояние: on — моменты в 8 битах, веса и градиенты в bf16; fused — "
+                          "без градиентов (второй обратный проход); offload — fused и моменты в памяти ПК (off)",
+                          "lean training state: on, 8-bit moments, bf16 weights and gradients; fused, no "
+                          "gradients held (a second backward pass); offload, fused with the moments in host "
+                          "memory (off)"))
     p.add_argument("--sharding", action="store_true",
                    help=t("разделить состояние между картами цели (FSDP2, training.sharding)",
                           "shard the state over the target's cards (FSDP2, training.sharding)"))

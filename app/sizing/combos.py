@@ -8,6 +8,9 @@ Costs that are not measured here are said as such where they are shown:
   issue's target ≤ 1.10×); on the CPU bitsandbytes' update is slow: LEAN_CPU_S_PER_WEIGHT
   a weight and step per thread (issue 13's measurement: ≈ 0.8 s a step for 17 M weights,
   one thread);
+- the "fused" step (and "offload", which is fused): a second backward pass, FUSED_EXTRA of
+  the step's own time (the backward pass is ≈ 2 of a step's 3 units of arithmetic; the
+  GPU's figure is this arithmetic share, not measured);
 - offload: both 8-bit moments (≈ 2 bytes a weight) copied to the card and back every step
   at the card's PCIe rate (GpuFacts.pcie_gb_s; trainer/lean.py: ≈ 0.27 s a step at 1.67 B
   on PCIe 4.0 ×16); nothing on the CPU;
@@ -26,6 +29,7 @@ from .memory import ECONOMICAL
 from .state import LEAN_STATES
 
 LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread
+FUSED_EXTRA = 2 / 3  # the fused step's second backward pass, a share of the step's time
 # The form has no field for sharding (the trainer's run.json key): the advice names the key.
 SHARDED = {"ru": ", разделённое между картами (run.json: training.sharding)",
            "en": ", sharded over the cards (run.json: training.sharding)"}
@@ -63,9 +67,11 @@ def combinations(cards: int) -> list[Combination]:
     return [Combination(level, lean, sh) for sh in shard for lean in LEAN_STATES for level in ECONOMICAL]
 
 
-def extra_step_seconds(c: Combination, params: int, kind: str, pcie_gb_s: float, threads: int = 1) -> float:
-    """Seconds a step costs beyond its arithmetic, on a device of `kind` ("cpu"/"gpu")."""
-    extra = 0.0
+def extra_step_seconds(c: Combination, params: int, kind: str, pcie_gb_s: float, threads: int = 1,
+                       step_s: float = 0.0) -> float:
+    """Seconds a step costs beyond its arithmetic (`step_s`, the step's own time), on a
+    device of `kind` ("cpu"/"gpu")."""
+    extra = FUSED_EXTRA * step_s if c.lean_state in ("fused", "offload") else 0.0
     if c.lean_state != "off" and kind == "cpu":
         extra += LEAN_CPU_S_PER_WEIGHT * params / max(1, threads)
     if kind != "cpu" and pcie_gb_s > 0:

@@ -208,12 +208,17 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
     if steps_in_backward(lean, precision):
         held = max(held, saved + copies + st.in_backward)
+        if level != "off":
+            # The fused step's first backward pass keeps its graph for the second, and with
+            # it the chunked loss's fp32 gradients (formed in the forward pass) beside the
+            # blocks' recomputation: 4·BTd + 4·Vd more, measured (tests/test_sizing_lean.py).
+            held += 4 * s.batch * s.context * s.width + 4 * s.vocab * s.width
     static = weights + opt + ddp + st.sharded_buffers
     backward = static + held
-    optimizer = static + grads
+    optimizer = static + grads + st.in_step
     peak = max(backward, optimizer) + workspace
     # First step: no optimizer state until the update creates it (then weights + grads + state).
-    first = max(weights + ddp + held, weights + ddp + grads + opt) + st.sharded_buffers + workspace
+    first = max(weights + ddp + held, weights + ddp + grads + opt + st.in_step) + st.sharded_buffers + workspace
     return Memory(
         weights, grads, opt, ddp, copies, saved, lb, lf, rc, peak, first,
         "backward" if backward >= optimizer else "optimizer", workspace, st.optimizer_host, st.sharded_buffers,

@@ -9,13 +9,16 @@ Lean ("on"; trainer/lean.py, bitsandbytes' AdamW8bit):
     quantization maps (2·n + 8·⌈n/256⌉ + 2048 bytes); a smaller one keeps fp32 moments (8·n).
     Checked byte for byte against the trainer's storage count (tests/test_sizing_lean.py);
   weights: bf16 (2·P) where the precision is bf16, else fp32 (4·P, their own master copy);
-  gradients: under bf16 and fp32 the update runs inside the backward pass and frees each
-    gradient at once, so no set of them is held; what is held instead is the tied token
-    embedding's gradient (V·d, its hook fires last) and, while one parameter is updated,
-    that parameter's temporaries (update_temporaries). Under fp16 (a T4) the step waits for
-    the GradScaler's check: the fp32 gradients are held as in the normal mode;
-  "offload": the moments live in the host's memory between steps; the card holds one
-    parameter's at a time (on the CPU it changes nothing).
+  gradients: "on" holds them in the weights' precision until the backward pass ends (2·P
+    under bf16, 4·P in fp32), then updates one parameter after another, freeing each
+    gradient, with one parameter's temporaries at a time (update_temporaries); "fused" and
+    "offload" update inside the second of two backward passes and free each gradient at
+    once, so no set of them is held: what is held instead is the tied token embedding's
+    gradient (V·d, its hook fires last) and, while one parameter is updated, that
+    parameter's temporaries. Under fp16 (a T4) the step waits for the GradScaler's check:
+    the fp32 gradients are held as in the normal mode;
+  "offload": fused, and the moments live in the host's memory between steps; the card
+    holds one parameter's at a time (on the CPU it changes nothing).
 Sharded (FSDP2 over the target's cards): weights, gradients and moments are divided by the
 cards; each card gathers one block's weights in the compute precision for its forward and
 backward, one more ahead (prefetch), and reduces one block's fp32 gradients. Those buffers
@@ -60,8 +63,9 @@ def weights_bf16(lean: str, precision: str) -> bool:
 
 
 def steps_in_backward(lean: str, precision: str) -> bool:
-    """trainer.lean: the update inside the backward pass, except under fp16's GradScaler."""
-    return lean != "off" and precision != "fp16"
+    """trainer.lean: "fused" and "offload" update inside the (second) backward pass,
+    except under fp16's GradScaler."""
+    return lean in ("fused", "offload") and precision != "fp16"
 
 
 def update_temporaries(n: int, precision: str, device: str) -> int:
@@ -88,6 +92,9 @@ class State:
     # embedding's gradient plus one parameter's update temporaries.
     in_backward: int
     sharded_buffers: int  # FSDP2's gathered weights and reduced gradients of a block
+    # Held during the step after the backward pass on top of the gradients ("on", and the
+    # lean state under fp16): one parameter's update temporaries.
+    in_step: int = 0
 
 
 def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, sharded: bool = False,
@@ -96,6 +103,7 @@ def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, 
     sizes = param_sizes(s)
     p = sum(sizes)
     split = cards if sharded and cards > 1 else 1
+    in_step = 0
     if lean == "off":
         w, g, opt, in_bw = 4 * p, 4 * p, 8 * p, 0
     else:
@@ -103,10 +111,15 @@ def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, 
         opt = sum(moment_bytes(n) for n in sizes)
         if steps_in_backward(lean, precision):
             g = 0
-            block_max = 4 * s.width * s.width  # the first hook: the last block's MLP matrix
+            # The first hook: the last block's MLP matrix, while the embedding's gradient waits.
+            block_max = 4 * s.width * s.width
             in_bw = w // p * s.vocab * s.width + update_temporaries(block_max, precision, device)
         else:
-            g, in_bw = 4 * p, 0
+            g, in_bw = w, 0  # held in the weights' precision (fp32 under fp16)
+            # One parameter updated at a time, the largest's temporaries; its held bf16
+            # gradient, which update_temporaries counts, is already in g.
+            n = max(sizes)
+            in_step = update_temporaries(n, precision, device) - (2 * n if precision == "bf16" else 0)
     host = 0
     if lean == "offload" and device != "cpu":
         # One parameter's moments visit the card at a time: the largest one's.
@@ -119,4 +132,4 @@ def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, 
         shard = 2 * a * block + 4 * block  # this block and the next gathered, one block's gradients
         w, g = w // split, g // split
         opt = opt if lean == "offload" and device != "cpu" else opt // split
-    return State(w, g, opt, host, in_bw, shard)
+    return State(w, g, opt, host, in_bw, shard, in_step)
