@@ -17,10 +17,11 @@ AdamW, trainer.step.train_step: the step the trainer runs) on random tokens, and
 
 Parts:
 - large: the seed's full shape (26 layers, width 2304, 18 heads, context 1024, vocab
-  4000 = 1,667,801,088 weights), batch 1, bf16, ~30 steps: the normal mode uncapped,
-  and the lean state with selective and with full recompute with the card capped to
-  16 GB (`torch.cuda.set_per_process_memory_fraction`: an allocation past the cap fails
-  as on a 16 GB card, though the card's other 123 GB stay free for the driver);
+  4000 = 1,667,801,088 weights), batch 1, bf16, ~30 steps: the normal mode uncapped;
+  the lean state the estimate picks (true, level off) and "fused" with selective
+  recompute, the card capped to 16 GB (`torch.cuda.set_per_process_memory_fraction`:
+  an allocation past the cap fails as on a 16 GB card, though the card's other 123 GB
+  stay free for the driver); "offload" capped to 6.2 GB (the note's observed use);
 - compile: the default model (27.7 M, batch 6) and the full one (normal mode), each eager
   and compiled (inductor; TERNIT_COMPILE_BACKEND changes it).
 
@@ -55,12 +56,19 @@ def cases(part: str, smoke: bool) -> list[dict]:
     big, small = (TINY, TINY) if smoke else (FULL, DEFAULT)
     steps = 4 if smoke else 30
     cap = None if smoke else CAP_GB
+    # The lean cases: what `ternit estimate ... --gpu rtx5070ti --economical auto` picks
+    # for this shape (lean_state true at level off, held bf16 gradients: tests/
+    # test_sizing_lean.py asserts the pick), capped to 16 GB; the fused step without
+    # gradients at level selective, 16 GB; and offload capped to the note's observed
+    # ≈ 6.2 GB (its estimate: 5,519 MB allocated).
     large = [
         {"name": "full-normal-uncapped", "model": big, "batch": 1, "steps": steps, "lean": "off", "economical": "off"},
-        {"name": "full-lean-selective-16GB", "model": big, "batch": 1, "steps": steps, "lean": "on",
+        {"name": "full-lean-on-16GB", "model": big, "batch": 1, "steps": steps, "lean": "on",
+         "economical": "off", "cap_gb": cap},
+        {"name": "full-lean-fused-selective-16GB", "model": big, "batch": 1, "steps": steps, "lean": "fused",
          "economical": "selective", "cap_gb": cap},
-        {"name": "full-lean-full-16GB", "model": big, "batch": 1, "steps": steps, "lean": "on",
-         "economical": "full", "cap_gb": cap},
+        {"name": "full-lean-offload-6.2GB", "model": big, "batch": 1, "steps": steps, "lean": "offload",
+         "economical": "off", "cap_gb": None if smoke else 6.2},
     ]
     compiled = [
         {"name": f"{label}-{mode}", "model": shape, "batch": batch, "steps": (4 if smoke else n),
@@ -91,7 +99,7 @@ def run_case(case: dict, smoke: bool) -> dict:
         if case.get("cap_gb"):
             torch.cuda.set_per_process_memory_fraction(min(1.0, case["cap_gb"] * 1e9 / total), device)
     cfg = ModelConfig(**case["model"])
-    t = TrainingConfig(batch_per_card=case["batch"], lean_state=case["lean"] != "off", economical=case["economical"],
+    t = TrainingConfig(batch_per_card=case["batch"], lean_state=case["lean"], economical=case["economical"],
                        precision=precision, seed=1)
     with torch.device(device):
         model = GPT(cfg)

@@ -18,8 +18,9 @@
 # and `export PYTHONPATH=/tmp/site`).
 # In order of importance:
 #   large.jsonl  the seed's full shape (1,667,801,088 weights, batch 1, bf16) ~30 steps: the
-#                normal mode uncapped, the lean state + selective and + full recompute with
-#                the card capped to 16 GB; peak allocated, NVML observed, median step
+#                normal mode uncapped; the lean state the estimate picks (true, level off)
+#                and "fused" + selective capped to 16 GB, "offload" capped to 6.2 GB; peak
+#                allocated, NVML observed, median step
 #                (scripts/gpu_check_large.py)
 #   compile.jsonl compiled against eager steps at the default model and at the full one
 #   economical.log, bench_selective.json, bench_full.json: the economical mode against the normal one (scripts/gpu_check_economical.sh:
@@ -61,7 +62,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,temperature.gpu --format
 for part in $PARTS; do
   case $part in
     large)
-      run_part large 170 $PY scripts/gpu_check_large.py "$OUT/large.jsonl" --part large $large_flags > "$OUT/large.log" 2>&1
+      run_part large 200 $PY scripts/gpu_check_large.py "$OUT/large.jsonl" --part large $large_flags > "$OUT/large.log" 2>&1
       tail -3 "$OUT/large.log" | cut -c1-400 ;;
     compile)
       # Inductor's first compilation of the 26-layer model is most of this part.
