@@ -169,3 +169,33 @@ def test_the_cache_takes_only_wheels_a_kernel_can_install(tmp_path):
     assert datasets.cached_lean_wheel(tmp_path).name == "bitsandbytes-0.50.2-py3-none-manylinux_2_24_x86_64.whl"
     (tmp_path / "empty").mkdir()
     assert datasets.cached_lean_wheel(tmp_path / "empty") is None
+
+
+def test_auto_prefers_the_account_that_holds_the_lean_code_bundle(fake, tiny_data, monkeypatch):
+    """A lean run uploads the trainer's code with the wheel: «Авто» compares the accounts
+    with that bundle's hash, not with the normal code's (equal quotas: the one holding what
+    the run needs wins)."""
+    from app.kaggle import machine
+    from app.kaggle.accounts import Accounts
+    from app.kaggle.store import KaggleStore
+
+    monkeypatch.setattr(machine, "_code_hash_cache", {})
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    fake.add_account("bob", KEYS["bob"], quota_h=30)
+    add_lab_accounts("alice", "bob")
+    store = KaggleStore()
+    try:
+        Accounts(store).check_all()
+        config = tiny_config(tiny_data)
+        lean_config = {**config, "training": {**config["training"], "lean_state": "fused"}}
+        # No wheel in the cache yet: no account can hold the lean bundle, nothing is fetched.
+        assert machine._code_hash(lean=True) == ""
+        make_wheel(datasets.wheel_cache_dir())
+        normal, lean = datasets.code_bundle(), datasets.code_bundle(lean=True)
+        assert normal.content_hash != lean.content_hash
+        store.record_dataset("alice", normal.content_hash, "code", "alice/code", "code", 1)
+        store.record_dataset("bob", lean.content_hash, "code", "bob/code", "code", 1)
+        assert machine.auto_pick(lean_config, store).username == "bob"
+        assert machine.auto_pick(config, store).username == "alice"
+    finally:
+        store.close()

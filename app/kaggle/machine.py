@@ -14,7 +14,7 @@ from typing import Any
 from ..i18n import t
 from . import settings as kaggle_settings
 from .accounts import Accounts, AccountView, key_status_text
-from .datasets import code_bundle, data_hash_cached
+from .datasets import cached_lean_wheel, code_bundle, data_hash_cached, needs_wheel, wheel_cache_dir
 from .picker import Candidate, Pick, Want, pick
 from .store import KaggleStore
 
@@ -63,7 +63,7 @@ def auto_pick(config: dict[str, Any], store: KaggleStore | None = None) -> Pick:
         resume = config.get("resume_from") or ""
         want = Want(
             data=(data_hash_cached(Path(data_dir), store) or "") if data_dir else "",
-            code=_code_hash(),
+            code=_code_hash(needs_wheel(config)),
             checkpoint=(store.cached_sha256(Path(resume)) or "") if resume else "",
         )
         limit = float((config.get("training") or {}).get("limit_min", 630))
@@ -84,15 +84,20 @@ def auto_explanation(config: dict[str, Any], store: KaggleStore | None = None) -
         return t(f"Авто: не удалось оценить ({e})", f"Auto: cannot tell ({e})")
 
 
-_code_hash_cache: str | None = None
+_code_hash_cache: dict[bool, str] = {}
 
 
-def _code_hash() -> str:
-    global _code_hash_cache
-    if _code_hash_cache is None:
+def _code_hash(lean: bool = False) -> str:
+    """The hash of the code dataset a run would upload: a lean run's carries the wheel too,
+    so an account holding it is told apart from one holding only the trainer's code. Where
+    the wheel is not in the cache yet, nobody can hold that bundle: no hash (nothing
+    downloaded for a form's refresh)."""
+    if lean not in _code_hash_cache:
         try:
-            _code_hash_cache = code_bundle().content_hash
+            if lean and cached_lean_wheel(wheel_cache_dir()) is None:
+                return ""
+            _code_hash_cache[lean] = code_bundle(lean=lean).content_hash
         except Exception:  # no hash: the form shows no upload estimate, nothing breaks
             log.warning("the code bundle's hash could not be computed", exc_info=True)
-            _code_hash_cache = ""
-    return _code_hash_cache
+            _code_hash_cache[lean] = ""
+    return _code_hash_cache[lean]
