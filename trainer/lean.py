@@ -139,7 +139,7 @@ class LeanOptimizer(torch.optim.Optimizer):
         self.offload = mode == "offload" and device.type == "cuda"
         self.device, self.seed = device, t.seed
         self.updates = 0  # updates made (the stochastic rounding's seed)
-        self.last_norm: float | None = None  # the last step's global gradient norm (for the log)
+        self.last_norm: float | None = None  # the last step's global gradient norm (the benchmarks read it)
         self._phase: str | None = None  # the hooks' job: None (idle), "norm" or "update"
         self._sq: list[torch.Tensor | None] = []  # each parameter's squared gradient norm
         self._coef = 1.0
