@@ -538,8 +538,10 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
 def _output_failed(trainer: Trainer, error: OutputError) -> int:
     """events.jsonl or the log could not be written (a full disk): handled like a failed
     checkpoint. The work since the last checkpoint is saved if there is room for it (a
-    checkpoint may fit where a log line did not), then what can still be said is said."""
-    if trainer.trained_since_save():
+    checkpoint may fit where a log line did not), then what can still be said is said.
+    Not under FSDP: only rank 0 writes events, and its shards' save is collective — the
+    other ranks, still training, would never join it and both would wait forever."""
+    if trainer.trained_since_save() and trainer.sharding != "fsdp":
         try:
             trainer.save()
         except TrainingFailure:
