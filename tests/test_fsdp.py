@@ -130,3 +130,36 @@ def test_a_checkpoint_every_step_is_saved_by_both_processes_together(tmp_path, t
     assert p.returncode == 0, p.stderr[-3000:]
     assert [c["step"] for c in events(run, "checkpoint")] == [1, 2, 3, 4]
     assert events(run, "end")[-1]["reason"] == "steps_reached"
+
+
+def test_the_sizing_offers_no_combination_the_trainer_refuses():
+    """One rule (trainer.config.sharding_refusal) for the trainer's refusal and the sizing's
+    list: every combination sizing offers passes the trainer's check, and every one it
+    leaves out is refused by it."""
+    from app.sizing.combos import Combination, combinations, running
+    from trainer.config import (
+        ECONOMICAL_LEVELS,
+        LEAN_MODES,
+        ConfigError,
+        TrainingConfig,
+        sharding_refusal,
+    )
+    from trainer.distributed import World
+    from trainer.sharding import decide
+
+    for cards in (1, 2):
+        offered = set(combinations(cards))
+        for sharded in ((False, True) if cards > 1 else (False,)):
+            for lean in LEAN_MODES:
+                world = World(rank=0, local_rank=0, size=cards) if cards > 1 else World()
+                t = TrainingConfig(sharding="fsdp" if sharded else "ddp")
+                try:
+                    decide(t, world, torch.device("cpu"), 1000, lean)
+                    refused = False
+                except ConfigError as e:
+                    refused = True
+                    assert str(e) == sharding_refusal(running(sharded, cards), lean)
+                for level in ECONOMICAL_LEVELS:
+                    assert (Combination(level, lean, sharded) in offered) is not refused, (cards, sharded, lean)
+    assert Combination("selective", "on", True) not in combinations(2)  # what auto picked before
+    assert Combination("selective", "off", True) in combinations(2)

@@ -326,6 +326,25 @@ def sharding_mode(value: str) -> str:
     raise ConfigError(f"training.sharding must be one of {', '.join(SHARDING_MODES)}, not {value!r}")
 
 
+# The lean states each way of running over processes takes ("none": one process); the
+# trainer refuses the rest before a step (trainer.sharding.decide) and the sizing never
+# offers them (app.sizing.combos). FSDP takes only the normal state: the lean state's
+# optimizer step would run on gradients FSDP has not yet reduce-scattered.
+LEAN_MODES_UNDER = {"none": LEAN_MODES, "ddp": LEAN_MODES, "fsdp": ("off",)}
+
+
+def sharding_refusal(sharding: str, lean: str) -> str | None:
+    """Why the trainer refuses the lean state `lean` under `sharding` ("none", "ddp" or
+    "fsdp"), in one line; None when it runs them together."""
+    if lean in LEAN_MODES_UNDER[sharding]:
+        return None
+    return (
+        "training.lean_state cannot be combined with FSDP sharding: its optimizer step runs inside "
+        "the backward pass, before FSDP has reduced the gradient shards; set lean_state to false "
+        "(FSDP shards the normal state over the processes instead) or run on one process"
+    )
+
+
 def load(path: str | Path) -> RunConfig:
     """Read and validate a run.json file."""
     path = Path(path)

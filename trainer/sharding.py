@@ -40,7 +40,13 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import STATE_BYTES_PER_WEIGHT, ConfigError, TrainingConfig, sharding_mode
+from .config import (
+    STATE_BYTES_PER_WEIGHT,
+    ConfigError,
+    TrainingConfig,
+    sharding_mode,
+    sharding_refusal,
+)
 from .distributed import World
 
 # auto shards when the whole state would take more than this share of one card.
@@ -59,12 +65,9 @@ def decide(t: TrainingConfig, world: World, device: torch.device, params: int, l
             card = torch.cuda.get_device_properties(device).total_memory
             if params * STATE_BYTES_PER_WEIGHT > AUTO_SHARE * card:
                 chosen = "fsdp"
-    if chosen == "fsdp" and lean != "off":
-        raise ConfigError(
-            "training.lean_state cannot be combined with FSDP sharding: its optimizer step runs inside "
-            "the backward pass, before FSDP has reduced the gradient shards; set lean_state to false "
-            "(FSDP shards the normal state over the processes instead) or run on one process"
-        )
+    refusal = sharding_refusal(chosen, lean)  # the rule the sizing's combinations follow too
+    if refusal:
+        raise ConfigError(refusal)
     return chosen
 
 
