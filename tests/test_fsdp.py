@@ -163,3 +163,24 @@ def test_the_sizing_offers_no_combination_the_trainer_refuses():
                     assert (Combination(level, lean, sharded) in offered) is not refused, (cards, sharded, lean)
     assert Combination("selective", "on", True) not in combinations(2)  # what auto picked before
     assert Combination("selective", "off", True) in combinations(2)
+
+
+@pytest.mark.parametrize("level", ["selective", "full"])
+def test_fsdp_under_an_economical_level_shards_per_block_and_resumes_bit_exact(tmp_path, tiny_data, level):
+    """The economical levels run each block through a method of its own, registered with
+    FSDP (trainer.economical.FORWARD): per-block sharding as in the normal mode, and a
+    resumed run is the uninterrupted one bit for bit."""
+    kw = {**KW, "economical": level, "eval_every": 8}
+    whole = write_run(tmp_path / "whole", tiny_data, **kw)
+    p = torchrun(whole)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"sharding: fsdp over 2 blocks + the embeddings (per block under the economical level {level} too)" in p.stderr
+    end = events(whole, "end")[-1]
+    assert end["reason"] == "steps_reached"
+    parted = write_run(tmp_path / "parted", tiny_data, **kw)
+    p = torchrun(parted, "--stop-at-step", str(STOP))
+    assert p.returncode == 0, p.stderr[-3000:]
+    p = torchrun(parted, "--resume", "latest")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert events(parted, "end")[-1]["state_sha256"] == end["state_sha256"]
+    assert losses_after(parted, STOP) == losses_after(whole, STOP)

@@ -25,10 +25,10 @@ re-shards on load, and one process reads the whole state from it.
 What FSDP does not combine with here, refused in one line before anything is built:
 the lean state (its per-parameter step in the backward pass would need FSDP's sharded
 gradients, which arrive only after the reduce-scatter), and compilation `on`
-(trainer/compiling.py). The economical levels bypass each block's forward (they run
-its weights through their own autograd functions), where FSDP's per-block hooks would
-never gather the weights: under them the whole model is one FSDP unit (weights gathered
-for the whole step; gradients and moments still sharded), said in the log.
+(trainer/compiling.py). The economical levels run each block through a method of its
+own (trainer.economical.FORWARD, not block.forward), which `shard` registers with FSDP
+(`register_fsdp_forward_method`), so under every level only one block's weights are
+gathered at a time (plus the one FSDP fetches ahead), as app.sizing.state models it.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from .config import (
     sharding_refusal,
 )
 from .distributed import World
+from .economical import FORWARD
 
 # auto shards when the whole state would take more than this share of one card.
 AUTO_SHARE = 0.5
@@ -81,12 +82,18 @@ def shard(model: nn.Module, precision: str, level: str) -> str:
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype else MixedPrecisionPolicy()
-    if level == "off":
-        for block in model.blocks:
-            fully_shard(block, mp_policy=mp)
-        units = f"{len(model.blocks)} blocks + the embeddings"
-    else:
-        units = f"the whole model as one unit (the economical level {level} runs the blocks' weights outside their forward)"
+    for block in model.blocks:
+        fully_shard(block, mp_policy=mp)
+        if level != "off":
+            # The level runs the block through its own method (trainer.economical.FORWARD),
+            # not block.forward, whose hooks alone FSDP knows: registered, that method
+            # gathers the block's weights before it and frees them after, and the
+            # backward pass gathers them again (the pre-backward hook FSDP puts on the
+            # method's output), as for the normal forward.
+            register_fsdp_forward_method(block, FORWARD)
+    units = f"{len(model.blocks)} blocks + the embeddings"
+    if level != "off":
+        units += f" (per block under the economical level {level} too)"
     fully_shard(model, mp_policy=mp)
     # Evaluation calls this method, not forward: FSDP gathers the weights around it too.
     register_fsdp_forward_method(model, "segment_losses")
