@@ -103,12 +103,19 @@ def shard(model: nn.Module, precision: str, level: str) -> str:
 
 def make_optimizer(model: nn.Module, t: TrainingConfig) -> torch.optim.AdamW:
     """The normal AdamW (trainer.optim's groups and settings) over the sharded weights.
-    foreach, not fused: torch 2.13's fused AdamW fails on DTensor weights under the
-    GradScaler ("output with shape [] doesn't match the broadcast shape [1]")."""
+    Not fused: torch 2.13's fused AdamW fails on DTensor weights under the GradScaler
+    ("output with shape [] doesn't match the broadcast shape [1]"). Not foreach either:
+    the foreach step makes its denominator (√v / bias correction + ε) for a whole group
+    at once, an fp32 temporary of all the matrices' shards (3.3 GB a card at the full
+    model on two cards: the 2×T4 fit's margin and more; measured on the CPU,
+    tests/test_fsdp_memory.py). Parameter by parameter, it is two fp32 temporaries of
+    the largest parameter's shard (app.sizing.memory models it), for about 600 more
+    small kernel launches a step at the full model (26 layers), against a step of
+    seconds there."""
     from .lean import param_groups
 
     return torch.optim.AdamW(param_groups(model, t.weight_decay), lr=t.lr, betas=(0.9, 0.95), eps=1e-8,
-                             foreach=True)
+                             foreach=False)
 
 
 def make_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler:

@@ -192,11 +192,19 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     ddp = 4 * p if cards > 1 and not sharded else 0
     # Normal mode: the linears keep their 16-bit weight copies for the backward pass. In
     # the economical levels the blocks recompute them, and autocast's cache is gone once
-    # the forward's autocast region closes. bf16 weights need no copies.
+    # the forward's autocast region closes. bf16 weights need no copies. Nor do weights
+    # sharded by FSDP under bf16/fp16: each block's are gathered already in 16 bits
+    # (MixedPrecisionPolicy; autocast's cast of them is no copy), freed after the
+    # block's forward and gathered again for its backward (trainer/sharding.py, in every
+    # level): those gathered blocks are st.sharded_buffers.
     bf16_weights = weights_bf16(lean, precision)
-    copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights) else 0
+    gathered_16bit = sharded and cards > 1 and precision != "fp32"
+    copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights
+                              and not gathered_16bit) else 0
     saved = s.layers * block_saved(s, precision, level) + head_saved(s, precision, level)
-    if bf16_weights:
+    if bf16_weights or gathered_16bit:
+        # 16-bit embeddings (bf16 weights, or FSDP's 16-bit gathered ones) make the
+        # residual stream 16-bit: its saved inputs keep 2 bytes a value, not 4.
         saved -= (4 * s.layers + 2) * s.batch * s.context * s.width
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
@@ -208,6 +216,11 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
     if steps_in_backward(lean, precision):
         held = max(held, saved + copies + st.in_backward)
+    # FSDP's gathered blocks are counted in the optimizer step too, where they are freed:
+    # they stand for what that step and the backward pass hold beyond the model here —
+    # the per-parameter AdamW's temporaries (trainer.sharding.make_optimizer) and the
+    # sharded gradients that build up while the backward pass goes on (the measured peak
+    # is 1.02–1.05× this on the CPU, two gloo processes: tests/test_fsdp_memory.py).
     static = weights + opt + ddp + st.sharded_buffers
     backward = static + held
     optimizer = static + grads
