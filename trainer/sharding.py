@@ -107,8 +107,9 @@ def make_optimizer(model: nn.Module, t: TrainingConfig) -> torch.optim.AdamW:
     ("output with shape [] doesn't match the broadcast shape [1]"). Not foreach either:
     the foreach step makes its denominator (√v / bias correction + ε) for a whole group
     at once, an fp32 temporary of all the matrices' shards (3.3 GB a card at the full
-    model on two cards: the 2×T4 fit's margin and more; measured on the CPU,
-    tests/test_fsdp_memory.py). Parameter by parameter, it is two fp32 temporaries of
+    model on two cards: the 2×T4 fit's margin and more; seen on the CPU with two gloo
+    processes at tests/test_fsdp_memory.py's shape: the step peaked in the optimizer,
+    2.4 MB over the gradients, until foreach was off). Parameter by parameter, it is two fp32 temporaries of
     the largest parameter's shard (app.sizing.memory models it), for about 600 more
     small kernel launches a step at the full model (26 layers), against a step of
     seconds there."""
