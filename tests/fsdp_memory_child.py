@@ -29,8 +29,8 @@ from trainer.memory import StoragePeak, optimizer_tensors
 from trainer.model import GPT
 from trainer.step import train_step
 
-SHAPE = {"layers": 6, "width": 128, "heads": 4, "context": 16, "vocab": 300}
-BATCH = 2
+SHAPE = {"layers": 6, "width": 128, "heads": 4, "context": 64, "vocab": 300}
+BATCH = 4
 
 
 @contextmanager

@@ -163,6 +163,18 @@ def recompute_bytes(s: Shape, precision: str, level: str) -> int:
     return int(per_btd * s.batch * s.context * s.width)
 
 
+def _residual_16bit(s: Shape, level: str, device: str) -> int:
+    """Bytes FSDP's 16-bit gathered embeddings save off the residual stream (16-bit, not
+    fp32, from the first block on). The economical levels' own functions keep a block's
+    two inputs as they come (2 bytes a value less each). Layer norms keep what autocast
+    gives them: on a GPU an fp32 copy of a 16-bit input (no saving: the normal level's
+    blocks and the final norm), on the CPU the 16-bit input itself."""
+    on_cpu = device == "cpu"
+    if level == "off" and not on_cpu:
+        return 0
+    return (4 * s.layers + (2 if on_cpu else 0)) * s.batch * s.context * s.width
+
+
 def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
     """cuBLAS workspaces, which the CUDA caching allocator counts as allocated (so they are
     in the trainer's mem_peak_mb). PyTorch gives each cuBLAS handle — one per thread and
@@ -202,10 +214,11 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights
                               and not gathered_16bit) else 0
     saved = s.layers * block_saved(s, precision, level) + head_saved(s, precision, level)
-    if bf16_weights or gathered_16bit:
-        # 16-bit embeddings (bf16 weights, or FSDP's 16-bit gathered ones) make the
-        # residual stream 16-bit: its saved inputs keep 2 bytes a value, not 4.
+    if bf16_weights:
+        # bf16 embeddings make the residual stream bf16: its saved inputs keep 2 bytes a value.
         saved -= (4 * s.layers + 2) * s.batch * s.context * s.width
+    elif gathered_16bit:
+        saved -= _residual_16bit(s, level, device)
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
     lf = loss_forward(s, precision, level)
@@ -224,6 +237,10 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     static = weights + opt + ddp + st.sharded_buffers
     backward = static + held
     optimizer = static + grads
+    if gathered_16bit:
+        # Under FSDP the peak of a level comes late in the backward pass (measured): the
+        # sharded gradients have built up while the first block is still differentiated.
+        optimizer += rc
     peak = max(backward, optimizer) + workspace
     # First step: no optimizer state until the update creates it (then weights + grads + state).
     first = max(weights + ddp + held, weights + ddp + grads + opt) + st.sharded_buffers + workspace
