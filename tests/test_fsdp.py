@@ -130,3 +130,57 @@ def test_a_checkpoint_every_step_is_saved_by_both_processes_together(tmp_path, t
     assert p.returncode == 0, p.stderr[-3000:]
     assert [c["step"] for c in events(run, "checkpoint")] == [1, 2, 3, 4]
     assert events(run, "end")[-1]["reason"] == "steps_reached"
+
+
+def test_the_sizing_offers_no_combination_the_trainer_refuses():
+    """One rule (trainer.config.sharding_refusal) for the trainer's refusal and the sizing's
+    list: every combination sizing offers passes the trainer's check, and every one it
+    leaves out is refused by it."""
+    from app.sizing.combos import Combination, combinations, running
+    from trainer.config import (
+        ECONOMICAL_LEVELS,
+        LEAN_MODES,
+        ConfigError,
+        TrainingConfig,
+        sharding_refusal,
+    )
+    from trainer.distributed import World
+    from trainer.sharding import decide
+
+    for cards in (1, 2):
+        offered = set(combinations(cards))
+        for sharded in ((False, True) if cards > 1 else (False,)):
+            for lean in LEAN_MODES:
+                world = World(rank=0, local_rank=0, size=cards) if cards > 1 else World()
+                t = TrainingConfig(sharding="fsdp" if sharded else "ddp")
+                try:
+                    decide(t, world, torch.device("cpu"), 1000, lean)
+                    refused = False
+                except ConfigError as e:
+                    refused = True
+                    assert str(e) == sharding_refusal(running(sharded, cards), lean)
+                for level in ECONOMICAL_LEVELS:
+                    assert (Combination(level, lean, sharded) in offered) is not refused, (cards, sharded, lean)
+    assert Combination("selective", "on", True) not in combinations(2)  # what auto picked before
+    assert Combination("selective", "off", True) in combinations(2)
+
+
+@pytest.mark.parametrize("level", ["selective", "full"])
+def test_fsdp_under_an_economical_level_shards_per_block_and_resumes_bit_exact(tmp_path, tiny_data, level):
+    """The economical levels run each block through a method of its own, registered with
+    FSDP (trainer.economical.FORWARD): per-block sharding as in the normal mode, and a
+    resumed run is the uninterrupted one bit for bit."""
+    kw = {**KW, "economical": level, "eval_every": 8}
+    whole = write_run(tmp_path / "whole", tiny_data, **kw)
+    p = torchrun(whole)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"sharding: fsdp over 2 blocks + the embeddings (per block under the economical level {level} too)" in p.stderr
+    end = events(whole, "end")[-1]
+    assert end["reason"] == "steps_reached"
+    parted = write_run(tmp_path / "parted", tiny_data, **kw)
+    p = torchrun(parted, "--stop-at-step", str(STOP))
+    assert p.returncode == 0, p.stderr[-3000:]
+    p = torchrun(parted, "--resume", "latest")
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert events(parted, "end")[-1]["state_sha256"] == end["state_sha256"]
+    assert losses_after(parted, STOP) == losses_after(whole, STOP)

@@ -327,6 +327,35 @@ def sharding_mode(value: str) -> str:
     raise ConfigError(f"training.sharding must be one of {', '.join(SHARDING_MODES)}, not {value!r}")
 
 
+# The lean states each way of running over processes takes ("none": one process); the
+# trainer refuses the rest before a step (trainer.sharding.decide) and the sizing never
+# offers them (app.sizing.combos). FSDP takes only the normal state: the lean state's
+# optimizer step would run on gradients FSDP has not yet reduce-scattered.
+# Which lean states run under which sharding (the trainer refuses the rest; the sizing
+# offers only these). DDP averages the gradients at the end of the backward pass, after
+# a fused step's hooks have updated the weights; FSDP hands each process shards
+# (DTensors) of every parameter, which the per-parameter 8-bit optimizer does not take.
+LEAN_MODES_UNDER = {"none": LEAN_MODES, "ddp": ("off", "on"), "fsdp": ("off",)}
+
+
+def sharding_refusal(sharding: str, lean: str) -> str | None:
+    """Why the trainer refuses the lean state `lean` under `sharding` ("none", "ddp" or
+    "fsdp"), in one line; None when it runs them together."""
+    if lean in LEAN_MODES_UNDER[sharding]:
+        return None
+    if sharding == "ddp":
+        return (
+            f'training.lean_state "{lean}" updates each weight inside the backward pass, which DDP\'s '
+            "gradient averaging over the processes would come after: use lean_state true (the gradients "
+            "held), or run on one process"
+        )
+    return (
+        "training.lean_state cannot be combined with FSDP sharding: FSDP gives each process shards of "
+        "every weight, which the lean state's 8-bit optimizer does not update; set lean_state to false "
+        "(FSDP shards the normal state over the processes instead) or run on one process"
+    )
+
+
 def load(path: str | Path) -> RunConfig:
     """Read and validate a run.json file."""
     path = Path(path)

@@ -249,39 +249,58 @@ def _recomputed_attention(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     )
 
 
-def _block_runner(
-    level: str, chunks: tuple[int, int] = MLP_CHUNKS
-) -> Callable[[nn.Module, torch.Tensor], torch.Tensor]:
+# The name of the method each block gets in an economical level: the block's forward pass
+# as the level runs it. It is a method of the block (not a function of the model given
+# the block) so that FSDP can treat it as a forward pass of its own
+# (torch.distributed.fsdp.register_fsdp_forward_method, trainer/sharding.py): each block's
+# weights are then gathered just for it and again for its backward pass.
+FORWARD = "economical_forward"
+
+
+def _economical_block(
+    block: nn.Module,
+    attention: Callable[[nn.Module, torch.Tensor], torch.Tensor],
+    chunks: tuple[int, int],
+    x: torch.Tensor,
+) -> torch.Tensor:
+    x = x + attention(block, x)
+    return x + tiled_mlp(x, block.mlp.up.weight, block.mlp.down.weight, chunks)
+
+
+def _attention_of(level: str) -> Callable[[nn.Module, torch.Tensor], torch.Tensor]:
     if level == "selective":
-        attention = _attention
-    elif level == "full":
-        attention = _recomputed_attention
-    else:
-        raise ValueError(f"unknown economical level {level!r} (known: {', '.join(LEVELS)})")
+        return _attention
+    if level == "full":
+        return _recomputed_attention
+    raise ValueError(f"unknown economical level {level!r} (known: {', '.join(LEVELS)})")
 
-    def run_block(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
-        if not torch.is_grad_enabled():  # evaluation: nothing is kept anyway
-            return block(x)
-        x = x + attention(block, x)
-        return x + tiled_mlp(x, block.mlp.up.weight, block.mlp.down.weight, chunks)
 
-    return run_block
+def _run_block(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    if not torch.is_grad_enabled():  # evaluation: nothing is kept anyway
+        return block(x)
+    return getattr(block, FORWARD)(x)
 
 
 def apply(model: nn.Module, level: str | bool) -> nn.Module:
     """Switch `model` (a trainer.model.GPT) to an economical level, in place.
 
-    Only the model's hooks change (`run_block`, `loss_fn`); parameters, buffers and the
-    state dict stay exactly as they were."""
+    Only the model's hooks change (`run_block`, `loss_fn`, and each block's `FORWARD`
+    method); parameters, buffers and the state dict stay exactly as they were."""
     if level is True:
         level = "selective"
     if level is False or level == "off":
         from .model import lm_loss
 
+        for block in model.blocks:
+            block.__dict__.pop(FORWARD, None)
         model.run_block = lambda block, x: block(x)
         model.loss_fn = lm_loss
         return model
-    model.run_block = _block_runner(str(level), mlp_chunks(len(model.blocks)))
+    attention, chunks = _attention_of(str(level)), mlp_chunks(len(model.blocks))
+    for block in model.blocks:
+        # An instance attribute: nn.Module keeps a plain callable in the block's __dict__.
+        setattr(block, FORWARD, partial(_economical_block, block, attention, chunks))
+    model.run_block = _run_block
     model.loss_fn = partial(chunked_lm_loss, layers=len(model.blocks))
     return model
 

@@ -122,18 +122,14 @@ class LeanOptimizer(torch.optim.Optimizer):
     other: `state[p]` is bitsandbytes' state of `p`."""
 
     def __init__(self, model: nn.Module, t: TrainingConfig, device: torch.device, precision: str,
-                 mode: str, world_size: int = 1) -> None:
+                 mode: str) -> None:
         bnb = import_library()
         self.bf16 = precision == "bf16"
         # Under fp16 the GradScaler unscales, checks and clips: the trainer's normal path.
         self.clips_itself = precision != "fp16"
         self.fused = self.clips_itself and mode in ("fused", "offload")
-        if self.fused and world_size > 1:
-            raise ConfigError(
-                f'training.lean_state "{mode}" updates each weight inside the backward pass, which '
-                f"DDP's gradient averaging over {world_size} processes would come after: "
-                "use lean_state true (the gradients held), or run on one process"
-            )
+        # Several processes: trainer.sharding.decide has refused what does not combine
+        # (trainer.config.sharding_refusal), before anything was built.
         if self.bf16:  # no fp32 master copy: the weights themselves are bf16
             model.to(torch.bfloat16)
         self.offload = mode == "offload" and device.type == "cuda"

@@ -53,6 +53,10 @@ class StoragePeak(TorchDispatchMode):
 
     def _track(self, t: torch.Tensor) -> bool:
         """Count `t`'s storage if it is new; returns True when it was."""
+        # A DTensor (FSDP's shards) has no storage of its own: its local shard's counts.
+        # The operators DTensor runs on the shards happen below this mode, unseen, so
+        # its results are counted here, through the DTensor the operator returns.
+        t = getattr(t, "_local_tensor", t)
         try:
             st = t.untyped_storage()
         except (RuntimeError, NotImplementedError):  # sparse or storage-less tensors
@@ -72,6 +76,18 @@ class StoragePeak(TorchDispatchMode):
         self._live[key] = (nbytes, ref)
         self.live_bytes += nbytes
         return True
+
+    def resized(self, t: torch.Tensor) -> None:
+        """`t`'s storage was resized in place where no operator shows it (FSDP frees a
+        block's gathered weights with storage.resize_(0) and refills them later)."""
+        st = t.untyped_storage()
+        known = self._live.get(st._cdata)
+        if known is None:
+            self._track(t)
+        else:
+            self.live_bytes += st.nbytes() - known[0]
+            self._live[st._cdata] = (st.nbytes(), known[1])
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes)
 
     def _free(self, key: int) -> None:
         entry = self._live.pop(key, None)

@@ -25,10 +25,10 @@ re-shards on load, and one process reads the whole state from it.
 What FSDP does not combine with here, refused in one line before anything is built:
 the lean state (its per-parameter step in the backward pass would need FSDP's sharded
 gradients, which arrive only after the reduce-scatter), and compilation `on`
-(trainer/compiling.py). The economical levels bypass each block's forward (they run
-its weights through their own autograd functions), where FSDP's per-block hooks would
-never gather the weights: under them the whole model is one FSDP unit (weights gathered
-for the whole step; gradients and moments still sharded), said in the log.
+(trainer/compiling.py). The economical levels run each block through a method of its
+own (trainer.economical.FORWARD, not block.forward), which `shard` registers with FSDP
+(`register_fsdp_forward_method`), so under every level only one block's weights are
+gathered at a time (plus the one FSDP fetches ahead), as app.sizing.state models it.
 """
 
 from __future__ import annotations
@@ -40,8 +40,15 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import STATE_BYTES_PER_WEIGHT, ConfigError, TrainingConfig, sharding_mode
+from .config import (
+    STATE_BYTES_PER_WEIGHT,
+    ConfigError,
+    TrainingConfig,
+    sharding_mode,
+    sharding_refusal,
+)
 from .distributed import World
+from .economical import FORWARD
 
 # auto shards when the whole state would take more than this share of one card.
 AUTO_SHARE = 0.5
@@ -59,12 +66,9 @@ def decide(t: TrainingConfig, world: World, device: torch.device, params: int, l
             card = torch.cuda.get_device_properties(device).total_memory
             if params * STATE_BYTES_PER_WEIGHT > AUTO_SHARE * card:
                 chosen = "fsdp"
-    if chosen == "fsdp" and lean != "off":
-        raise ConfigError(
-            "training.lean_state cannot be combined with FSDP sharding: its optimizer step runs inside "
-            "the backward pass, before FSDP has reduced the gradient shards; set lean_state to false "
-            "(FSDP shards the normal state over the processes instead) or run on one process"
-        )
+    refusal = sharding_refusal(chosen, lean)  # the rule the sizing's combinations follow too
+    if refusal:
+        raise ConfigError(refusal)
     return chosen
 
 
@@ -78,12 +82,18 @@ def shard(model: nn.Module, precision: str, level: str) -> str:
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
     mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype else MixedPrecisionPolicy()
-    if level == "off":
-        for block in model.blocks:
-            fully_shard(block, mp_policy=mp)
-        units = f"{len(model.blocks)} blocks + the embeddings"
-    else:
-        units = f"the whole model as one unit (the economical level {level} runs the blocks' weights outside their forward)"
+    for block in model.blocks:
+        fully_shard(block, mp_policy=mp)
+        if level != "off":
+            # The level runs the block through its own method (trainer.economical.FORWARD),
+            # not block.forward, whose hooks alone FSDP knows: registered, that method
+            # gathers the block's weights before it and frees them after, and the
+            # backward pass gathers them again (the pre-backward hook FSDP puts on the
+            # method's output), as for the normal forward.
+            register_fsdp_forward_method(block, FORWARD)
+    units = f"{len(model.blocks)} blocks + the embeddings"
+    if level != "off":
+        units += f" (per block under the economical level {level} too)"
     fully_shard(model, mp_policy=mp)
     # Evaluation calls this method, not forward: FSDP gathers the weights around it too.
     register_fsdp_forward_method(model, "segment_losses")
@@ -93,12 +103,20 @@ def shard(model: nn.Module, precision: str, level: str) -> str:
 
 def make_optimizer(model: nn.Module, t: TrainingConfig) -> torch.optim.AdamW:
     """The normal AdamW (trainer.optim's groups and settings) over the sharded weights.
-    foreach, not fused: torch 2.13's fused AdamW fails on DTensor weights under the
-    GradScaler ("output with shape [] doesn't match the broadcast shape [1]")."""
+    Not fused: torch 2.13's fused AdamW fails on DTensor weights under the GradScaler
+    ("output with shape [] doesn't match the broadcast shape [1]"). Not foreach either:
+    the foreach step makes its denominator (√v / bias correction + ε) for a whole group
+    at once, an fp32 temporary of all the matrices' shards (3.3 GB a card at the full
+    model on two cards: the 2×T4 fit's margin and more; seen on the CPU with two gloo
+    processes at tests/test_fsdp_memory.py's shape: the step peaked in the optimizer,
+    2.4 MB over the gradients, until foreach was off). Parameter by parameter, it is two fp32 temporaries of
+    the largest parameter's shard (app.sizing.memory models it), for about 600 more
+    small kernel launches a step at the full model (26 layers), against a step of
+    seconds there."""
     from .lean import param_groups
 
     return torch.optim.AdamW(param_groups(model, t.weight_decay), lr=t.lr, betas=(0.9, 0.95), eps=1e-8,
-                             foreach=True)
+                             foreach=False)
 
 
 def make_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler:

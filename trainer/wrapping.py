@@ -41,7 +41,7 @@ def setup(tr: Trainer) -> None:
         if lean != "off":
             from .lean import LeanOptimizer
 
-            tr.optimizer = LeanOptimizer(tr.model, t, tr.device, tr.precision, lean, tr.world.size)
+            tr.optimizer = LeanOptimizer(tr.model, t, tr.device, tr.precision, lean)
         else:
             tr.optimizer = make_optimizer(tr.model, t, tr.device)
         tr.scaler = make_scaler(tr.precision, tr.device)

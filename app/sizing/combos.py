@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.config import sharding_refusal
+
 from ..fields import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
 from .memory import ECONOMICAL
 from .state import LEAN_STATES
@@ -62,9 +64,16 @@ class Combination:
 
 
 def combinations(cards: int) -> list[Combination]:
-    """Every combination a target offers, the normal mode first (sharding: 2+ cards)."""
+    """Every combination a target offers, the normal mode first (sharding: 2+ cards), but
+    none the trainer refuses (trainer.config.sharding_refusal: the one rule for both)."""
     shard = (False, True) if cards > 1 else (False,)
-    return [Combination(level, lean, sh) for sh in shard for lean in LEAN_STATES for level in ECONOMICAL]
+    return [Combination(level, lean, sh) for sh in shard for lean in LEAN_STATES for level in ECONOMICAL
+            if sharding_refusal(running(sh, cards), lean) is None]
+
+
+def running(sharded: bool, cards: int) -> str:
+    """How the trainer runs a combination on `cards` cards: "fsdp", "ddp" or "none"."""
+    return "fsdp" if sharded else ("ddp" if cards > 1 else "none")
 
 
 def extra_step_seconds(c: Combination, params: int, kind: str, pcie_gb_s: float, threads: int = 1,

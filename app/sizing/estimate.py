@@ -213,6 +213,17 @@ def _memory_mb(mem: Memory, factor: float, facts: GpuFacts) -> MemoryMb:
     )
 
 
+def _unoffered(c: Combination, cards: int, lang: str) -> str:
+    """Why the asked combination is not among the target's (combos.combinations)."""
+    if c.sharded and cards > 1:  # the trainer's refusal (trainer.config.sharding_refusal)
+        return _t(lang, "облегчённое состояние не сочетается с разделением между картами (FSDP): "
+                  "выберите обычное состояние — FSDP разделит его между картами",
+                  "the lean state cannot be combined with sharding over the cards (FSDP): choose "
+                  "the normal state, which FSDP shards over the cards")
+    return _t(lang, "разделить состояние можно только между несколькими картами",
+              "the state can be sharded only over several cards")
+
+
 def _wanted(economical: bool | str, lean_state: bool | str, sharded: bool) -> Combination | None:
     """The asked combination; None for `economical="auto"`."""
     if economical == "auto":
@@ -296,8 +307,7 @@ def estimate(
     wanted = _wanted(economical, lean_state, sharded)
     options = [_option(ctx, c) for c in combinations(ctx.facts.cards)]
     if wanted is not None and wanted not in (o.combination for o in options):
-        raise ValueError(_t(lang, "разделить состояние можно только между несколькими картами",
-                            "the state can be sharded only over several cards"))
+        raise ValueError(_unoffered(wanted, ctx.facts.cards, lang))
     chosen = _choose(options, wanted)
     c = chosen.combination
     speed, tps = _speed(ctx, c)

@@ -163,6 +163,18 @@ def recompute_bytes(s: Shape, precision: str, level: str) -> int:
     return int(per_btd * s.batch * s.context * s.width)
 
 
+def _residual_16bit(s: Shape, level: str, device: str) -> int:
+    """Bytes FSDP's 16-bit gathered embeddings save off the residual stream (16-bit, not
+    fp32, from the first block on). The economical levels' own functions keep a block's
+    two inputs as they come (2 bytes a value less each). Layer norms keep what autocast
+    gives them: on a GPU an fp32 copy of a 16-bit input (no saving: the normal level's
+    blocks and the final norm), on the CPU the 16-bit input itself."""
+    on_cpu = device == "cpu"
+    if level == "off" and not on_cpu:
+        return 0
+    return (4 * s.layers + (2 if on_cpu else 0)) * s.batch * s.context * s.width
+
+
 def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
     """cuBLAS workspaces, which the CUDA caching allocator counts as allocated (so they are
     in the trainer's mem_peak_mb). PyTorch gives each cuBLAS handle — one per thread and
@@ -192,12 +204,21 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     ddp = 4 * p if cards > 1 and not sharded else 0
     # Normal mode: the linears keep their 16-bit weight copies for the backward pass. In
     # the economical levels the blocks recompute them, and autocast's cache is gone once
-    # the forward's autocast region closes. bf16 weights need no copies.
+    # the forward's autocast region closes. bf16 weights need no copies. Nor do weights
+    # sharded by FSDP under bf16/fp16: each block's are gathered already in 16 bits
+    # (MixedPrecisionPolicy; autocast's cast of them is no copy), freed after the
+    # block's forward and gathered again for its backward (trainer/sharding.py, in every
+    # level): those gathered blocks are st.sharded_buffers.
     bf16_weights = weights_bf16(lean, precision)
-    copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights) else 0
+    gathered_16bit = sharded and cards > 1 and precision != "fp32"
+    copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights
+                              and not gathered_16bit) else 0
     saved = s.layers * block_saved(s, precision, level) + head_saved(s, precision, level)
     if bf16_weights:
+        # bf16 embeddings make the residual stream bf16: its saved inputs keep 2 bytes a value.
         saved -= (4 * s.layers + 2) * s.batch * s.context * s.width
+    elif gathered_16bit:
+        saved -= _residual_16bit(s, level, device)
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
     lf = loss_forward(s, precision, level)
@@ -213,9 +234,18 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
             # it the chunked loss's fp32 gradients (formed in the forward pass) beside the
             # blocks' recomputation: 4·BTd + 4·Vd more, measured (tests/test_sizing_lean.py).
             held += 4 * s.batch * s.context * s.width + 4 * s.vocab * s.width
+    # FSDP's gathered blocks are counted in the optimizer step too, where they are freed:
+    # they stand for what that step and the backward pass hold beyond the model here —
+    # the per-parameter AdamW's temporaries (trainer.sharding.make_optimizer) and the
+    # sharded gradients that build up while the backward pass goes on (the measured peak
+    # is 1.02–1.05× this on the CPU, two gloo processes: tests/test_fsdp_memory.py).
     static = weights + opt + ddp + st.sharded_buffers
     backward = static + held
     optimizer = static + grads + st.in_step
+    if gathered_16bit:
+        # Under FSDP the peak of a level comes late in the backward pass (measured): the
+        # sharded gradients have built up while the first block is still differentiated.
+        optimizer += rc
     peak = max(backward, optimizer) + workspace
     # First step: no optimizer state until the update creates it (then weights + grads + state).
     first = max(weights + ddp + held, weights + ddp + grads + opt + st.in_step) + st.sharded_buffers + workspace
