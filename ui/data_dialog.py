@@ -301,6 +301,7 @@ class DataDialog(QDialog):
         super().changeEvent(event)
         table = getattr(self, "datasets", None)  # None while the dialog is being built
         if palette.changed(event) and table is not None:  # the statuses in the new palette's colours
+            self.status.paint()
             for row in range(table.rowCount()):
                 item = table.item(row, 0)
                 if item is not None:

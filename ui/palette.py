@@ -33,7 +33,9 @@ def style(name: str, extra: str = "") -> str:
 
 def changed(event: QEvent) -> bool:
     """A widget's changeEvent that means a new system palette (a desktop switched to a dark
-    theme, `app.setPalette`): the colours taken from here must be read again."""
+    theme, `app.setPalette`): the colours taken from here must be read again. Qt tells only
+    widgets without a colour style sheet of their own: a styled label is repainted by the
+    unstyled widget that holds it."""
     return event.type() == QEvent.Type.PaletteChange
 
 

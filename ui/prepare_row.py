@@ -43,7 +43,6 @@ class PrepareRow(QObject):
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.note.installEventFilter(self)  # a new system palette: the note in its colours
         self._level = ""
         self.note_close = QToolButton()
         self.note_close.setText("✕")
@@ -51,6 +50,9 @@ class PrepareRow(QObject):
         self.note_close.setToolTip(t("Скрыть это сообщение", "Hide this message"))
         self.note_close.clicked.connect(self.hide_note)
         self.note_box = QWidget()
+        # A new system palette: the note in its colours. Told through its box: the note's
+        # own colour style sheet keeps Qt's PaletteChange from the note itself.
+        self.note_box.installEventFilter(self)
         row = QHBoxLayout(self.note_box)
         row.setContentsMargins(0, 2, 0, 2)
         row.addWidget(self.note, 1)
@@ -78,7 +80,7 @@ class PrepareRow(QObject):
         palette.set_style(self.note, palette.style(NOTE_COLOURS.get(self._level, "muted")))
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
-        if watched is self.note and palette.changed(event):
+        if watched is self.note_box and palette.changed(event):
             self._paint_note()
         return False
 
