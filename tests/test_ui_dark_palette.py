@@ -101,7 +101,7 @@ def assert_panel_in(panel, table: dict) -> None:
         assert plot.getAxis("bottom").textPen().color().name() == table["plot_fg"]
         assert {line.pen.color().name() for line in card.guides} == {table["grid"]}
         assert card.slowdown_line.pen.color().name() == table["gpu_hot"]
-        assert {label.opts["color"].name() for _, label in card.legend.items} == {table["plot_fg"]}
+        assert {colour_name(label.opts["color"]) for _, label in card.legend.items} == {table["plot_fg"]}
 
 
 def test_the_gpu_cards_and_the_alerts_follow_the_palette(qtbot, hot_panel, app_palette):
@@ -134,6 +134,49 @@ def test_the_gpu_series_read_on_both_plot_backgrounds():
         for bg in (LIGHT["plot_bg"], DARK["plot_bg"]):
             a, b = sorted((luminance(colour), luminance(bg)))
             assert (b + 0.05) / (a + 0.05) >= 3.0, (colour, bg)
+
+
+# ---- the loss plot -----------------------------------------------------------------------
+
+def test_the_loss_plot_follows_a_palette_change(qtbot, app_palette, russian):
+    from ui.loss_plot import LossPlot
+
+    plot = LossPlot()
+    qtbot.addWidget(plot)
+    plot.show()
+    empty = LossPlot()  # its hint says what to do on an empty plot
+    qtbot.addWidget(empty)
+    tr = plot.trace("live", "прогон")
+    tr.add_events("r", [{"event": "start", "step": 0, "tokens_per_step": 100, "data_id": "A"},
+                        *({"event": "step", "step": s, "loss": 3.0 - s / 100} for s in range(1, 21)),
+                        {"event": "pause", "step": 10, "seconds": 30}])
+    tr.redraw(full=True)
+
+    def colours(table: dict) -> None:
+        assert plot.widget.backgroundBrush().color().name() == table["plot_bg"]
+        assert plot.plot.getAxis("left").pen().color().name() == table["plot_fg"]
+        assert plot.plot.getAxis("bottom").textPen().color().name() == table["plot_fg"]
+        assert {colour_name(label.opts["color"]) for _, label in plot.plot.legend.items} == {table["plot_fg"]}
+        assert plot.plot.legend.opts["brush"].color().name() == colors_rgb(table["legend_bg"])
+        assert empty.hint.color.name() == table["hint"]
+        assert tr._marker_items and {m.pen.color().name() for m in tr._marker_items} == {table["marker_pause"]}
+
+    colours(LIGHT)
+    app_palette.dark()
+    colours(DARK)
+    app_palette.light()
+    colours(LIGHT)
+
+
+def colors_rgb(rgba: tuple) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*rgba[:3])
+
+
+def colour_name(colour) -> str:
+    """"#rrggbb" of a QColor or of a colour pyqtgraph keeps as it was given (a string)."""
+    import pyqtgraph as pg
+
+    return pg.mkColor(colour).name()
 
 
 # ---- the data window --------------------------------------------------------------------
