@@ -179,6 +179,39 @@ def colour_name(colour) -> str:
     return pg.mkColor(colour).name()
 
 
+def test_the_history_banner_and_form_follow_a_palette_change(qtbot, app_palette, russian):
+    """They took the palette's colours when built (the window opened dark stays dark); a
+    change of palette while the window is open reaches them too."""
+    from app.runs import status as st
+    from tests.test_ui_history import row
+    from ui.history import HistoryView
+    from ui.run_banner import RunBanner
+    from ui.run_form import RunFormView
+
+    history = HistoryView()
+    qtbot.addWidget(history)
+    history.set_rows([row("a", st.FAILED), row("b", st.FINISHED)])
+    banner = RunBanner()
+    qtbot.addWidget(banner)
+    form = RunFormView()  # no constellation is prepared: «Старт» says why in red
+    qtbot.addWidget(form)
+
+    def colours(table: dict) -> None:
+        status = {history.run_id_at(r): history.table.item(r, 2).foreground().color().name()
+                  for r in range(history.table.rowCount())}
+        assert status == {"a": table["error"], "b": table["finished"]}
+        assert banner.failure.styleSheet() == f"color: {table['error']};"
+        assert banner.note.styleSheet() == f"color: {table['muted']};"
+        assert form.why.text() and form.why.styleSheet() == f"color: {table['error']};"
+        assert form.model_locked_note.styleSheet().startswith(f"color: {table['muted']};")
+
+    colours(LIGHT)
+    app_palette.dark()
+    colours(DARK)
+    app_palette.light()
+    colours(LIGHT)
+
+
 # ---- the data window --------------------------------------------------------------------
 
 def test_the_data_windows_statuses_and_note_follow_the_palette(qtbot, tmp_path, app_palette, russian):
