@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .colors import colors as colour_table
 from .i18n import t
 from .numbers import int_text, plural_ru
 from .runs.events import EventTail, parse_lines
@@ -122,8 +123,9 @@ def chain_of(registry: Any, run_id: str) -> list[tuple[str, Path]]:
 
 # ---- the list as the tab shows it -----------------------------------------------------
 
-PROMPT_STYLE = "background-color:#e3e9f7; color:#34456b;"
-HEAD_STYLE = "color:#555555; margin-top:8px;"
+def prompt_style(colors: dict) -> str:
+    """A prompt's tint in `colors` (app.colors' table for the window's palette)."""
+    return f"background-color:{colors['prompt_bg']}; color:{colors['prompt_fg']};"
 
 
 def _speed(s: Sample) -> str:
@@ -136,10 +138,14 @@ def _escape(text: str) -> str:
     return html.escape(text, quote=False)
 
 
-def samples_html(samples: list[Sample], run_names: dict[str, str] | None = None) -> str:
+def samples_html(samples: list[Sample], run_names: dict[str, str] | None = None,
+                 colors: dict | None = None) -> str:
     """The list as rich text: a heading per step (newest first), each prompt on a tinted
-    ground followed by the model's continuation, spaces and line breaks kept."""
+    ground followed by the model's continuation, spaces and line breaks kept; in `colors`
+    (app.colors' table; the light one by default)."""
     names = run_names or {}
+    colors = colors or colour_table(False)
+    head, prompt = f"color:{colors['muted']}; margin-top:8px;", prompt_style(colors)
     several = len({s.run_id for s in samples}) > 1
     parts: list[str] = []
     step = None
@@ -147,15 +153,16 @@ def samples_html(samples: list[Sample], run_names: dict[str, str] | None = None)
         if s.step != step:
             step = s.step
             where = f" · {_escape(names.get(s.run_id, s.run_id))}" if several else ""
-            parts.append(f'<p style="{HEAD_STYLE}"><b>{t("Шаг", "Step")} {int_text(s.step)}</b>{where}{_speed(s)}</p>')
+            parts.append(f'<p style="{head}"><b>{t("Шаг", "Step")} {int_text(s.step)}</b>{where}{_speed(s)}</p>')
         parts.append(f'<p style="white-space:pre-wrap; margin:2px 0 6px 0;">'
-                     f'<span style="{PROMPT_STYLE}">{_escape(s.prompt)}</span>{_escape(s.text)}</p>')
+                     f'<span style="{prompt}">{_escape(s.prompt)}</span>{_escape(s.text)}</p>')
     return "".join(parts)
 
 
-def continuation_html(prompt: str, text: str) -> str:
+def continuation_html(prompt: str, text: str, colors: dict | None = None) -> str:
     """The playground's text: the user's prompt tinted, the model's continuation after it."""
-    return (f'<p style="white-space:pre-wrap;"><span style="{PROMPT_STYLE}">{_escape(prompt)}</span>'
+    style = prompt_style(colors or colour_table(False))
+    return (f'<p style="white-space:pre-wrap;"><span style="{style}">{_escape(prompt)}</span>'
             f"{_escape(text)}</p>")
 
 

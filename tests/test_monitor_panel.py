@@ -13,6 +13,7 @@ from app.gpu.sampler import Sampler
 from app.gpu.settings import MonitorSettings
 from app.i18n import set_language
 from bench.fake_nvml import NOT_SUPPORTED, FakeNvml, two_cards
+from ui import palette
 from ui.monitor_gpu_card import LEVEL_COLOURS
 from ui.monitor_panel import MonitorPanel
 
@@ -78,7 +79,7 @@ def test_unsupported_fields_show_na(qtbot, fake):
     panel.show_snapshot(panel.sampler.sample())
     card = panel.cards[1]
     assert card.temp_label.text() == "Temperature: n/a (slowdown at n/a)"
-    assert card.temperature_level == "unknown" and card.temp_colour == LEVEL_COLOURS["unknown"]
+    assert card.temperature_level == "unknown" and card.temp_colour == palette.color(LEVEL_COLOURS["unknown"])
     assert "power n/a / 70 W" in card.load_label.text() and "fan n/a" in card.load_label.text()
     assert not card.slowdown_line.isVisible()
     xs, ys = card.curves["temp_c"].getData()

@@ -12,6 +12,7 @@ import pytest
 
 from app import text_play as play
 from app import text_view as view
+from app.colors import colors
 from app.kaggle.follow import RunSink
 from app.numbers import int_text
 from app.runs import RunManager
@@ -65,7 +66,8 @@ def test_html_tells_prompt_from_text_and_escapes():
     samples = [view.Sample("b", 30, 0, "<кот>", " & мяч\nдва"), view.Sample("a", 20, 0, "p", "t")]
     html = view.samples_html(samples, {"a": "родитель", "b": "продолжение"})
     assert html.index("Шаг 30") < html.index("Шаг 20")
-    assert f'<span style="{view.PROMPT_STYLE}">&lt;кот&gt;</span> &amp; мяч\nдва' in html
+    prompt = view.prompt_style(colors(False))
+    assert f'<span style="{prompt}">&lt;кот&gt;</span> &amp; мяч\nдва' in html
     assert "продолжение" in html and "родитель" in html  # a chain says which run each step is
     assert "родитель" not in view.samples_html(samples[1:], {"a": "родитель"})
 

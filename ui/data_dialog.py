@@ -14,7 +14,7 @@ import sqlite3
 import threading
 from pathlib import Path
 
-from PySide6.QtCore import QProcess, Qt, Signal
+from PySide6.QtCore import QEvent, QProcess, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QComboBox,
@@ -41,7 +41,7 @@ from app.data.library import Library, LibraryError
 from app.i18n import t
 from app.state import StateError, open_state
 
-from . import settings
+from . import palette, settings
 from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
 from .status_message import StatusMessage
@@ -50,7 +50,7 @@ CONSTELLATION_COLUMNS = (("Созвездие", "Constellation"), ("Наборы
                          ("Документы", "Documents"), ("Символы", "Characters"), ("Токены", "Tokens"))
 DATASET_COLUMNS = (("Набор", "Dataset"), ("Путь", "Path"), ("Размер", "Size"),
                    ("Созвездия", "Constellations"), ("Состояние", "Status"))
-STATUS_COLOR = {"ok": "#1b5e20", "changed": "#8a5a00", "missing": "#b00020"}
+STATUS_COLOR = {"ok": "note", "changed": "warning", "missing": "error"}  # app.colors' names
 
 
 class AddDialog(QDialog):
@@ -294,8 +294,18 @@ class DataDialog(QDialog):
         item.setToolTip(st.detail)
         item.setData(Qt.ItemDataRole.UserRole, name)
         if st.status in STATUS_COLOR:
-            item.setForeground(QColor(STATUS_COLOR[st.status]))
+            item.setForeground(QColor(palette.color(STATUS_COLOR[st.status])))
         self.datasets.setItem(row, 4, item)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        table = getattr(self, "datasets", None)  # None while the dialog is being built
+        if palette.changed(event) and table is not None:  # the statuses in the new palette's colours
+            self.status.paint()
+            for row in range(table.rowCount()):
+                item = table.item(row, 0)
+                if item is not None:
+                    self._set_status_cell(row, item.data(Qt.ItemDataRole.UserRole))
 
     @staticmethod
     def _select(table: QTableWidget, name: str | None) -> None:

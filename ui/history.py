@@ -333,6 +333,11 @@ class HistoryView(QWidget):
         finally:
             self._fitting = False
 
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event) and getattr(self, "rows", None):  # statuses in the new colours
+            self.set_rows(self.rows)
+
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
         if event.type() == QEvent.Type.Resize and watched is self.table.viewport():
             self._fit_name()

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
@@ -32,11 +32,12 @@ from app.kaggle.credentials import CredentialsError, check, global_token_warning
 from app.kaggle.quota import hours, refresh_text
 from app.kaggle.store import KaggleStore
 
+from . import palette
 from .background import run_in_thread
 
 COLUMNS = (("Аккаунт", "Account"), ("Ключ", "Key"), ("Квота GPU", "GPU quota"),
            ("Хранит", "Holds"), ("Ядра", "Kernels"))
-STATUS_COLOR = {"ok": "#1b5e20", "invalid": "#b00020", "unreachable": "#8a5a00", "missing": "#b00020"}
+STATUS_COLOR = {"ok": "note", "invalid": "error", "unreachable": "warning", "missing": "error"}  # app.colors' names
 
 
 def quota_bar(view: AccountView) -> QProgressBar:
@@ -73,13 +74,18 @@ class AddByHandDialog(QDialog):
         hint.setWordWrap(True)
         form.addRow(hint)
         self.error = QLabel()
-        self.error.setStyleSheet("color: #b00020;")
+        self.error.setStyleSheet(palette.style("error"))
         form.addRow(self.error)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self._accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
         self.credential = None
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event) and hasattr(self, "error"):
+            palette.set_style(self.error, palette.style("error"))
 
     def _accept(self) -> None:
         try:
@@ -107,7 +113,7 @@ class AccountsDialog(QDialog):
         layout = QVBoxLayout(self)
         self.warning = QLabel()
         self.warning.setWordWrap(True)
-        self.warning.setStyleSheet("color: #b00020; font-weight: bold;")
+        self.warning.setStyleSheet(palette.style("error", "font-weight: bold;"))
         layout.addWidget(self.warning)
         rules = QLabel(t("Правила Kaggle: один аккаунт на человека. Добавляйте аккаунты участников "
                          "лаборатории, каждый со своим ключом; квота GPU у каждого своя и обновляется раз в неделю.",
@@ -159,8 +165,8 @@ class AccountsDialog(QDialog):
             self.table.setItem(i, 0, QTableWidgetItem(v.username))
             key = QTableWidgetItem(key_status_text(v))
             key.setToolTip(v.key_reason or "")
-            if v.key_status in STATUS_COLOR:
-                key.setForeground(QColor(STATUS_COLOR[v.key_status]))
+            key.setData(Qt.ItemDataRole.UserRole, v.key_status)
+            self._colour_key(key)
             self.table.setItem(i, 1, key)
             self.table.setCellWidget(i, 2, quota_bar(v))
             holds = ", ".join(d.label or d.ref for d in v.holds) or t("ничего", "nothing")
@@ -171,6 +177,21 @@ class AccountsDialog(QDialog):
             self.table.setItem(i, 4, QTableWidgetItem(kernels))
         if not views:
             self.status.setText(t("Аккаунтов нет: добавьте kaggle.json.", "No accounts: add a kaggle.json."))
+
+    @staticmethod
+    def _colour_key(key: QTableWidgetItem) -> None:
+        status = key.data(Qt.ItemDataRole.UserRole)
+        if status in STATUS_COLOR:
+            key.setForeground(QColor(palette.color(STATUS_COLOR[status])))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event) and hasattr(self, "table"):  # not while being built
+            palette.set_style(self.warning, palette.style("error", "font-weight: bold;"))
+            for row in range(self.table.rowCount()):
+                key = self.table.item(row, 1)
+                if key is not None:
+                    self._colour_key(key)
 
     def selected_names(self) -> list[str]:
         rows = sorted({i.row() for i in self.table.selectedIndexes()})

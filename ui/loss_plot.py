@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.i18n import t
@@ -286,6 +286,29 @@ class LossPlot(QWidget):
         self.log_y.toggled.connect(self._log_toggled)
         self.show_raw.toggled.connect(self._raw_toggled)
         self.set_title(t("Потери", "Loss"))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event) and hasattr(self, "hint"):  # built: the new palette's colours
+            self._paint()
+
+    def _paint(self) -> None:
+        """The plot in the system palette's colours again (a desktop switched theme)."""
+        pg.setConfigOptions(background=palette.color("plot_bg"), foreground=palette.color("plot_fg"))
+        self.widget.setBackground(palette.color("plot_bg"))
+        ink = palette.color("plot_fg")
+        for axis in ("left", "bottom"):
+            self.plot.getAxis(axis).setPen(ink)
+            self.plot.getAxis(axis).setTextPen(ink)
+        legend = self.plot.legend
+        if legend is not None:
+            legend.setBrush(pg.mkBrush(*palette.color("legend_bg")))
+            legend.setLabelTextColor(ink)
+            for _sample, label in legend.items:
+                label.setText(label.text)  # a LabelItem takes a new colour only with its text
+        self.hint.setColor(palette.color("hint"))
+        for trace in self.traces.values():
+            trace._draw_markers()
 
     def _set_axis_labels(self) -> None:
         x = self.x_axis.currentData() == "tokens"

@@ -6,32 +6,34 @@ Only formatting: the texts, levels and warnings come from app.gpu.present.
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
 
 from app.gpu.present import GpuView
 from app.i18n import t
 
-# Colour per level (app.gpu.present decides the level).
+from . import palette
+from .loss_plot import PALETTE
+
+# A level's meaning colour (app.gpu.present decides the level; app.colors the colour for the
+# system palette): as text on the window, and as the memory bar's fill behind the bar's text.
 LEVEL_COLOURS = {
-    "normal": "#2e7d32",
-    "warm": "#e08a00",
-    "hot": "#c62828",
-    "high": "#e08a00",
-    "full": "#c62828",
-    "unknown": "#777777",
+    "normal": "gpu_normal",
+    "warm": "gpu_warm",
+    "hot": "gpu_hot",
+    "high": "gpu_warm",
+    "full": "gpu_hot",
+    "unknown": "muted",
 }
-SERIES_STYLE = {  # history series -> (colour, RU label, EN label)
-    "mem_pct": ("#1f77b4", "память, %", "memory, %"),
-    "util_pct": ("#2ca02c", "загрузка, %", "load, %"),
-    "temp_c": ("#d62728", "температура, °C", "temperature, °C"),
+FILL_COLOURS = {"normal": "gpu_fill_normal", "high": "gpu_fill_high", "full": "gpu_fill_full"}
+# History series -> (colour, RU label, EN label). The loss plot's line colours: each keeps
+# ≥ 3:1 against both the light and the dark plot background, so they stay fixed.
+SERIES_STYLE = {
+    "mem_pct": (PALETTE[0], "память, %", "memory, %"),
+    "util_pct": (PALETTE[2], "загрузка, %", "load, %"),
+    "temp_c": (PALETTE[1], "температура, °C", "temperature, °C"),
 }
-
-
-def _style(widget: QWidget, sheet: str) -> None:
-    # Setting a style sheet re-polishes the widget even when it is the same: only on change.
-    if widget.styleSheet() != sheet:
-        widget.setStyleSheet(sheet)
+_style = palette.set_style
 
 
 class GpuCard(QFrame):
@@ -52,55 +54,78 @@ class GpuCard(QFrame):
             "for its tensors."))
         self.temp_label = QLabel()
         self.memory_level = self.temperature_level = "unknown"
-        self.temp_colour = LEVEL_COLOURS["unknown"]
+        self.temp_colour = palette.color(LEVEL_COLOURS["unknown"])
         self.load_label = QLabel()
         self.load_label.setWordWrap(True)
         self.trainer_label = QLabel()
         self.trainer_label.setWordWrap(True)
-        self.plot_widget = pg.PlotWidget(background="w")
+        self.plot_widget = pg.PlotWidget()
         self.plot_widget.setMinimumHeight(110)
         self.plot_widget.setMouseEnabled(x=False, y=False)
         self.plot_widget.setMenuEnabled(False)
         plot = self.plot_widget.getPlotItem()
         # No pyqtgraph grid: it is redrawn with the axes every second and doubled the cost of
         # an update (scripts/bench_monitor_panel.py); three light lines guide the eye instead.
-        for level in (25, 50, 75):
-            plot.addItem(pg.InfiniteLine(level, angle=0, pen=pg.mkPen("#dddddd")))
-        for axis in ("left", "bottom"):
-            plot.getAxis(axis).setPen(pg.mkPen("#333333"))
-            plot.getAxis(axis).setTextPen(pg.mkPen("#333333"))
+        self.guides = [pg.InfiniteLine(level, angle=0) for level in (25, 50, 75)]
+        for line in self.guides:
+            plot.addItem(line)
         plot.setXRange(-history_s, 0, padding=0)
         plot.setYRange(0, 100, padding=0.02)
         plot.setLabel("bottom", t("секунд назад", "seconds ago"))
-        plot.addLegend(offset=(5, 5))
+        self.legend = plot.addLegend(offset=(5, 5))
         self.curves = {
             name: plot.plot(pen=pg.mkPen(colour, width=1.5), name=t(ru, en), connect="finite")
             for name, (colour, ru, en) in SERIES_STYLE.items()
         }
         # The card's slowdown threshold, on the temperature's scale.
-        self.slowdown_line = pg.InfiniteLine(
-            angle=0, pen=pg.mkPen("#c62828", style=Qt.PenStyle.DashLine))
+        self.slowdown_line = pg.InfiniteLine(angle=0)
         self.slowdown_line.setVisible(False)
         plot.addItem(self.slowdown_line)
+        self._shown: tuple[GpuView, float | None, str | None] | None = None
+        self._paint_plot()
         layout = QVBoxLayout(self)
         for w in (self.title, self.memory_bar, self.temp_label, self.load_label,
                   self.trainer_label, self.plot_widget):
             layout.addWidget(w)
 
+    def _paint_plot(self) -> None:
+        """The plot in the system palette's colours (a dark theme gets a dark plot)."""
+        self.plot_widget.setBackground(palette.color("plot_bg"))
+        plot = self.plot_widget.getPlotItem()
+        ink = pg.mkPen(palette.color("plot_fg"))
+        for axis in ("left", "bottom"):
+            plot.getAxis(axis).setPen(ink)
+            plot.getAxis(axis).setTextPen(ink)
+        for line in self.guides:
+            line.setPen(pg.mkPen(palette.color("grid")))
+        self.slowdown_line.setPen(pg.mkPen(palette.color("gpu_hot"), style=Qt.PenStyle.DashLine))
+        self.legend.setLabelTextColor(palette.color("plot_fg"))
+        for _sample, label in self.legend.items:
+            label.setText(label.text)  # a LabelItem takes a new colour only with its text
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event):
+            self._paint_plot()
+            if self._shown is not None:
+                self.show_view(*self._shown)
+
     def show_view(self, view: GpuView, slowdown_c: float | None,
                   lang: str | None = None) -> None:
+        self._shown = (view, slowdown_c, lang)
         self.title.setText(view.title)
-        _style(self.title, "font-weight: bold;" + (" color: #c62828;" if view.lost else ""))
+        lost = f" {palette.style('error')}" if view.lost else ""
+        _style(self.title, "font-weight: bold;" + lost)
         frac = view.memory_fraction
         self.memory_bar.setValue(int(round((frac or 0.0) * 1000)))
         self.memory_bar.setFormat(view.memory_text)
-        colour = LEVEL_COLOURS.get(view.memory_level, LEVEL_COLOURS["unknown"])
+        colour = palette.color(FILL_COLOURS.get(view.memory_level, "gpu_fill_normal"))
         _style(self.memory_bar, f"QProgressBar::chunk {{ background-color: {colour}; }}"
                                 " QProgressBar { text-align: center; }")
         self.memory_level = view.memory_level
         self.temp_label.setText(t("Температура: ", "Temperature: ", lang) + view.temperature_text)
         self.temperature_level = view.temperature_level
-        self.temp_colour = LEVEL_COLOURS.get(view.temperature_level, LEVEL_COLOURS["unknown"])
+        self.temp_colour = palette.color(LEVEL_COLOURS.get(view.temperature_level, "muted"))
         bold = " font-weight: bold;" if view.temperature_level == "hot" else ""
         _style(self.temp_label, f"color: {self.temp_colour};{bold}")
         self.load_label.setText(view.load_text)

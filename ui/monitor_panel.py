@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QDoubleSpinBox,
@@ -33,6 +33,7 @@ from app.gpu.sampler import Sampler
 from app.gpu.samples import OK, Snapshot
 from app.i18n import current_language, t
 
+from . import palette
 from .monitor_bridge import SamplerBridge
 from .monitor_gpu_card import GpuCard
 
@@ -76,7 +77,7 @@ class MonitorPanel(QWidget):
         self.trainer_alloc_label.setWordWrap(True)
         self.alerts_label = QLabel()
         self.alerts_label.setWordWrap(True)
-        self.alerts_label.setStyleSheet("color: #c62828; font-weight: bold;")
+        self._paint()
         self.alerts_label.setVisible(False)
 
         guard_row = self._guard_row()
@@ -96,6 +97,14 @@ class MonitorPanel(QWidget):
         self.guard_threshold.valueChanged.connect(self._guard_settings_changed)
         self.guard_hold.valueChanged.connect(self._guard_settings_changed)
         self._update_guard_label()
+
+    def _paint(self) -> None:
+        palette.set_style(self.alerts_label, palette.style("error", "font-weight: bold;"))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event):  # the cards follow on their own
+            self._paint()
 
     def _guard_row(self) -> QHBoxLayout:
         """The heat guard's switch, its threshold and how long the card may stay above it."""

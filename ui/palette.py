@@ -3,8 +3,9 @@ them by its lightness): a dark desktop theme gets readable reds and a dark plot.
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent
 from PySide6.QtGui import QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from app.colors import colors, is_dark
 
@@ -15,14 +16,34 @@ def dark() -> bool:
     return is_dark(pal.color(QPalette.ColorRole.Window).lightness())
 
 
+def table() -> dict:
+    """The whole colour table for the current palette (for app code that writes rich text)."""
+    return colors(dark())
+
+
 def color(name: str) -> str:
     """One colour ("error", "warning", "note", "muted", …) for the current palette."""
-    return colors(dark())[name]
+    return table()[name]
 
 
 def style(name: str, extra: str = "") -> str:
     """A style sheet that colours a label's text: style("error")."""
     return f"color: {color(name)};{(' ' + extra) if extra else ''}"
+
+
+def changed(event: QEvent) -> bool:
+    """A widget's changeEvent that means a new system palette (a desktop switched to a dark
+    theme, `app.setPalette`): the colours taken from here must be read again. Qt tells only
+    widgets without a colour style sheet of their own: a styled label is repainted by the
+    unstyled widget that holds it."""
+    return event.type() == QEvent.Type.PaletteChange
+
+
+def set_style(widget: QWidget, sheet: str) -> None:
+    """A style sheet, set only when it differs: setting one re-polishes the widget (costly
+    each second) and, as it carries a colour, sends the widget a PaletteChange of its own."""
+    if widget.styleSheet() != sheet:
+        widget.setStyleSheet(sheet)
 
 
 def dark_palette() -> QPalette:

@@ -5,16 +5,17 @@ new language. The outcome's words are app.data.manage's."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
 from app.data import manage as data_manage
 from app.i18n import t
 
+from . import palette
 from .cli_task import CliTask, TaskBar
 from .run_form import RunFormView
 
-NOTE_COLOURS = {"error": "color: #b00020;", "warning": "color: #8a5a00;"}
+NOTE_COLOURS = {"error": "error", "warning": "warning"}  # an outcome's level -> app.colors' name
 
 
 class PrepareRow(QObject):
@@ -42,12 +43,16 @@ class PrepareRow(QObject):
         self.note = QLabel()
         self.note.setWordWrap(True)
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._level = ""
         self.note_close = QToolButton()
         self.note_close.setText("✕")
         self.note_close.setAutoRaise(True)
         self.note_close.setToolTip(t("Скрыть это сообщение", "Hide this message"))
         self.note_close.clicked.connect(self.hide_note)
         self.note_box = QWidget()
+        # A new system palette: the note in its colours. Told through its box: the note's
+        # own colour style sheet keeps Qt's PaletteChange from the note itself.
+        self.note_box.installEventFilter(self)
         row = QHBoxLayout(self.note_box)
         row.setContentsMargins(0, 2, 0, 2)
         row.addWidget(self.note, 1)
@@ -67,8 +72,17 @@ class PrepareRow(QObject):
         outcome = data_manage.prepare_outcome(*self.result)
         self.note.setText(outcome.note)
         self.note.setToolTip(outcome.tooltip)
-        self.note.setStyleSheet(NOTE_COLOURS.get(outcome.level, "color: #555555;"))
+        self._level = outcome.level
+        self._paint_note()
         self.note_box.setVisible(bool(outcome.note))
+
+    def _paint_note(self) -> None:
+        palette.set_style(self.note, palette.style(NOTE_COLOURS.get(self._level, "muted")))
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if watched is self.note_box and palette.changed(event):
+            self._paint_note()
+        return False
 
     def hide_note(self) -> None:
         self.result = None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from app.i18n import t
@@ -32,14 +32,13 @@ class RunBanner(QWidget):
         self.stop_button.clicked.connect(self.stop_clicked)
         self.failure = QLabel()
         self.failure.setWordWrap(True)
-        self.failure.setStyleSheet(palette.style("error"))
         # What the lab is doing for a Kaggle run (uploading, waiting for the network, how
         # to stop the kernel): it lives in the run's message, not in its events.
         self.live = QLabel()  # tokens/s, time per step, time left: a line of its own
         self.live.setWordWrap(True)
         self.note = QLabel()
         self.note.setWordWrap(True)
-        self.note.setStyleSheet(palette.style("muted"))
+        self._paint()
         self.retry_button = QPushButton()
         self.retry_button.clicked.connect(self.retry_clicked)
         top = QHBoxLayout()
@@ -56,6 +55,15 @@ class RunBanner(QWidget):
         layout.addWidget(self.live)
         layout.addLayout(bottom)
         self.show_run(None)
+
+    def _paint(self) -> None:
+        palette.set_style(self.failure, palette.style("error"))
+        palette.set_style(self.note, palette.style("muted"))
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event) and hasattr(self, "note"):  # built: a new palette's colours
+            self._paint()
 
     def show_run(self, rec: RunRecord | None, failure: Any = None, live: str = "") -> None:
         """`live`: the running run's speed and time left (app.runs.live), "" when none."""

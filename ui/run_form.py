@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -409,6 +409,12 @@ class RunFormView(QWidget):
         finally:
             self._updating = False
         self.changed.emit()
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event) and hasattr(self, "why"):  # built: the new palette's colours
+            self.model_locked_note.setStyleSheet(palette.style("muted", "font-style: italic;"))
+            self.refresh()
 
     def _show_values(self, keep_text: str | None) -> None:
         form, v = self.form, self.form.values

@@ -29,12 +29,18 @@ class StatusMessage(QLabel):
     def setText(self, text: str, level: str = "info") -> None:  # noqa: N802 (Qt's name)
         self._plain, self.level = text or "", level
         self.setVisible(bool(self._plain))
-        ink = palette.color({"info": "ink", "warning": "warning", "error": "error"}.get(level, "ink"))
-        edge = palette.color({"info": "muted", "warning": "warning", "error": "error"}.get(level, "muted"))
-        self.setStyleSheet(f"QLabel {{ color: {ink}; border: 1px solid {edge}; border-radius: 4px; "
-                           "padding: 8px 10px; font-size: 11pt; background: palette(alternate-base); }")
+        self.paint()
         body = html.escape(self._plain).replace("\n", "<br>")
         super().setText(f"<b>{_SIGNS.get(level, '')}</b>&nbsp; {body}" if self._plain else "")
+
+    def paint(self) -> None:
+        """In the palette's colours (again). Its own style sheet keeps Qt's PaletteChange from
+        it: the window that holds it calls this on its own (ui/palette.changed)."""
+        level = self.level
+        ink = palette.color({"info": "ink", "warning": "warning", "error": "error"}.get(level, "ink"))
+        edge = palette.color({"info": "muted", "warning": "warning", "error": "error"}.get(level, "muted"))
+        palette.set_style(self, f"QLabel {{ color: {ink}; border: 1px solid {edge}; border-radius: 4px; "
+                                "padding: 8px 10px; font-size: 11pt; background: palette(alternate-base); }")
 
     def text(self) -> str:  # the words, as the dialog and its tests read them
         return self._plain

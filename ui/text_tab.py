@@ -35,6 +35,7 @@ from app.generation import GenerationError
 from app.i18n import current_language, t
 from app.runs import RunManager
 
+from . import palette
 from .text_child import ChildRun
 
 POLL_MS = 1000
@@ -87,7 +88,7 @@ class TextTab(QWidget):
         col.setContentsMargins(0, 0, 0, 0)
         self.samples_note = QLabel()
         self.samples_note.setWordWrap(True)
-        self.samples_note.setStyleSheet("color: #555555;")
+        self.samples_note.setStyleSheet(palette.style("muted"))
         self.samples_view = QTextBrowser()
         self.samples_view.setOpenLinks(False)
         col.addWidget(self.samples_note)
@@ -107,6 +108,7 @@ class TextTab(QWidget):
         self.status = QLabel()
         self.status.setWordWrap(True)
         self.status.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._status_error = False
         col.addWidget(self.status)
         self.output = QTextBrowser()
         col.addWidget(self.output, 1)
@@ -204,7 +206,7 @@ class TextTab(QWidget):
         self.samples_note.setText(view.summary_text(samples))
         bar = self.samples_view.verticalScrollBar()
         at = bar.value()
-        self.samples_view.setHtml(view.samples_html(samples, names))
+        self.samples_view.setHtml(view.samples_html(samples, names, palette.table()))
         bar.setValue(at)  # reading an older step: new ones on top do not move the view back
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
@@ -214,6 +216,19 @@ class TextTab(QWidget):
         if top is not self and top is not self._watched:  # the window closing stops the child
             top.installEventFilter(self)
             self._watched = top
+
+    def _paint(self) -> None:
+        """The notes in the system palette's colours; the status in its own text colour
+        unless it says what went wrong."""
+        palette.set_style(self.samples_note, palette.style("muted"))
+        palette.set_style(self.status, palette.style("error") if self._status_error else "")
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
+        super().changeEvent(event)
+        if palette.changed(event) and hasattr(self, "timer"):  # built: a new palette's colours
+            self._paint()
+            self._render(force=True)
+            self._show_child()
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
         if watched is self._watched and event.type() == QEvent.Type.Close:
@@ -257,7 +272,8 @@ class TextTab(QWidget):
     def _refuse(self, e: Exception) -> None:
         self.status.setText(e.message if isinstance(e, GenerationError) else
                             t("Этого прогона больше нет в истории.", "This run is no longer in the history."))
-        self.status.setStyleSheet("color: #b00020;")
+        self._status_error = True
+        self._paint()
 
     def _start(self, argv: list[str], stdin: str, session: play.Session) -> None:
         self.stop()
@@ -275,9 +291,10 @@ class TextTab(QWidget):
             return
         s = self.child.session
         self.status.setText(s.status)
-        self.status.setStyleSheet("color: #b00020;" if s.error else "color: #333333;")
+        self._status_error = bool(s.error)
+        self._paint()
         if s.kind == "sample":
-            self.output.setHtml(view.continuation_html(self._prompt_shown, s.text))
+            self.output.setHtml(view.continuation_html(self._prompt_shown, s.text, palette.table()))
             self.output.verticalScrollBar().setValue(self.output.verticalScrollBar().maximum())
         elif s.result:
             self.eval_result.setText(s.result)
