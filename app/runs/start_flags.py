@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import fields as F
 from ..i18n import t
+from ..numbers import parse_number
 
 
 def flag_fields() -> list[F.FieldSpec]:
@@ -35,9 +36,9 @@ def add_field_flags(parser: argparse.ArgumentParser) -> None:
         names = ["--" + spec.name.replace("_", "-"), *spec.flags]
         kwargs: dict[str, Any] = dict(dest=dest(spec), default=None, help=_help(spec))
         if spec.kind == "int":
-            kwargs.update(type=int, metavar="N")
+            kwargs.update(type=_whole, metavar="N")
         elif spec.kind == "float":
-            kwargs.update(type=float, metavar="X")
+            kwargs.update(type=_real, metavar="X")
         elif spec.kind == "multi":
             kwargs.update(metavar="A,B")
         elif spec.kind == "text":
@@ -47,6 +48,27 @@ def add_field_flags(parser: argparse.ArgumentParser) -> None:
         elif spec.kind == "bool":
             kwargs.update(action=argparse.BooleanOptionalAction)
         group.add_argument(*names, **kwargs)
+
+
+def _number(text: str, kind: str) -> int | float:
+    # the form's one rule (app/numbers.py): «20 000», "20,000" in English, «0,001» in Russian
+    try:
+        return parse_number(text, kind)
+    except ValueError:
+        whole = kind == "int"
+        raise argparse.ArgumentTypeError(t(
+            f"{text!r} — не {'целое ' if whole else ''}число (пример: "
+            f"{'20 000' if whole else '0,001'})",
+            f"{text!r} is not a {'whole ' if whole else ''}number (e.g. "
+            f"{'20,000' if whole else '0.001'})")) from None
+
+
+def _whole(text: str) -> int:
+    return int(_number(text, "int"))
+
+
+def _real(text: str) -> float:
+    return float(_number(text, "float"))
 
 
 def _help(spec: F.FieldSpec) -> str:
