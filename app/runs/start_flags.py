@@ -50,25 +50,19 @@ def add_field_flags(parser: argparse.ArgumentParser) -> None:
         group.add_argument(*names, **kwargs)
 
 
-def _number(text: str, kind: str) -> int | float:
-    # the form's one rule (app/numbers.py): «20 000», "20,000" in English, «0,001» in Russian
-    try:
-        return parse_number(text, kind)
-    except ValueError:
-        whole = kind == "int"
-        raise argparse.ArgumentTypeError(t(
-            f"{text!r} — не {'целое ' if whole else ''}число (пример: "
-            f"{'20 000' if whole else '0,001'})",
-            f"{text!r} is not a {'whole ' if whole else ''}number (e.g. "
-            f"{'20,000' if whole else '0.001'})")) from None
-
-
 def _whole(text: str) -> int:
-    return int(_number(text, "int"))
+    # the form's one rule (app/numbers.py): «20 000», "20,000" in English
+    return int(parse_number(text, "int"))
 
 
 def _real(text: str) -> float:
-    return float(_number(text, "float"))
+    # «0,001» in Russian, "0.001" in both
+    return float(parse_number(text, "float"))
+
+
+# argparse names the type in its refusal from __name__ ("invalid int value: 'x'"), which
+# app/cli_args.py translates; a ValueError from parse_number is such a refusal.
+_whole.__name__, _real.__name__ = "int", "float"
 
 
 def _help(spec: F.FieldSpec) -> str:
