@@ -73,7 +73,7 @@ def test_economical_mode_under_ddp_syncs_its_gradients_and_resumes_bit_exact(tmp
     Its losses follow the normal mode's under DDP (a rank left on its own gradients would
     wander off), and a stopped DDP run continued from its checkpoint ends bit for bit
     where the uninterrupted one does (a quota running out mid-run)."""
-    kw = {"steps_to": 10, "eval_every": 10, "eval_segments": 8}
+    kw = {"steps_to": 10, "eval_every": 5, "eval_segments": 8}
     normal = write_run(tmp_path / "ddp-normal", tiny_data, economical=False, **kw)
     # A kept checkpoint at every step: the continuation starts from its step 6 (the state a
     # stop at 6 saves; two processes stopping together is test_fsdp's and test_dcp_lab's).
@@ -84,6 +84,13 @@ def test_economical_mode_under_ddp_syncs_its_gradients_and_resumes_bit_exact(tmp
         assert p.returncode == 0, p.stderr[-3000:]
         # trainer.log gets each line once (the first rank's), not two interleaved copies.
         assert p.stderr.count("parameters:") == 1 and p.stderr.count("end: reached") == 1, p.stderr[-3000:]
+    # DDP itself (test_trainer's test_ddp_on_two_cpu_processes once, now the normal run's):
+    # two ranks, the tokens of both a step, rank 0 alone writes the events.
+    start = events(normal, "start")[0]
+    assert start["world_size"] == 2 and start["tokens_per_step"] == 4 * 2 * 32
+    assert [s["step"] for s in events(normal, "step")] == list(range(1, 11))
+    assert [(e["step"], e["segments"]) for e in events(normal, "eval")] == [(5, 8), (10, 8)]
+    assert events(normal, "end")[-1]["reason"] == "steps_reached"
     assert events(whole, "start")[0]["world_size"] == 2
     a, b = losses_after(normal, 0), losses_after(whole, 0)
     assert len(a) == len(b) == 10
