@@ -150,7 +150,9 @@ def test_the_trainer_refuses_it_for_the_cards_it_finds_before_training(tmp_path,
 
 def test_accumulation_resumes_bit_exact_with_the_economical_mode(tmp_path, tiny_data):
     kw = {"tokens_per_step": 2 * B * N, "steps_to": 8, "eval_every": 4, "economical": "selective"}
-    whole = write_run(tmp_path / "whole", tiny_data, **kw)
+    # A kept checkpoint at every step: the continuation starts from the whole run's step 3
+    # in a new process (the state a stop at 3 saves; the stop path is test_trainer's).
+    whole = write_run(tmp_path / "whole", tiny_data, **kw, checkpoint_every_min=0, keep_checkpoints=8)
     p = run_trainer(whole)
     assert p.returncode == 0, p.stderr
     start = events(whole, "start")[0]
@@ -159,8 +161,7 @@ def test_accumulation_resumes_bit_exact_with_the_economical_mode(tmp_path, tiny_
     steps = events(whole, "step")
     assert [s["tokens_seen"] for s in steps] == [i * 2 * B * N for i in range(1, 9)]
     parted = write_run(tmp_path / "parted", tiny_data, **kw)
-    assert run_trainer(parted, "--stop-at-step", "3").returncode == 0
-    p = run_trainer(parted, "--resume", "latest")
+    p = run_trainer(parted, "--resume", str(whole / "checkpoints" / "step-00000003.pt"))
     assert p.returncode == 0, p.stderr
     assert events(parted, "end")[-1]["state_sha256"] == events(whole, "end")[-1]["state_sha256"]
     assert [s["loss"] for s in events(parted, "step") if s["step"] > 3] == [s["loss"] for s in steps[3:]]
@@ -170,13 +171,14 @@ def test_accumulation_resumes_bit_exact_with_the_economical_mode(tmp_path, tiny_
 def test_lean_state_with_accumulation_resumes_bit_exact(tmp_path, tiny_data):
     pytest.importorskip("bitsandbytes")
     kw = {"tokens_per_step": 2 * B * N, "steps_to": 6, "eval_every": 6, "lean_state": "fused"}
-    whole = write_run(tmp_path / "whole", tiny_data, {"width": 64}, **kw)
+    whole = write_run(tmp_path / "whole", tiny_data, {"width": 64}, **kw, checkpoint_every_min=0,
+                      keep_checkpoints=6)
     p = run_trainer(whole)
     assert p.returncode == 0, p.stderr
     assert 'lean_state "fused" with 2 micro-steps' in p.stderr  # steps from the held gradients
-    parted = write_run(tmp_path / "parted", tiny_data, {"width": 64}, **kw)
-    assert run_trainer(parted, "--stop-at-step", "2").returncode == 0
-    assert run_trainer(parted, "--resume", "latest").returncode == 0
+    parted = write_run(tmp_path / "parted", tiny_data, {"width": 64}, **kw)  # from the whole run's step 2
+    p = run_trainer(parted, "--resume", str(whole / "checkpoints" / "step-00000002.pt"))
+    assert p.returncode == 0, p.stderr
     assert events(parted, "end")[-1]["state_sha256"] == events(whole, "end")[-1]["state_sha256"]
 
 

@@ -36,26 +36,31 @@ def losses_after(run_dir, step: int) -> list[float]:
 @pytest.mark.parametrize("level", ["off", "selective"])
 def test_compiled_run_resumes_bit_exact_and_crosses_to_eager(tmp_path, tiny_data, backend, level):
     kw = {**KW, "compile": "on", "economical": level}
-    whole = write_run(tmp_path / "whole", tiny_data, **kw)
+    # The uninterrupted run saves a checkpoint at every step (kept), so that its step STOP
+    # is the resumed runs' starting point: one compiled process fewer than a stop-and-resume
+    # (a periodic checkpoint holds the same state; the stop path has its own test in
+    # test_trainer), and the saves must not change the trajectory either.
+    whole = write_run(tmp_path / "whole", tiny_data, **kw, checkpoint_every_min=0, keep_checkpoints=STEPS)
     p = run_trainer(whole)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "compile: on" in p.stderr and not events(whole, "warning")
     assert events(whole, "start")[0]["compile"] == "on"
     end = events(whole, "end")[-1]
+    at_stop = whole / "checkpoints" / f"step-{STOP:08d}.pt"
+    saved = torch.load(at_stop, weights_only=True)
+    assert not [k for k in saved["model"] if "_orig_mod" in k]  # plain names
 
     parted = write_run(tmp_path / "parted", tiny_data, **kw)
-    assert run_trainer(parted, "--stop-at-step", str(STOP)).returncode == 0
-    saved = torch.load(parted / "checkpoints" / f"step-{STOP:08d}.pt", weights_only=True)
-    assert not [k for k in saved["model"] if "_orig_mod" in k]  # plain names
-    p = run_trainer(parted, "--resume", "latest")  # a new process compiles again
+    p = run_trainer(parted, "--resume", str(at_stop))  # a new process compiles again
     assert p.returncode == 0, p.stderr[-3000:]
+    assert events(parted, "start")[-1]["compile"] == "on"
     assert events(parted, "end")[-1]["state_sha256"] == end["state_sha256"]
     assert losses_after(parted, STOP) == losses_after(whole, STOP)
 
     # The compiled run's checkpoint continues eagerly, on the same trajectory (compiled
     # kernels may sum in another order: close, not equal).
     eager = write_run(tmp_path / "eager", tiny_data, **{**kw, "compile": "off"})
-    p = run_trainer(eager, "--resume", str(parted / "checkpoints" / f"step-{STOP:08d}.pt"))
+    p = run_trainer(eager, "--resume", str(at_stop))
     assert p.returncode == 0, p.stderr[-3000:]
     assert events(eager, "start")[-1]["compile"] == "off"
     assert losses_after(eager, STOP) == pytest.approx(losses_after(whole, STOP), abs=1e-3)

@@ -189,6 +189,9 @@ def test_a_second_trainer_on_a_running_run_is_refused_and_a_killed_one_leaves_no
     first = start_trainer(run)
     try:
         wait_for_event(run, "checkpoint")
+        # Held (it keeps its lock, as while training) instead of saving a checkpoint at each
+        # of its steps for the whole test: the CPU goes to the trainers being refused.
+        (run / "PAUSE").write_text("")
         for extra in ((), ("--resume", "latest")):
             second = run_trainer(run, *extra)
             assert second.returncode == 2 and "Traceback" not in second.stderr, second.stderr
@@ -197,6 +200,7 @@ def test_a_second_trainer_on_a_running_run_is_refused_and_a_killed_one_leaves_no
     finally:
         first.kill()  # SIGKILL: no clean-up of its own
         first.communicate()
+    (run / "PAUSE").unlink()
     p = run_trainer(run, "--resume", "latest", "--stop-at-step", "1")
     assert p.returncode == 0, p.stderr
 

@@ -4,6 +4,7 @@ app/fields.py), data found or prepared for `data.constellations` alone, exit cod
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 from pathlib import Path
@@ -15,8 +16,9 @@ from app import fields as F
 from app.data.for_run import fill_data
 from app.data.library import Library
 from app.data.textgen import documents
+from app.i18n import set_language
 from app.runs import Registry, RunManager
-from app.runs.start_flags import flag_fields
+from app.runs.start_flags import add_field_flags, apply_flags, flag_fields
 from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
@@ -111,3 +113,42 @@ def test_estimate_counts_the_constellations_data(tiny_in_lab, capsys):
     assert e["params"] == 12 * 2 * 32**2 + 300 * 32 + 32 * 32  # the data's vocabulary, 300
     assert e["tokens_per_weight"] == pytest.approx(train / e["params"])
     assert cli.main(["estimate", "--constellations", "nope", "--json"]) == 2
+
+
+@pytest.mark.parametrize("lang, typed, steps, lr", [
+    ("en", ["20,000", "0.001"], 20_000, 0.001),
+    ("en", ["20 000", "1e-3"], 20_000, 0.001),
+    ("ru", ["20\u00a0000", "0,001"], 20_000, 0.001),
+    ("ru", ["20 000", "0.001"], 20_000, 0.001),
+])
+def test_number_flags_read_numbers_as_the_form_does(lang, typed, steps, lr):
+    # One rule for the form and the command line (app/numbers.parse_number): thousands
+    # separators of the interface's language, a decimal comma in Russian.
+    parser = argparse.ArgumentParser()
+    add_field_flags(parser)
+    set_language(lang)
+    try:
+        args = parser.parse_args(["--steps-to", typed[0], "--lr", typed[1]])
+        cfg = apply_flags({}, args)
+    finally:
+        set_language(None)
+    assert cfg["training"]["steps_to"] == steps and isinstance(cfg["training"]["steps_to"], int)
+    assert cfg["training"]["lr"] == pytest.approx(lr)
+
+
+@pytest.mark.parametrize("lang, flag, typed", [
+    ("en", "--steps-to", "20,00"),  # not a thousands group
+    ("en", "--lr", "0,001"),  # a comma is a thousands separator in English
+    ("ru", "--steps-to", "2,5"),  # not whole
+    ("en", "--layers", "two"),
+])
+def test_a_number_flag_that_is_no_number_exits_2_with_the_reason(lang, flag, typed, capsys):
+    set_language(lang)
+    try:
+        with pytest.raises(SystemExit) as exc:
+            cli.main(["run", "start", "--constellations", "demo", flag, typed])
+    finally:
+        set_language(None)
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and flag in err and repr(typed) in err
+    assert Registry().list_runs() == []

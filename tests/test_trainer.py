@@ -42,10 +42,23 @@ def test_dry_run_prints_default_weight_count(tmp_path):
     assert start["tokens_per_step"] == 6 * 1024
 
 
-def test_bit_exact_resume_and_events(tmp_path, tiny_data):
-    whole = write_run(tmp_path / "whole", tiny_data)
-    p = run_trainer(whole)
+@pytest.fixture(scope="module")
+def whole(tiny_data, tmp_path_factory):
+    """The uninterrupted 30-step run, shared by the module: every resumed run here must end
+    in its state. It keeps a checkpoint of every step, the starting points of the tests'
+    continuations, a killed save and a refused shape, and of an export."""
+    run = write_run(tmp_path_factory.mktemp("trainer") / "whole", tiny_data, checkpoint_every_min=0,
+                    keep_checkpoints=30)
+    p = run_trainer(run)
     assert p.returncode == 0, p.stderr
+    return run
+
+
+def ckpt(run, step: int):
+    return run / "checkpoints" / f"step-{step:08d}.pt"
+
+
+def test_bit_exact_resume_and_events(tmp_path, tiny_data, whole):
     end = events(whole, "end")[-1]
     assert end["reason"] == "steps_reached" and end["step"] == 30
 
@@ -58,6 +71,8 @@ def test_bit_exact_resume_and_events(tmp_path, tiny_data):
     assert [e["step"] for e in evals] == [10, 20, 30]
     assert evals[0]["segments"] == 16 and evals[0]["val_ci95"][0] < evals[0]["val_loss"] < evals[0]["val_ci95"][1]
 
+    # Stopped (the time limit's path, with no checkpoint before it) and resumed: the whole
+    # run's state, whose saves at every step did not bend its trajectory either.
     parted = write_run(tmp_path / "parted", tiny_data)
     p = run_trainer(parted, "--stop-at-step", "13")
     assert p.returncode == 0, p.stderr
@@ -159,17 +174,16 @@ def dying_save(obj, f, *a, **k):
     return real_save(obj, f, *a, **k)
 torch.save = dying_save
 from trainer.__main__ import main
-sys.exit(main(["--run", sys.argv[1], "--resume", "latest"]))
+sys.exit(main(["--run", sys.argv[1], "--resume", sys.argv[2]]))
 """
 
 
-def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint(tmp_path, tiny_data):
-    whole = write_run(tmp_path / "whole", tiny_data, steps_to=20)
-    assert run_trainer(whole).returncode == 0
-    run = write_run(tmp_path / "killed", tiny_data, steps_to=20, checkpoint_every_min=0)
-    assert run_trainer(run, "--stop-at-step", "10").returncode == 0
-    p = subprocess.run([sys.executable, "-c", SIGKILL_MID_SAVE, str(run)], env=trainer_env(), cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint(tmp_path, tiny_data, whole):
+    # Continued from the whole run's step 10 in a folder of its own: it saves step 11, then
+    # dies half-way through writing step 12.
+    run = write_run(tmp_path / "killed", tiny_data, checkpoint_every_min=0)
+    p = subprocess.run([sys.executable, "-c", SIGKILL_MID_SAVE, str(run), str(ckpt(whole, 10))], env=trainer_env(),
+                       cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode == -signal.SIGKILL, p.stderr
     folder = run / "checkpoints"
     assert (folder / "latest").read_text().strip() == "step-00000011.pt"
@@ -198,11 +212,9 @@ def test_damaged_checkpoint_is_refused_and_the_earlier_one_offered(tmp_path, tin
     assert "step-00000003.pt" in events(run, "warning")[-1]["message"] and "warning:" in p.stderr
 
 
-def test_checkpoint_of_another_shape_is_refused(tmp_path, tiny_data):
-    src = write_run(tmp_path / "src", tiny_data, steps_to=2)
-    assert run_trainer(src).returncode == 0
+def test_checkpoint_of_another_shape_is_refused(tmp_path, tiny_data, whole):
     other = write_run(tmp_path / "other", tiny_data, model={"width": 64})
-    p = run_trainer(other, "--resume", str(src / "checkpoints" / "step-00000002.pt"))
+    p = run_trainer(other, "--resume", str(ckpt(whole, 2)))
     assert p.returncode == 2
     assert "model.width is 64 in run.json but 32 in checkpoint" in p.stderr
 
@@ -282,25 +294,13 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_data, 
     assert sorted(p.name for p in (run / "checkpoints").glob("step-*.pt"))[-1] == "step-00000004.pt"
 
 
-def test_ddp_on_two_cpu_processes(tmp_path, tiny_data):
-    run = write_run(tmp_path / "ddp", tiny_data, steps_to=12, eval_every=6)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(run), "--device", "cpu"]
-    p = subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=180)
-    assert p.returncode == 0, p.stderr[-3000:]
-    start = events(run, "start")[0]
-    assert start["world_size"] == 2 and start["tokens_per_step"] == 4 * 2 * 32
-    steps = events(run, "step")
-    assert [s["step"] for s in steps] == list(range(1, 13))  # rank 0 alone writes
-    assert len(events(run, "eval")) == 2 and events(run, "eval")[0]["segments"] == 16
-    assert events(run, "end")[-1]["reason"] == "steps_reached"
+# DDP on two CPU processes: test_economical_resume's DDP test checks it on its normal run
+# (one torchrun fewer than a run of its own here).
 
 
-def test_export_writes_safetensors_with_config(tmp_path, tiny_data):
-    run = write_run(tmp_path / "exp", tiny_data, steps_to=2)
-    assert run_trainer(run).returncode == 0
+def test_export_writes_safetensors_with_config(tmp_path, whole):
     out = tmp_path / "w.safetensors"
-    p = subprocess.run([sys.executable, "-m", "trainer.export", str(run / "checkpoints" / "step-00000002.pt"), str(out)],
+    p = subprocess.run([sys.executable, "-m", "trainer.export", str(ckpt(whole, 30)), str(out)],
                        env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert p.returncode == 0, p.stderr
     from safetensors import safe_open
@@ -315,18 +315,19 @@ def test_export_writes_safetensors_with_config(tmp_path, tiny_data):
 def test_fp16_with_grad_scaler_resumes_bit_exact(tmp_path, tiny_data):
     """A T4's precision (fp16 autocast + GradScaler), run on the CPU: the scaler's state
     travels in the checkpoint and the resumed run ends where the uninterrupted one does."""
-    whole = write_run(tmp_path / "whole", tiny_data, steps_to=20, precision="fp16")
-    assert run_trainer(whole).returncode == 0
+    # The continuation starts from the uninterrupted run's own (kept) step 9 in a new process.
+    fp16 = write_run(tmp_path / "whole", tiny_data, steps_to=20, precision="fp16", checkpoint_every_min=0,
+                     keep_checkpoints=20)
+    assert run_trainer(fp16).returncode == 0
     parted = write_run(tmp_path / "parted", tiny_data, steps_to=20, precision="fp16")
-    assert run_trainer(parted, "--stop-at-step", "9").returncode == 0
     from trainer.checkpoint import load
 
-    scaler = load(parted / "checkpoints" / "step-00000009.pt")["scaler"]
+    scaler = load(ckpt(fp16, 9))["scaler"]
     assert scaler["scale"] > 1 and scaler["_growth_tracker"] == 9  # a live scaler, not a disabled one
-    p = run_trainer(parted, "--resume", "latest")
+    p = run_trainer(parted, "--resume", str(ckpt(fp16, 9)))
     assert p.returncode == 0, p.stderr
     assert events(parted, "start")[-1]["precision"] == "fp16"
-    assert events(parted, "end")[-1]["state_sha256"] == events(whole, "end")[-1]["state_sha256"]
+    assert events(parted, "end")[-1]["state_sha256"] == events(fp16, "end")[-1]["state_sha256"]
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")

@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import fields as F
 from ..i18n import t
+from ..numbers import parse_number
 
 
 def flag_fields() -> list[F.FieldSpec]:
@@ -35,9 +36,9 @@ def add_field_flags(parser: argparse.ArgumentParser) -> None:
         names = ["--" + spec.name.replace("_", "-"), *spec.flags]
         kwargs: dict[str, Any] = dict(dest=dest(spec), default=None, help=_help(spec))
         if spec.kind == "int":
-            kwargs.update(type=int, metavar="N")
+            kwargs.update(type=_whole, metavar="N")
         elif spec.kind == "float":
-            kwargs.update(type=float, metavar="X")
+            kwargs.update(type=_real, metavar="X")
         elif spec.kind == "multi":
             kwargs.update(metavar="A,B")
         elif spec.kind == "text":
@@ -47,6 +48,21 @@ def add_field_flags(parser: argparse.ArgumentParser) -> None:
         elif spec.kind == "bool":
             kwargs.update(action=argparse.BooleanOptionalAction)
         group.add_argument(*names, **kwargs)
+
+
+def _whole(text: str) -> int:
+    # the form's one rule (app/numbers.py): «20 000», "20,000" in English
+    return int(parse_number(text, "int"))
+
+
+def _real(text: str) -> float:
+    # «0,001» in Russian, "0.001" in both
+    return float(parse_number(text, "float"))
+
+
+# argparse names the type in its refusal from __name__ ("invalid int value: 'x'"), which
+# app/cli_args.py translates; a ValueError from parse_number is such a refusal.
+_whole.__name__, _real.__name__ = "int", "float"
 
 
 def _help(spec: F.FieldSpec) -> str:
