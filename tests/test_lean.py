@@ -33,7 +33,8 @@ def test_lean_state_resumes_bit_exact_in_each_combination(tmp_path, tiny_data, m
     # lean_state true holds its gradients, so the model compiles (the tests' backend: aot_eager).
     monkeypatch.setenv("TERNIT_COMPILE_BACKEND", "aot_eager")
     kw = {**KW, "lean_state": lean, "economical": level, "precision": precision, "compile": compiled}
-    whole = write_run(tmp_path / "whole", tiny_data, MODEL, **kw)
+    # A checkpoint kept at every step: the continuation starts from the whole run's own.
+    whole = write_run(tmp_path / "whole", tiny_data, MODEL, **kw, checkpoint_every_min=0, keep_checkpoints=STEPS)
     p = run_trainer(whole)
     assert p.returncode == 0, p.stderr
     assert ("compile: on" in p.stderr) is compiled
@@ -41,14 +42,14 @@ def test_lean_state_resumes_bit_exact_in_each_combination(tmp_path, tiny_data, m
     assert end["reason"] == "steps_reached"
     assert events(whole, "start")[0]["lean_state"] == ("on" if lean is True else lean)
 
-    parted = write_run(tmp_path / "parted", tiny_data, MODEL, **kw)
-    assert run_trainer(parted, "--stop-at-step", str(STOP)).returncode == 0
-    ckpt = torch.load(parted / "checkpoints" / f"step-{STOP:08d}.pt", weights_only=True)
+    saved = whole / "checkpoints" / f"step-{STOP:08d}.pt"
+    ckpt = torch.load(saved, weights_only=True)
     moments = ckpt["optimizer"]["state"]
     assert any(s["state1"].dtype == torch.uint8 for s in moments.values())  # 8-bit, saved
     want = torch.bfloat16 if precision == "bf16" else torch.float32
     assert {v.dtype for v in ckpt["model"].values()} == {want}
-    p = run_trainer(parted, "--resume", "latest")
+    parted = write_run(tmp_path / "parted", tiny_data, MODEL, **kw)
+    p = run_trainer(parted, "--resume", str(saved))
     assert p.returncode == 0, p.stderr
     assert events(parted, "end")[-1]["state_sha256"] == end["state_sha256"]
     assert losses_after(parted, STOP) == losses_after(whole, STOP)
