@@ -6,6 +6,7 @@ joins; the checkpoint before it stays the one to continue from."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -29,10 +30,18 @@ def test_a_full_disk_under_rank_0s_events_ends_the_sharded_run_without_a_hang(tm
     env["TERNIT_TEST_FULL_EVENTS"] = "8"  # the start, a few steps and checkpoints, then full
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
            "-m", "--", "trainer", "--run", str(run), "--device", "cpu"]
-    # Before the fix rank 0 entered the sharded save alone and both processes waited forever.
-    p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=150)
+    # Before the fix rank 0 entered the sharded save alone and both processes waited
+    # forever: a session of its own, so that a hang kills torchrun's workers too.
+    p = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    try:
+        _, stderr = p.communicate(timeout=150)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        pytest.fail("the sharded run hung after rank 0's disk filled up")
     assert p.returncode != 0
-    assert "could not write the events" in p.stderr or "No space left on device" in p.stderr, p.stderr[-3000:]
+    assert "could not write the events" in stderr or "No space left on device" in stderr, stderr[-3000:]
     written = events(run, "checkpoint")
     assert written, "a checkpoint from before the disk filled up"
     steps = [e["step"] for e in events(run, "step")]
