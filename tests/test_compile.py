@@ -99,7 +99,7 @@ def test_compile_choices_and_refusals(tmp_path, tiny_data):
         from_dict({"training": {"compile": "fast"}})
     assert from_dict({"training": {"compile": False}}).training.compile is False
 
-    bnb = pytest.importorskip("bitsandbytes")  # noqa: F841 — the lean state's check runs first
+    # Refused when run.json is read: before the lean state's library is imported at all.
     run = write_run(tmp_path / "lean", tiny_data, **KW, compile="on", lean_state="fused")
     p = run_trainer(run)
     assert p.returncode == 2

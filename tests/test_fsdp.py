@@ -121,17 +121,6 @@ def test_fsdp_refusals_are_one_line(tmp_path, tiny_data):
         from_dict({"training": {"sharding": "zero3"}})
 
 
-def test_a_checkpoint_every_step_is_saved_by_both_processes_together(tmp_path, tiny_data):
-    """checkpoint_every_min 0: a save after every step, the last one included. The ranks
-    agree on each (a sharded save is collective): rank 1 once began a second save of the
-    last step alone and the run hung until killed."""
-    run = write_run(tmp_path / "every", tiny_data, **{**KW, "steps_to": 4, "checkpoint_every_min": 0})
-    p = torchrun(run)
-    assert p.returncode == 0, p.stderr[-3000:]
-    assert [c["step"] for c in events(run, "checkpoint")] == [1, 2, 3, 4]
-    assert events(run, "end")[-1]["reason"] == "steps_reached"
-
-
 def test_the_sizing_offers_no_combination_the_trainer_refuses():
     """One rule (trainer.config.sharding_refusal) for the trainer's refusal and the sizing's
     list: every combination sizing offers passes the trainer's check, and every one it
@@ -178,6 +167,10 @@ def test_fsdp_under_an_economical_level_shards_per_block_and_resumes_bit_exact(t
     assert f"sharding: fsdp over 2 blocks + the embeddings (per block under the economical level {level} too)" in p.stderr
     end = events(whole, "end")[-1]
     assert end["reason"] == "steps_reached"
+    # A save after every step, the last one included, made by both processes together (a
+    # sharded save is collective: rank 1 once began a second save of the last step alone
+    # and the run hung until killed).
+    assert [c["step"] for c in events(whole, "checkpoint")] == list(range(1, STEPS + 1))
     parted = write_run(tmp_path / "parted", tiny_data, **kw)
     p = torchrun(parted, "--resume", str(whole / "checkpoints" / f"step-{STOP:08d}.dcp"))
     assert p.returncode == 0, p.stderr[-3000:]

@@ -39,7 +39,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import ConfigError, compile_mode
+from .config import compile_blocker, compile_conflict, compile_mode
 
 # The compiler's backend; "inductor" unless this says otherwise. The tests set
 # "aot_eager" (the same graph capture and autograd split, without inductor's C++ build,
@@ -53,15 +53,11 @@ def decide(value: bool | str, device: torch.device, lean: str, sharding: str) ->
     mode = compile_mode(value)
     if mode == "off":
         return False, None
-    blocker = None
-    if lean in ("fused", "offload"):
-        blocker = (f'training.lean_state "{lean}" steps each parameter from its gradient hook, and a '
-                   "compiled backward pass makes every gradient at once before those hooks run (the full "
-                   "set of gradients that lean state exists to avoid; lean_state true compiles)")
-    elif sharding == "fsdp":
+    blocker = compile_blocker(lean)  # with "on", refused already when run.json was read
+    if blocker is None and sharding == "fsdp":
         blocker = "FSDP sharding gathers and frees each block's weights in hooks that whole-model compilation does not follow"
     if blocker and mode == "on":
-        raise ConfigError(f"training.compile \"on\" cannot be combined here: {blocker}; set compile to \"off\" or \"auto\"")
+        raise compile_conflict(blocker)
     if blocker:
         return False, f"compile: off ({blocker})"
     if mode == "auto" and device.type != "cuda":

@@ -225,6 +225,9 @@ def validate(cfg: RunConfig) -> None:
     lean_mode(t.lean_state)
     compile_mode(t.compile)
     sharding_mode(t.sharding)
+    blocker = compile_blocker(lean_mode(t.lean_state))
+    if compile_mode(t.compile) == "on" and blocker:  # before any library is imported
+        raise compile_conflict(blocker)
     if cfg.target.kind not in TARGET_KINDS:
         raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
 
@@ -313,6 +316,22 @@ def lean_mode(value: bool | str | None) -> str:
 
 
 COMPILE_MODES = ("auto", "on", "off")
+
+
+def compile_blocker(lean: str) -> str | None:
+    """Why the lean state `lean` does not compile (trainer/compiling.py), or None: the
+    fused step updates each parameter from its gradient hook, and a compiled backward pass
+    makes every gradient at once before those hooks run."""
+    if lean not in ("fused", "offload"):
+        return None
+    return (f'training.lean_state "{lean}" steps each parameter from its gradient hook, and a '
+            "compiled backward pass makes every gradient at once before those hooks run (the full "
+            "set of gradients that lean state exists to avoid; lean_state true compiles)")
+
+
+def compile_conflict(blocker: str) -> ConfigError:
+    """The one line for `compile: "on"` with a combination that does not compile."""
+    return ConfigError(f'training.compile "on" cannot be combined here: {blocker}; set compile to "off" or "auto"')
 SHARDING_MODES = ("auto", "ddp", "fsdp")
 
 
