@@ -56,15 +56,15 @@ def train_step(
 
 def _backward_all(
     model: nn.Module, micro: list[Batch], precision: str, device: torch.device, count: int,
-    scaler: torch.amp.GradScaler | None, ends_step: bool = True,
+    scaler: torch.amp.GradScaler | None,
 ) -> list[torch.Tensor]:
-    """Forward and backward over micro-batches; `count` is the whole step's number of
-    micro-steps (the loss divisor), `ends_step` whether the last of these ends the step.
-    DDP's all-reduce is held back (no_sync) on every backward pass but the step's last."""
+    """Forward and backward over the micro-batches of one step; `count` is their number
+    (the loss divisor). DDP's all-reduce is held back (no_sync) on every backward pass but
+    the step's last."""
     losses = []
     hold = getattr(model, "no_sync", None)  # a DistributedDataParallel wrapper has it
     for i, (x, y) in enumerate(micro):
-        syncs = ends_step and i == len(micro) - 1
+        syncs = i == len(micro) - 1
         with hold() if hold is not None and not syncs else nullcontext():
             with autocast(precision, device):
                 loss = model(x, y)
