@@ -236,3 +236,12 @@ def test_a_lean_estimate_without_lean_runs_starts_from_the_normal_runs_plus_its_
 
     step = 2 * 1024 / 500.0 + LEAN_CPU_S_PER_WEIGHT * 27_738_112 / cpu_threads()
     assert lean.tokens_per_s == pytest.approx(2 * 1024 / step, rel=1e-9)
+
+
+def test_the_fused_steps_second_pass_is_charged_only_where_the_step_is_fused():
+    """Under fp16 (a T4) the lean step is never fused (the GradScaler holds the gradients),
+    so "fused" costs what true costs; under bf16 it pays a second backward pass."""
+    t4 = dict(gpu="t4", lang="en", measured=[])
+    assert estimate(**t4, lean_state="fused").tokens_per_s == estimate(**t4, lean_state="on").tokens_per_s
+    card = dict(gpu="rtx5070ti", lang="en", measured=[])
+    assert estimate(**card, lean_state="fused").tokens_per_s < estimate(**card, lean_state="on").tokens_per_s

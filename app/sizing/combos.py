@@ -28,7 +28,7 @@ from trainer.config import sharding_refusal
 
 from ..fields import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
 from .memory import ECONOMICAL
-from .state import LEAN_STATES
+from .state import LEAN_STATES, steps_in_backward
 
 LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread
 FUSED_EXTRA = 2 / 3  # the fused step's second backward pass, a share of the step's time
@@ -77,10 +77,11 @@ def running(sharded: bool, cards: int) -> str:
 
 
 def extra_step_seconds(c: Combination, params: int, kind: str, pcie_gb_s: float, threads: int = 1,
-                       step_s: float = 0.0) -> float:
+                       step_s: float = 0.0, precision: str = "bf16") -> float:
     """Seconds a step costs beyond its arithmetic (`step_s`, the step's own time), on a
-    device of `kind` ("cpu"/"gpu")."""
-    extra = FUSED_EXTRA * step_s if c.lean_state in ("fused", "offload") else 0.0
+    device of `kind` ("cpu"/"gpu") in `precision` (under fp16 no step is fused: no
+    second backward pass)."""
+    extra = FUSED_EXTRA * step_s if steps_in_backward(c.lean_state, precision) else 0.0
     if c.lean_state != "off" and kind == "cpu":
         extra += LEAN_CPU_S_PER_WEIGHT * params / max(1, threads)
     if kind != "cpu" and pcie_gb_s > 0:

@@ -142,7 +142,8 @@ def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
     lean_costs = Combination(c.level, "off", c.sharded) if same_state else c
     threads = cpu_threads() if facts.kind == "cpu" else 1
     extra = extra_step_seconds(lean_costs, param_count(s.layers, s.width, s.context, s.vocab),
-                               facts.kind, facts.pcie_gb_s, threads, per_step / speed.tokens_per_s)
+                               facts.kind, facts.pcie_gb_s, threads, per_step / speed.tokens_per_s,
+                               ctx.precision)
     return speed, per_step / (per_step / speed.tokens_per_s + extra)
 
 
