@@ -222,10 +222,9 @@ def validate(cfg: RunConfig) -> None:
     if t.precision not in PRECISIONS:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)
-    lean_mode(t.lean_state)
-    compile_mode(t.compile)
+    lean = lean_mode(t.lean_state)
     sharding_mode(t.sharding)
-    blocker = compile_blocker(lean_mode(t.lean_state))
+    blocker = compile_blocker(lean)
     if compile_mode(t.compile) == "on" and blocker:  # before any library is imported
         raise compile_conflict(blocker)
     if cfg.target.kind not in TARGET_KINDS:
@@ -307,6 +306,8 @@ def economical_level(value: bool | str | None) -> str:
 
 
 LEAN_MODES = ("off", "on", "fused", "offload")
+# The lean states whose update runs inside a second backward pass (trainer/lean.py).
+FUSED_LEAN_MODES = ("fused", "offload")
 
 
 def lean_mode(value: bool | str | None) -> str:
@@ -322,7 +323,7 @@ def compile_blocker(lean: str) -> str | None:
     """Why the lean state `lean` does not compile (trainer/compiling.py), or None: the
     fused step updates each parameter from its gradient hook, and a compiled backward pass
     makes every gradient at once before those hooks run."""
-    if lean not in ("fused", "offload"):
+    if lean not in FUSED_LEAN_MODES:
         return None
     return (f'training.lean_state "{lean}" steps each parameter from its gradient hook, and a '
             "compiled backward pass makes every gradient at once before those hooks run (the full "
@@ -332,6 +333,8 @@ def compile_blocker(lean: str) -> str | None:
 def compile_conflict(blocker: str) -> ConfigError:
     """The one line for `compile: "on"` with a combination that does not compile."""
     return ConfigError(f'training.compile "on" cannot be combined here: {blocker}; set compile to "off" or "auto"')
+
+
 SHARDING_MODES = ("auto", "ddp", "fsdp")
 
 
@@ -348,10 +351,7 @@ def sharding_mode(value: str) -> str:
 
 # The lean states each way of running over processes takes ("none": one process); the
 # trainer refuses the rest before a step (trainer.sharding.decide) and the sizing never
-# offers them (app.sizing.combos). FSDP takes only the normal state: the lean state's
-# optimizer step would run on gradients FSDP has not yet reduce-scattered.
-# Which lean states run under which sharding (the trainer refuses the rest; the sizing
-# offers only these). DDP averages the gradients at the end of the backward pass, after
+# offers them (app.sizing.combos). DDP averages the gradients at the end of the backward pass, after
 # a fused step's hooks have updated the weights; FSDP hands each process shards
 # (DTensors) of every parameter, which the per-parameter 8-bit optimizer does not take.
 LEAN_MODES_UNDER = {"none": LEAN_MODES, "ddp": ("off", "on"), "fsdp": ("off",)}

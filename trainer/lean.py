@@ -53,7 +53,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import ConfigError, TrainingConfig
+from .config import FUSED_LEAN_MODES, ConfigError, TrainingConfig
 
 BLOCK = 256  # bitsandbytes' block size for its 8-bit optimizer state
 MIN_8BIT = 4096  # bitsandbytes' min_8bit_size: smaller parameters keep fp32 moments
@@ -127,7 +127,7 @@ class LeanOptimizer(torch.optim.Optimizer):
         self.bf16 = precision == "bf16"
         # Under fp16 the GradScaler unscales, checks and clips: the trainer's normal path.
         self.clips_itself = precision != "fp16"
-        self.fused = self.clips_itself and mode in ("fused", "offload")
+        self.fused = self.clips_itself and mode in FUSED_LEAN_MODES
         # Several processes: trainer.sharding.decide has refused what does not combine
         # (trainer.config.sharding_refusal), before anything was built.
         if self.bf16:  # no fp32 master copy: the weights themselves are bf16

@@ -19,6 +19,7 @@ import torch
 from . import checkpoint as ckpt
 from . import wrapping
 from .config import (
+    FUSED_LEAN_MODES,
     ConfigError,
     RunConfig,
     accumulation,
@@ -100,7 +101,7 @@ class Trainer:
         self.accumulation = accumulation(self.cfg, self.world.size)
         self.tokens_per_step = self.accumulation * t.batch_per_card * self.world.size * self.cfg.model.context
         lean = lean_mode(t.lean_state)
-        if self.accumulation > 1 and lean in ("fused", "offload") and self.precision != "fp16":
+        if self.accumulation > 1 and lean in FUSED_LEAN_MODES and self.precision != "fp16":
             self.say(f'lean_state "{lean}" with {self.accumulation} micro-steps: their gradients add up '
                      f"in the weights' precision ({self.precision}) until the step, so each step is "
                      "made from the held gradients (as lean_state true), with one backward pass each")

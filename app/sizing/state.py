@@ -66,7 +66,7 @@ def weights_bf16(lean: str, precision: str) -> bool:
 def steps_in_backward(lean: str, precision: str) -> bool:
     """trainer.lean: "fused" and "offload" update inside the (second) backward pass,
     except under fp16's GradScaler."""
-    return lean in ("fused", "offload") and precision != "fp16"
+    return lean in contract.FUSED_LEAN_MODES and precision != "fp16"
 
 
 def update_temporaries(n: int, precision: str, device: str) -> int:
