@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
-from tests.trainer_run import ROOT, run_trainer, trainer_env, write_run
+from tests.trainer_run import run_module, run_trainer, write_run
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers", reason="the hf export's test needs transformers (dev extra)")
@@ -18,8 +17,7 @@ TEXT = "Звёзды над рекой, and the stars — 42 of them!"
 
 
 def _export(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "trainer.export", *args], env=trainer_env(), cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    return run_module("trainer.export", *args)
 
 
 @pytest.fixture(scope="module")

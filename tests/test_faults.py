@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer_run import ROOT, events, run_trainer, trainer_env, write_run
+from tests.trainer_run import ROOT, events, run_module, run_trainer, trainer_env, write_run
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -102,8 +102,7 @@ def test_export_refuses_a_checkpoint_with_flipped_bytes(three_checkpoints, tmp_p
     newest = run / "checkpoints" / "step-00000003.pt"
     flip_bytes_in_largest_tensor(newest)
     out = tmp_path / "w.safetensors"
-    p = subprocess.run([sys.executable, "-m", "trainer.export", str(newest), str(out)], env=trainer_env(), cwd=ROOT,
-                       capture_output=True, text=True, timeout=120)
+    p = run_module("trainer.export", str(newest), str(out))
     assert p.returncode == 2 and "damaged" in p.stderr and "step-00000003.pt" in p.stderr
     assert not out.exists()
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.trainer_run import ROOT, run_trainer, trainer_env, write_run
+from tests.trainer_run import ROOT, run_module, run_trainer, trainer_env, write_run
 from trainer.config import ModelConfig
 from trainer.generate import Sampling, crop, generate, generate_reference, load_for_generation
 from trainer.model import GPT
@@ -90,8 +90,7 @@ def trained(tiny_data, tmp_path_factory) -> Path:
 
 
 def sample(ckpt: Path, prompt: str, *args: str) -> list[dict]:
-    done = subprocess.run([sys.executable, "-m", "trainer.sample", "sample", str(ckpt), *args],
-                          input=prompt, capture_output=True, text=True, env=trainer_env(), cwd=ROOT, timeout=120)
+    done = run_module("trainer.sample", "sample", str(ckpt), *args, input=prompt)
     assert done.returncode in (0, 2), done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 

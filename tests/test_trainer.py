@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.trainer_run import ROOT, events, run_trainer, trainer_env, write_run
+from tests.trainer_run import ROOT, events, run_module, run_trainer, trainer_env, write_run
 
 torch = pytest.importorskip("torch")
 
@@ -300,8 +300,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_data, 
 
 def test_export_writes_safetensors_with_config(tmp_path, whole):
     out = tmp_path / "w.safetensors"
-    p = subprocess.run([sys.executable, "-m", "trainer.export", str(ckpt(whole, 30)), str(out)],
-                       env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=60)
+    p = run_module("trainer.export", str(ckpt(whole, 30)), str(out), timeout=60)
     assert p.returncode == 0, p.stderr
     from safetensors import safe_open
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
+
+from tests import forked
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,10 +33,14 @@ def trainer_env() -> dict[str, str]:
 
 
 def run_trainer(run_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "trainer", "--run", str(run_dir), *args],
-        capture_output=True, text=True, timeout=timeout, env=trainer_env(), cwd=ROOT,
-    )
+    """`python -m trainer --run RUN_DIR ARGS` to its end: a real process, forked from one
+    that has imported torch (tests/forked.py says why and when it starts fresh)."""
+    return run_module("trainer", "--run", str(run_dir), *args, timeout=timeout)
+
+
+def run_module(module: str, *args: str, timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGS` with the trainer's environment, captured as subprocess.run does."""
+    return forked.run_module(module, list(args), trainer_env(), ROOT, timeout, input)
 
 
 def events(run_dir: Path, kind: str | None = None) -> list[dict]:
