@@ -18,6 +18,7 @@ from PySide6.QtWidgets import QMessageBox
 from app.runs import RunManager
 from app.runs import status as st
 from app.tooltips import wrap_tip
+from tests.trainer_run import end_left_trainers
 from tests.ui_actions import choose
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,12 +38,7 @@ def window(qtbot, tiny_data):
     w.show()
     w.ensure_ready()  # the plot is built just after the first show
     yield w
-    # Never leave a trainer behind: stop whatever still runs, and wait for it to save.
-    for rec in w.runs.registry.active():
-        w.runs.stop(rec.id)
-        from app.runs import process as proc
-
-        proc.wait_exit(rec.pid, 30)
+    end_left_trainers(w.runs)  # never leave a trainer behind
     w.close()
 
 

@@ -8,9 +8,9 @@ import pytest
 from PySide6.QtCore import Qt
 
 from app.runs import RunManager
-from app.runs import process as proc
 from bench.fake_nvml import FakeCard, pc_with_cards
 from tests.test_window import fill_tiny, type_into
+from tests.trainer_run import end_left_trainers
 from tests.ui_actions import choose
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
@@ -27,9 +27,7 @@ def window(qtbot, tiny_data, monkeypatch):
     qtbot.addWidget(w)
     w.show()
     yield w
-    for rec in w.runs.registry.active():
-        w.runs.stop(rec.id)
-        proc.wait_exit(rec.pid, 30)
+    end_left_trainers(w.runs)  # never leave a trainer behind
     w.close()
     local_card.cache_clear()
 

@@ -17,6 +17,7 @@ from app.data.library import Library
 from app.data.textgen import documents
 from app.runs import RunManager
 from app.runs import status as st
+from tests.trainer_run import end_left_trainers
 from tests.ui_actions import choose
 
 WAIT_MS = 90_000  # generous: the machine is small and shared
@@ -33,11 +34,7 @@ def window(qtbot, russian):
     yield w
     if w.prepare_row.task is not None:
         w.prepare_row.task.stop_and_wait()
-    for rec in w.runs.registry.active():
-        w.runs.stop(rec.id)
-        from app.runs import process as proc
-
-        proc.wait_exit(rec.pid, 30)
+    end_left_trainers(w.runs)  # never leave a trainer behind
     w.close()
 
 

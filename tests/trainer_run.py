@@ -49,3 +49,26 @@ def events(run_dir: Path, kind: str | None = None) -> list[dict]:
         return []
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [r for r in rows if kind is None or r["event"] == kind]
+
+
+def end_left_trainers(manager) -> None:
+    """A test's teardown: end every trainer the test left going, at once. A local one is
+    killed with its process group (nothing of it is read after the test, and a stop would
+    first finish torch's import, a step and a save); a Kaggle one is stopped as the window
+    does."""
+    import signal
+
+    from app.runs import process as proc
+
+    for rec in manager.registry.active():
+        if rec.target_kind != "local":
+            manager.stop(rec.id)
+        elif proc.is_alive(rec.pid, rec.pid_started_at):
+            try:
+                if os.getpgid(rec.pid) == rec.pid:  # a leader of its own group: torchrun's ranks too
+                    os.killpg(rec.pid, signal.SIGKILL)
+                else:
+                    os.kill(rec.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            proc.wait_exit(rec.pid, 30)
