@@ -8,6 +8,12 @@ what `python -m MODULE` does (runpy, sys.argv, sys.path[0] the working folder) w
 test's own environment, working folder and output files. The trainer's code, its process,
 pid, exit code and files are real; only the interpreter's start is shared.
 
+`run_ranks` does the same for a two-process (gloo) run: each rank a fork with the
+environment torchrun gives it (RANK, WORLD_SIZE, MASTER_ADDR/PORT, …; rank 0 holds the
+rendezvous store, as torch.distributed does without torchrun's agent), and as torchrun does,
+a rank that fails ends the others. Its fallback is torchrun itself. The tests that are about
+torchrun (the 2×T4 kernel's launch, a rank's failure) call torchrun directly.
+
 What a fork cannot give falls back to a fresh interpreter (`subprocess.run`), the same
 call: an environment that differs from the zygote's in a variable read while the
 interpreter or its libraries start (PYTHON*, LC_*, LANG, OMP_*, CUDA*, TORCH*, CXX, …),
@@ -25,10 +31,12 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,8 +73,8 @@ def _preload() -> None:
     assert torch  # imported for its side effect: the modules are in sys.modules
 
 
-def _child(req: dict) -> None:
-    """In the forked process: become `python -m MODULE ARGS`; never returns."""
+def _child(module: str, argv: list[str], cwd: str, proc: dict) -> None:
+    """In the forked process: become `python -m MODULE ARGV`; never returns."""
     import atexit as _atexit
     import runpy
     import traceback
@@ -75,20 +83,20 @@ def _child(req: dict) -> None:
     try:
         # Signal dispositions are left as they are: the zygote changed none, so they are a
         # fresh interpreter's (SIGPIPE ignored, SIGINT raising KeyboardInterrupt).
-        stdin = os.open(req["input"] or os.devnull, os.O_RDONLY)
+        stdin = os.open(proc["input"] or os.devnull, os.O_RDONLY)
         os.dup2(stdin, 0)
         os.close(stdin)
-        for fd, path in ((1, req["out"]), (2, req["err"])):
+        for fd, path in ((1, proc["out"]), (2, proc["err"])):
             f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             os.dup2(f, fd)
             os.close(f)
-        os.chdir(req["cwd"])
+        os.chdir(cwd)
         os.environ.clear()
-        os.environ.update(req["env"])
+        os.environ.update(proc["env"])
         sys.path[0] = os.getcwd()  # what `python -m` puts first
-        sys.argv = [req["module"], *req["argv"]]
+        sys.argv = [module, *argv]
         try:
-            runpy.run_module(req["module"], run_name="__main__", alter_sys=True)
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
             code = 0
         except SystemExit as e:
             if e.code is None:
@@ -111,8 +119,31 @@ def _child(req: dict) -> None:
             os._exit(code)
 
 
+def _wait_all(pids: list[int]) -> list[int]:
+    """The exit codes of these children. As torchrun: once one fails, the others get SIGTERM
+    (the trainer's stop), and SIGKILL 30 s later (a rank waiting in a collective)."""
+    codes: dict[int, int] = {}
+    kill_at: float | None = None
+    while len(codes) < len(pids):
+        pid, status = os.waitpid(-1, 0 if kill_at is None else os.WNOHANG)
+        if pid == 0:
+            if time.monotonic() > kill_at:
+                for p in set(pids) - set(codes):
+                    os.kill(p, signal.SIGKILL)
+                kill_at = float("inf")
+            time.sleep(0.05)
+            continue
+        codes[pid] = os.waitstatus_to_exitcode(status)
+        if codes[pid] != 0 and kill_at is None:
+            for p in set(pids) - set(codes):
+                os.kill(p, signal.SIGTERM)
+            kill_at = time.monotonic() + 30
+    return [codes[p] for p in pids]
+
+
 def serve() -> None:
-    """Read one request a line from stdin, fork, answer {"pid"} and then {"rc"}."""
+    """Read one request a line from stdin: fork each of its processes, answer {"pids"},
+    then {"codes"} once all have ended."""
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
     null = os.open(os.devnull, os.O_RDWR)
@@ -125,14 +156,16 @@ def serve() -> None:
         req = json.loads(line)
         sys.stdout.flush()
         sys.stderr.flush()
-        pid = os.fork()
-        if pid == 0:
-            requests.close()
-            answers.close()
-            _child(req)
-        answers.write((json.dumps({"pid": pid}) + "\n").encode())
-        _, status = os.waitpid(pid, 0)
-        answers.write((json.dumps({"rc": os.waitstatus_to_exitcode(status)}) + "\n").encode())
+        pids = []
+        for proc in req["procs"]:
+            pid = os.fork()
+            if pid == 0:
+                requests.close()
+                answers.close()
+                _child(req["module"], req["argv"], req["cwd"], proc)
+            pids.append(pid)
+        answers.write((json.dumps({"pids": pids}) + "\n").encode())
+        answers.write((json.dumps({"codes": _wait_all(pids)}) + "\n").encode())
 
 
 # --- the client ---------------------------------------------------------------------------
@@ -155,15 +188,17 @@ class _Zygote:
         line = self.proc.stdout.readline()
         return json.loads(line) if line else None
 
-    def run(self, module: str, argv: list[str], env: dict[str, str], cwd: Path,
-            timeout: float, input: str | None) -> subprocess.CompletedProcess:
-        args = [sys.executable, "-m", module, *argv]
+    def run(self, module: str, argv: list[str], envs: list[dict[str, str]], cwd: Path,
+            timeout: float, input: str | None, args: list[str]) -> subprocess.CompletedProcess:
+        """One process per environment; their outputs joined in rank order; the first
+        failure's exit code."""
         with tempfile.TemporaryDirectory(prefix="forked-") as tmp:
-            out, err, given = Path(tmp) / "out", Path(tmp) / "err", Path(tmp) / "in"
+            given = Path(tmp) / "in"
             if input is not None:
                 given.write_text(input, encoding="utf-8")
-            req = {"module": module, "argv": argv, "env": env, "cwd": str(cwd), "out": str(out), "err": str(err),
-                   "input": str(given) if input is not None else None}
+            procs = [{"env": env, "out": str(Path(tmp) / f"out{i}"), "err": str(Path(tmp) / f"err{i}"),
+                      "input": str(given) if input is not None else None} for i, env in enumerate(envs)]
+            req = {"module": module, "argv": argv, "cwd": str(cwd), "procs": procs}
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
             self.proc.stdin.flush()
@@ -171,13 +206,18 @@ class _Zygote:
             if started is None:
                 raise RuntimeError("the test zygote did not fork")
             done = self._answer(timeout)
+
+            def joined(kind: str) -> str:
+                return "".join(Path(p[kind]).read_text(encoding="utf-8", errors="replace")
+                               for p in procs if Path(p[kind]).exists())
+
             if done is None:  # as subprocess.run: kill it, then say it ran too long
-                os.kill(started["pid"], signal.SIGKILL)
+                for pid in started["pids"]:
+                    os.kill(pid, signal.SIGKILL)
                 self._answer(None)
-                raise subprocess.TimeoutExpired(args, timeout, out.read_text(errors="replace"),
-                                                err.read_text(errors="replace"))
-            return subprocess.CompletedProcess(args, done["rc"], out.read_text(encoding="utf-8", errors="replace"),
-                                               err.read_text(encoding="utf-8", errors="replace"))
+                raise subprocess.TimeoutExpired(args, timeout, joined("out"), joined("err"))
+            code = next((c for c in done["codes"] if c != 0), 0)
+            return subprocess.CompletedProcess(args, code, joined("out"), joined("err"))
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -201,16 +241,55 @@ def _get(env: dict[str, str]) -> _Zygote | None:
     return _zygote if _zygote.ready else None
 
 
+def _forkable(env: dict[str, str]) -> _Zygote | None:
+    """The zygote, if a run with this environment can be forked from it."""
+    if os.environ.get("TERNIT_TEST_FRESH") == "1":
+        return None
+    zygote = _get(env)
+    return zygote if zygote is not None and zygote.start_env == at_start(env) else None
+
+
 def run_module(module: str, argv: list[str], env: dict[str, str], cwd: Path = ROOT,
                timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
     """`python -m MODULE ARGV` with this environment and standard input: forked where it can
     be, else fresh."""
+    args = [sys.executable, "-m", module, *argv]
     with _lock:
-        zygote = None if os.environ.get("TERNIT_TEST_FRESH") == "1" else _get(env)
-        if zygote is not None and zygote.start_env == at_start(env):
-            return zygote.run(module, argv, env, cwd, timeout, input)
-    return subprocess.run([sys.executable, "-m", module, *argv], capture_output=True, text=True,
-                          timeout=timeout, env=env, cwd=cwd, input=input)
+        zygote = _forkable(env)
+        if zygote is not None:
+            return zygote.run(module, argv, [env], cwd, timeout, input, args)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd, input=input)
+
+
+def rank_env(rank: int, ranks: int, port: int) -> dict[str, str]:
+    """What torchrun --standalone puts in a worker's environment (torch 2.13), with the
+    rendezvous store held by rank 0 instead of torchrun's agent."""
+    env = {"RANK": rank, "LOCAL_RANK": rank, "GROUP_RANK": 0, "ROLE_RANK": rank, "ROLE_NAME": "default",
+           "WORLD_SIZE": ranks, "LOCAL_WORLD_SIZE": ranks, "GROUP_WORLD_SIZE": 1, "ROLE_WORLD_SIZE": ranks,
+           "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "TORCHELASTIC_RESTART_COUNT": 0,
+           "TORCHELASTIC_MAX_RESTARTS": 0, "TORCHELASTIC_RUN_ID": "tests", "TORCHELASTIC_USE_AGENT_STORE": False}
+    return {k: str(v) for k, v in env.items()}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_ranks(module: str, argv: list[str], env: dict[str, str], ranks: int = 2, cwd: Path = ROOT,
+              timeout: float = 240) -> subprocess.CompletedProcess:
+    """`torchrun --standalone --nproc_per_node=RANKS -m MODULE ARGV` for a test: the ranks
+    forked where they can be, else torchrun itself."""
+    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+            "-m", "--", module, *argv]
+    with _lock:
+        zygote = _forkable(env)
+        if zygote is not None:
+            port = _free_port()
+            envs = [{**env, **rank_env(r, ranks, port)} for r in range(ranks)]
+            return zygote.run(module, argv, envs, cwd, timeout, None, args)
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.trainer_run import ROOT, events, run_trainer, trainer_env, write_run
+from tests.trainer_run import ROOT, events, run_trainer, torchrun, trainer_env, write_run
 
 torch = pytest.importorskip("torch")
 
@@ -139,9 +139,7 @@ def test_the_trainer_refuses_it_for_the_cards_it_finds_before_training(tmp_path,
     """target.gpu auto: the config check knows one process only; started on two, the
     trainer refuses 3 × 128 tokens (not a whole number of 2 × 128) before any step."""
     run = write_run(tmp_path / "bad", tiny_data, tokens_per_step=3 * B * N)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(run), "--device", "cpu"]
-    p = subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=240)
+    p = torchrun(run)
     assert p.returncode != 0
     err = events(run, "error")[-1]
     assert "tokens_per_step 384" in err["message"] and "2 card(s)" in err["message"]
@@ -187,9 +185,7 @@ def test_two_cards_and_one_card_at_the_same_tokens_per_step_train_alike(tmp_path
     (virtual ranks 0–3) and average the same gradients: the losses agree to rounding."""
     kw = {"tokens_per_step": 4 * B * N, "steps_to": 5, "eval_every": 5}
     two = write_run(tmp_path / "two", tiny_data, **kw)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(two), "--device", "cpu"]
-    p = subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=240)
+    p = torchrun(two)
     assert p.returncode == 0, p.stderr[-3000:]
     assert events(two, "start")[0]["accumulation"] == 2 and events(two, "start")[0]["world_size"] == 2
     one = write_run(tmp_path / "one", tiny_data, **kw)

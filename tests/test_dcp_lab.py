@@ -6,16 +6,13 @@ a .dcp folder with a hand-made one."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
 from app import cli
 from app.runs import Registry, RunManager, status
 from app.runs.checkpoints import damage, intact_checkpoint, latest_checkpoint
 from tests.test_runs_local import config, no_orphans, one_thread  # noqa: F401 (fixtures)
-from tests.trainer_run import ROOT, events, trainer_env
+from tests.trainer_run import events, torchrun
 from trainer import checkpoint_index as index
 
 pytestmark = pytest.mark.timeout(300)
@@ -46,9 +43,7 @@ def _train_sharded(tiny_data):
     cfg = config(tiny_data, steps_to=STEPS, eval_every=STEPS, sharding="fsdp", precision="fp16",
                  checkpoint_every_min=0, keep_checkpoints=2)
     rec = reg.create_run(cfg)
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(rec.path), "--device", "cpu"]
-    p = subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=240)
+    p = torchrun(rec.path)
     assert p.returncode == 0, p.stderr[-3000:]
     assert events(rec.path, "start")[0]["world_size"] == 2
     reg.ingest(rec.id)

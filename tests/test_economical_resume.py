@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trainer_run import events, run_trainer, write_run
+from tests.trainer_run import events, real_torchrun, run_trainer, torchrun, write_run
 
 STEPS = 20
 STOP = 13
@@ -55,18 +55,6 @@ def test_economical_resume_is_bit_exact_and_checkpoints_cross_modes(tmp_path, ti
     assert all(s["loss"] < events(whole, "step")[0]["loss"] for s in events(full, "step"))
 
 
-def torchrun(run_dir, *args: str):
-    """The trainer on two CPU processes (gloo), as a 2×T4 Kaggle kernel runs it."""
-    import subprocess
-    import sys
-
-    from tests.trainer_run import ROOT, trainer_env
-
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(run_dir), "--device", "cpu", *args]
-    return subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=180)
-
-
 def test_economical_mode_under_ddp_syncs_its_gradients_and_resumes_bit_exact(tmp_path, tiny_data):
     """Kaggle's 2×T4 trains under DDP, whose gradient all-reduce hangs on the weights'
     gradient accumulators: the economical mode's own autograd functions must feed them.
@@ -79,8 +67,8 @@ def test_economical_mode_under_ddp_syncs_its_gradients_and_resumes_bit_exact(tmp
     # stop at 6 saves; two processes stopping together is test_fsdp's and test_dcp_lab's).
     whole = write_run(tmp_path / "ddp-econ", tiny_data, economical="selective", **kw,
                       checkpoint_every_min=0, keep_checkpoints=10)
-    for run in (normal, whole):
-        p = torchrun(run)
+    for run, launch in ((normal, real_torchrun), (whole, torchrun)):  # as the kernel starts it; forked
+        p = launch(run)
         assert p.returncode == 0, p.stderr[-3000:]
         # trainer.log gets each line once (the first rank's), not two interleaved copies.
         assert p.stderr.count("parameters:") == 1 and p.stderr.count("end: reached") == 1, p.stderr[-3000:]

@@ -2,16 +2,15 @@
 processes on the CPU: bit-exact resume on two processes, a two-process checkpoint (the
 DCP form) continuing on one process and a one-process checkpoint continuing on two, the
 DCP folder's integrity (manifest checked on load), refusals in one line. One test runs all
-of it: each torchrun start costs ≈ 10–20 s here."""
+of it. The first run is torchrun's own launch; the others fork their two ranks from a
+process that has imported torch (tests/forked.py: ≈ 2 s a start instead of ≈ 10–20 s on
+CI's 2 cores), and the stopped-and-resumed forked run must end where torchrun's did."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.trainer_run import ROOT, events, run_trainer, trainer_env, write_run
+from tests.trainer_run import events, real_torchrun, run_trainer, torchrun, write_run
 
 torch = pytest.importorskip("torch")
 
@@ -21,19 +20,13 @@ STEPS, STOP = 8, 5
 KW = {"steps_to": STEPS, "eval_every": 4, "eval_segments": 8, "sharding": "fsdp", "precision": "fp16"}
 
 
-def torchrun(run_dir, *args: str) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(run_dir), "--device", "cpu", *args]
-    return subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=240)
-
-
 def losses_after(run_dir, step: int) -> list[float]:
     return [s["loss"] for s in events(run_dir, "step") if s["step"] > step]
 
 
 def test_fsdp_resumes_bit_exact_and_crosses_to_one_process_and_back(tmp_path, tiny_data):
     whole = write_run(tmp_path / "whole", tiny_data, **KW)
-    p = torchrun(whole)
+    p = real_torchrun(whole)  # as the 2×T4 kernel starts it; the other runs' ranks are forked
     assert p.returncode == 0, p.stderr[-3000:]
     start, end = events(whole, "start")[0], events(whole, "end")[-1]
     assert start["world_size"] == 2 and start["sharding"] == "fsdp"

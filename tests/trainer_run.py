@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +73,18 @@ def end_left_trainers(manager) -> None:
             except ProcessLookupError:
                 pass
             proc.wait_exit(rec.pid, 30)
+
+
+def torchrun(run_dir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """The trainer on two CPU processes (gloo) as torchrun starts them on a 2×T4 kernel:
+    the ranks forked (tests/forked.py), or torchrun itself where they cannot be."""
+    return forked.run_ranks("trainer", ["--run", str(run_dir), "--device", "cpu", *args], trainer_env(), 2,
+                            ROOT, timeout)
+
+
+def real_torchrun(run_dir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    """torchrun itself with two CPU processes: for the runs that check the launch as a
+    Kaggle kernel makes it (≈ 3 s of torchrun's own start more than `torchrun`)."""
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
+           "-m", "--", "trainer", "--run", str(run_dir), "--device", "cpu", *args]
+    return subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
