@@ -183,7 +183,10 @@ def test_tab_shows_a_chains_samples_live_writes_stops_and_evaluates(qtbot, windo
     assert not session.error, session.status
     assert "процессор" in tab.status.text() and "шага 30" in tab.status.text() and "готово" in tab.status.text()
     # (30 steps of training write bytes that need not make UTF-8: test_generate checks the text)
-    assert session.text and tab.output.toPlainText() == "the cat" + session.text
+    assert tab.output.toPlainText() == "the cat" + session.text
+    # A new seed each click: the first token drawn may end the document, and then nothing is
+    # added (seen once in a full suite run), which the status says.
+    assert session.text or "дописан до конца документа" in tab.status.text(), tab.status.text()
 
     # «Стоп» at once (the child still loading the model), then mid-stream: no process left.
     tab.tokens.setValue(2000)
