@@ -2,17 +2,16 @@
 whole model's: the peak of live storages of a training step (trainer.memory.StoragePeak,
 told of FSDP's storage resizes) on two gloo processes, against app.sizing's estimate of
 the sharded step and against the whole model sharded as one unit (how the levels ran
-before trainer.economical.FORWARD was registered with FSDP). One torchrun start (≈ 15 s)."""
+before trainer.economical.FORWARD was registered with FSDP). One two-process run."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
-from tests.trainer_run import ROOT, trainer_env
+from tests import forked
+from tests.trainer_run import trainer_env
 
 torch = pytest.importorskip("torch")
 
@@ -22,9 +21,8 @@ LEVELS = ("selective", "full", "off")
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
     out = tmp_path_factory.mktemp("fsdp-memory")
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           str(ROOT / "tests" / "fsdp_memory_child.py"), str(out), "fp16", *LEVELS]
-    p = subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=240)
+    # The two ranks forked as tests/forked.py does (torchrun itself where they cannot be).
+    p = forked.run_ranks("tests.fsdp_memory_child", [str(out), "fp16", *LEVELS], trainer_env())
     assert p.returncode == 0, p.stderr[-3000:]
     return [json.loads((out / f"rank{r}.json").read_text(encoding="utf-8")) for r in (0, 1)]
 
