@@ -1,8 +1,8 @@
-"""Run by tests/test_fsdp_memory.py as two gloo processes (forked ranks, or torchrun):
-training steps of a small model sharded with FSDP2 at an economical level, and the peak of live storages of a
-step once the optimizer has its state (trainer.memory.StoragePeak), for the trainer's own
-sharding (trainer.sharding.shard: per block) and for the whole model as one FSDP unit (how
-the levels ran before). Writes OUT/rank<r>.json.
+"""Run by tests/test_fsdp_memory.py as two gloo processes (forked ranks, or torchrun): training
+steps of a small model sharded with FSDP2 at an economical level, and the peak of live
+storages of a step once the optimizer has its state (trainer.memory.StoragePeak), for the
+trainer's own sharding (trainer.sharding.shard: per block) and for the whole model as one
+FSDP unit (how the levels ran before). Writes OUT/rank<r>.json.
 
     python -m torch.distributed.run --standalone --nproc_per_node=2 -m tests.fsdp_memory_child OUT PRECISION LEVEL...
 
