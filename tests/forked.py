@@ -17,11 +17,14 @@ torchrun (the 2×T4 kernel's launch, a rank's failure) call torchrun directly.
 What a fork cannot give falls back to a fresh interpreter (`subprocess.run`), the same
 call: an environment that differs from the zygote's in a variable read while the
 interpreter or its libraries start (PYTHON*, LC_*, LANG, OMP_*, CUDA*, TORCH*, CXX, …),
-a zygote that could not start or has a thread of its own, or TERNIT_TEST_FRESH=1, which
-runs every one of them fresh (the whole suite as before, only slower).
+a zygote that could not start or has a thread of its own, a system without fork
+(Windows), or TERNIT_TEST_FRESH=1, which runs every one of them fresh (the whole suite as
+before, only slower). tests/test_forked.py checks that a forked start looks to the module
+as a fresh one does.
 
-The window's, the command line's and the torchrun tests start their trainers as the
-product does, in fresh interpreters: this is only for tests that run a module directly.
+The window's and the command line's tests start their trainers as the product does, in
+fresh interpreters, and each two-process test file keeps one launch by torchrun itself:
+this is only for tests that run a module directly.
 """
 
 from __future__ import annotations
@@ -119,10 +122,12 @@ def _child(module: str, argv: list[str], cwd: str, proc: dict) -> None:
             os._exit(code)
 
 
-def _wait_all(pids: list[int]) -> list[int]:
-    """The exit codes of these children. As torchrun: once one fails, the others get SIGTERM
-    (the trainer's stop), and SIGKILL 30 s later (a rank waiting in a collective)."""
+def _wait_all(pids: list[int]) -> tuple[list[int], int]:
+    """The exit codes of these children, and the first failure's (0 if none): as torchrun,
+    once one fails the others get SIGTERM (the trainer's stop), and SIGKILL 30 s later (a
+    rank waiting in a collective)."""
     codes: dict[int, int] = {}
+    first = 0
     kill_at: float | None = None
     while len(codes) < len(pids):
         pid, status = os.waitpid(-1, 0 if kill_at is None else os.WNOHANG)
@@ -135,15 +140,16 @@ def _wait_all(pids: list[int]) -> list[int]:
             continue
         codes[pid] = os.waitstatus_to_exitcode(status)
         if codes[pid] != 0 and kill_at is None:
+            first = codes[pid]
             for p in set(pids) - set(codes):
                 os.kill(p, signal.SIGTERM)
             kill_at = time.monotonic() + 30
-    return [codes[p] for p in pids]
+    return [codes[p] for p in pids], first
 
 
 def serve() -> None:
     """Read one request a line from stdin: fork each of its processes, answer {"pids"},
-    then {"codes"} once all have ended."""
+    then {"codes", "first"} once all have ended."""
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb", buffering=0)
     null = os.open(os.devnull, os.O_RDWR)
@@ -165,7 +171,8 @@ def serve() -> None:
                 _child(req["module"], req["argv"], req["cwd"], proc)
             pids.append(pid)
         answers.write((json.dumps({"pids": pids}) + "\n").encode())
-        answers.write((json.dumps({"codes": _wait_all(pids)}) + "\n").encode())
+        codes, first = _wait_all(pids)
+        answers.write((json.dumps({"codes": codes, "first": first}) + "\n").encode())
 
 
 # --- the client ---------------------------------------------------------------------------
@@ -190,8 +197,8 @@ class _Zygote:
 
     def run(self, module: str, argv: list[str], envs: list[dict[str, str]], cwd: Path,
             timeout: float, input: str | None, args: list[str]) -> subprocess.CompletedProcess:
-        """One process per environment; their outputs joined in rank order; the first
-        failure's exit code."""
+        """One process per environment; their outputs joined in rank order; the exit code
+        of the first to fail (0 when none did)."""
         with tempfile.TemporaryDirectory(prefix="forked-") as tmp:
             given = Path(tmp) / "in"
             if input is not None:
@@ -216,8 +223,7 @@ class _Zygote:
                     os.kill(pid, signal.SIGKILL)
                 self._answer(None)
                 raise subprocess.TimeoutExpired(args, timeout, joined("out"), joined("err"))
-            code = next((c for c in done["codes"] if c != 0), 0)
-            return subprocess.CompletedProcess(args, code, joined("out"), joined("err"))
+            return subprocess.CompletedProcess(args, done["first"], joined("out"), joined("err"))
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -243,7 +249,7 @@ def _get(env: dict[str, str]) -> _Zygote | None:
 
 def _forkable(env: dict[str, str]) -> _Zygote | None:
     """The zygote, if a run with this environment can be forked from it."""
-    if os.environ.get("TERNIT_TEST_FRESH") == "1":
+    if os.environ.get("TERNIT_TEST_FRESH") == "1" or not hasattr(os, "fork"):
         return None
     zygote = _get(env)
     return zygote if zygote is not None and zygote.start_env == at_start(env) else None

@@ -62,8 +62,9 @@ def end_left_trainers(manager) -> None:
     from app.runs import process as proc
 
     for rec in manager.registry.active():
-        if rec.target_kind != "local":
+        if rec.target_kind != "local" or os.name != "posix":
             manager.stop(rec.id)
+            proc.wait_exit(rec.pid, 30)
         elif proc.is_alive(rec.pid, rec.pid_started_at):
             try:
                 if os.getpgid(rec.pid) == rec.pid:  # a leader of its own group: torchrun's ranks too
