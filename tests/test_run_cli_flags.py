@@ -152,3 +152,24 @@ def test_a_number_flag_that_is_no_number_exits_2_with_the_reason(lang, flag, typ
     err = capsys.readouterr().err
     assert exc.value.code == 2 and flag in err and repr(typed) in err
     assert Registry().list_runs() == []
+
+
+@pytest.mark.parametrize("name", ["step-00000004.pt", "step-00000004.dcp"])
+def test_a_relative_resume_from_is_found_beside_the_config_file_and_a_sharded_folder_too(tmp_path, monkeypatch, name):
+    """run.json's resume_from, relative: the working folder first, then the config file's
+    folder. A sharded run's checkpoint is a folder (step-*.dcp), and it is found as a file is."""
+    from app.runs.manager import load_config, normalize_config
+
+    beside = tmp_path / "configs"
+    (beside / "ckpts").mkdir(parents=True)
+    ckpt = beside / "ckpts" / name
+    if name.endswith(".dcp"):
+        ckpt.mkdir()
+        (ckpt / ".metadata").write_bytes(b"x")
+    else:
+        ckpt.write_bytes(b"x")
+    path = beside / "run.json"
+    path.write_text(json.dumps({"resume_from": f"ckpts/{name}"}), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # elsewhere: cwd/ckpts/... does not exist
+    raw, base = load_config(str(path))
+    assert normalize_config(raw, base)["resume_from"] == str(ckpt.resolve())

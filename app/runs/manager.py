@@ -135,10 +135,11 @@ def normalize_config(config: dict[str, Any], base: Path | None = None) -> dict[s
         found = next((c for c in candidates if c.is_dir()), None)
         data["dir"] = str((found or candidates[0]).resolve())
     # Only a path is made absolute; anything else is left for the trainer's check to name.
+    # A checkpoint is a step-*.pt file or, from a sharded run, a step-*.dcp folder.
     if isinstance(cfg.get("resume_from"), str) and cfg["resume_from"] and not Path(cfg["resume_from"]).is_absolute():
         r = Path(cfg["resume_from"])
         cands = [Path.cwd() / r] + ([base / r] if base else [])
-        cfg["resume_from"] = str(next((c for c in cands if c.is_file()), cands[0]).resolve())
+        cfg["resume_from"] = str(next((c for c in cands if c.exists()), cands[0]).resolve())
     return cfg
 
 
