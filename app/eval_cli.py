@@ -20,6 +20,7 @@ from .generation import (
     start,
     start_text,
     stop,
+    target_help,
 )
 from .i18n import t
 
@@ -31,8 +32,7 @@ def parser() -> argparse.ArgumentParser:
         "Loss, perplexity and bits per byte of a checkpoint on a text file. Bits per byte compare "
         "across tokenizers of different vocabularies; loss per token does not."))
     p.add_argument("target", metavar=t("ID|ЧЕКПОИНТ", "RUN_ID|CHECKPOINT"),
-                   help=t("ID прогона (его последний чекпоинт) или файл чекпоинта .pt",
-                          "a run id (its latest checkpoint) or a checkpoint file .pt"))
+                   help=target_help())
     p.add_argument("file", type=Path, metavar=t("ФАЙЛ", "FILE"), help=t("текстовый файл в UTF-8", "a UTF-8 text file"))
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--json", action="store_true", help=t("результат одной строкой JSON", "the result as one JSON line"))

@@ -94,8 +94,15 @@ def run_target(run_dir: Path, run_id: str | None = None) -> Target:
     return Target(found, tokenizer, run_id)
 
 
+def target_help() -> str:
+    """What `ternit sample` and `ternit eval` take as their first argument (resolve's input)."""
+    return t("ID прогона (его последний чекпоинт) или чекпоинт: файл .pt либо папка .dcp сегментированного прогона",
+             "a run id (its latest checkpoint) or a checkpoint: a .pt file or a sharded run's .dcp folder")
+
+
 def resolve(spec: str) -> Target:
-    """RUN_ID (or a unique part of one) → its latest checkpoint; else a checkpoint file."""
+    """RUN_ID (or a unique part of one) → its latest checkpoint; else a checkpoint (a file,
+    or a sharded run's folder)."""
     path = Path(spec)
     if is_checkpoint(path):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return Target(path, None)

@@ -23,6 +23,7 @@ from .generation import (
     start,
     start_text,
     stop,
+    target_help,
 )
 from .i18n import t
 
@@ -33,8 +34,7 @@ def parser() -> argparse.ArgumentParser:
         "Продолжить текст чекпоинтом прогона; текст выводится по мере написания.",
         "Continue a text with a run's checkpoint; the text is printed as it is written."))
     p.add_argument("target", metavar=t("ID|ЧЕКПОИНТ", "RUN_ID|CHECKPOINT"),
-                   help=t("ID прогона (его последний чекпоинт) или файл чекпоинта .pt",
-                          "a run id (its latest checkpoint) or a checkpoint file .pt"))
+                   help=target_help())
     src = p.add_mutually_exclusive_group()
     src.add_argument("--prompt", default="", help=t("затравка (пусто: с начала документа)",
                                                     "the prompt (empty: from a document's start)"))

@@ -323,3 +323,12 @@ def test_bench_window_help_exits_0_and_a_wrong_argument_is_a_usage_error(capsys)
         assert bench_window(wrong) == 2
         captured = capsys.readouterr()
         assert captured.out == "" and "error: expected `startup|plot [N]`" in captured.err
+
+
+def test_sample_and_eval_say_they_take_a_sharded_runs_folder_too(pages_ru, pages_en):
+    """resolve() takes a step-*.dcp folder (a sharded run's checkpoint) as it takes a .pt
+    file; the help said ".pt" only."""
+    for pages in (pages_ru, pages_en):
+        for command in ("sample", "eval"):
+            text = " ".join(pages[(command,)].split())
+            assert ".pt" in text and ".dcp" in text, (command, text)
