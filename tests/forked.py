@@ -40,6 +40,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +53,23 @@ AT_START = ("PYTHON", "LC_", "LANG", "OMP_", "MKL_", "KMP_", "GOMP_", "CUDA", "T
             "LD_", "MALLOC", "BNB_", "CXX", "CC", "TRITON")
 
 
-def at_start(env: dict[str, str]) -> dict[str, str]:
+def at_start(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(AT_START)}
+
+
+def python_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of a test's `python -m`: this tree first on PYTHONPATH (its
+    `trainer`, not an installed one) and one OpenMP thread unless one was set."""
+    env = dict(environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
+# The test worker's environment as conftest set it, before any test changed it: the
+# zygote starts with its start-time variables, whichever test happens to need it first
+# (the failed-compilation test's CXX made every later run in its worker fresh).
+_WORKER_START = at_start(python_env(os.environ))
 
 
 # --- the zygote (python -m tests.forked) -------------------------------------------------
@@ -179,7 +195,8 @@ def serve() -> None:
 
 class _Zygote:
     def __init__(self, env: dict[str, str]) -> None:
-        self.start_env = at_start(env)
+        self.start_env = _WORKER_START
+        env = {**{k: v for k, v in env.items() if not k.startswith(AT_START)}, **_WORKER_START}
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.forked"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, bufsize=0)  # unbuffered: select sees every line

@@ -58,3 +58,20 @@ def test_ranks_get_torchruns_environment_and_a_failed_one_ends_the_other():
     envs = [forked.rank_env(r, 2, 1234) for r in (0, 1)]
     assert [e["RANK"] for e in envs] == ["0", "1"] and {e["WORLD_SIZE"] for e in envs} == {"2"}
     assert not forked.at_start({k: v for e in envs for k, v in e.items() if not k.startswith("TORCHELASTIC_")})
+
+
+def test_the_first_run_of_a_worker_does_not_set_the_warm_process_s_start():
+    """The zygote starts at a worker's first forked run, whatever that run's environment:
+    it takes the worker's start-time variables, so a first run with its own CXX (the
+    failed-compilation test) is fresh and the runs after it are still forked."""
+    old = forked._zygote
+    forked._zygote = None
+    try:
+        _, seen = probe("0", env={**trainer_env(), "CXX": "/no/such/g++"})
+        assert seen["ppid"] == os.getpid()  # fresh
+        _, seen = probe("0")
+        assert seen["ppid"] != os.getpid()  # forked
+    finally:
+        if forked._zygote is not None:
+            forked._zygote.close()
+        forked._zygote = old

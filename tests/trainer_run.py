@@ -27,10 +27,7 @@ def write_run(run_dir: Path, data_dir: Path, model: dict | None = None, **traini
 
 
 def trainer_env() -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
+    return forked.python_env(os.environ)
 
 
 def run_trainer(run_dir: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
