@@ -173,7 +173,10 @@ def serve() -> None:
         os.dup2(null, fd)
     _preload()
     threads = threading.active_count()
-    answers.write((json.dumps({"ready": threads == 1, "threads": threads}) + "\n").encode())
+    # torch._dynamo's import sets TORCHINDUCTOR_CACHE_DIR (to its default): the start-time
+    # variables after the imports are the zygote's too.
+    hello = {"ready": threads == 1, "threads": threads, "start_env": at_start(os.environ)}
+    answers.write((json.dumps(hello) + "\n").encode())
     for line in requests:
         req = json.loads(line)
         sys.stdout.flush()
@@ -195,13 +198,15 @@ def serve() -> None:
 
 class _Zygote:
     def __init__(self, env: dict[str, str]) -> None:
-        self.start_env = _WORKER_START
         env = {**{k: v for k, v in env.items() if not k.startswith(AT_START)}, **_WORKER_START}
         self.proc = subprocess.Popen([sys.executable, "-m", "tests.forked"], cwd=ROOT, env=env,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.DEVNULL, bufsize=0)  # unbuffered: select sees every line
         hello = self._answer(120)
         self.ready = bool(hello and hello.get("ready"))
+        # A run matches the zygote as it started, or as its imports left it (a worker that
+        # has imported torch._dynamo itself has the same variable set).
+        self.start_envs = [_WORKER_START, (hello or {}).get("start_env")]
 
     def _answer(self, timeout: float | None) -> dict | None:
         assert self.proc.stdout is not None
@@ -269,7 +274,7 @@ def _forkable(env: dict[str, str]) -> _Zygote | None:
     if os.environ.get("TERNIT_TEST_FRESH") == "1" or not hasattr(os, "fork"):
         return None
     zygote = _get(env)
-    return zygote if zygote is not None and zygote.start_env == at_start(env) else None
+    return zygote if zygote is not None and at_start(env) in zygote.start_envs else None
 
 
 def run_module(module: str, argv: list[str], env: dict[str, str], cwd: Path = ROOT,

@@ -23,6 +23,10 @@ def probe(*argv: str, env: dict | None = None, **kw) -> tuple[subprocess.Complet
 
 
 def test_a_forked_run_is_started_as_python_m_is(tmp_path):
+    # The worker's own import of torch._dynamo sets TORCHINDUCTOR_CACHE_DIR in its
+    # environment (to the default): its runs are still forked (once they all went fresh).
+    import torch._dynamo  # noqa: F401
+
     p, seen = probe("3", "--flag", input="строка\n")
     assert p.returncode == 3 and "на stderr" in p.stderr
     assert seen["argv"] == ["3", "--flag"] and seen["name"] == "__main__" and seen["stdin"] == "строка\n"
