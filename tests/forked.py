@@ -305,12 +305,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def torchrun_argv(module: str, argv: list[str], ranks: int = 2) -> list[str]:
+    """torchrun itself on this machine: RANKS processes of `python -m MODULE ARGV`."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
+            "-m", "--", module, *argv]
+
+
 def run_ranks(module: str, argv: list[str], env: dict[str, str], ranks: int = 2, cwd: Path = ROOT,
               timeout: float = 240) -> subprocess.CompletedProcess:
     """`torchrun --standalone --nproc_per_node=RANKS -m MODULE ARGV` for a test: the ranks
     forked where they can be, else torchrun itself."""
-    args = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={ranks}",
-            "-m", "--", module, *argv]
+    args = torchrun_argv(module, argv, ranks)
     with _lock:
         zygote = _forkable(env)
         if zygote is not None:

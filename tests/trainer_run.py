@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +82,5 @@ def torchrun(run_dir: Path, *args: str, timeout: float = 240) -> subprocess.Comp
 def real_torchrun(run_dir: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
     """torchrun itself with two CPU processes: for the runs that check the launch as a
     Kaggle kernel makes it (≈ 3 s of torchrun's own start more than `torchrun`)."""
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(run_dir), "--device", "cpu", *args]
+    cmd = forked.torchrun_argv("trainer", ["--run", str(run_dir), "--device", "cpu", *args])
     return subprocess.run(cmd, env=trainer_env(), cwd=ROOT, capture_output=True, text=True, timeout=timeout)
