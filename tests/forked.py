@@ -78,7 +78,7 @@ def _preload() -> None:
     import logging
 
     import numpy  # noqa: F401
-    import torch
+    import torch  # noqa: F401
     import torch._dynamo  # noqa: F401  (what the first optimizer call imports)
     import torch.optim  # noqa: F401
 
@@ -88,8 +88,6 @@ def _preload() -> None:
     except ImportError:
         pass
     import safetensors.torch  # noqa: F401
-
-    assert torch  # imported for its side effect: the modules are in sys.modules
 
 
 def _child(module: str, argv: list[str], cwd: str, proc: dict) -> None:

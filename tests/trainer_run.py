@@ -62,11 +62,8 @@ def end_left_trainers(manager) -> None:
             manager.stop(rec.id)
             proc.wait_exit(rec.pid, 30)
         elif proc.is_alive(rec.pid, rec.pid_started_at):
-            try:
-                if os.getpgid(rec.pid) == rec.pid:  # a leader of its own group: torchrun's ranks too
-                    os.killpg(rec.pid, signal.SIGKILL)
-                else:
-                    os.kill(rec.pid, signal.SIGKILL)
+            try:  # the product starts each trainer as its own group's leader (start_new_session)
+                os.killpg(rec.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
             proc.wait_exit(rec.pid, 30)
