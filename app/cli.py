@@ -20,6 +20,8 @@ GROUPS: dict[str, tuple[str, str, str]] = {
                  "weights, speed, memory and data estimates for a run"),
     "monitor": ("app.gpu.cli", "память, температура и загрузка видеокарты (NVML)",
                 "GPU memory, temperature and load (NVML)"),
+    "queue": ("app.queue.cli", "очередь прогонов: этот ПК и аккаунты Kaggle, серии",
+              "the run queue over this PC and the Kaggle accounts; series"),
     "kaggle": ("app.kaggle.cli", "аккаунты Kaggle, квота и ядра", "Kaggle accounts, quota and kernels"),
     "bench": ("app.bench_cli", "замеры (экономный режим, подготовка данных и др.)",
               "benchmarks (economical mode, data preparation)"),

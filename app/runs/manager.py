@@ -190,16 +190,18 @@ class RunManager:
         account: str | None = None,
         gpu: str | None = None,
         parent_id: str | None = None,
+        run_id: str | None = None,
     ) -> RunRecord:
         """A run folder and history row for `config`, not started yet. `target`,
-        `account` and `gpu` override the config's target.kind/account/gpu."""
+        `account` and `gpu` override the config's target.kind/account/gpu; `run_id` is an
+        id reserved before (Registry.reserve_run_id)."""
         raw, base = load_config(config)
         for key, value in (("kind", target), ("account", account), ("gpu", gpu)):
             if value:
                 raw.setdefault("target", {})[key] = value
         cfg = normalize_config(raw, base)
         check_config(cfg)
-        return self.registry.create_run(cfg, parent_id=parent_id)
+        return self.registry.create_run(cfg, parent_id=parent_id, run_id=run_id)
 
     def start(
         self,

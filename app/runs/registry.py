@@ -148,14 +148,17 @@ class Registry:
         *,
         parent_id: str | None = None,
         status: str = st.CREATED,
+        run_id: str | None = None,
     ) -> RunRecord:
         """A new run folder (run.json written atomically, checkpoints/, outputs/) and its row.
 
-        With `parent_id` the run joins the parent's chain as its next leg.
+        With `parent_id` the run joins the parent's chain as its next leg. `run_id`: an id
+        reserved before (`reserve_run_id`; the queue records it before creating the run, so
+        a crash in between finds the same run again instead of making a second).
         """
         st.check(status)
         parent = self.get(parent_id) if parent_id else None
-        run_id = new_run_id(str(config.get("name") or "run"), self.runs_root)
+        run_id = run_id or self.reserve_run_id(str(config.get("name") or "run"))
         folder = self.runs_root / run_id
         make_layout(folder)
         atomic_write_json(folder / RUN_JSON, config)
@@ -167,6 +170,10 @@ class Registry:
             shutil.rmtree(folder, ignore_errors=True)
             raise unavailable(self.state.path, exc, t("Прогон не создан.", "The run was not created.")) from exc
         return rec
+
+    def reserve_run_id(self, name: str) -> str:
+        """A new run id, its (empty) folder made so that no other run takes it."""
+        return new_run_id(name, self.runs_root)
 
     def _insert(self, rec: RunRecord, verb: str = "INSERT OR REPLACE") -> bool:
         # The creator's row wins (OR REPLACE) over one adopt_folders() may have made from

@@ -1,0 +1,273 @@
+"""`ternit queue`: the run queue without the window — the same app.queue calls it makes.
+
+Exit codes: 0 done; 1 `run --wait`: a queued run failed and was skipped; 2 bad arguments,
+config or id, or the queue is driven by another runner (the line names it); 130/143 Ctrl+C
+or SIGTERM while driving (the runs go on; the next runner carries on).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from datetime import datetime
+from typing import Any
+
+from .. import paths
+from ..cli_args import Parser
+from ..data.for_run import fill_data
+from ..data.library import LibraryError
+from ..data.progress import progress_for_cli
+from ..i18n import t
+from ..runs.manager import RunError, RunManager, load_config
+from ..runs.registry import Registry
+from ..runs.start_flags import add_field_flags, apply_flags
+from ..state import StateError
+from . import lock
+from .adding import add_runs
+from .runner import QueueEvent, QueueRunner
+from .series import parse_vary, results, values_text
+from .store import TARGETS, QueueError, QueueStore
+from .world import Planner, Timeline, machine_label
+
+log = logging.getLogger(__name__)
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
+RUNNER_LOG = "queue-runner.log"
+
+
+def parser() -> argparse.ArgumentParser:
+    p = Parser(prog="ternit queue", description=t(
+        "Очередь прогонов: этот ПК и все аккаунты Kaggle по очереди, пока вы спите.",
+        "The run queue: this PC and every Kaggle account, one run after another, while you sleep."))
+    sub = p.add_subparsers(dest="cmd", required=True, title=t("команды", "commands"))
+    item = t("номер прогона в очереди (`ternit queue list`)", "a queued run's number (`ternit queue list`)")
+    a = sub.add_parser("add", help=t("поставить прогон (или серию) в очередь", "queue a run (or a series)"))
+    a.add_argument("--config", metavar="RUN.json", help=t("run.json прогона; флаги полей его дополняют",
+                                                           "the run's run.json; field flags override it"))
+    a.add_argument("--target", choices=list(TARGETS), default="any",
+                   help=t("где обучать: local — этот ПК, kaggle, any — что освободится раньше (по умолчанию)",
+                          "where: local (this PC), kaggle, or any — whichever frees first (the default)"))
+    a.add_argument("--account", metavar=t("ИМЯ", "NAME"), help=t("аккаунт Kaggle: ИМЯ или auto (по умолчанию)",
+                                                                 "Kaggle account NAME or auto (the default)"))
+    a.add_argument("--gpu", metavar="GPU", help=t("своя видеокарта: auto, cpu или номера", "local GPU: auto, cpu or indices"))
+    a.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
+                   help=t("серия: поле run.json и его значения, например training.lr=0.001,0.0003; "
+                          "два --vary — все сочетания", "a series: a run.json key and its values, e.g. "
+                          "training.lr=0.001,0.0003; two --vary make every combination"))
+    add_field_flags(a)
+    ls = sub.add_parser("list", help=t("очередь: порядок, где и когда пойдёт каждый прогон, состояние",
+                                       "the queue: the order, where and when each run goes, its state"))
+    ls.add_argument("--json", action="store_true", help=t("вывести в JSON", "print as JSON"))
+    r = sub.add_parser("run", help=t("вести очередь (в фоне; с --wait — здесь, пока не опустеет)",
+                                     "drive the queue (in the background; with --wait here, until it is empty)"))
+    r.add_argument("--wait", action="store_true", help=t(
+        "вести здесь, пока очередь не опустеет: код 0, или 1 если какой-то прогон упал и пропущен",
+        "drive it here until it is empty: exit 0, or 1 if a run failed and was skipped"))
+    rm = sub.add_parser("remove", help=t("убрать прогон из очереди", "take a run out of the queue"))
+    rm.add_argument("id", metavar="ID", type=int, help=item)
+    mv = sub.add_parser("move", help=t("переставить ждущий прогон", "move a waiting run"))
+    mv.add_argument("id", metavar="ID", type=int, help=item)
+    mv.add_argument("--to", type=int, required=True, metavar="N",
+                    help=t("новое место среди ждущих (1 — следующий)", "its new place among the waiting (1 = next)"))
+    h = sub.add_parser("hold", help=t("отложить прогон: очередь обходит его", "hold a run back: the queue passes it by"))
+    h.add_argument("id", metavar="ID", type=int, help=item)
+    h.add_argument("--off", action="store_true", help=t("вернуть в очередь", "put it back in line"))
+    sub.add_parser("pause", help=t("приостановить: новые прогоны не начинаются", "pause: no new run starts"))
+    sub.add_parser("resume", help=t("продолжить очередь", "resume the queue"))
+    s = sub.add_parser("series", help=t("таблица серии: итоговая val loss, бит на байт, победитель",
+                                        "a series' table: final val loss, bits per byte, the winner"))
+    s.add_argument("id", metavar="ID", type=int, help=t("номер серии (его печатает add)", "the series' number (add prints it)"))
+    s.add_argument("--json", action="store_true", help=t("вывести в JSON", "print as JSON"))
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    try:
+        registry = Registry()
+    except StateError as e:
+        print(f"ternit queue: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    store = QueueStore(registry.state)
+    try:
+        return _dispatch(args, registry, store)
+    except (QueueError, RunError, StateError, ValueError, lock.RunnerBusy) as e:
+        print(f"ternit queue {args.cmd}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except LibraryError as e:
+        print(f"ternit queue {args.cmd}: {e}", file=sys.stderr)
+        return e.exit_code
+    finally:
+        registry.close()
+
+
+def _dispatch(args: argparse.Namespace, registry: Registry, store: QueueStore) -> int:
+    cmd = args.cmd
+    if cmd == "add":
+        return _add(args, store)
+    if cmd == "list":
+        return _list(Planner(store, registry).timeline(), args.json)
+    if cmd == "run":
+        return _run(registry) if args.wait else _run_in_background()
+    if cmd == "remove":
+        it = store.remove(args.id)
+        print(t(f"{it.id} убран из очереди: {it.name}", f"{it.id} taken out of the queue: {it.name}"))
+    elif cmd == "move":
+        order = store.move(args.id, args.to)
+        print(" ".join(str(it.id) for it in order))
+    elif cmd == "hold":
+        it = store.set_held(args.id, not args.off)
+        print(f"{it.id}: {it.label()}")
+    elif cmd in ("pause", "resume"):
+        store.set_paused(cmd == "pause")
+        print(t("очередь приостановлена: идущие прогоны идут, новые не начинаются", "the queue is paused: "
+                "running runs go on, no new one starts") if cmd == "pause" else t("очередь продолжается",
+                                                                                    "the queue goes on"))
+    elif cmd == "series":
+        return _series(results(store, registry, args.id), args.json)
+    return EXIT_OK
+
+
+def _add(args: argparse.Namespace, store: QueueStore) -> int:
+    raw, base = load_config(args.config) if args.config else ({}, None)
+    cfg = apply_flags(raw, args)
+    if args.gpu:
+        cfg.setdefault("target", {})["gpu"] = args.gpu
+    bar = progress_for_cli()
+    try:
+        cfg, note = fill_data(cfg, progress=bar)
+    finally:
+        bar.close()
+    if note:
+        print(note, file=sys.stderr)
+    account = args.account or str((cfg.get("target") or {}).get("account") or "auto")
+    vary = [parse_vary(v) for v in args.vary]
+    added = add_runs(store, cfg, target=args.target, account=account, vary=vary or None, base=base)
+    if added.series is not None:
+        print(t(f"серия {added.series.id}: {len(added.items)} прогонов", f"series {added.series.id}: "
+                f"{len(added.items)} runs"), file=sys.stderr)
+    for it in added.items:
+        print(f"{it.id}\t{it.name}")
+    return EXIT_OK
+
+
+# ---- list --------------------------------------------------------------------------------------
+def _clock(at: float | None, now: float) -> str:
+    if at is None:
+        return "—"
+    when = datetime.fromtimestamp(at)
+    return when.strftime("%H:%M") if abs(at - now) < 20 * 3600 else when.strftime("%d.%m %H:%M")
+
+
+def row_json(tl: Timeline) -> list[dict[str, Any]]:
+    out = []
+    for r in tl.rows:
+        it = r.item
+        out.append({"id": it.id, "place": r.place, "name": it.name, "state": it.state, "label": it.label(),
+                    "held": it.held, "target": it.target, "account": it.account, "machine": r.machine,
+                    "expected_start": r.start if r.expected else None, "expected_end": r.end if r.expected else None,
+                    "started_at": it.started_at, "ended_at": it.ended_at, "run_id": it.run_id, "runs": it.runs,
+                    "run_status": r.run_status, "attempt": it.attempt, "series": it.series_id,
+                    "series_values": it.series_values, "note": r.note})
+    return out
+
+
+def _list(tl: Timeline, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps({"now": tl.now, "paused": tl.paused, "runner": tl.runner, "machines": tl.machines,
+                          "refreshes": tl.refreshes, "items": row_json(tl)}, ensure_ascii=False, indent=1))
+        return EXIT_OK
+    if not tl.rows:
+        print(t("очередь пуста: ternit queue add --config RUN.json", "the queue is empty: ternit queue add --config RUN.json"))
+        return EXIT_OK
+    head = (t("№", "#"), "ID", t("прогон", "run"), t("где", "where"), t("начало", "start"), t("конец", "end"),
+            t("состояние", "state"))
+    print(_line(*head))
+    for r in tl.rows:
+        it = r.item
+        print(_line(str(r.place or ""), str(it.id), it.name, machine_label(r.machine), _clock(r.start, tl.now),
+                    _clock(r.end, tl.now), it.label()) + (f"  {r.note}" if r.note else ""))
+    if tl.paused:
+        print(t("очередь приостановлена (ternit queue resume)", "the queue is paused (ternit queue resume)"))
+    print(t(f"ведёт: {tl.runner}", f"driven by: {tl.runner}") if tl.runner else
+          t("очередь никто не ведёт: ternit queue run или окно лаборатории",
+            "nobody drives the queue: ternit queue run, or the lab's window"))
+    return EXIT_OK
+
+
+def _line(place: str, ident: str, name: str, where: str, start: str, end: str, state: str) -> str:
+    return f"{place:>3} {ident:>4}  {name[:34]:<34} {where:<16} {start:>11} {end:>11}  {state}"
+
+
+# ---- run ---------------------------------------------------------------------------------------
+def _run_in_background() -> int:
+    """Start `ternit queue run --wait` detached, its output in the lab's log folder."""
+    if lock.is_held():
+        raise lock.RunnerBusy(t(f"очередь уже ведёт {lock.holder()}", f"the queue is already driven by {lock.holder()}"))
+    log_path = paths.data_dir() / "logs" / RUNNER_LOG
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    kwargs: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {
+        "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+    with open(log_path, "ab") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "queue", "run", "--wait"], stdin=subprocess.DEVNULL,
+                                stdout=out, stderr=subprocess.STDOUT, close_fds=True, **kwargs)
+    print(t(f"очередь ведёт процесс {proc.pid} (журнал: {log_path}); посмотреть: ternit queue list",
+            f"the queue is driven by process {proc.pid} (log: {log_path}); to see it: ternit queue list"))
+    return EXIT_OK
+
+
+class _Terminated(Exception):
+    pass
+
+
+def _run(registry: Registry) -> int:
+    runner = QueueRunner(RunManager(registry), "ternit queue run")
+    runner.add_listener(_print_event)
+
+    def leave(signum: int, frame: Any) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, leave)
+    try:
+        runner.start()
+        runner.drive()
+    except (KeyboardInterrupt, _Terminated) as e:
+        print(t("\nочередь больше не ведётся; идущие прогоны идут. Продолжить: ternit queue run",
+                "\nthe queue is no longer driven; running runs go on. To carry on: ternit queue run"), file=sys.stderr)
+        return EXIT_TERMINATED if isinstance(e, _Terminated) else EXIT_INTERRUPTED
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        runner.close()
+    left = runner.store.pending()
+    if left:
+        print(t(f"ждут {len(left)}: очередь приостановлена или они отложены", f"{len(left)} wait: the queue is "
+                "paused or they are held"), file=sys.stderr)
+    return EXIT_FAILED if runner.failed else EXIT_OK
+
+
+def _print_event(ev: QueueEvent) -> None:
+    stamp = time.strftime("%H:%M:%S")
+    print(f"{stamp} {ev.title()}" + (f": {ev.text}" if ev.text else ""), flush=True)
+
+
+# ---- series ------------------------------------------------------------------------------------
+def _series(res: Any, as_json: bool) -> int:
+    if as_json:
+        print(json.dumps(res.as_json(), ensure_ascii=False, indent=1))
+        return EXIT_OK
+    print(f"{t('серия', 'series')} {res.series_id}: {res.name} — {', '.join(res.keys)}")
+    for r in res.rows:
+        mark = "★" if r.item_id == res.winner else " "
+        loss = f"{r.val_loss:.4f} ({r.val_low:.4f}…{r.val_high:.4f})" if r.val_loss is not None and r.val_low is not None \
+            else (f"{r.val_loss:.4f}" if r.val_loss is not None else "—")
+        bpb = f"{r.bits_per_byte:.3f}" if r.bits_per_byte is not None else "—"
+        print(f"{mark} {r.item_id:>4}  {values_text(r.values):<28} val loss {loss:<26} {t('бит/байт', 'bits/byte')} {bpb}")
+    print(res.verdict)
+    return EXIT_OK
+

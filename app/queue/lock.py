@@ -1,0 +1,127 @@
+"""Exactly one runner drives the queue: an OS lock on `queue.lock` in the lab's data folder.
+
+The lock is the operating system's own (flock on POSIX, a byte-range lock on Windows), so it
+goes away with its process however that ends: a runner that was SIGKILLed or crashed never
+leaves the queue locked. The file says who holds it (pid, what program, since when), so a
+second runner is refused with a line naming the first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from .. import paths
+from ..i18n import t
+
+LOCK_FILE = "queue.lock"
+_WINDOWS_BYTE = 1 << 20  # far past the text, so that the note stays readable while locked
+
+
+class RunnerBusy(RuntimeError):
+    """Another runner drives the queue: the message names it."""
+
+
+def lock_path() -> Path:
+    return paths.data_dir() / LOCK_FILE
+
+
+def _try_lock(fd: int) -> bool:
+    if os.name == "nt":  # pragma: no cover - Windows
+        import msvcrt
+
+        os.lseek(fd, _WINDOWS_BYTE, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        finally:
+            os.lseek(fd, 0, os.SEEK_SET)
+        return True
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    return True
+
+
+def holder(path: Path | None = None) -> str:
+    """Who the lock file says drives the queue ("process 1234 (ternit queue run), since
+    12:03"), or ""."""
+    try:
+        note = json.loads((path or lock_path()).read_text(encoding="utf-8"))
+        since = time.strftime("%d.%m %H:%M:%S", time.localtime(float(note["since"])))
+        return t(f"процесс {int(note['pid'])} ({note['program']}), с {since}",
+                 f"process {int(note['pid'])} ({note['program']}), since {since}")
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def is_held(path: Path | None = None) -> bool:
+    """Whether some runner (this process's included) holds the queue's lock now."""
+    path = path or lock_path()
+    try:
+        fd = os.open(path, os.O_RDWR)
+    except OSError:
+        return False
+    try:
+        if not _try_lock(fd):
+            return True
+        _unlock(fd)
+        return False
+    finally:
+        os.close(fd)
+
+
+def _unlock(fd: int) -> None:
+    if os.name == "nt":  # pragma: no cover - Windows wants the range unlocked before the close
+        import msvcrt
+
+        try:
+            os.lseek(fd, _WINDOWS_BYTE, os.SEEK_SET)
+            msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        except OSError:
+            pass
+
+
+class RunnerLock:
+    """acquire() raises RunnerBusy naming the holder; release() or the process's end frees it."""
+
+    def __init__(self, program: str, path: Path | None = None) -> None:
+        self.path = path or lock_path()
+        self.program = program
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def acquire(self) -> None:
+        if self._fd is not None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        if not _try_lock(fd):
+            os.close(fd)
+            who = holder(self.path) or t("другой процесс", "another process")
+            raise RunnerBusy(t(f"очередь уже ведёт {who}; второй не запускается — дождитесь его или закройте его",
+                               f"the queue is already driven by {who}; a second runner does not start — "
+                               "wait for it or close it"))
+        self._fd = fd
+        note = json.dumps({"pid": os.getpid(), "program": self.program, "since": time.time()})
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, note.encode())
+        except OSError:
+            pass  # the lock holds without the note; only the refusal's wording loses the name
+
+    def release(self) -> None:
+        if self._fd is None:
+            return
+        _unlock(self._fd)
+        os.close(self._fd)
+        self._fd = None

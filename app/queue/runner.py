@@ -1,0 +1,328 @@
+"""The runner: the one process that drives the queue — settles the runs that ended (a failed
+one retried once as its advice says, then skipped and said), and starts what the planner
+says can start now, through RunManager like «Старт».
+
+Exactly one runner per queue (app/queue/lock.py). Starting an item is three side effects —
+reserve the run's id, create its folder and row, spawn its trainer or push its Kaggle leg —
+and before each the item's `step` records what is about to happen. A runner killed at any
+moment (`kill -9`, a power cut) is reconciled by the next one at its start:
+- claimed, no run row:   the run is created with the reserved id (no second run);
+- created, or claimed with the row there: the run is launched;
+- launching:  a local run whose trainer started (a `start` event, or a live process training
+  its folder) is followed as it is; a Kaggle run whose leg is recorded is left to the Kaggle
+  side, which asks Kaggle before any second push (app/kaggle/push.py); otherwise launched.
+Nothing is started twice and no item is lost.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psutil
+
+from .. import run_status as st
+from ..i18n import t
+from ..kaggle.accounts import Accounts
+from ..kaggle.settings import load as kaggle_settings
+from ..runs.events import read_events
+from ..runs.manager import RunError, RunManager
+from ..runs.registry import RunNotFound, RunRecord
+from . import faults
+from .lock import RunnerLock
+from .plan import LOCAL, Slot, startable
+from .store import (
+    CREATED,
+    DONE,
+    FAILED,
+    LAUNCHING,
+    RUNNING,
+    STARTING,
+    WAITING,
+    Item,
+    QueueStore,
+)
+from .world import Planner, machine_label, measured
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class QueueEvent:
+    """What the runner did that a person may want to hear of (a tray message, a CLI line)."""
+
+    kind: str                 # started | ended | retry | failed | empty
+    item: Item | None
+    text: str
+
+    def title(self, lang: str | None = None) -> str:
+        if self.kind == "empty":
+            return t("Очередь пуста", "The queue is empty", lang)
+        name = self.item.name if self.item else ""
+        word = {"started": t("запущен", "started", lang), "ended": t("готов", "done", lang),
+                "retry": t("повтор", "retry", lang), "failed": t("пропущен", "skipped", lang)}[self.kind]
+        return t(f"Очередь: {name} — {word}", f"Queue: {name} — {word}", lang)
+
+    @property
+    def notify(self) -> bool:
+        """Whether it deserves a tray message (a start does not)."""
+        return self.kind != "started"
+
+
+Listener = Callable[[QueueEvent], None]
+
+
+class QueueRunner:
+    """Drives the queue. `start()` takes the lock and reconciles; `tick()` does one round."""
+
+    def __init__(self, manager: RunManager, program: str, *, poll_runs: bool = True,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.manager = manager
+        self.registry = manager.registry
+        self.store = QueueStore(self.registry.state)
+        self.planner = Planner(self.store, self.registry, clock=clock)
+        self.lock = RunnerLock(program)
+        self.poll_runs = poll_runs  # the window polls the runs itself (Lab.poll)
+        self.clock = clock
+        self.failed: list[int] = []  # items this runner skipped
+        self._listeners: list[Listener] = []
+        self._quota_checked = 0.0
+        self._was_empty = True
+
+    def add_listener(self, fn: Listener) -> None:
+        self._listeners.append(fn)
+
+    def _say(self, events: list[QueueEvent]) -> list[QueueEvent]:
+        for ev in events:
+            for fn in list(self._listeners):
+                fn(ev)
+        return events
+
+    # -- holding the queue ------------------------------------------------------------------------
+    def start(self) -> list[QueueEvent]:
+        """Take the queue (RunnerBusy names the runner that has it) and finish every start
+        a killed runner left half-done."""
+        self.lock.acquire()
+        self._was_empty = self.store.is_empty()
+        return self._say(self.reconcile())
+
+    def close(self) -> None:
+        self.lock.release()
+
+    def reconcile(self) -> list[QueueEvent]:
+        events: list[QueueEvent] = []
+        for it in self.store.items((STARTING,)):
+            log.info("queue: finishing the start of item %s (step %s, run %s)", it.id, it.step, it.run_id)
+            events += self._finish_start(it)
+        return events
+
+    # -- one round ----------------------------------------------------------------------------------
+    def tick(self) -> list[QueueEvent]:
+        """Settle what ended, then start what can start now. Blocks while a Kaggle leg is
+        uploaded and pushed (the window calls it from a worker thread)."""
+        assert self.lock.held, "start() first"
+        if self.poll_runs:
+            self.manager.poll()
+        events = self._settle()
+        if not self.store.paused():
+            events += self._start_ready()
+        empty = self.store.is_empty()
+        if empty and not self._was_empty:
+            events.append(QueueEvent("empty", None, t("Все прогоны очереди завершились.", "Every queued run has ended.")))
+        self._was_empty = empty
+        return self._say(events)
+
+    def _start_ready(self) -> list[QueueEvent]:
+        waiting = [it for it in self.store.items((WAITING,)) if not it.held]
+        if not waiting:
+            return []
+        if any(it.target != "local" for it in waiting):
+            self._refresh_quota()
+        _, slots = self.planner.plan(self.clock())
+        events: list[QueueEvent] = []
+        by_id = {it.id: it for it in waiting}
+        for slot in slots:
+            if slot.never:
+                self.store.finish(slot.item_id, FAILED, slot.reason)
+                self.failed.append(slot.item_id)
+                events.append(QueueEvent("failed", self.store.item(slot.item_id), slot.reason))
+        for slot in startable(slots, self.clock()):
+            events += self._start(by_id[slot.item_id], slot)
+        return events
+
+    def _refresh_quota(self) -> None:
+        """Ask Kaggle for every account's quota, at most every few polls of the Kaggle side."""
+        every = max(4 * kaggle_settings().poll_s, 0.2)
+        if time.monotonic() - self._quota_checked < every:
+            return
+        self._quota_checked = time.monotonic()
+        store = self.planner.kaggle
+        if not store.accounts():
+            return
+        for result in Accounts(store).check_all():
+            if not result.ok:
+                log.info("queue: the quota of %s was not refreshed: %s", result.username, result.message)
+
+    # -- starting ----------------------------------------------------------------------------------
+    def _start(self, it: Item, slot: Slot) -> list[QueueEvent]:
+        run_id = self.registry.reserve_run_id(it.name)
+        if not self.store.claim(it.id, slot.machine or LOCAL, run_id):
+            shutil.rmtree(self.registry.runs_root / run_id, ignore_errors=True)  # removed or held meanwhile
+            return []
+        faults.point("claimed")
+        return self._finish_start(self.store.item(it.id), slot.reason)
+
+    def _finish_start(self, it: Item, note: str = "") -> list[QueueEvent]:
+        """Carry an item from its recorded step to running (the start, or its reconcile)."""
+        assert it.run_id is not None
+        rec = self._row(it.run_id)
+        if rec is None:
+            rec = self._create(it)
+            if rec is None:
+                return [QueueEvent("failed", self.store.item(it.id), self.store.item(it.id).message or "")]
+        if it.step != LAUNCHING or not self._launched(rec):
+            self.store.set_step(it.id, LAUNCHING)
+            faults.point("launching")
+            try:
+                self.manager.launch(rec.id)
+            except RunError as e:  # the run is marked failed; settling retries or skips it
+                log.info("queue: item %s did not start: %s", it.id, e)
+        self.store.started(it.id, note or None)
+        it = self.store.item(it.id)
+        return [QueueEvent("started", it, t(f"{it.name}: {machine_label(it.machine)}, прогон {it.run_id}",
+                                            f"{it.name}: {machine_label(it.machine)}, run {it.run_id}"))]
+
+    def _create(self, it: Item) -> RunRecord | None:
+        try:
+            rec = self.manager.create(run_config(it), parent_id=it.parent_id, run_id=it.run_id)
+        except (RunError, ValueError, OSError) as e:  # the trainer's check refused it: no retry helps
+            shutil.rmtree(self.registry.runs_root / str(it.run_id), ignore_errors=True)
+            self.store.finish(it.id, FAILED, str(e))
+            self.failed.append(it.id)
+            return None
+        self.store.set_step(it.id, CREATED)
+        faults.point("created")
+        return rec
+
+    def _launched(self, rec: RunRecord) -> bool:
+        """Whether the launch recorded as begun did happen (see the module's note)."""
+        if rec.status in st.ENDED:
+            return True
+        if rec.target_kind == "kaggle":
+            return self.planner.kaggle.leg(rec.id) is not None
+        if rec.status != st.CREATED:
+            return True
+        proc = trainer_process(rec)
+        started = any(e.get("event") == "start" for e in read_events(rec.events_path))
+        if proc is None and not started:
+            return False
+        # The trainer runs (or ran) but the row never heard: let the poll follow it.
+        self.registry.update(rec.id, status=st.STARTING, pid=proc.pid if proc else None,
+                             pid_started_at=proc.create_time() if proc else None,
+                             started_at=rec.started_at or time.time())
+        return True
+
+    def _row(self, run_id: str) -> RunRecord | None:
+        try:
+            return self.registry.get(run_id)
+        except RunNotFound:
+            return None
+
+    # -- settling ------------------------------------------------------------------------------------
+    def _settle(self) -> list[QueueEvent]:
+        events: list[QueueEvent] = []
+        for it in self.store.items((RUNNING,)):
+            rec = self._row(it.run_id or "")
+            if rec is None:
+                self.store.finish(it.id, FAILED, t(f"прогон {it.run_id} удалён из истории",
+                                                   f"run {it.run_id} was deleted from the history"))
+                events.append(QueueEvent("failed", self.store.item(it.id), ""))
+                continue
+            while not rec.active and (nxt := self.manager.next_leg(rec.id)) is not None:
+                self.store.follow(it.id, nxt.id)  # the chain went on to another account
+                rec = nxt
+            if rec.active:
+                continue
+            measured(self.registry, fresh=True)  # its speed refines the next estimates
+            if rec.status == st.FAILED:
+                events += self._failed(self.store.item(it.id), rec)
+            else:
+                self.store.finish(it.id, DONE, st.label(rec.status))
+                events.append(QueueEvent("ended", self.store.item(it.id), _ended_text(rec)))
+        return events
+
+    def _failed(self, it: Item, rec: RunRecord) -> list[QueueEvent]:
+        f = self.manager.failure(rec.id)
+        advice = f.advice if f is not None else (rec.last_message or "")
+        if it.attempt == 1 and f is not None and f.can_retry:
+            try:
+                cfg = f.retry_config(rec.config())
+            except (OSError, ValueError):
+                cfg = None
+            if cfg is not None:
+                label = f.retry_label() or t("Повторить", "Retry")
+                cfg["target"] = copy.deepcopy(it.config.get("target") or {})
+                parent = rec.id if cfg.get("resume_from") else None
+                text = t(f"{label} (один раз): {advice}", f"{label} (once): {advice}")
+                self.store.retry(it.id, cfg, parent, text)
+                return [QueueEvent("retry", self.store.item(it.id), text)]
+        text = t(f"пропущен, очередь идёт дальше: {advice}", f"skipped, the queue goes on: {advice}")
+        self.store.finish(it.id, FAILED, text)
+        self.failed.append(it.id)
+        return [QueueEvent("failed", self.store.item(it.id), text)]
+
+    # -- driving (the command line) ------------------------------------------------------------------
+    def drive(self, stop: Callable[[], bool] = lambda: False, poll_s: float = 0.5,
+              until_empty: bool = True) -> None:
+        """Tick until the queue is empty (or nothing more can happen: paused, or only held
+        items left) or `stop()` says so."""
+        while not stop():
+            self.tick()
+            if until_empty and self._idle():
+                return
+            time.sleep(poll_s)
+
+    def _idle(self) -> bool:
+        """Nothing runs and nothing more will start by itself."""
+        pending = self.store.pending()
+        if not pending:
+            return True
+        if any(it.state in (STARTING, RUNNING) for it in pending):
+            return False
+        return self.store.paused() or all(it.held for it in pending)
+
+
+def run_config(it: Item) -> dict[str, Any]:
+    """The item's run.json with the machine the runner chose written into its target."""
+    cfg = copy.deepcopy(it.config)
+    target = cfg.setdefault("target", {})
+    if it.machine == LOCAL:
+        target["kind"] = "local"
+    else:
+        target["kind"] = "kaggle"
+        target["account"] = (it.machine or "").partition(":")[2] or "auto"
+    return cfg
+
+
+def trainer_process(rec: RunRecord) -> psutil.Process | None:
+    """A live process training this run's folder (`python -m trainer --run FOLDER`), if any."""
+    folder = str(rec.path)
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = p.info.get("cmdline") or []
+            if folder in cmd and "trainer" in cmd and p.status() != psutil.STATUS_ZOMBIE:
+                return p
+        except (psutil.Error, OSError):  # gone meanwhile, or not ours to read
+            continue
+    return None
+
+
+def _ended_text(rec: RunRecord) -> str:
+    steps = f"{rec.last_step}/{rec.steps_to}" if rec.steps_to else str(rec.last_step or 0)
+    best = f"{rec.best_val_loss:.4f}" if rec.best_val_loss is not None else "—"
+    return st.label(rec.status) + t(f": шаг {steps}, лучшая val loss {best}", f": step {steps}, best val loss {best}")

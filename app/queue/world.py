@@ -1,0 +1,200 @@
+"""The planner's inputs from the real world, and the queue as the list and the timeline show
+it: every item with where it will train (or trains, or trained), when it is expected to
+start and end, and its state; the machines as rows; the accounts' quota refresh times.
+
+Reads only the lab's state and run folders (no network): the window may ask on every
+refresh, `ternit queue list` any time, with or without a runner.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import sizing
+from ..i18n import t
+from ..kaggle import settings as kaggle_settings
+from ..kaggle.store import KaggleStore
+from ..runs.registry import Registry, RunNotFound, RunRecord
+from . import capacity, estimates, lock
+from .plan import LOCAL, Job, Slot, World, machine_account, predict, refresh_times
+from .store import RUNNING, STARTING, WAITING, Item, QueueStore
+
+log = logging.getLogger(__name__)
+
+MEASURED_TTL_S = 300.0
+_measured: dict[str, tuple[float, list[dict[str, Any]]]] = {}
+
+
+def measured(registry: Registry, fresh: bool = False) -> list[dict[str, Any]]:
+    """The lab's measured runs (their speeds refine the estimates), read at most every few
+    minutes: reading every run folder at each refresh would slow the window."""
+    key = str(registry.runs_root)
+    now = time.monotonic()
+    hit = _measured.get(key)
+    if fresh or hit is None or now - hit[0] > MEASURED_TTL_S:
+        try:
+            runs = sizing.measured_runs(registry.runs_root, probe=False)
+        except OSError:
+            log.warning("the measured runs could not be read for the queue's estimates", exc_info=True)
+            runs = []
+        _measured[key] = (now, runs)
+        return runs
+    return hit[1]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the queue's list."""
+
+    item: Item
+    place: int | None          # 1 = next to start (waiting items only)
+    machine: str | None        # 'local', 'kaggle:NAME' or None
+    start: float | None        # expected (waiting) or actual
+    end: float | None          # expected, or actual once ended
+    note: str = ""             # why it waits, how it goes, or how it ended
+    run_status: str | None = None
+
+    @property
+    def expected(self) -> bool:
+        return self.item.state in (WAITING, STARTING, RUNNING)
+
+
+@dataclass(frozen=True)
+class Timeline:
+    now: float
+    rows: list[Row]
+    machines: list[str]                       # 'local' first, then each account
+    refreshes: dict[str, list[float]] = field(default_factory=dict)   # machine -> quota refresh times
+    paused: bool = False
+    runner: str = ""                          # who drives the queue ("" if nobody)
+
+    def row(self, item_id: int) -> Row:
+        return next(r for r in self.rows if r.item.id == item_id)
+
+    @property
+    def empty(self) -> bool:
+        return not any(r.item.pending for r in self.rows)
+
+
+def machine_label(machine: str | None) -> str:
+    if machine is None:
+        return "—"
+    if machine == LOCAL:
+        return t("этот ПК", "this PC")
+    return f"Kaggle {machine_account(machine)}"
+
+
+class Planner:
+    """Builds the World and the jobs over one state; `timeline()` for views, `plan()` for the
+    runner (the same predict, so the list shows what the runner will do)."""
+
+    def __init__(self, store: QueueStore, registry: Registry, kaggle: KaggleStore | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.registry = registry
+        self.kaggle = kaggle or KaggleStore(registry.state)
+        self.clock = clock
+
+    # -- the world ----------------------------------------------------------------------------
+    def jobs(self, items: list[Item]) -> list[Job]:
+        runs = measured(self.registry)
+        return [estimates.job(it.id, it.config, it.target, it.account, runs) for it in items]
+
+    def world(self, now: float, running: list[Item]) -> World:
+        fits = {it.run_id: self._fit_seconds(it) for it in running if it.run_id}
+        local_free = now
+        for rec in self.registry.active():
+            if rec.target_kind == "local":
+                local_free = max(local_free, expected_end(rec, now, fits.get(rec.id)))
+
+        def leg_end(leg: dict[str, Any]) -> float | None:
+            try:
+                rec = self.registry.get(leg["run_id"])
+            except RunNotFound:
+                return None
+            return expected_end(rec, now, fits.get(rec.id))
+
+        accounts = capacity.kaggle_accounts(self.kaggle, now, leg_end)
+        margin_s = kaggle_settings.load().margin_min * 60.0
+        return World(now, margin_s, local_free, accounts)
+
+    def _fit_seconds(self, it: Item) -> float | None:
+        kind = "kaggle" if it.machine and it.machine != LOCAL else "local"
+        f = estimates.job(it.id, it.config, kind, it.account, measured(self.registry))
+        fit = f.kaggle if kind == "kaggle" else f.local
+        return fit.seconds if fit is not None else None
+
+    def plan(self, now: float | None = None) -> tuple[list[Item], list[Slot]]:
+        """The waiting items (not held) and their slots, in queue order."""
+        now = self.clock() if now is None else now
+        waiting = [it for it in self.store.items((WAITING,)) if not it.held]
+        running = self.store.items((STARTING, RUNNING))
+        return waiting, predict(self.jobs(waiting), self.world(now, running))
+
+    # -- the view -----------------------------------------------------------------------------
+    def timeline(self, now: float | None = None) -> Timeline:
+        now = self.clock() if now is None else now
+        items = self.store.items()
+        running = [it for it in items if it.state in (STARTING, RUNNING)]
+        waiting = [it for it in items if it.state == WAITING and not it.held]
+        world = self.world(now, running)
+        slots = {s.item_id: s for s in predict(self.jobs(waiting), world)}
+        rows, place = [], 0
+        for it in items:
+            if it.state == WAITING:
+                place += 1
+            rows.append(self._row(it, slots.get(it.id), place if it.state == WAITING else None, now))
+        machines = [LOCAL] + [f"kaggle:{a.username}" for a in world.accounts]
+        refreshes = {f"kaggle:{a.username}": refresh_times(a, now - 1.0, now + 14 * 86400.0)
+                     for a in world.accounts}
+        return Timeline(now, rows, machines, refreshes, self.store.paused(), _runner_text())
+
+    def _row(self, it: Item, slot: Slot | None, place: int | None, now: float) -> Row:
+        rec = self._run(it.run_id)
+        status = rec.status if rec else None
+        if it.state == WAITING:
+            if it.held:
+                return Row(it, place, None, None, None, t("отложен: очередь его обходит", "held: the queue passes it by"))
+            if slot is None:
+                return Row(it, place, None, None, None)
+            return Row(it, place, slot.machine, slot.start, slot.end, slot.reason, status)
+        if it.state in (STARTING, RUNNING):
+            start = (rec.started_at if rec else None) or it.claimed_at
+            end = expected_end(rec, now, self._fit_seconds(it)) if rec else None
+            return Row(it, None, it.machine, start, end, it.message or (rec.last_message if rec else "") or "", status)
+        note = it.message or ""
+        return Row(it, None, it.machine, it.started_at, it.ended_at, note, status)
+
+    def _run(self, run_id: str | None) -> RunRecord | None:
+        if not run_id:
+            return None
+        try:
+            return self.registry.get(run_id)
+        except RunNotFound:
+            return None
+
+
+def expected_end(rec: RunRecord, now: float, fit_seconds: float | None = None) -> float:
+    """When a run going now is expected to end: from its start and the estimate, else from
+    its progress; never before now."""
+    end = None
+    started = rec.started_at or rec.created_at
+    if fit_seconds is not None:
+        end = started + fit_seconds
+    elif rec.steps_to and rec.last_step and now > started:
+        done = max(rec.last_step / rec.steps_to, 0.01)
+        end = started + (now - started) / done
+    return max(end if end is not None else now + 60.0, now + 1.0)
+
+
+def _runner_text() -> str:
+    """Who drives the queue now, as the lock file says ("" when nobody holds it)."""
+    path = lock.lock_path()
+    if not path.exists() or not lock.is_held(path):
+        return ""
+    return lock.holder(path)
+
