@@ -14,9 +14,9 @@ MARGIN = 60.0
 
 
 def job(i: int, target: str = "any", local: float | None = 100.0, kaggle: float | None = 400.0,
-        limit_min: float = 60.0, account: str = "auto", local_fits: bool | None = True, want: Want = Want()) -> Job:
+        limit_min: float = 60.0, account: str = "auto", local_fits: bool | None = True, want: Want | None = None) -> Job:
     return Job(i, target, account, None if local is None else Fit(local, local_fits, "needs 30 GB, has 8 GB"),
-               None if kaggle is None else Fit(kaggle), limit_min * 60.0, want)
+               None if kaggle is None else Fit(kaggle), limit_min * 60.0, want or Want())
 
 
 def acct(name: str, quota_h: float, total_h: float = 30.0, sessions: int = 2, running: tuple[Lease, ...] = (),

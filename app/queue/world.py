@@ -8,6 +8,7 @@ refresh, `ternit queue list` any time, with or without a runner.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -98,11 +99,23 @@ class Planner:
         self.registry = registry
         self.kaggle = kaggle or KaggleStore(registry.state)
         self.clock = clock
+        self._jobs: dict[tuple[Any, ...], Job] = {}
 
     # -- the world ----------------------------------------------------------------------------
     def jobs(self, items: list[Item]) -> list[Job]:
+        return [self._job(it.id, it.config, it.target, it.account) for it in items]
+
+    def _job(self, item_id: int, config: dict[str, Any], target: str, account: str) -> Job:
+        """The estimates of one run: the same config over the same measured runs gives the
+        same answer, so it is asked once (the window refreshes often, the runner ticks)."""
         runs = measured(self.registry)
-        return [estimates.job(it.id, it.config, it.target, it.account, runs) for it in items]
+        key = (item_id, json.dumps(config, sort_keys=True), target, account, id(runs))
+        hit = self._jobs.get(key)
+        if hit is None:
+            if len(self._jobs) > 512:
+                self._jobs.clear()
+            hit = self._jobs[key] = estimates.job(item_id, config, target, account, runs)
+        return hit
 
     def world(self, now: float, running: list[Item]) -> World:
         fits = {it.run_id: self._fit_seconds(it) for it in running if it.run_id}
@@ -124,7 +137,7 @@ class Planner:
 
     def _fit_seconds(self, it: Item) -> float | None:
         kind = "kaggle" if it.machine and it.machine != LOCAL else "local"
-        f = estimates.job(it.id, it.config, kind, it.account, measured(self.registry))
+        f = self._job(it.id, it.config, kind, it.account)
         fit = f.kaggle if kind == "kaggle" else f.local
         return fit.seconds if fit is not None else None
 

@@ -17,7 +17,9 @@ What tests can inject: `fail(method, status, retry_after=None, times=1)` (429/5x
 method), `refuse_push[user] = "text"` (an error inside HTTP 200), `down = True` (every
 connection is dropped unanswered), `run_kernels = False` (kernels stay QUEUED),
 `kill_kernels_at = "text"` (a kernel is killed when its log shows the text, as Kaggle ends a
-session that ran out of host memory: no word from the trainer, status ERROR).
+session that ran out of host memory: no word from the trainer, status ERROR),
+`on_push = fn(kernel)` (called once a pushed kernel exists, before the push is answered: a
+test can look at the account then, or kill the pushing process mid-push).
 Every byte a client sends (bodies and blobs, not the auth header) is kept in `received`
 so a test can scan it for secrets.
 """
@@ -33,6 +35,7 @@ import sys
 import threading
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from email.utils import formatdate
@@ -96,6 +99,7 @@ class FakeKaggle:
         self.down = False
         self.run_kernels = True
         self.kill_kernels_at: str | None = None
+        self.on_push: Callable[[Kernel], None] | None = None
         self.charge = charge
         self.refresh_time = datetime.now(timezone.utc) + timedelta(days=3)
         self._failures: dict[str, list[tuple[int, str | None]]] = {}
@@ -250,6 +254,8 @@ class FakeKaggle:
         self._lay_out(k, [s for s in body.get("datasetDataSources", []) if s not in invalid])
         if self.run_kernels:
             self._run(k)
+        if self.on_push is not None:
+            self.on_push(k)
         out = {"ref": f"/code/{ref}", "url": f"{base}/code/{ref}", "versionNumber": version, "kernelId": len(self.pushes)}
         if invalid:
             out["invalidDatasetSources"] = invalid
