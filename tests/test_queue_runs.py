@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+from app.base import run_status as st
 from app.kaggle.accounts import Accounts
 from app.kaggle.store import KaggleStore
 from app.queue import lock
@@ -21,7 +22,6 @@ from app.queue.runner import QueueRunner
 from app.queue.series import results
 from app.queue.store import DONE, FAILED, QueueStore
 from app.queue.world import Planner
-from app.runs import status as st
 from app.runs.manager import RunManager
 from app.runs.registry import Registry
 from tests.fake_kaggle import fixtures

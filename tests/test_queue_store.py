@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from app.base import run_status as st
 from app.queue import cli, lock
 from app.queue.adding import add_runs
 from app.queue.runner import QueueRunner, run_config
 from app.queue.series import expand, parse_vary
 from app.queue.store import DONE, LAUNCHING, WAITING, QueueError, QueueStore
 from app.runs import process as proc
-from app.runs import status as st
 from app.runs.manager import RunManager
 from app.runs.registry import Registry
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..i18n import t
+from ..base.i18n import t
 from ..runs.manager import RunError, check_config, normalize_config
 from .series import expand, values_text
 from .store import Item, QueueError, QueueStore, Series

@@ -18,16 +18,16 @@ import time
 from datetime import datetime
 from typing import Any
 
-from .. import paths
-from ..cli_args import Parser
+from ..base import paths
+from ..base.cli_args import Parser
+from ..base.i18n import t
+from ..base.state import StateError
 from ..data.for_run import fill_data
 from ..data.library import LibraryError
 from ..data.progress import progress_for_cli
-from ..i18n import t
 from ..runs.manager import RunError, RunManager, load_config
 from ..runs.registry import Registry
 from ..runs.start_flags import add_field_flags, apply_flags
-from ..state import StateError
 from . import lock
 from .adding import add_runs
 from .runner import QueueEvent, QueueRunner

@@ -14,8 +14,8 @@ from trainer.checkpoint_index import checkpoint_step
 from trainer.config import ConfigError, from_dict
 
 from .. import sizing
-from ..i18n import current_language, t
-from ..numbers import mb_text
+from ..base.i18n import current_language, t
+from ..base.numbers import mb_text
 from .plan import Fit, Job
 
 log = logging.getLogger(__name__)

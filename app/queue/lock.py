@@ -13,8 +13,8 @@ import os
 import time
 from pathlib import Path
 
-from .. import paths
-from ..i18n import t
+from ..base import paths
+from ..base.i18n import t
 
 LOCK_FILE = "queue.lock"
 _WINDOWS_BYTE = 1 << 20  # far past the text, so that the note stays readable while locked

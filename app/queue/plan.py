@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from ..i18n import t
+from ..base.i18n import t
 from ..kaggle.picker import Candidate, Want, pick
 from ..kaggle.quota import hours
 

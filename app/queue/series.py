@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import run_status as st
-from ..i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 from ..runs.events import read_events
 from ..runs.registry import Registry, RunNotFound
 from .store import DONE, Item, QueueError, QueueStore, Series

@@ -15,8 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..i18n import t
-from ..state import State, open_state
+from ..base.i18n import t
+from ..base.state import State, open_state
 
 WAITING, STARTING, RUNNING, DONE, FAILED = "waiting", "starting", "running", "done", "failed"
 STATES = (WAITING, STARTING, RUNNING, DONE, FAILED)
@@ -74,7 +74,7 @@ class Item:
         return self.state in ENDED
 
     def label(self, lang: str | None = None) -> str:
-        from ..i18n import pick
+        from ..base.i18n import pick
 
         text = pick(LABELS[self.state], lang) if self.state in LABELS else self.state
         if self.held and self.state == WAITING:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import sizing
-from ..i18n import t
+from ..base.i18n import t
 from ..kaggle import settings as kaggle_settings
 from ..kaggle.store import KaggleStore
 from ..runs.registry import Registry, RunNotFound, RunRecord
