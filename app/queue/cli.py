@@ -21,10 +21,12 @@ from typing import Any
 from ..base import paths
 from ..base.cli_args import Parser
 from ..base.i18n import t
+from ..base.numbers import plural_ru
 from ..base.state import StateError
 from ..data.for_run import fill_data
 from ..data.library import LibraryError
 from ..data.progress import progress_for_cli
+from ..runs import kaggle_bridge
 from ..runs.manager import RunError, RunManager, load_config
 from ..runs.registry import Registry
 from ..runs.start_flags import add_field_flags, apply_flags
@@ -150,8 +152,9 @@ def _add(args: argparse.Namespace, store: QueueStore) -> int:
     vary = [parse_vary(v) for v in args.vary]
     added = add_runs(store, cfg, target=args.target, account=account, vary=vary or None, base=base)
     if added.series is not None:
-        print(t(f"серия {added.series.id}: {len(added.items)} прогонов", f"series {added.series.id}: "
-                f"{len(added.items)} runs"), file=sys.stderr)
+        n = len(added.items)
+        print(t(f"серия {added.series.id}: {n} {plural_ru(n, 'прогон', 'прогона', 'прогонов')}",
+                f"series {added.series.id}: {n} runs"), file=sys.stderr)
     for it in added.items:
         print(f"{it.id}\t{it.name}")
     return EXIT_OK
@@ -244,6 +247,7 @@ def _run(registry: Registry) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
         runner.close()
+        kaggle_bridge.shutdown()  # the legs are followed again by the next runner
     left = runner.store.pending()
     if left:
         print(t(f"ждут {len(left)}: очередь приостановлена или они отложены", f"{len(left)} wait: the queue is "
