@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         use_dark(app)
     try:
         # A snapshot neither takes the user's window layout nor leaves its own size there.
-        window = MainWindow(remember_layout=not args.snapshot)
+        window = MainWindow(remember_layout=not args.snapshot, drive_queue=not args.snapshot)
     except Exception as e:  # the lab's state or folders cannot be opened: say so, lose nothing
         from app.base import paths
 

@@ -19,6 +19,7 @@ from PySide6.QtCore import QProcess, Qt, QTimer, QUrl, Signal
 from PySide6.QtGui import QAction, QDesktopServices
 from PySide6.QtWidgets import (
     QApplication,
+    QDialog,
     QLabel,
     QMainWindow,
     QMessageBox,
@@ -32,6 +33,7 @@ from PySide6.QtWidgets import (
 from app.base import settings as app_settings
 from app.base.i18n import t
 from app.form.run_form import ContinueFrom, FormContext
+from app.queue.driver import QueueDriver
 from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
 from app.window.lab import ActionError, Lab, Started
@@ -44,8 +46,10 @@ from .export_weights import export_metrics, export_weights
 from .history import HistoryView
 from .notifier import Notifier
 from .prepare_row import PrepareRow
+from .queue_tab import QueueTab
 from .run_banner import RunBanner
 from .run_form import RunFormView
+from .series_dialog import SeriesDialog
 from .text_tab import TextTab
 from .window_menu import build_menu
 
@@ -64,7 +68,7 @@ class MainWindow(QMainWindow):
 
     def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None,
-                 remember_layout: bool = True) -> None:
+                 remember_layout: bool = True, drive_queue: bool = True, queue_ms: int | None = None) -> None:
         super().__init__()
         tooltips.install()  # every tooltip of the window to app.form.tooltips' rule (≤ 60 × 12)
         self.remember_layout = remember_layout
@@ -72,6 +76,9 @@ class MainWindow(QMainWindow):
         self.language_actions: dict[str, QAction] = {}
         self.pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
         self.lab = Lab(runs, extra_prepared)  # the decisions; this window shows them
+        self.queue = QueueDriver(self.lab.runs)  # the run queue, driven while the window is open
+        self.drive_queue = drive_queue  # off for --snapshot: a picture must start no run
+        self.queue_ms = queue_ms
         self._live = LiveFollower()  # the followed run's speed and time left
         self.overlays: set[str] = set()
         self.notifier = Notifier(self)
@@ -145,6 +152,15 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.history, t("История", "History"))
         self.text_tab = TextTab(self.runs, self.history, lambda: self.followed)  # follows the history's selection
         self.tabs.addTab(self.text_tab, t("Текст", "Text"))
+        old_queue = getattr(self, "queue_tab", None)
+        if old_queue is not None:  # a language switch rebuilds the tab; one timer drives the queue
+            old_queue.stop()
+        self.queue_tab = QueueTab(self.queue, self.drive_queue, **({"tick_ms": self.queue_ms} if self.queue_ms else {}))
+        self.queue_tab.message.connect(lambda text: self.statusBar().showMessage(text))
+        self.queue_tab.notify.connect(self.notify)
+        self.tabs.addTab(self.queue_tab, t("Очередь", "Queue"))
+        self.form_view.queue_requested.connect(self.queue_run)
+        self.form_view.series_requested.connect(self.queue_series)
         right_top = QWidget()
         col = QVBoxLayout(right_top)
         col.setContentsMargins(0, 0, 0, 0)
@@ -291,6 +307,18 @@ class MainWindow(QMainWindow):
             self.form_view.form.from_scratch()
             self.form_view.refresh()
         return started.run
+
+    def queue_run(self, config: dict[str, Any], target: str = "") -> None:
+        """«В очередь»: the form's run to the queue (where the form says, or "any")."""
+        continuing = self.form_view.form.continuing
+        self.queue_tab.add(config, target or None, parent_id=continuing.run_id if continuing else None)
+
+    def queue_series(self, config: dict[str, Any]) -> QDialog:
+        """«Серия…»: choose one or two fields and their values; each combination is queued."""
+        dialog = SeriesDialog(self.form_view.form.values, self)
+        dialog.accepted.connect(lambda: self.queue_tab.add(config, dialog.target(), vary=dialog.vary()))
+        dialog.open()
+        return dialog
 
     def _emit_launch_done(self, run_id: str, error: str) -> None:
         """From the launch thread: into the window's thread through the signal."""
@@ -478,6 +506,8 @@ class MainWindow(QMainWindow):
                 return
         self.save_layout()
         self.timer.stop()
+        self.queue_tab.stop()
+        self.queue.close()  # the queue stays as it is; the next window or `ternit queue run` goes on
         self.prepare_row.stop_and_wait()
         if self.monitor is not None:
             self.monitor.stop()

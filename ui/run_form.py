@@ -38,6 +38,7 @@ from app.form.tooltips import wrap_tip
 
 from . import palette, settings
 from .help_page import HelpPage
+from .queue_buttons import QueueButtons
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,8 @@ class RunFormView(QWidget):
     ticked data has no prepared folder yet."""
 
     start_requested = Signal(dict)
+    queue_requested = Signal(dict, str)  # the form's run.json, and where ("" = the form's machine, "any")
+    series_requested = Signal(dict)  # the form's run.json, to vary in «Серия…»
     prepare_requested = Signal(list)
     changed = Signal()
 
@@ -122,8 +125,10 @@ class RunFormView(QWidget):
         self.start_button = QPushButton(t("Старт", "Start"))
         self.start_button.setStyleSheet("font-weight: bold; padding: 6px 18px;")
         self.start_button.clicked.connect(self._start_clicked)
+        self.queue_buttons = QueueButtons(self)  # «В очередь», «Серия…» (ui/queue_buttons.py)
         row.addWidget(self.prepare_button)
         row.addStretch(1)
+        row.addWidget(self.queue_buttons)
         row.addWidget(self.start_button)
         foot.addLayout(row)
         self.why = QLabel()
@@ -487,6 +492,7 @@ class RunFormView(QWidget):
         blockers = [i.text for i in issues if i.level == "error"]
         running = [i.text for i in issues if i.level == RUNNING]
         self.start_button.setEnabled(not blockers and not running)
+        self.queue_buttons.setEnabled(not blockers)  # a run going now is what the queue waits for
         if blockers:
             why = t("Старт недоступен: ", "Start is disabled: ") + "; ".join(blockers)
             self.why.setStyleSheet(palette.style("error"))

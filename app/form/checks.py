@@ -252,3 +252,8 @@ class FormChecks:
 
     def can_start(self) -> bool:
         return not self.start_blockers()
+
+    def can_queue(self) -> bool:
+        """«В очередь»: the errors block it; a run training these settings now does not (the
+        queue waits for it)."""
+        return not self.errors()

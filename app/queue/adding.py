@@ -27,9 +27,10 @@ class Added:
 
 def add_runs(store: QueueStore, config: dict[str, Any], *, target: str = "any", account: str = "auto",
              vary: list[tuple[str, list[Any]]] | None = None, base: Path | None = None,
-             check: Check = check_config) -> Added:
+             parent_id: str | None = None, check: Check = check_config) -> Added:
     """Queue `config` (one run), or with `vary` every combination of the varied fields as a
-    series. Nothing is queued unless every run passes the pre-check."""
+    series. Nothing is queued unless every run passes the pre-check. `parent_id`: the run
+    whose checkpoint the config continues (the history draws them as one chain)."""
     cfg = normalize_config(config, base)
     combos = expand(cfg, vary) if vary else [(cfg, None)]
     for run_cfg, values in combos:
@@ -41,6 +42,6 @@ def add_runs(store: QueueStore, config: dict[str, Any], *, target: str = "any", 
     series = None
     if vary:
         series = store.add_series(str(cfg.get("name") or "run"), vary)
-    items = [store.add(run_cfg, target, account, series_id=series.id if series else None, series_values=values)
-             for run_cfg, values in combos]
+    items = [store.add(run_cfg, target, account, series_id=series.id if series else None, series_values=values,
+                       parent_id=parent_id) for run_cfg, values in combos]
     return Added(items, series)

@@ -17,8 +17,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..base import run_status as st
 from ..base.i18n import t
 from ..runs.events import read_events
@@ -210,6 +208,8 @@ def bytes_per_token(data_dir: str) -> float | None:
 
 @functools.lru_cache(maxsize=16)
 def _bytes_per_token(folder: str, stamp: tuple[int, int]) -> float | None:
+    import numpy as np  # here: the window imports this module at its start
+
     try:
         spec = json.loads((Path(folder) / "tokenizer.json").read_text(encoding="utf-8"))
         if (spec.get("pre_tokenizer") or {}).get("type") != "ByteLevel":

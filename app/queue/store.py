@@ -73,6 +73,16 @@ class Item:
     def ended(self) -> bool:
         return self.state in ENDED
 
+    @property
+    def movable(self) -> bool:
+        """Only a waiting run changes its place; a started one has its machine."""
+        return self.state == WAITING
+
+    @property
+    def removable(self) -> bool:
+        """Waiting or ended: a run that has started is stopped first (ternit run stop)."""
+        return self.state in (WAITING, DONE, FAILED)
+
     def label(self, lang: str | None = None) -> str:
         from ..base.i18n import pick
 
@@ -162,7 +172,8 @@ class QueueStore:
 
     # -- the user's edits ---------------------------------------------------------------------
     def add(self, config: dict[str, Any], target: str = "any", account: str = "auto", *,
-            series_id: int | None = None, series_values: dict[str, Any] | None = None) -> Item:
+            series_id: int | None = None, series_values: dict[str, Any] | None = None,
+            parent_id: str | None = None) -> Item:
         """Put a run at the end of the queue."""
         if target not in TARGETS:
             raise QueueError(t(f"цель: local, kaggle или any, а не {target!r}",
@@ -172,10 +183,11 @@ class QueueStore:
             top = self.state.one("SELECT COALESCE(MAX(position), 0) AS p FROM queue_items")
             cur = self.state.execute(
                 "INSERT INTO queue_items (position, name, config, target, account, series_id, series_values, "
-                "created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "parent_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (int(top["p"]) + 1, str(config.get("name") or "run"), json.dumps(config, ensure_ascii=False),
                  target, account or "auto", series_id,
-                 json.dumps(series_values, ensure_ascii=False) if series_values is not None else None, now, now))
+                 json.dumps(series_values, ensure_ascii=False) if series_values is not None else None,
+                 parent_id, now, now))
         return self.item(int(cur.lastrowid or 0))
 
     def add_series(self, name: str, vary: list[tuple[str, list[Any]]]) -> Series:

@@ -65,6 +65,19 @@ class Row:
 
 
 @dataclass(frozen=True)
+class Bar:
+    """One run on the timeline: its machine's row, from start to (expected) end."""
+
+    row: int
+    machine: str
+    start: float
+    end: float
+    item_id: int
+    name: str
+    state: str
+
+
+@dataclass(frozen=True)
 class Timeline:
     now: float
     rows: list[Row]
@@ -79,6 +92,18 @@ class Timeline:
     @property
     def empty(self) -> bool:
         return not any(r.item.pending for r in self.rows)
+
+    def bars(self) -> list[Bar]:
+        """The runs that have (or are expected to have) a machine and a time, one row per
+        machine; a bar is at least a minute wide, to be seen."""
+        index = {m: i for i, m in enumerate(self.machines)}
+        out = []
+        for r in self.rows:
+            if r.machine is None or r.start is None or r.machine not in index:
+                continue
+            end = max(r.end if r.end is not None else r.start, r.start + 60.0)
+            out.append(Bar(index[r.machine], r.machine, r.start, end, r.item.id, r.item.name, r.item.state))
+        return out
 
 
 def machine_label(machine: str | None) -> str:
