@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +82,7 @@ class QueueDriver:
         self.other_runner = ""  # who drives the queue when the window does not
         self._seen: dict[int, tuple[str, int]] | None = None
         self._pending = False
+        self._round = threading.Lock()  # held while a round runs (in its worker thread)
 
     # -- driving ---------------------------------------------------------------------------
     @property
@@ -103,16 +105,25 @@ class QueueDriver:
         """One round of the runner (worker thread); a failure is logged and tried again at
         the next round — the queue's state stays as it was."""
         try:
-            if self.take():
-                self.runner.tick()
+            with self._round:
+                if self.take():
+                    self.runner.tick()
         except (StateError, sqlite3.Error, OSError) as e:
             log.warning("the queue's round did not finish: %s", e)
         except Exception:  # noqa: BLE001 - the window keeps going; the next round retries
             log.exception("the queue's round failed")
 
-    def close(self) -> None:
-        """The window closes: the queue stays as it is; the next runner carries on."""
-        self.runner.close()
+    def close(self, wait_s: float = 10.0) -> None:
+        """The window closes: the queue stays as it is; the next runner carries on. A round
+        still starting a run (a Kaggle upload) keeps the queue until it ends or the process
+        does — never two runners on one start."""
+        if self._round.acquire(timeout=wait_s):
+            try:
+                self.runner.close()
+            finally:
+                self._round.release()
+        else:
+            log.info("the queue's round is still starting a run: the queue is let go when it ends")
 
     # -- showing -----------------------------------------------------------------------------
     def timeline(self) -> Timeline:
