@@ -16,12 +16,11 @@ from pathlib import Path
 from app.base import run_status as st
 from app.kaggle.accounts import Accounts
 from app.kaggle.store import KaggleStore
-from app.queue import lock
+from app.queue import cli, lock
 from app.queue.adding import add_runs
 from app.queue.runner import QueueRunner
 from app.queue.series import results
 from app.queue.store import DONE, FAILED, QueueStore
-from app.queue.world import Planner
 from app.runs.manager import RunManager
 from app.runs.registry import Registry
 from tests.fake_kaggle import fixtures
@@ -72,7 +71,7 @@ def _watch_accounts(fake) -> list[dict]:
     return seen
 
 
-def test_a_series_over_this_pc_and_three_accounts(fake, tiny_data):
+def test_a_series_over_this_pc_and_three_accounts(fake, tiny_data, capsys):
     """3 learning rates × 2 widths over `any`: this PC (the CPU) and alice (10 h), bob (quota
     for one run at a time: 4 min against 2 min + 1 min margin) and carol (2 min: none)."""
     fake.add_account("alice", KEYS["alice"], quota_h=10)
@@ -82,14 +81,17 @@ def test_a_series_over_this_pc_and_three_accounts(fake, tiny_data):
     pushes = _watch_accounts(fake)
     reg = Registry()
     store = QueueStore(reg.state)
-    added = add_runs(store, tiny(tiny_data, "s"), target="any",
+    added = add_runs(store, tiny(tiny_data, "s"), target="any", check=lambda _: None,  # pre-check: test_queue_store
                      vary=[("training.lr", [0.001, 0.003, 0.01]), ("model.width", [16, 32])])
     assert [it.name for it in added.items][:2] == ["s lr=0.001 width=16", "s lr=0.001 width=32"]
     Accounts(KaggleStore(reg.state)).check_all()  # the quota, as `ternit kaggle accounts` would
 
-    predicted = Planner(store, reg).timeline()
-    order = [r.item.id for r in sorted(predicted.rows, key=lambda r: (r.start, r.place))]
-    first_wave = {r.item.id: r.machine for r in predicted.rows if r.start <= predicted.now + 1}
+    capsys.readouterr()
+    assert cli.main(["list", "--json"]) == 0  # what `ternit queue list` predicts before it begins
+    predicted = json.loads(capsys.readouterr().out)
+    rows = predicted["items"]
+    order = [r["id"] for r in sorted(rows, key=lambda r: (r["expected_start"], r["place"]))]
+    first_wave = {r["id"]: r["machine"] for r in rows if r["expected_start"] <= predicted["now"] + 1}
     ids = [it.id for it in added.items]
     assert first_wave == {ids[0]: "local", ids[1]: "kaggle:alice", ids[2]: "kaggle:alice", ids[3]: "kaggle:bob"}
 

@@ -19,8 +19,9 @@ from app.queue.adding import add_runs
 from app.queue.runner import QueueRunner, run_config
 from app.queue.series import expand, parse_vary
 from app.queue.store import DONE, LAUNCHING, WAITING, QueueError, QueueStore
+from app.queue.world import Planner
 from app.runs import process as proc
-from app.runs.manager import RunManager
+from app.runs.manager import RunError, RunManager
 from app.runs.registry import Registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,6 +103,22 @@ def test_nothing_is_queued_unless_every_run_passes_the_pre_check(lab, tiny_data)
     assert [(it.target, it.account, it.series_id) for it in added.items] == [("kaggle", "bob", added.series.id)] * 2
 
 
+def test_a_run_refused_on_one_kind_of_machine_goes_only_to_the_other(lab):
+    reg, store = lab
+
+    def check(config: dict) -> None:  # as a Kaggle-only rule would (the session's cap on the limit)
+        if config["target"]["kind"] == "kaggle":
+            raise RunError("training.limit_min is longer than a Kaggle session")
+
+    it = add_runs(store, cfg(name="long"), target="any", check=check).items[0]
+    assert it.refused == {"kaggle": "training.limit_min is longer than a Kaggle session"}
+    row = Planner(store, reg).timeline().row(it.id)
+    assert row.machine == "local"
+    with pytest.raises(QueueError, match="Kaggle session"):
+        add_runs(store, cfg(name="long"), target="kaggle", check=check)
+    assert len(store.items()) == 1
+
+
 def test_one_runner_at_a_time_and_a_killed_one_frees_the_queue(lab):
     reg, _ = lab
     holder = subprocess.Popen(
@@ -179,3 +196,24 @@ def test_the_command_line_adds_lists_moves_and_says_why(lab, tiny_data, capsys):
     assert cli.main(["series", "1", "--json"]) == 0
     table = json.loads(capsys.readouterr().out)
     assert table["keys"] == ["training.lr"] and table["winner"] is None and not table["done"]
+
+
+def test_the_window_hears_of_a_skip_a_retry_and_the_queue_emptying(lab, russian):
+    from app.queue.driver import QueueDriver
+
+    reg, store = lab
+    a, b = (store.add(cfg(name=n)) for n in "ab")
+    driver = QueueDriver(RunManager(reg))
+    assert driver.news(driver.timeline()) == []  # the first look only remembers
+    for it in (a, b):
+        store.claim(it.id, "local", f"run-{it.name}")
+        store.started(it.id)
+    store.retry(a.id, cfg(name="a"), None, "Повторить с батчем 1 (один раз): …")
+    store.finish(b.id, "failed", "пропущен, очередь идёт дальше: …")
+    assert [title for title, _ in driver.news(driver.timeline())] == ["Очередь: a — повтор", "Очередь: b — пропущен"]
+    store.claim(a.id, "local", "run-a2")
+    store.started(a.id)
+    store.finish(a.id, DONE)
+    news = driver.news(driver.timeline())
+    assert [title for title, _ in news] == ["Очередь пуста"] and "готово: 1" in news[0][1]
+    assert driver.news(driver.timeline()) == []  # said once

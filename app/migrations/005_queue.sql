@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS queue_items (
     attempt       INTEGER NOT NULL DEFAULT 1,
     runs          TEXT NOT NULL DEFAULT '[]',    -- every run id the item made, in order (JSON)
     held          INTEGER NOT NULL DEFAULT 0,    -- 1: the user held it back; the queue passes it by
+    refused       TEXT,                      -- JSON {"local"|"kaggle": why the pre-check refuses it there}
     message       TEXT,
     created_at    REAL NOT NULL,
     claimed_at    REAL,

@@ -6,6 +6,7 @@ before «Старт»), so a bad value is said now, not at 3 a.m. when its turn 
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +15,10 @@ from typing import Any
 from ..base.i18n import t
 from ..runs.manager import RunError, check_config, normalize_config
 from .series import expand, values_text
-from .store import Item, QueueError, QueueStore, Series
+from .store import Item, QueueError, QueueStore, Series, check_target
 
 Check = Callable[[dict[str, Any]], None]
+KINDS = {"local": ("local",), "kaggle": ("kaggle",), "any": ("local", "kaggle")}
 
 
 @dataclass(frozen=True)
@@ -25,23 +27,42 @@ class Added:
     series: Series | None = None
 
 
+def refusals(config: dict[str, Any], target: str, check: Check = check_config) -> dict[str, str]:
+    """Why the lab's pre-check refuses the run on each kind of machine its target allows
+    (the Kaggle session's cap on «Лимит, мин» holds there only, …); empty: none refuses."""
+    out = {}
+    for kind in KINDS[target]:
+        cfg = copy.deepcopy(config)
+        cfg.setdefault("target", {})["kind"] = kind
+        try:
+            check(cfg)
+        except RunError as e:
+            out[kind] = str(e)
+    return out
+
+
 def add_runs(store: QueueStore, config: dict[str, Any], *, target: str = "any", account: str = "auto",
              vary: list[tuple[str, list[Any]]] | None = None, base: Path | None = None,
              parent_id: str | None = None, check: Check = check_config) -> Added:
     """Queue `config` (one run), or with `vary` every combination of the varied fields as a
-    series. Nothing is queued unless every run passes the pre-check. `parent_id`: the run
-    whose checkpoint the config continues (the history draws them as one chain)."""
+    series. Nothing is queued unless every run passes the pre-check on a machine its target
+    allows (where it is refused, the planner does not send it). `parent_id`: the run whose
+    checkpoint the config continues (the history draws them as one chain)."""
+    check_target(target)
     cfg = normalize_config(config, base)
     combos = expand(cfg, vary) if vary else [(cfg, None)]
+    verdicts = []
     for run_cfg, values in combos:
-        try:
-            check(run_cfg)
-        except RunError as e:
+        refused = refusals(run_cfg, target, check)
+        if len(refused) == len(KINDS[target]):
             where = f" ({values_text(values)})" if values else ""
-            raise QueueError(t(f"не поставлено в очередь{where}: {e}", f"not queued{where}: {e}")) from e
+            why = "; ".join(dict.fromkeys(refused.values()))
+            raise QueueError(t(f"не поставлено в очередь{where}: {why}", f"not queued{where}: {why}"))
+        verdicts.append(refused)
     series = None
     if vary:
         series = store.add_series(str(cfg.get("name") or "run"), vary)
     items = [store.add(run_cfg, target, account, series_id=series.id if series else None, series_values=values,
-                       parent_id=parent_id) for run_cfg, values in combos]
+                       parent_id=parent_id, refused=refused)
+             for (run_cfg, values), refused in zip(combos, verdicts, strict=True)]
     return Added(items, series)

@@ -81,9 +81,16 @@ def fit(config: dict[str, Any], gpu: str, start_s: float, measured: list[dict[st
 
 
 def job(item_id: int, config: dict[str, Any], target: str, account: str,
-        measured: list[dict[str, Any]], want: Any = None) -> Job:
-    """What the planner needs of one queued run."""
-    local = fit(config, local_gpu(config), LOCAL_START_S, measured) if target in ("local", "any") else None
-    kaggle = fit(config, KAGGLE_GPU, KAGGLE_START_S, measured) if target in ("kaggle", "any") else None
+        measured: list[dict[str, Any]], want: Any = None, refused: dict[str, str] | None = None) -> Job:
+    """What the planner needs of one queued run; `refused`: the machine kinds where the
+    lab's pre-check refused it when it was queued (it does not go there)."""
+    refused = refused or {}
+    local = kaggle = None
+    if target in ("local", "any"):
+        local = Fit(0.0, False, refused["local"]) if "local" in refused else \
+            fit(config, local_gpu(config), LOCAL_START_S, measured)
+    if target in ("kaggle", "any"):
+        kaggle = Fit(0.0, False, refused["kaggle"]) if "kaggle" in refused else \
+            fit(config, KAGGLE_GPU, KAGGLE_START_S, measured)
     kw: dict[str, Any] = {} if want is None else {"want": want}
     return Job(item_id, target, account or "auto", local, kaggle, limit_s(config), **kw)

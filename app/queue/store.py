@@ -59,6 +59,7 @@ class Item:
     attempt: int
     runs: list[str]
     held: bool
+    refused: dict[str, str]   # machine kind -> why the lab's pre-check refuses the run there
     message: str | None
     created_at: float
     claimed_at: float | None
@@ -104,6 +105,13 @@ class Series:
         return [k for k, _ in self.vary]
 
 
+def check_target(target: str) -> str:
+    if target not in TARGETS:
+        raise QueueError(t(f"цель: local, kaggle или any, а не {target!r}",
+                           f"the target must be local, kaggle or any, not {target!r}"))
+    return target
+
+
 def _item(r: Any) -> Item:
     return Item(
         id=int(r["id"]), position=int(r["position"]), name=str(r["name"]), config=json.loads(r["config"]),
@@ -111,7 +119,7 @@ def _item(r: Any) -> Item:
         series_values=json.loads(r["series_values"]) if r["series_values"] else None,
         state=str(r["state"]), step=r["step"], machine=r["machine"], run_id=r["run_id"], parent_id=r["parent_id"],
         attempt=int(r["attempt"]), runs=list(json.loads(r["runs"] or "[]")), held=bool(r["held"]),
-        message=r["message"], created_at=float(r["created_at"]), claimed_at=r["claimed_at"],
+        refused=dict(json.loads(r["refused"] or "{}")), message=r["message"], created_at=float(r["created_at"]), claimed_at=r["claimed_at"],
         started_at=r["started_at"], ended_at=r["ended_at"],
     )
 
@@ -173,21 +181,19 @@ class QueueStore:
     # -- the user's edits ---------------------------------------------------------------------
     def add(self, config: dict[str, Any], target: str = "any", account: str = "auto", *,
             series_id: int | None = None, series_values: dict[str, Any] | None = None,
-            parent_id: str | None = None) -> Item:
+            parent_id: str | None = None, refused: dict[str, str] | None = None) -> Item:
         """Put a run at the end of the queue."""
-        if target not in TARGETS:
-            raise QueueError(t(f"цель: local, kaggle или any, а не {target!r}",
-                               f"the target must be local, kaggle or any, not {target!r}"))
+        check_target(target)
         now = time.time()
         with self.state.transaction():
             top = self.state.one("SELECT COALESCE(MAX(position), 0) AS p FROM queue_items")
             cur = self.state.execute(
                 "INSERT INTO queue_items (position, name, config, target, account, series_id, series_values, "
-                "parent_id, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "parent_id, refused, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (int(top["p"]) + 1, str(config.get("name") or "run"), json.dumps(config, ensure_ascii=False),
                  target, account or "auto", series_id,
                  json.dumps(series_values, ensure_ascii=False) if series_values is not None else None,
-                 parent_id, now, now))
+                 parent_id, json.dumps(refused or {}, ensure_ascii=False), now, now))
         return self.item(int(cur.lastrowid or 0))
 
     def add_series(self, name: str, vary: list[tuple[str, list[Any]]]) -> Series:

@@ -128,18 +128,18 @@ class Planner:
 
     # -- the world ----------------------------------------------------------------------------
     def jobs(self, items: list[Item]) -> list[Job]:
-        return [self._job(it.id, it.config, it.target, it.account) for it in items]
+        return [self._job(it, it.target) for it in items]
 
-    def _job(self, item_id: int, config: dict[str, Any], target: str, account: str) -> Job:
+    def _job(self, it: Item, target: str) -> Job:
         """The estimates of one run: the same config over the same measured runs gives the
         same answer, so it is asked once (the window refreshes often, the runner ticks)."""
         runs = measured(self.registry)
-        key = (item_id, json.dumps(config, sort_keys=True), target, account, id(runs))
+        key = (it.id, json.dumps(it.config, sort_keys=True), target, it.account, id(runs))
         hit = self._jobs.get(key)
         if hit is None:
             if len(self._jobs) > 512:
                 self._jobs.clear()
-            hit = self._jobs[key] = estimates.job(item_id, config, target, account, runs)
+            hit = self._jobs[key] = estimates.job(it.id, it.config, target, it.account, runs, refused=it.refused)
         return hit
 
     def world(self, now: float, running: list[Item]) -> World:
@@ -162,7 +162,7 @@ class Planner:
 
     def _fit_seconds(self, it: Item) -> float | None:
         kind = "kaggle" if it.machine and it.machine != LOCAL else "local"
-        f = self._job(it.id, it.config, kind, it.account)
+        f = self._job(it, kind)
         fit = f.kaggle if kind == "kaggle" else f.local
         return fit.seconds if fit is not None else None
 
