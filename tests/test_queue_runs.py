@@ -198,3 +198,28 @@ def test_a_runner_killed_twice_loses_nothing_and_starts_nothing_twice(fake, tiny
         assert rec.status == st.FINISHED
         assert len(_events(rec.path, "start")) == 1 and len(_events(rec.path, "end")) == 1
     assert len(fake.pushes) == 1 and len(reg.list_runs()) == 2
+
+
+def test_a_runner_killed_at_each_step_of_a_start_pushes_once(fake, tiny_data):
+    """Killed once the run is claimed (nothing created), then once it is about to be pushed
+    (created, nothing uploaded): each restart carries the start on, and one kernel is pushed."""
+    fake.run_kernels = False  # the kernel stays queued: this test is about starting it
+    fake.add_account("alice", KEYS["alice"], quota_h=10)
+    add_lab_accounts("alice")
+    reg = Registry()
+    store = QueueStore(reg.state)
+    it = add_runs(store, tiny(tiny_data, "steps"), target="kaggle", check=lambda _: None).items[0]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    for moment, step in (("claimed", "claimed"), ("launching", "launching")):
+        runner = _runner(env, {"TERNIT_QUEUE_KILL_AT": moment})
+        assert runner.wait(60) == -signal.SIGKILL, runner.stdout.read()
+        assert store.item(it.id).step == step
+    run_id = store.item(it.id).run_id
+    assert reg.get(run_id).status == st.CREATED and fake.pushes == []
+    last = QueueRunner(RunManager(reg), "test")
+    last.start()  # reconciles: launches the created run
+    last.close()
+    item = store.item(it.id)
+    assert (item.state, item.runs) == ("running", [run_id])
+    assert len(fake.pushes) == 1 and fake.pushes[0]["slug"].startswith("alice/")
+    assert len(reg.list_runs()) == 1
