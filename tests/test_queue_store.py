@@ -217,3 +217,15 @@ def test_the_window_hears_of_a_skip_a_retry_and_the_queue_emptying(lab, russian)
     news = driver.news(driver.timeline())
     assert [title for title, _ in news] == ["Очередь пуста"] and "готово: 1" in news[0][1]
     assert driver.news(driver.timeline()) == []  # said once
+
+
+def test_run_in_the_background_is_refused_while_another_runner_drives(lab, capsys):
+    held = lock.RunnerLock("ternit queue run")
+    held.acquire()
+    try:
+        assert cli.main(["run"]) == 2
+        assert str(os.getpid()) in capsys.readouterr().err
+        assert cli.main(["run", "--wait"]) == 2
+    finally:
+        held.release()
+    assert cli.main(["run", "--wait"]) == 0  # an empty queue: nothing to drive, done

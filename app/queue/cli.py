@@ -209,8 +209,9 @@ def _line(place: str, ident: str, name: str, where: str, start: str, end: str, s
 
 
 # ---- run ---------------------------------------------------------------------------------------
-def _run_in_background() -> int:
-    """Start `ternit queue run --wait` detached, its output in the lab's log folder."""
+def _run_in_background(wait_s: float = 30.0) -> int:
+    """Start `ternit queue run --wait` detached, its output in the lab's log folder; say so
+    once it holds the queue (or why it does not: another runner was first)."""
     if lock.is_held():
         raise lock.RunnerBusy(t(f"очередь уже ведёт {lock.holder()}", f"the queue is already driven by {lock.holder()}"))
     log_path = paths.data_dir() / "logs" / RUNNER_LOG
@@ -220,9 +221,26 @@ def _run_in_background() -> int:
     with open(log_path, "ab") as out:
         proc = subprocess.Popen([sys.executable, "-m", "app.cli", "queue", "run", "--wait"], stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, close_fds=True, **kwargs)
+    deadline = time.monotonic() + wait_s
+    while proc.poll() is None and time.monotonic() < deadline and str(proc.pid) not in lock.holder():
+        time.sleep(0.05)
+    if proc.poll() not in (None, 0):  # another runner was first, or it broke (its log says why)
+        who = lock.holder()
+        if who and str(proc.pid) not in who:
+            raise lock.RunnerBusy(t(f"очередь уже ведёт {who}", f"the queue is already driven by {who}"))
+        print(f"ternit queue run: {_last_line(log_path)} ({log_path})", file=sys.stderr)
+        return EXIT_USAGE
     print(t(f"очередь ведёт процесс {proc.pid} (журнал: {log_path}); посмотреть: ternit queue list",
             f"the queue is driven by process {proc.pid} (log: {log_path}); to see it: ternit queue list"))
     return EXIT_OK
+
+
+def _last_line(path: Any) -> str:
+    try:
+        lines = [ln for ln in path.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()]
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
 
 
 class _Terminated(Exception):
