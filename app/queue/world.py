@@ -21,7 +21,7 @@ from ..kaggle import settings as kaggle_settings
 from ..kaggle.store import KaggleStore
 from ..runs.registry import Registry, RunNotFound, RunRecord
 from . import capacity, estimates, lock
-from .plan import LOCAL, Job, Slot, World, machine_account, predict, refresh_times
+from .plan import LOCAL, Job, Slot, World, kaggle_machine, machine_account, predict, refresh_times
 from .store import RUNNING, STARTING, WAITING, Item, QueueStore
 
 log = logging.getLogger(__name__)
@@ -186,8 +186,8 @@ class Planner:
             if it.state == WAITING:
                 place += 1
             rows.append(self._row(it, slots.get(it.id), place if it.state == WAITING else None, now))
-        machines = [LOCAL] + [f"kaggle:{a.username}" for a in world.accounts]
-        refreshes = {f"kaggle:{a.username}": refresh_times(a, now - 1.0, now + 14 * 86400.0)
+        machines = [LOCAL] + [kaggle_machine(a.username) for a in world.accounts]
+        refreshes = {kaggle_machine(a.username): refresh_times(a, now - 1.0, now + 14 * 86400.0)
                      for a in world.accounts}
         return Timeline(now, rows, machines, refreshes, self.store.paused(), _runner_text())
 
