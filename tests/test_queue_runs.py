@@ -145,7 +145,8 @@ def test_a_failed_run_is_retried_once_then_skipped_and_the_queue_goes_on(fake, t
     runner.drive(stop=lambda: time.monotonic() > deadline, poll_s=0.1)
     runner.close()
     doomed, after = store.item(doomed.id), store.item(after.id)
-    assert (doomed.state, doomed.attempt, len(doomed.runs)) == (FAILED, 2, 2)
+    seen = [(r, reg.get(r).status, reg.get(r).last_message) for r in doomed.runs]
+    assert (doomed.state, doomed.attempt, len(doomed.runs)) == (FAILED, 2, 2), (seen, doomed.message)
     assert len(fake.pushes) == 2  # the run and its one retry
     assert "пропущен" in doomed.message or "skipped" in doomed.message
     assert after.state == DONE

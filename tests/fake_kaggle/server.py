@@ -295,7 +295,7 @@ class FakeKaggle:
                 k.log.append({"stream_name": "stdout", "time": round(time.monotonic() - k.started, 3),
                               "data": raw.decode("utf-8", "replace")})
                 if self.kill_kernels_at and self.kill_kernels_at in k.log[-1]["data"]:
-                    _kill_tree(k.proc.pid)
+                    _kill_tree(k.proc.pid, k.root)
         rc = k.proc.wait()
         with self._lock:
             self._charge(k)
@@ -456,11 +456,21 @@ class _Handler(BaseHTTPRequestHandler):
             return
 
 
-def _kill_tree(pid: int) -> None:
-    """SIGKILL the kernel's script and what it started (torchrun, the trainer)."""
+def _kill_tree(pid: int, root: Path | None = None) -> None:
+    """SIGKILL the kernel's script and what it started (torchrun, the trainer) — also a
+    trainer forked just after its children were listed: whatever works inside the kernel's
+    folder, as Kaggle ends the whole session."""
     try:
         parent = psutil.Process(pid)
         for p in [*parent.children(recursive=True), parent]:
             p.kill()
     except psutil.NoSuchProcess:
         pass
+    if root is None:
+        return
+    for p in psutil.process_iter(["cwd"]):
+        try:
+            if (p.info.get("cwd") or "").startswith(str(root)):
+                p.kill()
+        except psutil.Error:
+            continue
