@@ -165,6 +165,14 @@ def test_the_rules_are_read_from_architecture_md():
     assert not refused("ui.history", "torch.nn", looser)
 
 
+def test_no_view_of_the_window_reaches_back_into_main_window():
+    """The window's helpers (menus, memory, the GPU tab, …) get the objects and callbacks
+    they need: only the program's start (ui.main) imports ui.main_window."""
+    assert refused("ui.window_menu", "ui.main_window", RULES)
+    assert refused("ui.monitor_tab", "ui.main_window.MainWindow", RULES)
+    assert not refused("ui.main", "ui.main_window", RULES)
+
+
 def test_the_trainer_rows_allow_only_their_libraries():
     assert not refused("trainer.train", "torch.distributed", RULES)
     assert not refused("trainer.train", "json", RULES)  # the standard library
