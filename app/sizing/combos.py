@@ -57,9 +57,9 @@ class Combination:
         level = ECONOMICAL_OPTIONS[self.level][lang]
         lean = LEAN_STATE_OPTIONS[self.lean_state][lang]
         if lang == "ru":
-            out = f"экономный режим «{level}», состояние «{lean}»"
+            out = f"пересчёт активаций «{level}», облегчённое состояние «{lean}»"
             return out + SHARDED["ru"] if self.sharded else out
-        out = f"the economical mode «{level}», state «{lean}»"
+        out = f"activation recompute «{level}», lean state «{lean}»"
         return out + SHARDED["en"] if self.sharded else out
 
 
