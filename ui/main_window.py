@@ -279,7 +279,7 @@ class MainWindow(QMainWindow):
             self.set_overlay(run_id, True)
         if view is not None:  # the axis, log scale and raw points stay as the user set them
             self.plot.apply_view_settings(view)
-        self.refresh_history()
+        self.refresh_history()  # the overlaid runs' «На графике» boxes ticked again
 
     # -- context -----------------------------------------------------------------------
 
