@@ -159,7 +159,7 @@ def test_a_start_whose_record_was_lost_is_followed_not_repeated(lab, tiny_data, 
     runner.drive(stop=lambda: time.monotonic() > deadline, poll_s=0.1)
     runner.close()
     done = reg.get(run_id)
-    assert store.item(it.id).state == DONE and done.status == st.FINISHED
+    assert store.item(it.id).state == DONE and done.status == st.FINISHED, (done.last_message, store.item(it.id))
     events = [json.loads(ln) for ln in done.events_path.read_text().splitlines() if ln.strip()]
     assert [e["event"] for e in events].count("start") == 1
     spawned = [ln for ln in done.log_path.read_text().splitlines() if ln.startswith("$ ")]

@@ -1,10 +1,11 @@
 """«Очередь»: the queued runs with where each will train, when it is expected to start and
 end, and its state; move up/down, hold, remove, pause the queue; a series' results; the
-timeline below. The tab drives the queue through app.queue's QueueDriver (a round every
-few seconds, in a worker thread: a Kaggle start uploads and pushes) and shows its Timeline.
+timeline below. The tab gives app.queue's QueueDriver its rounds (every few seconds, in a
+worker thread: a Kaggle start uploads and pushes) and shows what the driver announces
+(`events.changed`): no handler here refreshes the view itself.
 
-It reaches nothing of the window: the window connects `message` (a status-bar line) and
-`notify` (a tray message), and hands it the form's runs (`add`, `add_series`).
+It reaches nothing of the window: the window connects `message` (a status-bar line) and the
+driver's `events.news` (a tray message), and hands it the form's runs (`add`).
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ def clock(at: float | None, now: float) -> str:
 
 class QueueTab(QWidget):
     message = Signal(str)        # a line for the status bar
-    notify = Signal(str, str)    # a tray message: title, text
     refreshed = Signal()         # the list and the timeline show the queue as it is now
 
     def __init__(self, driver: QueueDriver, drive: bool = True, tick_ms: int = int(TICK_S * 1000)) -> None:
@@ -59,6 +59,7 @@ class QueueTab(QWidget):
         self.last: Timeline | None = None
         self._ticking = False
         self._build()
+        driver.events.changed.connect(self.show_timeline)
         self.timer = QTimer(self)
         self.timer.setInterval(tick_ms)
         self.timer.timeout.connect(self.tick)
@@ -140,20 +141,17 @@ class QueueTab(QWidget):
 
     def _ticked(self, _: object) -> None:
         self._ticking = False
-        self.refresh()
+        self.driver.refresh()  # announced: show_timeline below (and the window's tray)
 
-    def refresh(self) -> Timeline:
-        tl = self.driver.timeline()
+    def show_timeline(self, tl: Timeline) -> None:
+        """What the driver announced: the list, the timeline, the pause, who drives."""
         self.last = tl
         self._fill(tl)
         if self.timeline_view is not None:
             self.timeline_view.show_timeline(tl)
         self.pause_button.setChecked(tl.paused)
         self.who.setText(self.driver.who_drives())
-        for title, text in self.driver.news(tl):
-            self.notify.emit(title, text)
         self.refreshed.emit()
-        return tl
 
     def _fill(self, tl: Timeline) -> None:
         keep = self.selected()
@@ -214,11 +212,9 @@ class QueueTab(QWidget):
             text = str(e)
         if text:
             self.message.emit(text)
-        self.refresh()
 
     def _pause_clicked(self, on: bool) -> None:
         self.message.emit(self.driver.set_paused(on))
-        self.refresh()
 
     # -- adding --------------------------------------------------------------------------------
     def add(self, config: dict[str, Any], target: str | None = None, parent_id: str | None = None,
@@ -233,7 +229,7 @@ class QueueTab(QWidget):
             self.message.emit(str(result))
             return
         self.message.emit(self.driver.added_text(result))  # type: ignore[arg-type]
-        self.refresh()
+        self.driver.refresh()
         self.tick()  # it may start at once
 
     def show_series(self) -> Any:
@@ -247,4 +243,6 @@ class QueueTab(QWidget):
         return dialog
 
     def stop(self) -> None:
+        """The tab goes (the window closes, or is rebuilt in another language)."""
         self.timer.stop()
+        self.driver.events.changed.disconnect(self.show_timeline)

@@ -1,11 +1,13 @@
 """The window's side of the queue, headless: the window drives the queue while it is open
 (unless another runner, e.g. `ternit queue run`, already does: then it only shows it, and
 takes over when that one ends), puts the form's run or a series in it, edits it, and says
-what changed in a tray message.
+what changed.
 
-ui/queue_tab.py and the form's «В очередь» / «Серия…» show what this decides; `tick()` is
-called from a worker thread (a Kaggle start uploads and pushes), everything else from the
-window's thread.
+It announces (`QueueDriver.events`, the pattern of app/window/events.py): `changed(timeline)`
+— the queue as it is now, after a round or an edit — and `news(title, text)` — a tray
+message. ui/queue_tab.py and the window subscribe. `tick()` and `add()` run in a worker
+thread (a Kaggle start uploads and pushes; the pre-check is a child process); `refresh()`,
+called in the window's thread after them, announces.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from ..base.numbers import parse_number
 from ..base.state import StateError
 from ..form import fields as F
 from ..runs.manager import RunManager
+from ..window.events import Event
 from .adding import Added, add_runs
 from .lock import RunnerBusy
 from .runner import QueueRunner
@@ -74,8 +77,18 @@ def queue_target(config: dict[str, Any]) -> tuple[str, str]:
     return "local", "auto"
 
 
+class QueueEvents:
+    """- `changed(timeline)`: the queue, its prediction and who drives it, as they are now;
+    - `news(title, text)`: a run skipped or retried, the queue emptied (a tray message)."""
+
+    def __init__(self) -> None:
+        self.changed = Event("queue.changed")
+        self.news = Event("queue.news")
+
+
 class QueueDriver:
     def __init__(self, runs: RunManager) -> None:
+        self.events = QueueEvents()
         self.runner = QueueRunner(runs, t("окно лаборатории", "the lab's window"), poll_runs=False)
         self.store = self.runner.store
         self.planner = self.runner.planner
@@ -128,6 +141,14 @@ class QueueDriver:
     # -- showing -----------------------------------------------------------------------------
     def timeline(self) -> Timeline:
         return self.planner.timeline()
+
+    def refresh(self) -> Timeline:
+        """Announce the queue as it is now, and what changed since the last look."""
+        tl = self.timeline()
+        self.events.changed.emit(tl)
+        for title, text in self.news(tl):
+            self.events.news.emit(title, text)
+        return tl
 
     def news(self, tl: Timeline) -> list[tuple[str, str]]:
         """Tray messages for what changed since the last look, whoever drives the queue: a
@@ -195,6 +216,7 @@ class QueueDriver:
 
     def remove(self, item_id: int) -> str:
         it = self.store.remove(item_id)
+        self.refresh()
         return t(f"Убран из очереди: {it.name}", f"Taken out of the queue: {it.name}")
 
     def move(self, item_id: int, by: int) -> str:
@@ -203,14 +225,17 @@ class QueueDriver:
         if item_id not in waiting:
             raise QueueError(t("переставлять можно только ждущие прогоны", "only waiting runs can be moved"))
         self.store.move(item_id, waiting.index(item_id) + 1 + by)
+        self.refresh()
         return ""
 
     def hold(self, item_id: int, held: bool) -> str:
         it = self.store.set_held(item_id, held)
-        return t(f"{it.name}: {it.label()}", f"{it.name}: {it.label()}")
+        self.refresh()
+        return f"{it.name}: {it.label()}"
 
     def set_paused(self, paused: bool) -> str:
         self.store.set_paused(paused)
+        self.refresh()
         return t("Очередь приостановлена: идущие прогоны идут, новые не начинаются",
                  "The queue is paused: running runs go on, no new one starts") if paused else \
             t("Очередь продолжается", "The queue goes on")
