@@ -228,3 +228,22 @@ def test_run_in_the_background_is_refused_while_another_runner_drives(lab, capsy
     finally:
         held.release()
     assert cli.main(["run", "--wait"]) == 0  # an empty queue: nothing to drive, done
+
+
+def test_a_run_stopped_before_its_start_is_not_launched_by_the_next_runner(lab, tiny_data):
+    """The runner died after creating the run; meanwhile the user stopped it in the history
+    (it never started). The next runner settles it as stopped, and starts nothing."""
+    reg, store = lab
+    it = store.add(cfg(tiny_data, "stopped"), "local")
+    manager = RunManager(reg)
+    run_id = reg.reserve_run_id(it.name)
+    assert store.claim(it.id, "local", run_id)
+    manager.create(run_config(store.item(it.id)), run_id=run_id)
+    manager.stop(run_id)  # «Остановить» on a run that has not started
+    runner = QueueRunner(RunManager(reg), "test")
+    runner.start()
+    runner.tick()
+    runner.close()
+    rec = reg.get(run_id)
+    assert rec.status == st.STOPPED and rec.pid is None
+    assert store.item(it.id).state == DONE

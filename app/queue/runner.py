@@ -185,7 +185,9 @@ class QueueRunner:
             rec = self._create(it)
             if rec is None:
                 return [QueueEvent("failed", self.store.item(it.id), self.store.item(it.id).message or "")]
-        if it.step != LAUNCHING or not self._launched(rec):
+        if rec.ended:
+            pass  # stopped by the user before it started (or it already ran): nothing to launch
+        elif it.step != LAUNCHING or not self._launched(rec):
             self.store.set_step(it.id, LAUNCHING)
             faults.point("launching")
             try:
