@@ -139,9 +139,10 @@ class QueueTab(QWidget):
         self._ticking = True
         run_in_thread(self.driver.tick if self.drive else (lambda: None), self._ticked, self, name="queue")
 
-    def _ticked(self, _: object) -> None:
+    def _ticked(self, result: object) -> None:
         self._ticking = False
-        self.driver.refresh()  # announced: show_timeline below (and the window's tray)
+        # Announced: show_timeline below, and the window's tray.
+        self.driver.refresh(result if isinstance(result, Timeline) else None)
 
     def show_timeline(self, tl: Timeline) -> None:
         """What the driver announced: the list, the timeline, the pause, who drives."""

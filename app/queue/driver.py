@@ -114,17 +114,20 @@ class QueueDriver:
         self.other_runner = ""
         return True
 
-    def tick(self) -> None:
-        """One round of the runner (worker thread); a failure is logged and tried again at
-        the next round — the queue's state stays as it was."""
+    def tick(self) -> Timeline | None:
+        """One round of the runner (worker thread), and the queue as it then is — computed
+        here, off the window's thread (its estimates read the measured runs' folders). A
+        failure is logged and tried again at the next round; the queue stays as it was."""
         try:
             with self._round:
                 if self.take():
                     self.runner.tick()
+                return self.timeline()
         except (StateError, sqlite3.Error, OSError) as e:
             log.warning("the queue's round did not finish: %s", e)
         except Exception:  # noqa: BLE001 - the window keeps going; the next round retries
             log.exception("the queue's round failed")
+        return None
 
     def close(self, wait_s: float = 10.0) -> None:
         """The window closes: the queue stays as it is; the next runner carries on. A round
@@ -142,9 +145,10 @@ class QueueDriver:
     def timeline(self) -> Timeline:
         return self.planner.timeline()
 
-    def refresh(self) -> Timeline:
-        """Announce the queue as it is now, and what changed since the last look."""
-        tl = self.timeline()
+    def refresh(self, tl: Timeline | None = None) -> Timeline:
+        """Announce the queue as it is now (`tl`, when a round just computed it), and what
+        changed since the last look."""
+        tl = tl if tl is not None else self.timeline()
         self.events.changed.emit(tl)
         for title, text in self.news(tl):
             self.events.news.emit(title, text)
