@@ -247,3 +247,22 @@ def test_a_run_stopped_before_its_start_is_not_launched_by_the_next_runner(lab, 
     rec = reg.get(run_id)
     assert rec.status == st.STOPPED and rec.pid is None
     assert store.item(it.id).state == DONE
+
+
+def test_the_timeline_has_a_row_per_machine_lanes_for_sessions_at_once_and_the_refresh(lab):
+    from app.kaggle.credentials import Credential, CredentialStore
+    from app.kaggle.quota import Quota
+    from app.kaggle.store import KaggleStore
+
+    reg, store = lab
+    refresh = time.time() + 2 * 86400
+    CredentialStore().add(Credential("alice", "k" * 32))
+    KaggleStore(reg.state).set_quota("alice", Quota(30 * 3600, 10 * 3600, 0, refresh, time.time()))
+    for n in "abc":
+        store.add(cfg(name=n), "kaggle")
+    tl = Planner(store, reg).timeline()
+    assert tl.machines == ["local", "kaggle:alice"] and tl.refreshes["kaggle:alice"][0] == pytest.approx(refresh)
+    bars = {b.name: b for b in tl.bars()}
+    assert {(b.row, b.lane, b.lanes) for b in (bars["a"], bars["b"])} == {(1, 0, 2), (1, 1, 2)}
+    assert bars["c"].start >= min(bars["a"].end, bars["b"].end) - 60  # Kaggle's two sessions: the third waits
+    assert "↻" in tl.machine_text("kaggle:alice") and "↻" not in tl.machine_text("local")

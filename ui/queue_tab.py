@@ -113,6 +113,8 @@ class QueueTab(QWidget):
         self.timeline_slot = QLabel(t("График очереди появится здесь", "The queue's timeline appears here"))
         self.timeline_slot.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.split.addWidget(self.timeline_slot)
+        self.split.setStretchFactor(0, 1)
+        self.split.setStretchFactor(1, 1)
         col.addWidget(self.split, 1)
         self._selection_changed()
 

@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QGraphicsRectItem
 
 from app.base.i18n import t
 from app.queue.store import DONE, FAILED, RUNNING, STARTING, WAITING
-from app.queue.world import Bar, Timeline, machine_label
+from app.queue.world import Bar, Timeline
 
 from . import palette
 
@@ -50,15 +50,20 @@ class QueueTimeline(pg.PlotWidget):
             self._draw_refresh(tl.machines.index(machine), times)
         self._now.setValue(tl.now)
         axis = self.getPlotItem().getAxis("left")
-        axis.setTicks([[(i, machine_label(m)) for i, m in enumerate(tl.machines)]])
+        axis.setTicks([[(i, tl.machine_text(m)) for i, m in enumerate(tl.machines)]])
         self.setYRange(-0.6, max(0.6, len(tl.machines) - 0.4), padding=0)
+        # Tall enough that each lane's label fits: a row per machine, a lane per session at once.
+        lanes = {b.row: b.lanes for b in self.bars}
+        self.setMinimumHeight(60 + sum(30 * lanes.get(i, 1) for i in range(len(tl.machines))))
         ends = [b.end for b in self.bars] or [tl.now + 3600.0]
         starts = [b.start for b in self.bars] or [tl.now]
         self.setXRange(min(min(starts), tl.now) - 60.0, max(ends) + 60.0, padding=0.02)
 
     def _draw_bar(self, bar: Bar) -> None:
         color = QColor(palette.color(STATE_COLORS.get(bar.state, "muted")))
-        rect = QGraphicsRectItem(QRectF(bar.start, bar.row - BAR_HEIGHT / 2, bar.end - bar.start, BAR_HEIGHT))
+        height = BAR_HEIGHT / bar.lanes
+        bottom = bar.row - BAR_HEIGHT / 2 + bar.lane * height
+        rect = QGraphicsRectItem(QRectF(bar.start, bottom, bar.end - bar.start, height * 0.92))
         fill = QColor(color)
         fill.setAlpha(110 if bar.state == WAITING else 170)
         rect.setBrush(QBrush(fill))
@@ -68,7 +73,10 @@ class QueueTimeline(pg.PlotWidget):
         rect.setToolTip(bar.name)
         self.addItem(rect)
         label = pg.TextItem(bar.name, color=palette.color("ink"), anchor=(0, 0.5))
-        label.setPos(bar.start, bar.row)
+        font = label.textItem.font()
+        font.setPointSizeF(font.pointSizeF() * 0.85)
+        label.setFont(font)
+        label.setPos(bar.start, bottom + height / 2)
         self.addItem(label)
         self._items += [rect, label]
 

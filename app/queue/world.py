@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from .. import sizing
@@ -66,7 +67,8 @@ class Row:
 
 @dataclass(frozen=True)
 class Bar:
-    """One run on the timeline: its machine's row, from start to (expected) end."""
+    """One run on the timeline: its machine's row (and the lane within it, for runs at the
+    same time on one Kaggle account), from start to (expected) end."""
 
     row: int
     machine: str
@@ -75,6 +77,8 @@ class Bar:
     item_id: int
     name: str
     state: str
+    lane: int = 0
+    lanes: int = 1
 
 
 @dataclass(frozen=True)
@@ -95,15 +99,31 @@ class Timeline:
 
     def bars(self) -> list[Bar]:
         """The runs that have (or are expected to have) a machine and a time, one row per
-        machine; a bar is at least a minute wide, to be seen."""
+        machine, runs overlapping in time in lanes of their row; a bar is at least a minute
+        wide, to be seen."""
         index = {m: i for i, m in enumerate(self.machines)}
-        out = []
-        for r in self.rows:
+        placed: dict[str, list[tuple[float, float, int, Row]]] = {}
+        for r in sorted(self.rows, key=lambda r: r.start or 0.0):
             if r.machine is None or r.start is None or r.machine not in index:
                 continue
             end = max(r.end if r.end is not None else r.start, r.start + 60.0)
-            out.append(Bar(index[r.machine], r.machine, r.start, end, r.item.id, r.item.name, r.item.state))
+            lanes = placed.setdefault(r.machine, [])
+            busy = {lane for s, e, lane, _ in lanes if s < end and r.start < e}
+            lanes.append((r.start, end, min(set(range(len(busy) + 1)) - busy), r))
+        out = []
+        for machine, lanes in placed.items():
+            count = max(lane for _, _, lane, _ in lanes) + 1
+            out += [Bar(index[machine], machine, s, e, r.item.id, r.item.name, r.item.state, lane, count)
+                    for s, e, lane, r in lanes]
         return out
+
+    def machine_text(self, machine: str) -> str:
+        """A row's label: the machine, and for an account when its quota refreshes next."""
+        times = self.refreshes.get(machine) or []
+        label = machine_label(machine)
+        if times:
+            label += " · ↻ " + datetime.fromtimestamp(times[0]).strftime("%d.%m %H:%M")
+        return label
 
 
 def machine_label(machine: str | None) -> str:
