@@ -26,7 +26,7 @@ from app.base.i18n import t
 from app.base.numbers import field_text
 from app.queue.driver import QueueDriver, SeriesField, parse_values, series_fields
 from app.queue.series import Results, short_key, values_text
-from app.queue.store import QueueError
+from app.queue.store import QueueError, state_label
 
 from . import palette
 
@@ -132,7 +132,7 @@ class SeriesResultsDialog(QDialog):
             loss = "—" if r.val_loss is None else f"{r.val_loss:.4f}" + (
                 f" ({r.val_low:.4f}…{r.val_high:.4f})" if r.val_low is not None and r.val_high is not None else "")
             bpb = "—" if r.bits_per_byte is None else f"{r.bits_per_byte:.3f}"
-            cells = [str(r.values.get(k, "")) for k in res.keys] + [loss, bpb, str(r.step or "—"), r.state]
+            cells = [str(r.values.get(k, "")) for k in res.keys] + [loss, bpb, str(r.step or "—"), state_label(r.state)]
             for j, text in enumerate(cells):
                 cell = QTableWidgetItem(("★ " if j == 0 and r.item_id == res.winner else "") + text)
                 if r.item_id == res.winner:

@@ -35,6 +35,12 @@ LABELS = {
 }
 
 
+def state_label(state: str, lang: str | None = None) -> str:
+    from ..base.i18n import pick
+
+    return pick(LABELS[state], lang) if state in LABELS else state
+
+
 class QueueError(ValueError):
     """A queue edit that cannot be made: the message says why and what to do."""
 
@@ -85,9 +91,7 @@ class Item:
         return self.state in (WAITING, DONE, FAILED)
 
     def label(self, lang: str | None = None) -> str:
-        from ..base.i18n import pick
-
-        text = pick(LABELS[self.state], lang) if self.state in LABELS else self.state
+        text = state_label(self.state, lang)
         if self.held and self.state == WAITING:
             text = t("отложен", "held", lang)
         return text
