@@ -86,8 +86,10 @@ def test_kaggle_needs_an_account_and_a_limit_under_its_session(ctx):
     form.set("machine", "bob")
     assert any("bob" in b for b in form.start_blockers())
     form.set("machine", "alice")
-    form.set_text("limit_min", "800")
-    assert any("720" in b for b in form.start_blockers())
+    form.set_text("limit_min", "710")  # under the 12-hour session, but no room for the final checkpoint
+    assert any("705 мин" in b for b in form.start_blockers())
+    form.set_text("limit_min", "705")
+    assert form.can_start(), form.start_blockers()
     form.set("machine", "local")  # back home: the GPU choice follows
     assert form.values["gpu"] == "cpu" and form.can_start()
     labels = dict(form.machine_choices())

@@ -15,7 +15,7 @@ from ..i18n import t
 from .backoff import Backoff
 from .client import AccountClient
 from .credentials import Credential, CredentialStore, read_kaggle_json
-from .errors import AuthError, GlobalTokenSet, KaggleError, NetworkDown, Transient
+from .errors import AuthError, KaggleError, NetworkDown, Transient
 from .quota import Quota
 from .store import ACCOUNT_INVALID, ACCOUNT_UNKNOWN, ACCOUNT_UNREACHABLE, DatasetRow, KaggleStore
 
@@ -74,7 +74,7 @@ class Accounts:
         for c in creds:
             self.store.ensure_account(c.username)
             old = before.get(c.username)
-            if old is not None and old.key != c.key:
+            if old is not None and old.secret != c.secret:
                 row = rows.get(c.username)
                 with _replaced_lock:
                     _replaced[c.username] = (old, row.key_status if row else ACCOUNT_UNKNOWN,
@@ -93,12 +93,11 @@ class Accounts:
 
     # -- checking -----------------------------------------------------------------------------
     def check(self, username: str) -> CheckResult:
-        """Ask Kaggle for the account's quota: proves the key and refreshes the numbers."""
+        """Ask Kaggle for the account's quota: the one call that proves the key or token (a
+        missing dataset or kernel says nothing about it) and refreshes the numbers."""
         try:
             client = self.client(username)
             q = client.quota()
-        except GlobalTokenSet as e:  # nothing was asked: the key's status stays as it was
-            return CheckResult(username, False, str(e))
         except AuthError as e:
             with _replaced_lock:
                 replaced = _replaced.pop(username, None)

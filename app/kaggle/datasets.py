@@ -33,7 +33,7 @@ from trainer.config import lean_mode
 
 from .. import paths
 from ..i18n import t
-from ..numbers import decimal_text
+from ..numbers import decimal_text, duration_text
 from .client import AccountClient
 from .errors import KaggleError, UploadFailed
 from .store import KaggleStore, combine
@@ -222,32 +222,76 @@ def _stage(bundle: Bundle, username: str, folder: Path) -> None:
             shutil.copy2(src, dst)
 
 
+class Cancelled(KaggleError):
+    """The user stopped the run while the lab waited for Kaggle: nothing was pushed."""
+
+
+# How many status answers in a row may say "not there" right after the lab created a
+# dataset before it counts as deleted (Kaggle may take a moment to list a new one).
+ABSENT_AFTER_CREATE = 3
+
+
 def ensure(client: AccountClient, store: KaggleStore, bundle: Bundle, progress: Progress | None = None,
-           ready_timeout_s: float = 3600.0, poll_s: float = 5.0) -> str:
-    """The dataset's ref on this account, uploading it first unless the account holds it."""
+           ready_timeout_s: float = 3600.0, poll_s: float = 5.0,
+           cancelled: Callable[[], bool] | None = None) -> str:
+    """The dataset's ref on this account, uploading it first unless the account holds it,
+    then waiting until Kaggle has processed it (a kernel cannot mount it before), saying how
+    long it has waited. Absent is absent (403 or 404, never a refused key); a dataset deleted
+    while the lab waits is said at once; `cancelled()` true stops the wait (Cancelled)."""
     say = progress or (lambda _msg: None)
     user = client.username
     ref = bundle.ref(user)
-    known = store.dataset(user, bundle.content_hash)
-    state = client.dataset_ready(ref)
-    if state is None:
-        if known is not None:  # deleted on Kaggle since: upload again
+    stage = client.dataset_stage(ref)
+    if stage is None:
+        if store.dataset(user, bundle.content_hash) is not None:  # deleted on Kaggle since: upload again
             store.drop_dataset(user, bundle.content_hash)
-        mb = bundle.size / 1e6
-        say(t(f"загрузка на {user}: {bundle.label} ({decimal_text(mb, 1, 'ru')} МБ)",
-              f"uploading to {user}: {bundle.label} ({decimal_text(mb, 1, 'en')} MB)"))
-        with tempfile.TemporaryDirectory(prefix="ternit-dataset-") as tmp:
-            _stage(bundle, user, Path(tmp))
-            created = client.dataset_create(Path(tmp))
-        if created and created.strip("/").split("/")[-2:] != ref.split("/"):
-            raise UploadFailed(t(f"Kaggle создал {created} вместо {ref}", f"Kaggle created {created} instead of {ref}"))
-        state = client.dataset_ready(ref)
-    deadline = time.monotonic() + ready_timeout_s
-    while not state:
-        if time.monotonic() > deadline:
-            raise UploadFailed(t(f"датасет {ref} так и не стал готов на Kaggle", f"dataset {ref} never became ready on Kaggle"))
-        say(t(f"Kaggle обрабатывает {ref}…", f"Kaggle is processing {ref}…"))
-        time.sleep(poll_s)
-        state = client.dataset_ready(ref)
+        _upload(client, bundle, ref, say)
+        stage = _stage_after_create(client, ref, poll_s)
+    _wait_ready(client, bundle, ref, stage, say, ready_timeout_s, poll_s, cancelled)
     store.record_dataset(user, bundle.content_hash, bundle.kind, ref, bundle.label, bundle.size)
     return ref
+
+
+def _upload(client: AccountClient, bundle: Bundle, ref: str, say: Progress) -> None:
+    user = client.username
+    mb = bundle.size / 1e6
+    say(t(f"загрузка на {user}: {bundle.label} ({decimal_text(mb, 1, 'ru')} МБ)",
+          f"uploading to {user}: {bundle.label} ({decimal_text(mb, 1, 'en')} MB)"))
+    with tempfile.TemporaryDirectory(prefix="ternit-dataset-") as tmp:
+        _stage(bundle, user, Path(tmp))
+        created = client.dataset_create(Path(tmp))
+    if created and created.strip("/").split("/")[-2:] != ref.split("/"):
+        raise UploadFailed(t(f"Kaggle создал {created} вместо {ref}", f"Kaggle created {created} instead of {ref}"))
+
+
+def _stage_after_create(client: AccountClient, ref: str, poll_s: float) -> str | None:
+    for attempt in range(ABSENT_AFTER_CREATE):
+        stage = client.dataset_stage(ref)
+        if stage is not None or attempt == ABSENT_AFTER_CREATE - 1:
+            return stage
+        time.sleep(poll_s)
+    return None
+
+
+def _wait_ready(client: AccountClient, bundle: Bundle, ref: str, stage: str | None, say: Progress,
+                timeout_s: float, poll_s: float, cancelled: Callable[[], bool] | None) -> None:
+    started = time.monotonic()
+    while stage != "ready":
+        if stage is None:
+            raise UploadFailed(t(
+                f"датасет {ref} исчез с Kaggle (удалён?) — запустите прогон ещё раз, лаборатория загрузит его заново",
+                f"dataset {ref} is gone from Kaggle (deleted?) — start the run again and the lab uploads it anew"))
+        if stage == "failed":
+            raise UploadFailed(t(f"Kaggle не смог обработать датасет {ref}; запустите прогон ещё раз",
+                                 f"Kaggle failed to process dataset {ref}; start the run again"))
+        waited = time.monotonic() - started
+        if waited > timeout_s:
+            raise UploadFailed(t(f"датасет {ref} так и не стал готов на Kaggle за {duration_text(waited)}",
+                                 f"dataset {ref} never became ready on Kaggle in {duration_text(waited)}"))
+        if cancelled is not None and cancelled():
+            raise Cancelled(t("остановлен, пока Kaggle обрабатывал датасет: на Kaggle ничего не запущено",
+                              "stopped while Kaggle processed a dataset: nothing runs on Kaggle"))
+        say(t(f"Kaggle обрабатывает {bundle.label} ({ref}): {stage.replace('_', ' ')}, ждём {duration_text(waited, 'ru')}",
+              f"Kaggle is processing {bundle.label} ({ref}): {stage.replace('_', ' ')}, waited {duration_text(waited, 'en')}"))
+        time.sleep(poll_s)
+        stage = client.dataset_stage(ref)
