@@ -14,7 +14,6 @@ import pytest
 
 from app.kaggle.accounts import Accounts
 from app.kaggle.client import AccountClient
-from app.kaggle.sdk import import_kaggle
 from app.kaggle.credentials import (
     Credential,
     CredentialsError,
@@ -25,6 +24,7 @@ from app.kaggle.credentials import (
     read_kaggle_json,
     read_token_file,
 )
+from app.kaggle.sdk import import_kaggle
 from app.kaggle.store import KaggleStore
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts

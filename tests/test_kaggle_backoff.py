@@ -12,7 +12,15 @@ import pytest
 from app.kaggle.backoff import Backoff, retry_after_seconds
 from app.kaggle.client import AccountClient
 from app.kaggle.credentials import Credential
-from app.kaggle.errors import AuthError, NetworkDown, NotFound, PushRefused, Stalled, Transient, UploadFailed
+from app.kaggle.errors import (
+    AuthError,
+    NetworkDown,
+    NotFound,
+    PushRefused,
+    Stalled,
+    Transient,
+    UploadFailed,
+)
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS
 

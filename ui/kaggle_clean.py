@@ -7,11 +7,11 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel, QMessageBox, QPushButton, QWidget
 
-from app.i18n import t
+from app.base.i18n import t
+from app.base.numbers import bytes_text
 from app.kaggle import cleanup
 from app.kaggle.accounts import Accounts
 from app.kaggle.store import KaggleStore
-from app.numbers import bytes_text
 
 from .background import run_in_thread
 

@@ -9,8 +9,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .. import run_status as st
-from ..i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 from . import datasets
 from .errors import AuthError, KaggleError, NetworkDown, Transient
 from .picker import Candidate, Pick, Want, capacities, pick

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..i18n import t
-from ..numbers import bytes_text
+from ..base.i18n import t
+from ..base.numbers import bytes_text
 from .accounts import Accounts
 from .client import LAB_SLUG_PREFIX
 from .datasets import SLUG_KIND

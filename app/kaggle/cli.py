@@ -19,9 +19,9 @@ import json
 import sys
 from datetime import datetime
 
-from ..cli_args import Parser
-from ..i18n import t
-from ..numbers import bytes_text
+from ..base.cli_args import Parser
+from ..base.i18n import t
+from ..base.numbers import bytes_text
 from . import cleanup
 from .accounts import Accounts, AccountView, key_status_text
 from .credentials import (

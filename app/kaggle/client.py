@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..i18n import t
+from ..base.i18n import t
 from . import settings as kaggle_settings
 from .backoff import Backoff
 from .credentials import Credential

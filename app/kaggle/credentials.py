@@ -20,8 +20,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import atomic, paths
-from ..i18n import t
+from ..base import atomic, paths
+from ..base.i18n import t
 
 FILE_NAME = "kaggle_credentials.json"
 TOKEN_PREFIX = "KGAT_"  # Kaggle's API tokens (kaggle-cli PR #1005 reads a KGAT_ "key" as a token)

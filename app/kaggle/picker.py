@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..i18n import t
+from ..base.i18n import t
 from . import settings as kaggle_settings
 from .accounts import Accounts, key_status_text
 from .quota import hours, refresh_text

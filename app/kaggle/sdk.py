@@ -37,7 +37,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from .. import paths
+from ..base import paths
 from .credentials import Credential
 
 ENDPOINT_ENV = "TERNIT_KAGGLE_ENDPOINT"

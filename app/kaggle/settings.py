@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from trainer.config import KAGGLE_END_MARGIN_MIN
 
-from .. import settings as lab_settings
+from ..base import settings as lab_settings
 
 DEFAULT_MARGIN_MIN = KAGGLE_END_MARGIN_MIN  # session set-up, the final checkpoint, the outputs' upload
 DEFAULT_POLL_S = 15.0

@@ -13,9 +13,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import run_status as st
-from ..i18n import t
-from ..numbers import duration_text
+from ..base import run_status as st
+from ..base.i18n import t
+from ..base.numbers import duration_text
 from . import follow
 from .client import AccountClient
 from .errors import KaggleError, NetworkDown, NotFound, Stalled, Transient

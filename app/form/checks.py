@@ -1,5 +1,5 @@
 """The «Новый прогон» form's checks: what it says about each field, and whether Start can
-go. A mixin of app.form.RunForm (its values, context and estimate), kept apart so that the
+go. A mixin of app.form.run_form.RunForm (its values, context and estimate), kept apart so that the
 form's state and its rules each read as one screen per idea.
 """
 
@@ -15,11 +15,11 @@ from trainer.config import (
     kaggle_limit_max,
 )
 
+from .. import sizing
+from ..base.i18n import current_language, t
+from ..base.numbers import count_text, format_value
 from . import fields as F
-from . import form_sizes as sizes
-from . import sizing
-from .i18n import current_language, t
-from .numbers import count_text, format_value
+from . import sizes
 from .tokens_per_step import problem as tokens_problem
 
 AUTO_MACHINE = "auto"  # «Авто»: the lab picks the Kaggle account
@@ -47,7 +47,7 @@ def gpu_label(key: str, lang: str | None = None) -> str:
 
 
 class FormChecks:
-    """The checks of RunForm (app/form.py), which supplies `values`, `ctx`, `continuing`,
+    """The checks of RunForm (app/form/run_form.py), which supplies `values`, `ctx`, `continuing`,
     `texts` and the estimate."""
 
     values: dict[str, Any]
