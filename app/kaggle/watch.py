@@ -25,8 +25,9 @@ log = logging.getLogger(__name__)
 FINAL_KERNEL = ("COMPLETE", "ERROR", "CANCEL_REQUESTED", "CANCEL_ACKNOWLEDGED")
 
 FOLLOW_ERRORS_TOLERATED = 20  # consecutive odd answers while following before the leg is failed
-# A kernel Kaggle says is not there (403/404) this long after its push is deleted, not late
-# to appear: the leg ends with one line instead of being waited on.
+# A kernel Kaggle says is not there (403/404) after it answered for it once, or this long
+# after its push, is deleted, not late to appear: the leg ends with one line instead of being
+# waited on.
 KERNEL_APPEARS_WITHIN_S = 120.0
 
 
@@ -90,6 +91,8 @@ class LegWatch:
         client = self.accounts.client(leg["account"])
         ref = leg["kernel_ref"]
         status, failure = client.kernel_status(ref)
+        if status != leg.get("kernel_status"):  # Kaggle has seen the kernel (a later 403 means deleted)
+            leg = self.store.update_leg(run_id, kernel_status=status)
         if status == "QUEUED" or status == "NEW_SCRIPT":
             self._status(run_id, st.QUEUED, self._queued_message(leg))
             self._sleep(self.settings.poll_s)
@@ -154,7 +157,7 @@ class LegWatch:
     @staticmethod
     def _kernel_gone(leg: dict[str, Any]) -> bool:
         pushed = leg.get("pushed_at")
-        return pushed is None or time.time() - float(pushed) > KERNEL_APPEARS_WITHIN_S
+        return bool(leg.get("kernel_status")) or pushed is None or time.time() - float(pushed) > KERNEL_APPEARS_WITHIN_S
 
     @staticmethod
     def _gone_message(leg: dict[str, Any], e: BaseException) -> str:
