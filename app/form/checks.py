@@ -54,6 +54,7 @@ class FormChecks:
     ctx: Any
     continuing: Any
     texts: dict[str, str]
+    kaggle_room: Any  # RunForm.kaggle_room
 
     def _number_issue(self, name: str) -> Issue | None:
         spec = F.spec(name)
@@ -192,6 +193,9 @@ class FormChecks:
                     out.append(Issue("machine", "error", t(
                         f"Ключ аккаунта {acc.name} не работает: проверьте его в «Аккаунты»",
                         f"The key of account {acc.name} does not work: check it in «Accounts»")))
+            room = self.kaggle_room()
+            if room is not None and not room.fits:  # its checkpoints could not come back from Kaggle
+                out.append(Issue("machine", "error", room.text()))
             top = kaggle_limit_max()  # the run.json contract's rule (trainer/config.py)
             if isinstance(v["limit_min"], (int, float)) and v["limit_min"] > top:
                 out.append(Issue("limit_min", "error", t(

@@ -9,6 +9,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from trainer.checkpoint_index import is_checkpoint
+
 from ..base import run_status as st
 from ..base.i18n import t
 from . import datasets
@@ -97,7 +99,7 @@ class LegPlanning:
         resume = config.get("resume_from")
         if resume:
             path = Path(resume)
-            if not path.is_file():
+            if not is_checkpoint(path):  # a .pt file, or a sharded run's .dcp folder
                 raise KaggleError(t(f"чекпоинт {path} не найден", f"checkpoint {path} does not exist"))
             out.append(datasets.checkpoint_bundle(path, self.store))
         return out

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.checkpoint_index import hash_path, is_dcp
 from trainer.config import lean_mode
 
 from ..base import paths
@@ -50,6 +51,7 @@ class Bundle:
     content_hash: str
     files: tuple[tuple[str, Path], ...]  # (name inside the dataset, local file)
     label: str
+    marker: tuple[tuple[str, Any], ...] = ()  # more for the marker file (a sharded checkpoint's layout)
 
     @property
     def slug(self) -> str:
@@ -201,10 +203,39 @@ def data_hash_cached(data_dir: Path, store: KaggleStore) -> str | None:
     return combine(parts)
 
 
-def checkpoint_bundle(path: Path, store: KaggleStore) -> Bundle:
+def checkpoint_hash_cached(path: Path, store: KaggleStore) -> str | None:
+    """A checkpoint's dataset hash without reading it whole (for the form): a .dcp folder's
+    from its SHA-256 list, a .pt file's if cached."""
     path = Path(path)
-    digest = store.file_sha256(path)
-    return Bundle("checkpoint", digest, ((path.name, path),), t(f"чекпоинт {path.name}", f"checkpoint {path.name}"))
+    if is_dcp(path):
+        try:
+            return hashlib.sha256(hash_path(path).read_text(encoding="utf-8").encode()).hexdigest()
+        except OSError:
+            return None
+    return store.cached_sha256(path)
+
+
+def checkpoint_bundle(path: Path, store: KaggleStore) -> Bundle:
+    """A checkpoint to continue from: a step-*.pt file as it is; a sharded run's step-*.dcp
+    folder as its files, flat, under plain names (dcp-000…: no folder to archive, no dot
+    file such as .metadata to lose), their real names and the folder's SHA-256 list in the
+    marker, from which the kernel puts the folder back together (links, no copy). Its
+    size is bounded by Kaggle's outputs (app/kaggle/room.py), far under a dataset's limit."""
+    path = Path(path)
+    label = t(f"чекпоинт {path.name}", f"checkpoint {path.name}")
+    if not is_dcp(path):
+        return Bundle("checkpoint", store.file_sha256(path), ((path.name, path),), label)
+    try:
+        manifest = hash_path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise KaggleError(t(f"у чекпоинта {path.name} нет списка SHA-256 ({hash_path(path).name}): он неполон",
+                            f"checkpoint {path.name} has no SHA-256 list ({hash_path(path).name}): it is incomplete")) from e
+    inside = sorted(f for f in path.rglob("*") if f.is_file())
+    staged = tuple((f"dcp-{i:03d}", f) for i, f in enumerate(inside))
+    layout = {"name": path.name, "manifest": manifest,
+              "files": {name: f.relative_to(path).as_posix() for name, f in staged}}
+    digest = hashlib.sha256(manifest.encode()).hexdigest()  # the checkpoint's own hash (its event's)
+    return Bundle("checkpoint", digest, staged, label, (("dcp", layout),))
 
 
 def _stage(bundle: Bundle, username: str, folder: Path) -> None:
@@ -212,7 +243,7 @@ def _stage(bundle: Bundle, username: str, folder: Path) -> None:
             "subtitle": "Ternit Lab: private files for training kernels"}
     (folder / "dataset-metadata.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     (folder / MARKER).write_text(json.dumps({"kind": bundle.kind, "hash": bundle.content_hash,
-                                             "lab": "ternit-lab"}), encoding="utf-8")
+                                             "lab": "ternit-lab", **dict(bundle.marker)}), encoding="utf-8")
     for name, src in bundle.files:
         dst = folder / name
         dst.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from typing import Any
 from ..base.i18n import t
 from . import settings as kaggle_settings
 from .accounts import Accounts, AccountView
-from .datasets import cached_lean_wheel, code_bundle, data_hash_cached, needs_wheel, wheel_cache_dir
+from .datasets import cached_lean_wheel, checkpoint_hash_cached, code_bundle, data_hash_cached, needs_wheel, wheel_cache_dir
 from .picker import Pick, Want, capacity, pick
 from .store import KaggleStore
 
@@ -62,7 +62,7 @@ def auto_pick(config: dict[str, Any], store: KaggleStore | None = None) -> Pick:
         want = Want(
             data=(data_hash_cached(Path(data_dir), store) or "") if data_dir else "",
             code=_code_hash(needs_wheel(config)),
-            checkpoint=(store.cached_sha256(Path(resume)) or "") if resume else "",
+            checkpoint=(checkpoint_hash_cached(Path(resume), store) or "") if resume else "",
         )
         limit = float((config.get("training") or {}).get("limit_min", 630))
         return pick(cands, limit, margin, want)

@@ -28,6 +28,7 @@ from .errors import (
 )
 from .followers import LegLock
 from .picker import Pick, Want
+from .room import output_room
 
 
 class LegPush:
@@ -43,6 +44,9 @@ class LegPush:
         for it (None: the whole «Лимит, мин» — a first leg)."""
         rec = self.registry.get(run_id)
         config = rec.config()
+        room = output_room(config, self.settings.output_bytes)
+        if not room.fits:  # before anything is uploaded: its checkpoints cannot come back
+            raise KaggleError(room.text())
         allot = run_limit_min(config) if allot_min is None else allot_min
         self._current_run = run_id
         self._status(run_id, st.UPLOADING, t("подготовка: хэши данных и кода", "preparing: hashing data and code"))
@@ -127,9 +131,11 @@ class LegPush:
         rec = self.registry.get(leg["run_id"])
         config = rec.config()
         resume = config.get("resume_from")
+        room = output_room(config, self.settings.output_bytes)
         return kernel.KernelPlan(
             leg["account"], leg["kernel_slug"], config, leg["code_hash"], leg["data_hash"],
-            leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs)
+            leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs,
+            keep_checkpoints=max(1, room.keep))
 
     def _push(self, run_id: str, client: AccountClient, refs: tuple[str, ...]) -> None:
         if self._stop_asked(run_id):
