@@ -19,7 +19,8 @@ What it does, like the real service (docs/KAGGLE.md says where each behaviour is
   working/ is the output list. Exit 0 is COMPLETE, anything else ERROR; outputs over
   `output_limit_bytes` when it ends are lost and the kernel is ERROR.
 - Per-account GPU quota (GetAcceleratorQuotaStatistics); a running kernel's wall time is
-  charged to its account, `charge` times over.
+  charged to its account, `charge` times over. At most `max_gpu_sessions` (2) kernels of
+  one account queued or running: a push beyond is refused inside HTTP 200.
 
 The waiting states are counted in the client's own requests, never in time: a test waits
 for nothing but its own polls.
@@ -133,6 +134,7 @@ class FakeKaggle:
         self.charge = charge
         self.refresh_time = datetime.now(timezone.utc) + timedelta(days=3)
         self.dataset_processing_polls = 2
+        self.max_gpu_sessions = 2  # per account, queued or running
         self.kernel_queue_polls = 1
         self.output_limit_bytes: int | None = None
         self.cut_stream_after: int | None = None
@@ -325,6 +327,10 @@ class FakeKaggle:
         refusal = self.refuse_push.get(user)
         if refusal:
             return 200, {"ref": "", "url": "", "error": refusal}
+        with self._lock:
+            busy = [k for k in self.kernels.values() if k.owner == user and k.status in ("QUEUED", "RUNNING")]
+        if len(busy) >= self.max_gpu_sessions:
+            return 200, {"ref": "", "url": "", "error": f"Maximum batch GPU session count of {self.max_gpu_sessions} reached."}
         owner, _, slug = str(body.get("slug", "")).partition("/")
         if owner != user:
             return 403, {"code": 403, "message": "cannot push kernels for another user"}
