@@ -212,3 +212,52 @@ def test_a_mistyped_new_key_does_not_lose_the_key_that_worked(fake):
     assert accounts.creds.get("alice").key == KEYS["alice"]
     assert {v.username: v.key_status for v in accounts.views()}["alice"] == "ok"
     assert accounts.check("alice").ok
+
+
+def test_cli_adds_a_token_from_stdin_or_a_file_and_never_prints_it(fake, tmp_path, monkeypatch, capsys):
+    import io
+
+    from app.kaggle import cli
+
+    fake.add_account("alice", token="KGAT_alice_token_0001", quota_h=30, used_h=3)
+    fake.add_account("bob", token="KGAT_bob_token_00002", quota_h=30)
+    monkeypatch.setattr("sys.stdin", io.StringIO("KGAT_alice_token_0001\n"))
+    assert cli.main(["add-account", "--username", "alice", "--token", "-"]) == 0
+    (tmp_path / "access_token").write_text("KGAT_bob_token_00002\n")
+    assert cli.main(["add-account", "--username", "bob", "--token-file", str(tmp_path / "access_token")]) == 0
+    out = capsys.readouterr()
+    assert "27 ч 00 мин" in out.out and "KGAT_" not in out.out + out.err
+    assert CredentialStore().get("alice").kind == "token" and CredentialStore().get("bob").token == "KGAT_bob_token_00002"
+    assert cli.main(["add-account", "--token", "-"]) == 2  # a token needs its username
+    monkeypatch.setattr("sys.stdin", io.StringIO("KGAT_wrong_token_0003\n"))
+    assert cli.main(["add-account", "--username", "carol", "--token", "-"]) == 1  # 401: said, exit 1
+    assert "не принят" in capsys.readouterr().err
+
+
+def test_cli_clean_lists_the_labs_datasets_with_sizes_and_deletes_what_no_run_needs(fake, tiny_data, capsys):
+    """Uploaded datasets pile up in an account's private storage: `ternit kaggle clean`
+    names them with their sizes, keeps what a leg in flight mounts, deletes the rest on --yes."""
+    from app.kaggle import cli, datasets
+    from app.kaggle.client import AccountClient
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    store = KaggleStore()
+    client = AccountClient(Credential("alice", KEYS["alice"]))
+    data = datasets.data_bundle(tiny_data, store)
+    code = datasets.code_bundle()
+    for b in (data, code):
+        datasets.ensure(client, store, b, poll_s=0.01)
+    fake.datasets["alice/not-the-labs"] = type(fake.datasets[data.ref("alice")])("alice", "not-the-labs", {"x": b"1"})
+    store.add_leg(run_id="r-in-flight", run_dir="/x", account="alice", kernel_slug="k", state="running",
+                  data_hash=data.content_hash, code_hash="0" * 64)
+    store.close()
+    capsys.readouterr()
+    assert cli.main(["clean"]) == 0  # not a terminal, no --yes: listed, nothing deleted
+    out = capsys.readouterr()
+    assert data.slug in out.out and code.slug in out.out and "not-the-labs" not in out.out
+    assert "нужен: r-in-flight" in out.out and "КиБ" in out.out and "--yes" in out.err
+    assert len(fake.datasets) == 3
+    assert cli.main(["clean", "--yes"]) == 0
+    assert set(fake.datasets) == {data.ref("alice"), "alice/not-the-labs"}  # needed, and not the lab's
+    assert [d.kind for d in KaggleStore().holdings("alice")] == ["data"]

@@ -201,3 +201,30 @@ def test_removing_an_account_with_a_run_in_flight_says_so(qtbot, fake, tiny_data
     dlg.remove_selected()
     assert rec.id in asked[0] and "следить" in asked[0]
     assert CredentialStore().names() == ["alice"]
+
+
+def test_accounts_dialog_cleans_the_labs_datasets_after_asking(qtbot, fake, tiny_data):
+    from app.kaggle import datasets
+    from app.kaggle.client import AccountClient
+    from app.kaggle.store import KaggleStore
+    from ui.kaggle_accounts import AccountsDialog
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    store = KaggleStore()
+    client = AccountClient(Credential("alice", KEYS["alice"]))
+    for bundle in (datasets.data_bundle(tiny_data, store), datasets.code_bundle()):
+        datasets.ensure(client, store, bundle, poll_s=0.01)
+    store.close()
+    dlg = AccountsDialog()
+    qtbot.addWidget(dlg)
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        pass
+    asked: list[tuple[int, str]] = []
+    dlg.cleaning.confirm = lambda removable, kept: asked.append(
+        (len(removable), "\n".join(i.line() for i in removable))) or True
+    with qtbot.waitSignal(dlg.cleaning.finished, timeout=20000):
+        dlg.clean.click()
+    assert asked[0][0] == 2 and "ternit-data-" in asked[0][1] and "КиБ" in asked[0][1]
+    assert dlg.status.text() == "Удалено датасетов: 2 из 2." and fake.datasets == {}
+    assert dlg.table.item(0, 3).text() == "ничего" and dlg.clean.isEnabled()
