@@ -11,9 +11,9 @@ import time
 
 import pytest
 
+from app.base import run_status as st
 from app.kaggle import runner
 from app.kaggle.store import KaggleStore
-from app.base import run_status as st
 from app.runs.manager import RunError, RunManager
 from app.runs.registry import Registry
 from tests.fake_kaggle import fixtures

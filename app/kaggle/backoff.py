@@ -14,7 +14,7 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
@@ -38,8 +38,8 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = datetime.fromtimestamp(time.time() if now is None else now, UTC)
     return max(0.0, (when - current).total_seconds())
 
 

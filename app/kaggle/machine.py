@@ -14,7 +14,14 @@ from typing import Any
 from ..base.i18n import t
 from . import settings as kaggle_settings
 from .accounts import Accounts, AccountView
-from .datasets import cached_lean_wheel, checkpoint_hash_cached, code_bundle, data_hash_cached, needs_wheel, wheel_cache_dir
+from .datasets import (
+    cached_lean_wheel,
+    checkpoint_hash_cached,
+    code_bundle,
+    data_hash_cached,
+    needs_wheel,
+    wheel_cache_dir,
+)
 from .picker import Pick, Want, capacity, pick
 from .store import KaggleStore
 

@@ -51,7 +51,7 @@ import threading
 import time
 import zipfile
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from email.utils import formatdate
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -132,7 +132,7 @@ class FakeKaggle:
         self.run_kernels = True
         self.kill_kernels_at: str | None = None
         self.charge = charge
-        self.refresh_time = datetime.now(timezone.utc) + timedelta(days=3)
+        self.refresh_time = datetime.now(UTC) + timedelta(days=3)
         self.dataset_processing_polls = 2
         self.max_gpu_sessions = 2  # per account, queued or running
         self.kernel_queue_polls = 1
