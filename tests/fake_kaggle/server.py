@@ -31,8 +31,9 @@ What tests can inject: `fail(method, status, retry_after=None, times=1, html=Fal
 dropped unanswered), `run_kernels = False` (kernels stay QUEUED), `kill_kernels_at = "text"`
 (a kernel is killed when its log shows the text, as Kaggle ends a session that ran out of
 host memory: no word from the trainer, status ERROR), `cut_stream_after = N` (a live log
-stream is closed after N events, as Kaggle's load balancer does), `hang_stream_once = N`
-(the next live stream sends N events and then nothing, the connection left open),
+stream is closed, without its last chunk, N events past what was logged when it opened, as
+Kaggle's load balancer cuts streams), `hang_stream_once = N` (the first live stream to get N
+events that far sends nothing more, the connection left open),
 `vanish = {"ternit-data-"}` (datasets whose slug starts so are deleted at their first
 status answer), `delete_kernel(ref)`.
 Every byte a client sends (bodies and blobs, not the auth header) is kept in `received`
@@ -535,9 +536,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _stream(self, k: Kernel) -> None:
         # Server-sent events in HTTP chunks (one per event, as a streaming server sends
-        # them), replayed from the start like Kaggle's midtier does; cut after
-        # `cut_stream_after` events (the load balancer: no last chunk), or hung after
-        # `hang_stream_once` (nothing more, the connection left open).
+        # them), replayed from the start like Kaggle's midtier does; cut `cut_stream_after`
+        # events past the log's length at the start (the load balancer: no last chunk), or
+        # hung — nothing more, the connection left open — at the `hang_stream_once`-th event
+        # of the first stream that gets that far.
         fake = self.server_fake
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -547,8 +549,9 @@ class _Handler(BaseHTTPRequestHandler):
         self.close_connection = True
         with fake._lock:
             fake.streams_opened += 1
-            hang_at, fake.hang_stream_once = fake.hang_stream_once, None
-            cut_at = fake.cut_stream_after
+            # Cut after so many events past what the kernel had logged when it was opened:
+            # the load balancer cuts by time, so every connection gets somewhat further.
+            cut_at = None if fake.cut_stream_after is None else len(k.log) + fake.cut_stream_after
         sent = 0
         try:
             while True:
@@ -558,9 +561,7 @@ class _Handler(BaseHTTPRequestHandler):
                     new = k.log[sent:]
                     finished = k.done.is_set()
                 for ev in new:
-                    if hang_at is not None and sent >= hang_at:
-                        with fake._lock:
-                            fake.streams_hung += 1
+                    if self._hangs_at(sent):
                         fake._unhang.wait(600)
                         return
                     if cut_at is not None and sent >= cut_at:
@@ -575,6 +576,15 @@ class _Handler(BaseHTTPRequestHandler):
                 k.done.wait(0.05)
         except (BrokenPipeError, ConnectionResetError):
             return
+
+    def _hangs_at(self, sent: int) -> bool:
+        fake = self.server_fake
+        with fake._lock:
+            if fake.hang_stream_once is None or sent < fake.hang_stream_once:
+                return False
+            fake.hang_stream_once = None
+            fake.streams_hung += 1
+            return True
 
     def _chunk(self, data: bytes) -> None:
         self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
