@@ -180,3 +180,20 @@ def test_a_hung_log_stream_is_given_up_after_the_stall_timeout(fake, monkeypatch
     assert 0.9 < time.monotonic() - t0 < 20 and got == ["0\n", "1\n", "2\n"] and fake.streams_hung == 1
     # Opened again, the stream replays from the start (the follower skips what it read).
     assert [ev["data"] for ev in itertools.islice(c.log_events("alice/ternit-test"), 5)] == [f"{i}\n" for i in range(5)]
+
+
+def test_a_request_kaggle_never_answers_times_out_and_is_retried(fake, monkeypatch):
+    """The client sets no timeout: without the lab's, a request read and never answered
+    would hang the lab's thread for good."""
+    import time
+
+    from app.kaggle import sdk
+
+    monkeypatch.setattr(sdk, "READ_S", 0.5)
+    fake.add_account("alice", KEYS["alice"])
+    waits: list[float] = []
+    c = _client(waits)
+    fake.hang_once = {"GetAcceleratorQuotaStatistics"}
+    t0 = time.monotonic()
+    assert c.quota().total_s > 0  # the second try is answered
+    assert time.monotonic() - t0 >= 0.5 and len(waits) == 1 and fake.count("GetAcceleratorQuotaStatistics") == 2

@@ -35,7 +35,8 @@ stream is closed, without its last chunk, N events past what was logged when it 
 Kaggle's load balancer cuts streams), `hang_stream_once = N` (the first live stream to get N
 events that far sends nothing more, the connection left open),
 `vanish = {"ternit-data-"}` (datasets whose slug starts so are deleted at their first
-status answer), `delete_kernel(ref)`.
+status answer), `hang_once = {"Method"}` (its next call is read and never answered),
+`delete_kernel(ref)`.
 Every byte a client sends (bodies and blobs, not the auth header) is kept in `received`
 so a test can scan it for secrets.
 """
@@ -141,6 +142,7 @@ class FakeKaggle:
         self.cut_stream_after: int | None = None
         self.hang_stream_once: int | None = None
         self.vanish: set[str] = set()
+        self.hang_once: set[str] = set()  # methods whose next call gets no answer at all
         self.streams_opened = 0  # live (SSE) log streams served
         self.streams_hung = 0
         self._unhang = threading.Event()
@@ -486,6 +488,12 @@ class _Handler(BaseHTTPRequestHandler):
         failure = fake._take_failure(method)
         if failure is not None:
             return self._send_failure(failure)
+        with fake._lock:
+            hang = method in fake.hang_once
+            fake.hang_once.discard(method)
+        if hang:  # read, never answered: the connection left open
+            fake._unhang.wait(600)
+            return
         try:
             body = json.loads(raw or b"{}")
         except ValueError:
