@@ -18,7 +18,6 @@ from app.runs.manager import RunError, RunManager
 from app.runs.registry import Registry
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
-from trainer import checkpoint_index as index
 
 fake = fixtures.fake  # the fake-server fixture
 
@@ -78,19 +77,14 @@ def test_a_run_whose_checkpoints_cannot_come_back_is_refused_before_any_upload(f
     assert fake.datasets == {} and fake.pushes == []
 
 
-def test_where_fewer_fit_the_kernel_keeps_fewer_and_the_run_completes(fake, tiny_data, monkeypatch):
+def test_where_fewer_fit_the_kernel_keeps_fewer(fake, tiny_data, monkeypatch):
     monkeypatch.setenv("TERNIT_KAGGLE_OUTPUT_GB", "0.0012")  # two of ≈ 470 kB at once, not four
-    fake.output_limit_bytes = 1_200_000
+    fake.run_kernels = False  # what is pushed is the point here
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")
-    m = RunManager(Registry())
-    rec = m.start(tiny_config(tiny_data, steps_to=20, checkpoint_every_min=0, keep_checkpoints=3),
-                  target="kaggle", account="alice")
-    done = m.wait(rec.id, timeout=120, poll_s=0.1)
-    assert done.status == st.FINISHED, done.last_message
+    RunManager(Registry()).start(tiny_config(tiny_data, keep_checkpoints=3), target="kaggle", account="alice")
     script = fake.pushes[-1]["text"]
     assert '"keep_checkpoints": 1' in script  # what the outputs hold, in the kernel's run.json
-    assert index.checkpoint_files(done.path / "checkpoints")[-1].name == "step-00000020.pt"
 
 
 @pytest.mark.timeout(300)

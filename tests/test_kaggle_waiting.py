@@ -38,7 +38,7 @@ def test_the_cli_says_while_kaggle_processes_the_datasets_and_while_the_kernel_q
     fake.dataset_processing_polls = 30  # ≈ 1.5 s of the lab's polls each
     fake.kernel_queue_polls = 60
     cfg = tmp_path / "run.json"
-    cfg.write_text(json.dumps(tiny_config(tiny_data, steps_to=10)))
+    cfg.write_text(json.dumps(tiny_config(tiny_data, steps_to=2)))
     code = cli_main.main(["run", "start", "--config", str(cfg), "--target", "kaggle", "--account", "alice", "--wait"])
     err = capsys.readouterr().err
     assert code == 0, err
