@@ -66,19 +66,19 @@ def test_the_kernels_clean_up_keeps_only_the_latest_of_either_form(tmp_path):
 
 
 def test_a_run_whose_checkpoints_cannot_come_back_is_refused_before_any_upload(fake, tiny_data, monkeypatch):
-    # The fake's outputs hold 800 kB; the tiny model's checkpoint is ≈ 470 kB: one, and the
+    # The fake's outputs hold 800 kB; the tiny model's checkpoint is ≈ 650 kB: one, and the
     # next while it is written, do not fit.
     monkeypatch.setenv("TERNIT_KAGGLE_OUTPUT_GB", "0.0008")
     fake.output_limit_bytes = 800_000
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")
-    with pytest.raises(RunError, match="чекпоинт этой модели ≈ 470,5 КБ"):
+    with pytest.raises(RunError, match="чекпоинт этой модели ≈ 647,7 КБ"):
         RunManager(Registry()).start(tiny_config(tiny_data), target="kaggle", account="auto")
     assert fake.datasets == {} and fake.pushes == []
 
 
 def test_where_fewer_fit_the_kernel_keeps_fewer(fake, tiny_data, monkeypatch):
-    monkeypatch.setenv("TERNIT_KAGGLE_OUTPUT_GB", "0.0012")  # two of ≈ 470 kB at once, not four
+    monkeypatch.setenv("TERNIT_KAGGLE_OUTPUT_GB", "0.0015")  # two of ≈ 650 kB at once, not four
     fake.run_kernels = False  # what is pushed is the point here
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")
@@ -98,6 +98,11 @@ def test_a_sharded_runs_dcp_checkpoint_continues_on_kaggle(fake, tiny_data):
     parent = _train_sharded(tiny_data)
     dcp = parent.path / "checkpoints" / f"step-{STEPS:08d}.dcp"
     assert dcp.is_dir()
+    from app.kaggle.room import config_checkpoint_bytes
+
+    on_disk = sum(f.stat().st_size for f in dcp.rglob("*") if f.is_file())
+    estimate = config_checkpoint_bytes(json.loads((parent.path / "run.json").read_text()))
+    assert 0.85 < on_disk / estimate <= 1.0, (on_disk, estimate)  # the sizing's size of a .dcp folder
     cfg = json.loads((parent.path / "run.json").read_text())
     cfg["resume_from"] = str(dcp)
     cfg["training"]["steps_to"] = STEPS + 3
