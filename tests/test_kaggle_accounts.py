@@ -228,6 +228,8 @@ def test_cli_adds_a_token_from_stdin_or_a_file_and_never_prints_it(fake, tmp_pat
     out = capsys.readouterr()
     assert "27 ч 00 мин" in out.out and "KGAT_" not in out.out + out.err
     assert CredentialStore().get("alice").kind == "token" and CredentialStore().get("bob").token == "KGAT_bob_token_00002"
+    assert cli.main(["accounts", "--no-refresh"]) == 0
+    assert "alice (токен API): ключ работает" in capsys.readouterr().out
     assert cli.main(["add-account", "--token", "-"]) == 2  # a token needs its username
     monkeypatch.setattr("sys.stdin", io.StringIO("KGAT_wrong_token_0003\n"))
     assert cli.main(["add-account", "--username", "carol", "--token", "-"]) == 1  # 401: said, exit 1

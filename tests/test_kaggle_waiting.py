@@ -85,6 +85,9 @@ def test_a_kernel_deleted_on_kaggle_ends_the_leg_in_one_line(fake, tiny_data):
     rec = reg.create_run(tiny_config(tiny_data, limit_min=60))
     runner.start_kaggle_run(reg, rec.id, account="alice")
     _until(lambda: "в очереди Kaggle" in (Registry().get(rec.id).last_message or ""), what="the queued message")
+    runner.stop_kaggle_run(reg, rec.id)  # «Остановить» while queued: said, with how to cancel the kernel itself
+    _until(lambda: "остановка запрошена" in (Registry().get(rec.id).last_message or ""), what="the stop in the line")
+    assert "Stop session" in Registry().get(rec.id).last_message
     fake.delete_kernel(reg.get(rec.id).kaggle_kernel_ref)  # …and its owner deletes it on kaggle.com
     assert runner.wait_followers(30)
     got = reg.get(rec.id)

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.base.i18n import t
-from app.kaggle.accounts import Accounts, AccountView, key_status_text
+from app.kaggle.accounts import Accounts, AccountView, auth_text, key_status_text
 from app.kaggle.credentials import (
     Credential,
     CredentialsError,
@@ -190,7 +190,7 @@ class AccountsDialog(QDialog):
         for i, v in enumerate(views):
             self.table.setItem(i, 0, QTableWidgetItem(v.username))
             key = QTableWidgetItem(key_status_text(v))
-            key.setToolTip(v.key_reason or "")
+            key.setToolTip("\n".join(x for x in (auth_text(v), v.key_reason or "") if x))
             key.setData(Qt.ItemDataRole.UserRole, v.key_status)
             self._colour_key(key)
             self.table.setItem(i, 1, key)

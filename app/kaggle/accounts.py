@@ -38,6 +38,7 @@ class AccountView:
     quota: Quota | None
     holds: list[DatasetRow] = field(default_factory=list)
     kernels: list[dict] = field(default_factory=list)
+    auth: str = ""  # "token" (an API token) or "key" (a legacy key); "" when none is stored
 
     @property
     def usable(self) -> bool:
@@ -127,19 +128,24 @@ class Accounts:
     def views(self) -> list[AccountView]:
         """Every account (from the credentials file and the state), from the state alone:
         no network, fast enough for the form's every change."""
-        names = set(self.creds.names())
+        creds = self.creds.load()
         rows = {a.username: a for a in self.store.accounts()}
         out = []
-        for name in sorted(names | set(rows)):
+        for name in sorted(set(creds) | set(rows)):
             row = rows.get(name)
             status = row.key_status if row else "unknown"
-            if name not in names:
+            if name not in creds:
                 status = "missing"
             out.append(AccountView(
                 name, status, row.key_reason if row else None, row.quota if row else None,
-                self.store.holdings(name), self.store.legs(name)[:10],
+                self.store.holdings(name), self.store.legs(name)[:10], creds[name].kind if name in creds else "",
             ))
         return out
+
+
+def auth_text(view: AccountView) -> str:
+    """What the lab holds for the account: «токен API» or «устаревший ключ»."""
+    return {"token": t("токен API", "API token"), "key": t("устаревший ключ", "legacy key")}.get(view.auth, "")
 
 
 def key_status_text(view: AccountView) -> str:

@@ -23,7 +23,7 @@ from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import bytes_text
 from . import cleanup
-from .accounts import Accounts, AccountView, key_status_text
+from .accounts import Accounts, AccountView, auth_text, key_status_text
 from .credentials import (
     Credential,
     CredentialsError,
@@ -164,7 +164,8 @@ def _list(accounts: Accounts, args: argparse.Namespace) -> int:
         q = v.quota
         quota = (t(f"осталось {hours(q.remaining_s)} из {hours(q.total_s)}, ", f"{hours(q.remaining_s)} of {hours(q.total_s)} left, ")
                  + refresh_text(q.refresh_at)) if q else t("квота неизвестна", "quota unknown")
-        print(f"{v.username}: {key_status_text(v)}; {quota}")
+        held = f" ({auth_text(v)})" if v.auth else ""
+        print(f"{v.username}{held}: {key_status_text(v)}; {quota}")
         if v.key_reason and v.key_status != "ok":
             print(f"    {v.key_reason}")
         for d in v.holds:
@@ -216,6 +217,7 @@ def _as_dict(v: AccountView) -> dict:
     q = v.quota
     return {
         "username": v.username,
+        "auth": v.auth,
         "key_status": v.key_status,
         "key_reason": v.key_reason,
         "quota": None if q is None else {"total_s": q.total_s, "used_s": q.used_s, "reserved_s": q.reserved_s,

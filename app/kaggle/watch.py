@@ -150,6 +150,11 @@ class LegWatch:
         waited = duration_text(max(0.0, time.time() - since))
         at = time.strftime("%H:%M", time.localtime(since))
         url = leg.get("kernel_url") or leg.get("kernel_ref") or ""
+        if leg.get("stop_requested_at"):
+            return t(f"в очереди Kaggle {waited} (с {at}); остановка запрошена — продолжения не будет, само ядро "
+                     f"отмените: {url} → Stop session",
+                     f"in Kaggle's queue for {waited} (since {at}); stop asked — no next leg; cancel the kernel "
+                     f"itself: {url} → Stop session")
         return t(f"в очереди Kaggle {waited} (с {at}); отменить: «Остановить», а само ядро — {url} → Stop session",
                  f"in Kaggle's queue for {waited} (since {at}); to cancel: «Остановить» (Stop), and the kernel "
                  f"itself: {url} → Stop session")
