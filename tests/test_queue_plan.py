@@ -114,14 +114,14 @@ def test_weekly_refresh_gives_the_quota_back():
 
 def test_chain_rule_starts_a_run_no_account_could_cover():
     # A 12 h run: nobody has 12 h, alice and bob together do. It goes to the account with the
-    # most quota, for what it holds less the margin, and continues elsewhere — but only where
-    # no other leg runs.
+    # most quota, for what it holds less the margin, and continues elsewhere.
     slots = predict([job(1, "kaggle", limit_min=12 * 60, kaggle=12 * H)],
                     world(acct("alice", 5), acct("bob", 9)))
     s = slots[0]
     assert (s.machine, s.start, s.chain) == ("kaggle:bob", NOW, True)
     assert s.limit_s == pytest.approx(9 * H - MARGIN)
-    busy = (Lease(NOW - 10, NOW + 300, 100.0, 100.0),)
+    # With a leg running on bob that holds 5 h of it, alice has more: the first leg goes there.
+    busy = (Lease(NOW - 10, NOW + 300, 5 * H, 100.0),)
     later = predict([job(1, "kaggle", limit_min=12 * 60, kaggle=12 * H)],
                     world(acct("alice", 5), acct("bob", 9, running=busy)))
     assert (later[0].machine, later[0].start, later[0].chain) == ("kaggle:alice", NOW, True)

@@ -7,14 +7,14 @@ target (local, kaggle, any) and account choice.
 - This PC's card holds one run at a time, and nothing starts on it that the sizing says it
   cannot hold.
 - A Kaggle account takes a run while its capacity (quota left minus what the legs running on
-  it have reserved) covers the run's «Лимит, мин» plus the margin, within Kaggle's limit of
-  concurrent GPU sessions per account. Among the accounts that can, «Авто» chooses as it
-  always does (app/kaggle/picker.py: the one already holding the checkpoint and the data,
-  then the most quota).
-- The chain rule: a run that no account could cover even with its running legs done starts
-  on the account with the most capacity (at least the margin and a minute, and no other leg
-  running there) and goes on as the next leg on another account, as a Kaggle run does
-  outside the queue.
+  it have reserved: each its kernel's limit plus the margin, as app/kaggle/picker.py counts
+  them) covers the run's «Лимит, мин» plus the margin, within Kaggle's limit of concurrent
+  GPU sessions per account. Among the accounts that can, «Авто» chooses as it always does
+  (the one already holding the checkpoint and the data, then the most quota).
+- The chain rule: a run that no account could cover even with its running legs done, but
+  that the accounts' quota together could, starts on the account with the most capacity
+  (at least the margin and a minute) and goes on as the next leg on another account, as a
+  Kaggle run does outside the queue.
 - A run that cannot start now waits: its slot says when it is expected to start (a machine
   freeing, a leg ending, the weekly quota refresh). A run that no allowed machine can ever
   hold (the sizing's fit) is `never` and the runner skips it, saying why.
@@ -250,9 +250,7 @@ class _Sim:
         out = []
         for acct in usable:
             cap = self._capacity(acct.username, at)
-            # Alone on the account: its kernel is given the account's whole quota less the
-            # margin (app/kaggle/chain.py), which no other leg may then share.
-            if self._sessions(acct, at) == 0 and cap - margin >= MIN_LEG_S:
+            if self._sessions(acct, at) < acct.max_sessions and cap - margin >= MIN_LEG_S:
                 option = self._option(acct, job, at, min(job.limit_s, cap - margin), chain=True)
                 if option is not None:
                     out.append(option)
@@ -262,7 +260,7 @@ class _Sim:
         fit = job.kaggle
         assert fit is not None
         use = min(fit.seconds, limit)
-        lease = Lease(at, at + use, limit, use)
+        lease = Lease(at, at + use, limit + self.world.margin_s, use)  # a leg holds its limit and the margin
         if not self._keeps_promises(acct, lease):
             return None
         reason = ""

@@ -176,9 +176,9 @@ class Planner:
                 return None
             return expected_end(rec, now, fits.get(rec.id))
 
-        accounts = capacity.kaggle_accounts(self.kaggle, now, leg_end)
-        margin_s = kaggle_settings.load().margin_min * 60.0
-        return World(now, margin_s, local_free, accounts)
+        margin_min = kaggle_settings.load().margin_min
+        accounts = capacity.kaggle_accounts(self.kaggle, now, leg_end, margin_min)
+        return World(now, margin_min * 60.0, local_free, accounts)
 
     def _fit_seconds(self, it: Item) -> float | None:
         kind = "kaggle" if it.machine and it.machine != LOCAL else "local"
