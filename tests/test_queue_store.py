@@ -20,7 +20,7 @@ from app.queue.series import expand, parse_vary
 from app.queue.store import DONE, LAUNCHING, WAITING, QueueError, QueueStore
 from app.queue.world import Planner
 from app.runs import process as proc
-from app.runs.manager import RunError, RunManager
+from app.runs.manager import RunManager
 from app.runs.registry import Registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,19 +102,15 @@ def test_nothing_is_queued_unless_every_run_passes_the_pre_check(lab, tiny_data)
     assert [(it.target, it.account, it.series_id) for it in added.items] == [("kaggle", "bob", added.series.id)] * 2
 
 
-def test_a_run_refused_on_one_kind_of_machine_goes_only_to_the_other(lab):
+def test_a_run_refused_on_one_kind_of_machine_goes_only_to_the_other(lab, tiny_data):
+    """«Лимит, мин» 800: longer than a Kaggle session (the trainer's own rule for a Kaggle
+    run), fine on this PC — queued for `any`, it is planned here only; for `kaggle`, refused."""
     reg, store = lab
-
-    def check(config: dict) -> None:  # as a Kaggle-only rule would (the session's cap on the limit)
-        if config["target"]["kind"] == "kaggle":
-            raise RunError("training.limit_min is longer than a Kaggle session")
-
-    it = add_runs(store, cfg(name="long"), target="any", check=check).items[0]
-    assert it.refused == {"kaggle": "training.limit_min is longer than a Kaggle session"}
-    row = Planner(store, reg).timeline().row(it.id)
-    assert row.machine == "local"
-    with pytest.raises(QueueError, match="Kaggle session"):
-        add_runs(store, cfg(name="long"), target="kaggle", check=check)
+    it = add_runs(store, cfg(tiny_data, "long", limit_min=800), target="any").items[0]
+    assert list(it.refused) == ["kaggle"] and "limit_min" in it.refused["kaggle"]
+    assert Planner(store, reg).timeline().row(it.id).machine == "local"
+    with pytest.raises(QueueError, match="limit_min"):
+        add_runs(store, cfg(tiny_data, "long", limit_min=800), target="kaggle")
     assert len(store.items()) == 1
 
 
