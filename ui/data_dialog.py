@@ -41,7 +41,7 @@ from app.data.library import Library, LibraryError
 from app.i18n import t
 from app.state import StateError, open_state
 
-from . import palette, settings
+from . import palette, settings, wheel_guard
 from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
 from .status_message import StatusMessage
@@ -91,6 +91,7 @@ class AddDialog(QDialog):
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+        wheel_guard.guard(self)
 
 
 class DataDialog(QDialog):

@@ -24,7 +24,7 @@ from app.i18n import t
 from app.runs.events import EventTail
 from app.runs.series import DATA_CHANGED, LEG, PAUSE, LossSeries, Marker, SeriesBuilder
 
-from . import palette
+from . import palette, wheel_guard
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
 SMOOTHING = 0.9  # EMA weight of the past: about the last 10 steps
@@ -307,6 +307,7 @@ class LossPlot(QWidget):
         self.plot.vb.sigRangeChangedManually.connect(lambda _mask: self.recent.setChecked(False))
         self.show_raw.toggled.connect(self._raw_toggled)
         self.set_title(t("Потери", "Loss"))
+        wheel_guard.guard(self)  # the wheel zooms the plot, not the axis choice beside it
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
         super().changeEvent(event)

@@ -124,6 +124,7 @@ class MainWindow(QMainWindow):
         # The form wraps its texts to the column: no sideways scrolling.
         scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         scroll.setMinimumWidth(520)
+        self.form_scroll = scroll
         self.banner = RunBanner()
         self.banner.stop_clicked.connect(lambda: self.followed and self.stop_run(self.followed))
         self.banner.retry_clicked.connect(lambda: self.followed and self.retry_run(self.followed))

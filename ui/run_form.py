@@ -35,7 +35,7 @@ from app.i18n import t
 from app.numbers import count_text, field_text, parse_number
 from app.tooltips import wrap_tip
 
-from . import palette, settings
+from . import palette, settings, wheel_guard
 from .help_page import HelpPage
 
 log = logging.getLogger(__name__)
@@ -134,6 +134,7 @@ class RunFormView(QWidget):
         help_key = QShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents), self)
         help_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         help_key.activated.connect(self._help_for_focus)
+        wheel_guard.guard(self)  # the wheel scrolls the form, not the combo box under it
 
     def _collapsible(self, box: QGroupBox, section: str) -> QFormLayout:
         """A section folded under a ▸/▾ button (its fields are rarely changed); returns the

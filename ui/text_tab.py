@@ -35,7 +35,7 @@ from app.generation import GenerationError
 from app.i18n import current_language, t
 from app.runs import RunManager
 
-from . import palette
+from . import palette, wheel_guard
 from .text_child import ChildRun
 
 POLL_MS = 1000
@@ -67,6 +67,7 @@ class TextTab(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
+        wheel_guard.guard(self)  # the wheel scrolls the playground, not its numbers
         self.timer = QTimer(self)
         self.timer.setInterval(poll_ms)
         self.timer.timeout.connect(self.poll)
