@@ -53,3 +53,34 @@ def test_every_combo_box_and_number_box_of_the_window_is_guarded(qtbot, window):
     assert len(controls) >= 10  # the form's, the plot's, the text tab's, the GPU tab's, the dialog's
     loose = [f"{type(w).__name__} {w.toolTip()[:40]!r}" for w in controls if not wheel_guard.guarded(w)]
     assert loose == []
+
+
+def test_emptying_a_field_keeps_the_form_where_it_was_scrolled(qtbot, window):  # noqa: F811
+    """Backspace in a number field while scrolled down to the estimate: the estimate folded
+    to a line, the form grew shorter and jumped up, the numbers being watched out of view."""
+    window.resize(1400, 700)
+    view, scroll = window.form_view, window.form_scroll
+    measured = window.load_measured()  # the estimate as it settles after the start
+    qtbot.waitUntil(lambda: not measured.is_alive())
+    qtbot.wait(20)
+    bar = scroll.verticalScrollBar()
+    edit = view.inputs["width"]
+    bar.setValue(bar.maximum())
+    edit.setFocus()
+    qtbot.waitUntil(edit.hasFocus)
+    at = bar.value()
+    assert at > 0
+    edit.selectAll()
+    qtbot.keyClick(edit, "\b")  # Backspace: the field empty, the estimate says what is missing
+    assert edit.text() == "" and view.form.values["width"] is None
+    assert "исправьте поля модели" in view.size_text()
+    qtbot.wait(20)
+    assert bar.value() == at
+    qtbot.keyClicks(edit, "384")
+    qtbot.wait(20)
+    assert bar.value() == at and "Сколько весов: 16\u00a0084\u00a0992" in view.size_text()
+    top = view.size_box.mapTo(scroll.viewport(), view.size_box.rect().topLeft()).y()
+    assert 0 <= top < scroll.viewport().height()  # the estimate is in sight
+    assert edit.hasFocus()  # still in the field: the estimate's rows come and go around it
+    view.inputs["name"].setFocus()  # leaving the field gives the held space back
+    qtbot.waitUntil(lambda: view.size_box.minimumHeight() == 0)

@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QButtonGroup,
     QCheckBox,
     QComboBox,
@@ -135,6 +136,9 @@ class RunFormView(QWidget):
         help_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         help_key.activated.connect(self._help_for_focus)
         wheel_guard.guard(self)  # the wheel scrolls the form, not the combo box under it
+        app = QApplication.instance()
+        if app is not None:
+            app.focusChanged.connect(self._focus_moved)
 
     def _collapsible(self, box: QGroupBox, section: str) -> QFormLayout:
         """A section folded under a ▸/▾ button (its fields are rarely changed); returns the
@@ -318,7 +322,22 @@ class RunFormView(QWidget):
             self.form.set_text(name, text)
         else:
             self.form.set(name, text)
+        self._hold_sizes_height()
         self.refresh(keep_text=name)
+
+    def _hold_sizes_height(self) -> None:
+        """While a field is typed in, the estimate keeps at least the height it has: an
+        emptied number folded it to a line, the form grew shorter, its scroll area clamped
+        the position and the form jumped up, the numbers being watched out of view. The
+        space is given back when the field is left (`_focus_moved`)."""
+        box = self.size_box
+        box.setMinimumHeight(max(box.minimumHeight(), box.height() if box.isVisible() else 0))
+
+    def _focus_moved(self, old: QWidget | None, new: QWidget | None) -> None:
+        # Another control took the focus from a field: the space goes back. The focus gone
+        # nowhere (another application's window came up) keeps it, the form where it was.
+        if new is not None and old is not None and self.size_box.minimumHeight() and old in self.inputs.values():
+            self.size_box.setMinimumHeight(0)
 
     def _edited(self, name: str, value: Any) -> None:
         if self._updating:
@@ -527,13 +546,15 @@ class RunFormView(QWidget):
 
 
 def _clear(layout: QVBoxLayout) -> None:
-    """Empty a layout now: the old widgets leave the window at once (deleteLater alone
-    would leave them painted under the new ones until the event loop comes round)."""
+    """Empty a layout now: the old widgets are hidden at once (deleteLater alone would leave
+    them painted under the new ones until the event loop comes round). Hidden, not given
+    no parent: each would become a window of its own, and their going took the focus out of
+    the field being typed in (the window lost its active state)."""
     while layout.count():
         item = layout.takeAt(0)
         w = item.widget()
         if w is not None:
-            w.setParent(None)
+            w.hide()
             w.deleteLater()
 
 
