@@ -84,3 +84,106 @@ def test_emptying_a_field_keeps_the_form_where_it_was_scrolled(qtbot, window):  
     assert edit.hasFocus()  # still in the field: the estimate's rows come and go around it
     view.inputs["name"].setFocus()  # leaving the field gives the held space back
     qtbot.waitUntil(lambda: view.size_box.minimumHeight() == 0)
+
+
+def squashed(root: QWidget) -> list[str]:
+    """What is cut or overlapping among the visible controls and texts under `root`: two
+    that overlap, a wrapped text shorter than its lines need, a control smaller than Qt's
+    own minimum for it."""
+    from itertools import combinations
+
+    from PySide6.QtCore import QRect
+    from PySide6.QtWidgets import QAbstractButton, QLabel, QLineEdit
+
+    leaves = [w for w in root.findChildren(QWidget)
+              if isinstance(w, (QLabel, QLineEdit, QComboBox, QAbstractButton)) and w.isVisibleTo(root)
+              and w.isVisible()]
+    said = []
+
+    def name(w: QWidget) -> str:
+        return f"{type(w).__name__} {getattr(w, 'text', lambda: '')()[:30]!r}"
+
+    for w in leaves:
+        if isinstance(w, QLabel) and w.wordWrap() and w.text():
+            if w.height() < w.heightForWidth(w.width()) - 1:
+                said.append(f"{name(w)} cut: {w.height()} < {w.heightForWidth(w.width())} px")
+        elif w.height() < w.minimumSizeHint().height() - 1:
+            said.append(f"{name(w)} squashed: {w.height()} < {w.minimumSizeHint().height()} px high")
+    rects = [(w, QRect(w.mapTo(root, w.rect().topLeft()), w.size())) for w in leaves]
+    for (a, ra), (b, rb) in combinations(rects, 2):
+        both = ra.intersected(rb)
+        if both.width() > 1 and both.height() > 1 and not (a.isAncestorOf(b) or b.isAncestorOf(a)):
+            said.append(f"{name(a)} overlaps {name(b)}")
+    return said
+
+
+def settle(qtbot, window) -> None:  # noqa: ANN001, F811
+    """Until Qt's posted layout work is done: the sizes of the window, the form's view and
+    the form the same twice running, and the form as tall as its texts need."""
+    view, scroll = window.form_view, window.form_scroll
+    seen: list[tuple] = []
+
+    def steady() -> bool:
+        seen.append((window.size().toTuple(), scroll.viewport().size().toTuple(), view.size().toTuple()))
+        return len(seen) > 1 and seen[-1] == seen[-2] and view.height() >= view.heightForWidth(view.width()) - 1
+
+    qtbot.waitUntil(steady, timeout=10_000)
+
+
+def form_layout_faults(window) -> list[str]:  # noqa: ANN001, F811
+    view, scroll = window.form_view, window.form_scroll
+    faults = squashed(view) + squashed(view.footer)
+    if view.width() > scroll.viewport().width():
+        faults.append(f"the form is cut at the right: {view.width()} > {scroll.viewport().width()} px")
+    if scroll.viewport().height() < 3 * view.inputs["name"].height():
+        faults.append(f"the form's view is a sliver: {scroll.viewport().height()} px")
+    return faults
+
+
+@pytest.fixture(params=[None, 14], ids=["font-default", "font-14pt"])
+def app_font(request, qapp):
+    """The application's font for the window made after it (a desktop set to large text)."""
+    font = qapp.font()
+    if request.param:
+        bigger = qapp.font()
+        bigger.setPointSize(request.param)
+        qapp.setFont(bigger)
+    yield request.param
+    qapp.setFont(font)
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_the_form_at_the_window_s_minimum_size_scrolls_instead_of_squashing(qtbot, app_font, window, lang):  # noqa: F811
+    """The window and its splitters at their smallest, with every field in error (the
+    longest «why» under «Старт»), «Дополнительно» open, a large font: no row overlaps
+    another, no text is cut, the form scrolls."""
+    window.set_language(lang)
+    view = window.form_view
+    view.set_advanced_open(True)
+    for name in ("context", "width", "heads", "layers", "batch_per_card", "steps_to", "limit_min"):
+        view.inputs[name].setText("x")
+        view._typed(name, "x")
+    window.resize(1, 1)
+    window.main_split.setSizes([1, 10_000])
+    window.right_split.setSizes([1, 10_000])
+    settle(qtbot, window)
+    assert window.main_split.widget(0).width() > 0  # the form's column is not dragged away
+    faults = form_layout_faults(window)
+    assert faults == [], "\n".join(faults)
+    from ui.loss_plot import PLOT_MIN_HEIGHT
+
+    assert squashed(window.plot) == [] and window.plot.widget.height() >= PLOT_MIN_HEIGHT  # axes apart
+
+
+def test_a_form_grown_by_a_change_is_never_painted_in_its_old_height(qtbot, window):  # noqa: F811
+    """A change that adds lines (messages under fields, the estimate's rows) had the form laid
+    out and painted in its old height first, rows squeezed together, until the scroll area
+    caught up: the form has its new height as the change returns."""
+    view = window.form_view
+    window.resize(1, 1)
+    settle(qtbot, window)
+    for text in ("x", "64", "", "5000000", "x"):
+        for name in ("context", "width", "heads", "steps_to"):
+            view.inputs[name].setText(text)
+            view._typed(name, text)
+            assert view.height() >= view.heightForWidth(view.width()) - 1, (name, text)

@@ -28,6 +28,7 @@ from . import palette, wheel_guard
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
 SMOOTHING = 0.9  # EMA weight of the past: about the last 10 steps
+PLOT_MIN_HEIGHT = 180  # px: the axes, their labels and a readable curve
 RECENT_SHARE = 0.25  # «Конец крупно»: the last quarter of the run's x-range
 
 
@@ -281,6 +282,9 @@ class LossPlot(QWidget):
         for w in (self.x_axis, self.log_y, self.recent, self.show_raw):
             bar.addWidget(w)
         self.widget = pg.PlotWidget()
+        # Room for the axes and a curve at the window's smallest: less, and the tick labels
+        # ran into each other over a flat strip.
+        self.widget.setMinimumHeight(PLOT_MIN_HEIGHT)
         self.plot: pg.PlotItem = self.widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         # PlotItem applies its own downsampling and clip-to-view to every item it adds, so

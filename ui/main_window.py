@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
-    QScrollArea,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -40,6 +39,7 @@ from .background import run_in_thread
 from .cli_task import CliTask
 from .close_question import ask_about_running
 from .export_weights import export_metrics, export_weights
+from .form_column import FormColumn
 from .history import HistoryView
 from .notifier import Notifier
 from .prepare_row import PrepareRow
@@ -118,13 +118,8 @@ class MainWindow(QMainWindow):
         self.form_view = RunFormView(ctx, continue_provider=self.continue_info)
         self.form_view.start_requested.connect(self.start_run)
         self.form_view.prepare_requested.connect(self.prepare_data)
-        scroll = QScrollArea()
-        scroll.setWidget(self.form_view)
-        scroll.setWidgetResizable(True)
-        # The form wraps its texts to the column: no sideways scrolling.
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(520)
-        self.form_scroll = scroll
+        left = FormColumn(self.form_view)  # the form scrolls, its footer («Старт») under it
+        self.form_scroll = left.scroll
         self.banner = RunBanner()
         self.banner.stop_clicked.connect(lambda: self.followed and self.stop_run(self.followed))
         self.banner.retry_clicked.connect(lambda: self.followed and self.retry_run(self.followed))
@@ -158,12 +153,6 @@ class MainWindow(QMainWindow):
         right.setStretchFactor(1, 2)
         right.setSizes([620, 330])
         self.right_split = right
-        left = QWidget()
-        left_col = QVBoxLayout(left)
-        left_col.setContentsMargins(0, 0, 0, 0)
-        left_col.setSpacing(0)
-        left_col.addWidget(scroll, 1)
-        left_col.addWidget(self.form_view.footer)
         self.prepare_row.build(self.form_view)
         main = QSplitter()
         main.addWidget(left)
@@ -186,6 +175,7 @@ class MainWindow(QMainWindow):
 
         self._plot = LossPlot()
         self._right_col.replaceWidget(self.plot_slot, self._plot)
+        self.plot_slot.hide()  # at once: deleted later, it was painted over the plot's bar meanwhile
         self.plot_slot.deleteLater()
         self.monitor = monitor_tab.build_monitor(self)
         self.pending_tab = None

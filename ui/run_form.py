@@ -506,13 +506,20 @@ class RunFormView(QWidget):
         blockers = [i.text for i in issues if i.level == "error"]
         running = [i.text for i in issues if i.level == RUNNING]
         self.start_button.setEnabled(not blockers and not running)
+        shown = why = ""
         if blockers:
             why = t("Старт недоступен: ", "Start is disabled: ") + "; ".join(blockers)
+            # Under the button the first reason and how many more (each is under its field,
+            # all of them in the button's tooltip): the whole list took the form's room at a
+            # small window, and the form shrank to a sliver above it.
+            more = len(blockers) - 1
+            shown = why if not more else (t("Старт недоступен: ", "Start is disabled: ") + blockers[0] + t(
+                f" — и ещё {more} (у полей выше)", f" — and {more} more (by their fields above)"))
             self.why.setStyleSheet(palette.style("error"))
-        else:  # the run just started: said as news under the button, the form left as it is
-            why = "; ".join(running)
+        elif running:  # the run just started: said as news under the button, the form left as it is
+            shown = why = "; ".join(running)
             self.why.setStyleSheet(palette.style("note"))
-        self.why.setText(why)
+        self.why.setText(shown)
         if why:
             self.start_button.setToolTip(why)
         else:
