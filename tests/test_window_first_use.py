@@ -187,3 +187,34 @@ def test_a_form_grown_by_a_change_is_never_painted_in_its_old_height(qtbot, wind
             view.inputs[name].setText(text)
             view._typed(name, text)
             assert view.height() >= view.heightForWidth(view.width()) - 1, (name, text)
+
+
+def test_the_text_tab_is_in_front_after_a_restart_and_a_language_switch(qtbot, tiny_data):
+    """The README promises the bottom tab as it was left; «Текст» came back as «История»,
+    after a restart and after a change of language, and lost its prompt and settings."""
+    from app.runs import RunManager
+    from ui.main_window import MainWindow
+
+    def start() -> MainWindow:
+        w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
+        qtbot.addWidget(w)
+        w.show()
+        w.ensure_ready()
+        return w
+
+    w = start()
+    w.tabs.setCurrentWidget(w.text_tab)
+    w.text_tab.prompt.setPlainText("Жили-были")
+    w.text_tab.top_k.setValue(7)
+    w.set_language("en")
+    assert w.tabs.currentWidget() is w.text_tab
+    assert (w.text_tab.prompt.toPlainText(), w.text_tab.top_k.value()) == ("Жили-были", 7)
+    w.set_language("ru")
+    w.close()
+    w = start()
+    assert w.tabs.currentWidget() is w.text_tab
+    w.tabs.setCurrentWidget(w.monitor)
+    w.close()
+    w = start()
+    assert w.tabs.currentWidget() is w.monitor  # the GPU tab as before
+    w.close()

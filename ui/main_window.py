@@ -210,11 +210,12 @@ class MainWindow(QMainWindow):
         followed, overlays = self.followed, set(self.overlays)
         view = self._plot.view_settings() if self._plot is not None else None
         layout = window_memory.layout_now(self)  # splitters, tab, history columns: as the user left them
-        old = self.centralWidget()
+        old, old_text = self.centralWidget(), self.text_tab
         if self.monitor is not None:
             self.monitor.stop()
         self.lab.forget_failures()  # their advice is in the old language
         self._build(form.ctx)
+        self.text_tab.carry_over(old_text)  # the prompt, the text written, a generation going
         window_memory.restore_layout(self, layout, geometry=False)
         old.deleteLater()
         self.form_view.form = form

@@ -171,6 +171,24 @@ class TextTab(QWidget):
         self._sync_buttons()
         return grid
 
+    def carry_over(self, old: TextTab) -> None:
+        """Take what the user had in `old` (the window rebuilt in another language): the
+        prompt, the settings, the continuation written and the evaluation's result, and a
+        generation still going, which goes on writing here."""
+        self.prompt.setPlainText(old.prompt.toPlainText())
+        self.tokens.setValue(old.tokens.value())
+        self.temperature.setValue(old.temperature.value())
+        self.top_k.setValue(old.top_k.value())
+        self.device.setCurrentIndex(max(0, self.device.findData(old.device.currentData())))
+        self.eval_result.setText(old.eval_result.text())
+        child, old.child = old.child, None
+        if child is None:
+            return
+        child.changed.disconnect(old._show_child)
+        child.ended.disconnect(old._sync_buttons)
+        child.setParent(self)  # the old tab's deletion would end the process with it
+        self._adopt(child, old._prompt_shown)
+
     # -- the run's samples ------------------------------------------------------------------
 
     def current_run(self) -> str | None:
@@ -278,12 +296,16 @@ class TextTab(QWidget):
 
     def _start(self, argv: list[str], stdin: str, session: play.Session) -> None:
         self.stop()
-        self._prompt_shown = stdin
         if session.kind == "sample":
             self.output.clear()
-        self.child = ChildRun(argv, stdin, session, self)
-        self.child.changed.connect(self._show_child)
-        self.child.ended.connect(self._sync_buttons)
+        self._adopt(ChildRun(argv, stdin, session, self), stdin)
+
+    def _adopt(self, child: ChildRun, prompt: str) -> None:
+        """Show `child` (started for `prompt`) here, as it writes."""
+        self._prompt_shown = prompt
+        self.child = child
+        child.changed.connect(self._show_child)
+        child.ended.connect(self._sync_buttons)
         self._show_child()
         self._sync_buttons()
 

@@ -34,17 +34,23 @@ def restore_layout(window: MainWindow, layout: WindowLayout, geometry: bool) -> 
     if layout.tab == "gpu" and window.monitor is None:
         window.pending_tab = "gpu"  # the tab comes with the monitor, a moment later
     elif layout.tab is not None:
-        window.tabs.setCurrentIndex(window.tabs.indexOf(window.monitor) if layout.tab == "gpu" else 0)
+        window.tabs.setCurrentWidget(_tabs(window).get(layout.tab) or window.history)
+
+
+def _tabs(window: MainWindow) -> dict[str, object]:
+    """The bottom tabs by app.window_layout.TABS' names (the GPU tab once built)."""
+    return {"history": window.history, "text": window.text_tab, "gpu": window.monitor}
 
 
 def layout_now(window: MainWindow) -> WindowLayout:
     """The window's layout as the user has it now."""
-    gpu = window.monitor is not None and window.tabs.currentWidget() is window.monitor
+    front = window.tabs.currentWidget()
+    tab = "gpu" if window.pending_tab == "gpu" else next((k for k, w in _tabs(window).items() if w is front), "history")
     return WindowLayout(
         states={"geometry": bytes(window.saveGeometry().data()),
                 "splitter.main": bytes(window.main_split.saveState().data()),
                 "splitter.right": bytes(window.right_split.saveState().data())},
-        tab="gpu" if gpu or window.pending_tab == "gpu" else "history",
+        tab=tab,
         columns=dict(window.history.user_widths), sort=window.history.sort_order())
 
 
