@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.i18n import set_language
-from app.runs import EventTail, Registry, RunManager, RunNotFound, status
+from app.base import run_status as status
+from app.base.i18n import set_language
+from app.runs import EventTail, Registry, RunManager, RunNotFound
 from app.runs.continuing import ContinueError
 from app.runs.failure import failure_from_events
 from app.runs.files import new_run_id
@@ -236,11 +237,11 @@ def test_oom_at_batch_1_names_what_the_economical_level_can_still_give(lang):
     finally:
         set_language(None)
     ru = lang == "ru"
-    turn_on = "включите экономный режим" if ru else "turn on the economical mode"
-    go_full = "выберите полный уровень экономного режима" if ru else "choose the full economical level"
+    turn_on = "включите пересчёт активаций" if ru else "turn on activation recompute"
+    go_full = "выберите полный пересчёт активаций" if ru else "choose the full activation recompute"
     assert turn_on in advice[False] and advice[False] == advice["off"]
     assert go_full in advice[True] and advice[True] == advice["selective"]  # true is the selective level
-    assert "экономн" not in advice["full"] and "economical" not in advice["full"]
+    assert "пересчёт" not in advice["full"] and "recompute" not in advice["full"]
     assert advice["full"].endswith(".") and ("размер модели" if ru else "model size") in advice["full"]
 
 
@@ -258,9 +259,9 @@ def test_oom_above_batch_1_offers_the_next_economical_level_beside_a_smaller_bat
         set_language(None)
     ru = lang == "ru"
     assert ("с 4 до 2" if ru else "from 4 to 2") in advice["off"]
-    assert ("включите экономный режим" if ru else "turn on the economical mode") in advice["off"]
-    assert ("выберите полный уровень" if ru else "choose the full economical level") in advice["selective"]
-    assert ("экономн" if ru else "economical") not in advice["full"]
+    assert ("включите пересчёт активаций" if ru else "turn on activation recompute") in advice["off"]
+    assert ("выберите полный пересчёт" if ru else "choose the full activation recompute") in advice["selective"]
+    assert ("пересчёт" if ru else "recompute") not in advice["full"]
 
 
 # ---- series ------------------------------------------------------------------------------
@@ -460,14 +461,14 @@ def test_a_long_backlog_is_ingested_thinned_to_its_last_step():
 
 
 def test_the_runs_core_never_imports_torch():
-    code = ("import sys, app.runs, app.runs.cli, app.export_cli; "
+    code = ("import sys, app.runs, app.runs.cli, app.runs.export_cli; "
             "bad = [m for m in ('torch', 'PySide6', 'kaggle') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_lost_state_file_is_rebuilt_from_the_run_folders(tmp_path):
-    from app import paths
+    from app.base import paths
 
     reg = Registry()
     parent = reg.create_run(CFG)

@@ -15,9 +15,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from app.base import run_status as st
+from app.form.tooltips import wrap_tip
 from app.runs import RunManager
-from app.runs import status as st
-from app.tooltips import wrap_tip
 from tests.trainer_run import end_left_trainers
 from tests.ui_actions import choose
 
@@ -96,7 +96,7 @@ def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
     type_into(qtbot, view, "width", "500")
     assert not view.start_button.isEnabled()
     assert "подойдут головы 1, 2, 4, 5, 10" in view.messages["heads"].text()
-    # The button's tooltip says the same, wrapped by the one tooltip rule (app.tooltips).
+    # The button's tooltip says the same, wrapped by the one tooltip rule (app.form.tooltips).
     assert "d = 500" in view.why.text() and view.start_button.toolTip() == wrap_tip(view.why.text())
     type_into(qtbot, view, "width", "512")
     assert view.start_button.isEnabled() and not view.messages["heads"].isVisible()
@@ -108,7 +108,7 @@ def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
 
 
 def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
-    from app import paths
+    from app.base import paths
 
     type_into(qtbot, window.form_view, "layers", "12")
     window.plot.apply_view_settings({"x": "tokens", "log": True, "recent": True, "raw": False})
@@ -121,8 +121,8 @@ def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
     assert window.form_view.form.values["layers"] == 12  # the form kept its values
     settings = json.loads((paths.config_dir() / "settings.json").read_text(encoding="utf-8"))
     assert settings["language"] == "en"
-    # Help → About, rebuilt in the new language, names the log file (app.logs).
-    from app import logs
+    # Help → About, rebuilt in the new language, names the log file (app.base.logs).
+    from app.base import logs
 
     menus = [a.text() for a in window.menuBar().actions()]
     assert menus[-1] == "Help" and window.about_action.text() == "About"
@@ -130,6 +130,30 @@ def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
     box = next(b for b in window.findChildren(QMessageBox) if b.windowTitle() == "About" and b.isVisible())
     assert str(logs.log_path()) in box.text()
     box.close()
+
+
+def test_a_change_in_the_lab_reaches_every_view_without_a_handler_calling_it(qtbot, window, tiny_data):
+    """The views subscribe to what Lab announces (app/window/events.py): a run followed,
+    stopped or added outside the window's handlers (here: straight through `window.lab`, as
+    a poll or the heat guard would) reaches the plot, the history and the banner."""
+    from tests.fake_kaggle.fixtures import tiny_config
+
+    registry = window.runs.registry
+    cfg = tiny_config(tiny_data)
+    cfg.update(name="seen", target={"kind": "local", "gpu": "cpu"})
+    seen = registry.create_run(cfg)
+    assert window.history.row_of(seen.id) < 0  # created behind the window's back
+    window.lab.refresh()
+    assert window.history.row_of(seen.id) >= 0
+
+    window.lab.follow(seen.id)
+    assert window.plot.title.text() == "Потери: seen"
+    assert window.history.followed == seen.id and window.history.selected().id == seen.id
+    assert window.banner.title.text() == "seen" and "создан" in window.banner.detail.text()
+
+    window.lab.stop(seen.id)  # stopped before it started
+    assert "остановлен" in window.banner.detail.text()
+    assert next(r for r in window.history.rows if r.id == seen.id).status == st.STOPPED
 
 
 def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, window, tiny_data, tmp_path):

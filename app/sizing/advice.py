@@ -4,8 +4,8 @@ that fits when the chosen one does not), data and passes."""
 
 from __future__ import annotations
 
-from ..fields import LEAN_STATE_OPTIONS, economical_step_up
-from ..numbers import count_text, decimal_text, duration_text, int_text, mb_text, plural_ru
+from ..base.memory_saving import LEAN_STATE_OPTIONS, economical_step_up
+from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text, plural_ru
 from .combos import SHARDED, Combination
 from .gpus import GpuFacts
 from .result import Advice, Estimate
@@ -55,7 +55,7 @@ def fix_phrase(current: Combination, fix: Combination, lang: str) -> str:
     if fix.level == current.level:
         lean = LEAN_STATE_OPTIONS[fix.lean_state][lang]
         shard = SHARDED[lang] if fix.sharded else ""
-        return _t(lang, f"выберите экономное состояние «{lean}»{shard}", f"choose the lean state «{lean}»{shard}")
+        return _t(lang, f"выберите облегчённое состояние «{lean}»{shard}", f"choose the lean state «{lean}»{shard}")
     return _t(lang, "выберите ", "choose ") + fix.text(lang)
 
 

@@ -17,14 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli_args import Parser
+from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
+
+from ..base.cli_args import Parser
+from ..base.i18n import current_language, t
+from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text
 from ..data.library import LibraryError
-from ..i18n import current_language, t
-from ..numbers import count_text, decimal_text, duration_text, int_text, mb_text
 from .estimate import estimate
 from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events
-from .memory import ECONOMICAL
 from .plateau import plateau
 from .result import Estimate
 from .state import LEAN_STATES
@@ -59,14 +60,16 @@ def parser() -> argparse.ArgumentParser:
                    help=t("посчитать данные этих созвездий (подготовленные найдутся или подготовятся)",
                           "count these constellations' data (found prepared, or prepared now)"))
     p.add_argument("--economical", nargs="?", const="selective", default="off", choices=(*ECONOMICAL, "auto"),
-                   help=t("экономный режим (selective, если без значения, или full); auto — самое быстрое "
-                          "сочетание уровня и состояния, что помещается на карту",
-                          "economical mode (selective when given alone, or full); auto: the fastest "
-                          "combination of level and state that fits the card"))
+                   help=t("пересчёт активаций (selective, если без значения, или full); auto — весь "
+                          "экономный режим: самое быстрое сочетание пересчёта и облегчённого состояния, "
+                          "что помещается на карту",
+                          "activation recompute (selective when given alone, or full); auto: the whole "
+                          "economical mode, the fastest combination of recompute and lean state that "
+                          "fits the card"))
     p.add_argument("--lean-state", choices=LEAN_STATES, default="off",
-                   help=t("экономное состояние: on — моменты в 8 битах, веса и градиенты в bf16; fused — "
+                   help=t("облегчённое состояние: on — моменты в 8 битах, веса и градиенты в bf16; fused — "
                           "без градиентов (второй обратный проход); offload — fused и моменты в памяти ПК (off)",
-                          "lean training state: on, 8-bit moments, bf16 weights and gradients; fused, no "
+                          "lean state: on, 8-bit moments, bf16 weights and gradients; fused, no "
                           "gradients held (a second backward pass); offload, fused with the moments in host "
                           "memory (off)"))
     p.add_argument("--sharding", action="store_true",

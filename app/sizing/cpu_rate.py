@@ -1,8 +1,7 @@
 """This machine's CPU rate, measured once, quickly, when nothing is known of it.
 
 The CPU's table rate (gpus.cpu_flops) assumes an idle machine with the lab's build CPU's
-vector units; issue 16 saw the first estimate ≈ 17× too optimistic («≈ 4 с» for a run that
-took 68 s). So when the lab has no measured CPU run and no stored measurement, it starts
+vector units, and on a loaded machine it was many times too optimistic (docs/PERF.md, «Figures the code's docstrings carried»). So when the lab has no measured CPU run and no stored measurement, it starts
 `python -m trainer.rate` (a few real training steps of a small model; the window never
 imports torch) in the background; its result is kept beside the state DB
 (`cpu_rate.json`) and joins the measured runs as one entry marked "probe", which scales the
@@ -37,7 +36,7 @@ _running: subprocess.Popen | None = None
 
 
 def rate_path() -> Path:
-    from ..paths import state_db_path
+    from ..base.paths import state_db_path
 
     return state_db_path().parent / FILE
 
@@ -74,11 +73,11 @@ def command(out: Path, shape: Shape = PROBE_SHAPE, steps: int = PROBE_STEPS) -> 
 
 
 def _env() -> dict[str, str]:
-    from ..runs.process import _trainer_root
+    from ..base.paths import trainer_root
 
     env = dict(os.environ)
     env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU's rate, whatever cards there are
-    root = _trainer_root()
+    root = trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env

@@ -9,14 +9,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..i18n import current_language
+from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
+
+from ..base.i18n import current_language
 from .advice import advice
 from .combos import Combination, combinations, extra_step_seconds
 from .formulas import Shape, flops_per_token, param_count
 from .formulas import tokens_per_step as micro_step_tokens
 from .gpus import GPUS, GpuFacts, cpu_threads, local_card, ram_mb
 from .memory import (
-    ECONOMICAL,
     Memory,
     MiB,
     cublas_workspace_bytes,
@@ -136,7 +137,7 @@ def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
         normal = estimate_speed(s, ctx.gpu, lean_state="off", **kw)
         if normal.kind in MEASURED_KINDS:
             speed = dataclasses.replace(normal, kind="scaled_measured", source={
-                "ru": normal.source["ru"] + " (обычное состояние) + цена экономного состояния",
+                "ru": normal.source["ru"] + " (обычное состояние) + цена облегчённого состояния",
                 "en": normal.source["en"] + " (the normal state) + the lean state's cost"})
     per_step = ctx.step_tokens  # the optimizer's extra cost comes once per step, not per micro-step
     lean_costs = Combination(c.level, "off", c.sharded) if same_state else c

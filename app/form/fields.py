@@ -4,7 +4,7 @@ Each FieldSpec says where the value lives in run.json, its label and tooltip in 
 English (the facts come from the lab's field guide, shared/GUIDE.md, in the lab's own
 words), its range, default and unit, and whether it is locked when a run continues from a
 checkpoint (the checkpoint's weights fix the architecture). The window builds its widgets
-from this table; app/form.py validates against it. Tooltips carry a `{default}` slot that
+from this table; app/form/run_form.py validates against it. Tooltips carry a `{default}` slot that
 is filled with the current default, so the text and the number can never disagree.
 """
 
@@ -16,23 +16,20 @@ from typing import Any
 
 import trainer.config as contract
 
-from .field_options import (  # noqa: F401 - the form's callers read them here
+from ..base.i18n import current_language
+from ..base.memory_saving import (
     _ECONOMICAL_NOT_MEASURED,
-    ECONOMICAL_LEVELS,
     ECONOMICAL_OPTION_TOOLTIPS,
     ECONOMICAL_OPTIONS,
     LEAN_STATE_OPTION_TOOLTIPS,
     LEAN_STATE_OPTIONS,
-    LEAN_STATES,
     economical_level,
     economical_run_value,
-    economical_step_up,
     lean_state_level,
     lean_state_run_value,
 )
-from .field_texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
-from .i18n import current_language
-from .numbers import format_value
+from ..base.numbers import format_value
+from .texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .tooltips import wrap_tip
 
 # The last line of every field's tooltip: where the whole story is (ui/help_page.py).
@@ -97,7 +94,7 @@ class FieldSpec:
 
     def tooltip_text(self, lang: str | None = None, default: Any = None) -> str:
         """The tooltip with the current default filled in (a fixed option by its label),
-        wrapped by the one tooltip rule (app.tooltips), its last line saying where the
+        wrapped by the one tooltip rule (app.form.tooltips), its last line saying where the
         field's help page is."""
         lang = lang or current_language()
         return wrap_tip(self.tooltip_body(lang, default) + "\n" + HELP_HINT[lang])
@@ -441,21 +438,22 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.economical",
-        label={"ru": "Экономный режим", "en": "Economical mode"},
+        label={"ru": "Пересчёт активаций", "en": "Activation recompute"},
         options=ECONOMICAL_OPTIONS,
         option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
         to_run=economical_run_value,
         from_run=economical_level,
         tooltip={
-            "ru": "Экономия памяти: меньше промежуточных результатов хранится для обратного "
-            "прохода, остальное пересчитывается. "
+            "ru": "Часть «Экономного режима»: меньше промежуточных результатов хранится для "
+            "обратного прохода, остальное пересчитывается. "
             f"«{ECONOMICAL_OPTIONS['selective']['ru']}» — пик памяти 0,39× при обычном шаге, "
             f"«{ECONOMICAL_OPTIONS['full']['ru']}» — 0,22× при шаге 1,13× (на процессоре). "
             "Маленькой домашней карте может подойти только «Полный»; панель «Как выбрать размер» "
             "показывает память при выбранном уровне. Чекпоинт продолжается в любом уровне. "
             "По умолчанию: {default}.",
-            "en": "Saves memory: fewer intermediate results are kept for the backward pass, the "
-            f"rest is recomputed. «{ECONOMICAL_OPTIONS['selective']['en']}»: 0.39× the peak memory "
+            "en": "Part of the «Economical mode»: fewer intermediate results are kept for the "
+            "backward pass, the rest is recomputed. "
+            f"«{ECONOMICAL_OPTIONS['selective']['en']}»: 0.39× the peak memory "
             f"at the normal step, «{ECONOMICAL_OPTIONS['full']['en']}»: 0.22× at 1.13× the step "
             "time (on the CPU). A small home card may fit only «Full»; the «How to choose a size» "
             "panel shows the memory at the chosen level. A checkpoint continues at any level. "
@@ -495,23 +493,23 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.lean_state",
-        label={"ru": "Экономное состояние", "en": "Lean state"},
+        label={"ru": "Облегчённое состояние", "en": "Lean state"},
         options=LEAN_STATE_OPTIONS,
         option_tooltips=LEAN_STATE_OPTION_TOOLTIPS,
         to_run=lean_state_run_value,
         from_run=lean_state_level,
         tooltip={
-            "ru": "Часть «Экономного режима»: сжимает веса,\nградиенты и моменты оптимизатора, а уровни\n"
-            "выше — только промежуточные результаты.\nБольшой модели память нужна именно на это.\n"
-            "Сочетается с любым уровнем; чекпоинт\nпродолжается в любом сочетании.\n"
+            "ru": "Часть «Экономного режима»: сжимает веса,\nградиенты и моменты оптимизатора, а\n"
+            "«Пересчёт активаций» — только промежуточные\nрезультаты. Большой модели память нужна\n"
+            "именно на это. Сочетается с любым уровнем\nпересчёта; чекпоинт продолжается в любом\nсочетании.\n"
             "«Как выбрать размер» назовёт сочетание,\nкоторое помещается. По умолчанию: {default}.",
-            "en": "Part of the «Economical mode»: shrinks the\nweights, gradients and optimizer moments; the\n"
-            "levels above shrink only intermediate results.\nA large model needs memory for exactly this.\n"
-            "Combines with any level; a checkpoint\ncontinues in any combination.\n"
+            "en": "Part of the «Economical mode»: shrinks the\nweights, gradients and optimizer moments;\n"
+            "«Activation recompute» shrinks only the\nintermediate results. A large model needs\n"
+            "memory for exactly this. Combines with any\nrecompute level; a checkpoint continues in\nany combination.\n"
             "«How to choose a size» names the combination\nthat fits. Default: {default}.",
         },
     ),
-    *(FieldSpec(**kw) for kw in ADVANCED_FIELDS),  # «Дополнительно» (app/field_texts.py)
+    *(FieldSpec(**kw) for kw in ADVANCED_FIELDS),  # «Дополнительно» (app/form/texts.py)
     FieldSpec(
         name="tokens_per_step",
         section="advanced",
