@@ -179,13 +179,10 @@ def test_the_local_card_takes_its_memory_from_the_caller():
 
 
 def test_no_local_card_means_unknown_memory_not_a_guess(monkeypatch):
-    from app.sizing.gpus import local_card
-    from bench.fake_nvml import FakeNvml
+    from bench.fake_nvml import pc_with_cards
 
-    FakeNvml([]).install(monkeypatch)  # a driver with no card (as on a machine without one)
-    local_card.cache_clear()
+    pc_with_cards(monkeypatch, [])  # a driver with no card (as on a machine without one)
     e = est(gpu="local")
-    local_card.cache_clear()
     assert e["card_memory_mb"] is None and e["fits"] is None and e["max_batch"] is None
     assert any("memory is unknown" in a for a in e["advice"])
 
@@ -473,16 +470,13 @@ def test_advice_kinds_name_each_sentence():
 
 def test_the_local_card_is_read_through_nvml(monkeypatch):
     from app.sizing.gpus import local_card
-    from bench.fake_nvml import FakeCard, FakeNvml
+    from bench.fake_nvml import FakeCard, pc_with_cards
 
-    FakeNvml([FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192)]).install(monkeypatch)
-    local_card.cache_clear()
-    try:
-        card = local_card()
-        assert card is not None and card.name == "NVIDIA GeForce RTX 3050" and card.memory_mb == 8192
-        e = est(gpu="local")
-    finally:
-        local_card.cache_clear()
+    pc_with_cards(monkeypatch, [FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192)])
+    card = local_card()
+    assert card is not None and card.name == "NVIDIA GeForce RTX 3050" and card.memory_mb == 8192
+    assert card.compute_capability == (8, 6)
+    e = est(gpu="local")
     assert e["card_memory_mb"] == 8192 and e["fits"] is True
     assert e["tokens_per_s"] == pytest.approx(0.7 * 49_000)
     assert e["advice"][0].startswith("Speed ≈ 34,300 tokens/s on NVIDIA GeForce RTX 3050 (")

@@ -218,3 +218,30 @@ def test_the_text_tab_is_in_front_after_a_restart_and_a_language_switch(qtbot, t
     w = start()
     assert w.tabs.currentWidget() is w.monitor  # the GPU tab as before
     w.close()
+
+
+def test_a_catalogue_card_this_pc_has_not_is_an_estimate_and_never_starts(qtbot, window):  # noqa: F811
+    """«RTX 5070 Ti» chosen on a PC without it: the estimate used its figures, «Старт» was
+    on and the run trained on the CPU. Offered as «оценка для …», it sizes a plan and Start
+    says why it cannot go; neither the button nor the key starts anything."""
+    from PySide6.QtCore import Qt
+
+    from tests.test_window import fill_tiny
+    from tests.ui_actions import choose
+
+    view = window.form_view
+    fill_tiny(qtbot, view)  # this PC (the tests' PC has no card): the CPU
+    assert view.start_button.isEnabled(), view.why.text()
+    combo = view.inputs["gpu"]
+    items = {combo.itemData(i): combo.itemText(i) for i in range(combo.count())}
+    assert "local" not in items and items["cpu"] == "процессор (CPU)"
+    assert items["rtx5070ti"] == "оценка для RTX 5070 Ti (16 ГБ)"
+    choose(view, "gpu", "rtx5070ti")
+    assert "из 16\u00a0384 МБ" in view.size_text() and "2,5 × T4" in view.size_text()  # sized for that card
+    assert not view.start_button.isEnabled()
+    assert "«RTX 5070 Ti (16 ГБ)» — только оценка" in view.why.text() and "выберите процессор" in view.why.text()
+    assert "только оценка" in view.messages["gpu"].text()
+    view.start_button.click()
+    window.shortcut_actions["start"].trigger()  # Ctrl+Enter
+    qtbot.keyClick(view.inputs["name"], Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
+    assert window.runs.registry.list_runs() == [] and window.followed is None

@@ -48,6 +48,12 @@ LOCAL_MACHINE = "local"
 GPU_CHOICES: tuple[str, ...] = ("t4x2", "local", "cpu", "rtx3050", "rtx5070ti")
 
 
+def planning_only(gpu: str) -> bool:
+    """A «Видеокарта» choice that only sizes a plan: a card of the catalogue, neither this
+    PC's («local», the CPU) nor Kaggle's, which a run goes to."""
+    return gpu not in ("local", "cpu", *KAGGLE_GPUS)
+
+
 @dataclass(frozen=True)
 class ContinueFrom:
     """A finished run whose checkpoint a new run can start from."""
@@ -276,6 +282,8 @@ class RunForm(FormChecks):
             label = gpu_label(k)
             if k == "local" and self.ctx.local_gpu:
                 label = f"{label}: {self.ctx.local_gpu}"
+            elif planning_only(k):  # a card of the catalogue, not this PC's: sizes a plan, never trains
+                label = t(f"оценка для {label}", f"estimate for {label}")
             out.append((k, label))
         return out
 
