@@ -245,3 +245,26 @@ def test_a_catalogue_card_this_pc_has_not_is_an_estimate_and_never_starts(qtbot,
     window.shortcut_actions["start"].trigger()  # Ctrl+Enter
     qtbot.keyClick(view.inputs["name"], Qt.Key.Key_Return, Qt.KeyboardModifier.ControlModifier)
     assert window.runs.registry.list_runs() == [] and window.followed is None
+
+
+def test_a_file_dialog_of_the_russian_window_speaks_russian(qtbot, window):  # noqa: F811
+    """The file dialogs («Текстовый файл для оценки», «Экспорт весов», «Добавить данные»)
+    said Open/Cancel in the Russian interface: Qt's own translations are loaded, and go
+    with a switch to English."""
+    from PySide6.QtWidgets import QDialogButtonBox, QFileDialog, QLineEdit
+
+    def buttons() -> set[str]:
+        dialog = QFileDialog(window, "t")
+        dialog.setOption(QFileDialog.Option.DontUseNativeDialog)  # the one Qt draws (a bare Linux)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptOpen)
+        qtbot.addWidget(dialog)
+        box = dialog.findChild(QDialogButtonBox)
+        return {b.text().replace("&", "") for b in box.buttons()}
+
+    assert buttons() == {"Открыть", "Отмена"}
+    edit = QLineEdit()
+    qtbot.addWidget(edit)
+    menu = edit.createStandardContextMenu()
+    assert any(a.text().replace("&", "").startswith("Копировать") for a in menu.actions())
+    window.set_language("en")
+    assert buttons() == {"Open", "Cancel"}

@@ -37,7 +37,7 @@ from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
 from app.window.lab import ActionError, Lab, Started
 
-from . import monitor_tab, settings, tooltips, window_memory
+from . import monitor_tab, qt_language, settings, tooltips, window_memory
 from .background import run_in_thread
 from .cli_task import CliTask
 from .close_question import ask_about_running
@@ -69,6 +69,7 @@ class MainWindow(QMainWindow):
                  remember_layout: bool = True) -> None:
         super().__init__()
         tooltips.install()  # every tooltip of the window to app.form.tooltips' rule (≤ 60 × 12)
+        qt_language.install()  # Qt's own words (file dialogs, «ОК»/«Отмена») in the interface language
         self.remember_layout = remember_layout
         self.menu: Menu | None = None
         self.pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
@@ -244,6 +245,7 @@ class MainWindow(QMainWindow):
     def set_language(self, lang: str) -> None:
         """Switch the interface language now (and remember it); the form keeps its values."""
         settings.save_language(lang)
+        qt_language.install()
         form = self.form_view.form
         followed, overlays = self.followed, set(self.overlays)
         view = self._plot.view_settings() if self._plot is not None else None
