@@ -268,3 +268,29 @@ def test_a_file_dialog_of_the_russian_window_speaks_russian(qtbot, window):  # n
     assert any(a.text().replace("&", "").startswith("Копировать") for a in menu.actions())
     window.set_language("en")
     assert buttons() == {"Open", "Cancel"}
+
+
+def test_the_add_data_dialog_says_what_is_read_and_its_signs_are_in_the_font(qtbot, tmp_path):
+    """The dialog said only .txt/.md/.jsonl are read, yet a file of any name is; and an empty
+    box stood in the data window's message for «ⓘ», a sign the usual fonts lack."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QLabel
+
+    from app.data.library import Library
+    from ui.data_dialog import AddDialog
+    from ui.status_message import StatusMessage
+
+    chapter = tmp_path / "chapter-01"  # no extension: read as text
+    chapter.write_text("Глава первая. Жили-были.\n" * 20, encoding="utf-8")
+    dialog = AddDialog(str(chapter), ["demo"], None)
+    qtbot.addWidget(dialog)
+    hint = next(w.text() for w in dialog.findChildren(QLabel) if w.text().startswith("Лаборатория прочтёт"))
+    assert "с любым именем, с расширением или без" in hint and ".gz" in hint
+    added = Library().add(chapter, "chapter", constellation="книги")
+    assert added.dataset.documents == 1 and added.dataset.characters > 0
+    for level in ("info", "warning", "error"):
+        message = StatusMessage()
+        qtbot.addWidget(message)
+        message.setText("что-то случилось", level)
+        sign = message.sign()
+        assert sign and QFontMetrics(message.font()).inFontUcs4(ord(sign)), (level, sign)
