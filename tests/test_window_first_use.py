@@ -294,3 +294,37 @@ def test_the_add_data_dialog_says_what_is_read_and_its_signs_are_in_the_font(qtb
         message.setText("что-то случилось", level)
         sign = message.sign()
         assert sign and QFontMetrics(message.font()).inFontUcs4(ord(sign)), (level, sign)
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_one_decimal_rule_the_language_s_in_the_history_the_header_and_the_form(qtbot, window, tiny_data, lang):  # noqa: F811
+    """«5.3702» in the history and the header beside «0,001» in the form: every decimal the
+    window shows has the interface language's mark."""
+    from tests.test_runs_local import config
+
+    window.set_language(lang)
+    rec = window.runs.create(config(tiny_data))
+    window.runs.registry.update(rec.id, best_val_loss=5.3702, last_loss=5.41, last_step=1200, status="stopped")
+    window.refresh_history()
+    window.follow(rec.id)
+    mark = "," if lang == "ru" else "."
+    table = window.history.table
+    cells = [table.item(0, c).text() for c in range(table.columnCount()) if table.item(0, c)]
+    assert f"5{mark}3702" in cells
+    assert f"loss 5{mark}4100" in window.banner.detail.text() and f"val 5{mark}3702" in window.banner.detail.text()
+    assert window.form_view.inputs["lr"].text() == f"0{mark}001"
+
+
+def test_the_russian_command_line_says_how_a_run_ended_in_russian(russian):
+    """«конец: steps_reached — reached step 30»: the trainer's code and its English line."""
+    import io
+
+    from app.runs.cli import Progress
+
+    out = io.StringIO()
+    progress = Progress(out=out)
+    progress({"event": "eval", "step": 30, "val_loss": 5.37021, "val_ci95": [5.3, 5.44]})
+    progress({"event": "end", "step": 30, "reason": "steps_reached", "message": "reached step 30"})
+    progress({"event": "end", "step": 7, "reason": "stopped", "message": "stopped on request at step 7 (RUN_DIR/STOP exists)"})
+    assert out.getvalue().splitlines() == ["  val loss 5,3702  (95%: 5,3000…5,4400)", "конец: достигнут шаг 30",
+                                           "конец: остановлен по запросу на шаге 7 (в папке прогона есть файл STOP)"]
