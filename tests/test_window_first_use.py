@@ -328,3 +328,21 @@ def test_the_russian_command_line_says_how_a_run_ended_in_russian(russian):
     progress({"event": "end", "step": 7, "reason": "stopped", "message": "stopped on request at step 7 (RUN_DIR/STOP exists)"})
     assert out.getvalue().splitlines() == ["  val loss 5,3702  (95%: 5,3000…5,4400)", "конец: достигнут шаг 30",
                                            "конец: остановлен по запросу на шаге 7 (в папке прогона есть файл STOP)"]
+
+
+def test_the_text_tab_s_hint_speaks_without_run_json_s_keys(qtbot, window, tiny_data):  # noqa: F811
+    from tests.test_runs_local import config
+
+    tab = window.text_tab
+    window.tabs.setCurrentWidget(tab)
+    assert "«История»" in tab.samples_note.text()
+    writes = window.runs.create(config(tiny_data))  # evaluates every 10 steps
+    silent = window.runs.create(config(tiny_data, sample_tokens=0))
+    window.refresh_history()
+    window.history.select(writes.id)
+    tab.show_selected()
+    note = tab.samples_note.text()
+    assert "каждые 10 шагов" in note and "training." not in note and "sample" not in note
+    window.history.select(silent.id)
+    tab.show_selected()
+    assert "не пишет" in tab.samples_note.text() and "training." not in tab.samples_note.text()

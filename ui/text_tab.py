@@ -213,7 +213,7 @@ class TextTab(QWidget):
             return
         samples = self.feed.samples
         if not samples:
-            self.samples_note.setText(view.empty_text(self.feed.run_id is not None))
+            self.samples_note.setText(view.empty_text(self._selected_config()))
             self.samples_view.clear()
             return
         names = {}
@@ -227,6 +227,15 @@ class TextTab(QWidget):
         at = bar.value()
         self.samples_view.setHtml(view.samples_html(samples, names, palette.table()))
         bar.setValue(at)  # reading an older step: new ones on top do not move the view back
+
+    def _selected_config(self) -> dict | None:
+        """The followed run's run.json ({} when it cannot be read); None: no run."""
+        if self.feed.run_id is None:
+            return None
+        try:
+            return self.runs.registry.get(self.feed.run_id).config()
+        except (KeyError, OSError, ValueError):  # gone or unreadable: the general words
+            return {}
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         super().showEvent(event)
