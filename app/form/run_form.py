@@ -31,6 +31,7 @@ from ..base.numbers import (
 )
 from ..data.prepared import Prepared
 from ..kaggle.machine import Account, auto_explanation
+from ..sizing.advice import ROW_KINDS
 from ..sizing.result import Estimate
 from . import fields as F
 from . import sizes
@@ -126,9 +127,6 @@ class FormContext:
             if self.constellations.get(name) is None:
                 self.constellations[name] = tokens
 
-
-# Advice sentences whose facts the panel already shows as rows of their own.
-ROW_ADVICE_KINDS = frozenset({"speed", "time", "limit"})
 
 
 class RunForm(FormChecks):
@@ -461,7 +459,7 @@ class RunForm(FormChecks):
             return rows
         rows += [sizes.time_row(est, int(v["steps_to"])), sizes.limit_row(est, v["limit_min"]), *sizes.memory_rows(est)]
         # app.sizing's advice, less what the rows above already say (speed, time, limit).
-        for i, sentence in enumerate(est.advice_texts(ROW_ADVICE_KINDS)):
+        for i, sentence in enumerate(est.advice_texts(ROW_KINDS)):
             rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", sentence, "ok"))
         return rows
 

@@ -46,8 +46,10 @@ class LargeReference:
 # (≈ 6,900 tokens/s), in its economical mode at "practically the normal speed".
 NOTE_5070TI = LargeReference(
     FULL_SHAPE, 1024 / 0.149,
-    {"ru": "оценка по второму эталону — заметке лаборатории (1,67 млрд весов на RTX 5070 Ti, ≈ 149 мс на шаг)",
-     "en": "estimate from the second reference, the lab's note (1.67 B weights on an RTX 5070 Ti, ≈ 149 ms a step)"},
+    {"ru": "оценка по замеру большой модели: 1,67 млрд весов на RTX 5070 Ti шли ≈ 149 мс на шаг "
+           "(заметка лаборатории)",
+     "en": "an estimate from a large model's measurement: 1.67 B weights on an RTX 5070 Ti took ≈ 149 ms a step "
+           "(the lab's note)"},
 )
 
 
