@@ -64,6 +64,7 @@ class RunFormView(QWidget):
         self.help_page: HelpPage | None = None
         self._updating = False
         self.start_shortcut = ""  # the window's key for «Старт», said in its tooltip
+        self._why = ""  # every reason «Старт» cannot go now ("": it can)
         self._build()
         self.refresh()
 
@@ -273,10 +274,7 @@ class RunFormView(QWidget):
         message.setVisible(False)
         col.addWidget(message)
         self.messages[name] = message
-        tip = self.form.tooltip(name)
-        for w in (label, widget):
-            w.setToolTip(tip)
-        layout.addRow(label, holder)
+        layout.addRow(label, holder)  # its tooltip comes with the first refresh (_show_values)
 
     def _fill_constellations(self) -> None:
         _clear(self.constellation_layout)
@@ -465,9 +463,10 @@ class RunFormView(QWidget):
                 w.setEnabled(not locked)
             elif isinstance(w, QComboBox) and name in ("gpu", "machine"):
                 choices = form.gpu_choices() if name == "gpu" else form.machine_choices()
-                w.clear()
-                for key, label in choices:
-                    w.addItem(label, key)
+                if [(w.itemData(i), w.itemText(i)) for i in range(w.count())] != choices:
+                    w.clear()  # refilled only when they changed: every refresh did, at every key typed
+                    for key, label in choices:
+                        w.addItem(label, key)
                 i = w.findData(v[name])
                 if i < 0:
                     w.addItem(str(v[name]), v[name])
@@ -483,8 +482,9 @@ class RunFormView(QWidget):
             if locked:
                 tip = wrap_tip(tip + t("\n\nЗаблокировано: берётся из чекпоинта.",
                                        "\n\nLocked: taken from the checkpoint."))
-            w.setToolTip(tip)
-            label.setToolTip(tip)
+            for widget in (w, label):
+                if widget.toolTip() != tip:  # set anew only when it changed: each one is rewrapped
+                    widget.setToolTip(tip)
 
     def _show_issues(self) -> None:
         issues = self.form.issues()
@@ -521,15 +521,27 @@ class RunFormView(QWidget):
             shown = why = "; ".join(running)
             self.why.setStyleSheet(palette.style("note"))
         self.why.setText(shown)
-        if why:
-            self.start_button.setToolTip(why)
-        else:
-            key = f" ({self.start_shortcut})" if self.start_shortcut else ""
-            self.start_button.setToolTip(t("Запустить обучение", "Start training") + key)
+        self._why = why
+        self._show_start_tip()
         self.why.setVisible(bool(why))
         needs_prep = bool(self.form.values["constellations"]) and self.form.prepared_for_selection() is None
         self.prepare_button.setVisible(needs_prep)
         self.start_button.setText(t("Продолжить", "Continue") if self.form.continuing else t("Старт", "Start"))
+
+    def _show_start_tip(self) -> None:
+        """«Старт»'s tooltip: every reason it cannot start, else what it does and its key."""
+        if self._why:
+            self.start_button.setToolTip(self._why)
+        else:
+            key = f" ({self.start_shortcut})" if self.start_shortcut else ""
+            self.start_button.setToolTip(t("Запустить обучение", "Start training") + key)
+
+    def set_start_shortcut(self, key: str) -> None:
+        """The window's key for «Старт», named in its tooltip (the menu's action follows the
+        button through `changed`)."""
+        self.start_shortcut = key
+        self._show_start_tip()
+        self.changed.emit()
 
     def _show_sizes(self) -> None:
         _clear(self.size_layout)

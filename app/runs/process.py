@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from ..base.i18n import t
 from ..base.paths import trainer_root
 from .files import LOG
@@ -172,6 +170,8 @@ def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
 
 
 def process_start_time(pid: int) -> float | None:
+    import psutil  # here (and below): the window's first frame starts no process and asks none
+
     try:
         return psutil.Process(pid).create_time()
     except (psutil.Error, OSError):
@@ -188,6 +188,8 @@ def is_alive(pid: int | None, started_at: float | None = None) -> bool:
             return True
         _children.pop(pid, None)
         return False
+    import psutil
+
     try:
         p = psutil.Process(pid)
         if p.status() == psutil.STATUS_ZOMBIE:

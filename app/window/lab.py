@@ -23,7 +23,6 @@ from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
 from ..base.state import StateError
-from ..data import manage as data_manage
 from ..data.prepared import Prepared, scan_prepared
 from ..form.run_form import ActiveRun, ContinueFrom, FormContext, RunForm, continue_now
 from ..runs import (
@@ -451,6 +450,8 @@ class Lab:
             parent_dir = (form.continuing.config.get("data") or {}).get("dir")
             if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
                 tokenizer = Path(parent_dir) / "tokenizer.json"
+        from ..data import manage as data_manage  # here: the window's first frame prepares nothing
+
         return data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer)
 
     def run_folder(self, run_id: str) -> str:
