@@ -37,6 +37,7 @@ from . import palette
 from .background import run_in_thread
 
 ID_ROLE = Qt.ItemDataRole.UserRole
+FIRST_TICK_MS = 400
 STATE_COLORS = {STARTING: "running", RUNNING: "running", DONE: "finished", FAILED: "error"}
 
 
@@ -64,7 +65,7 @@ class QueueTab(QWidget):
         self.timer.setInterval(tick_ms)
         self.timer.timeout.connect(self.tick)
         self.timer.start()
-        QTimer.singleShot(0, self.tick)
+        QTimer.singleShot(FIRST_TICK_MS, self.tick)  # after the window's first frame
 
     # -- layout -----------------------------------------------------------------------------
     def _build(self) -> None:

@@ -28,7 +28,7 @@ from app.queue.driver import QueueDriver, SeriesField, parse_values, series_fiel
 from app.queue.series import Results, short_key, values_text
 from app.queue.store import QueueError, state_label
 
-from . import palette
+from . import palette, wheel_guard
 
 NONE = ""
 
@@ -57,6 +57,7 @@ class SeriesDialog(QDialog):
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
         form.addRow(self.buttons)
+        wheel_guard.guard(self)  # the wheel does not change a field list it merely passes over
         self._update()
 
     def _row(self, form: QFormLayout, label: str, optional: bool) -> tuple[QComboBox, QLineEdit]:

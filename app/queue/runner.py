@@ -24,8 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import psutil
-
 from ..base import run_status as st
 from ..base.i18n import t
 from ..kaggle.accounts import Accounts
@@ -311,8 +309,11 @@ def run_config(it: Item) -> dict[str, Any]:
     return cfg
 
 
-def trainer_process(rec: RunRecord) -> psutil.Process | None:
-    """A live process training this run's folder (`python -m trainer --run FOLDER`), if any."""
+def trainer_process(rec: RunRecord) -> Any:
+    """A live process training this run's folder (`python -m trainer --run FOLDER`), if any
+    (a psutil.Process)."""
+    import psutil  # here: the window's first frame asks no process (app/runs/process.py)
+
     folder = str(rec.path)
     for p in psutil.process_iter(["cmdline"]):
         try:
