@@ -10,6 +10,7 @@ driver's `events.news` (a tray message), and hands it the form's runs (`add`).
 
 from __future__ import annotations
 
+import threading
 from datetime import datetime
 from typing import Any
 
@@ -59,8 +60,10 @@ class QueueTab(QWidget):
         self.timeline_view: Any = None  # ui.queue_timeline.QueueTimeline, built on first show
         self.last: Timeline | None = None
         self._ticking = False
+        self._round: threading.Thread | None = None  # the round in flight, if any
         self._build()
         driver.events.changed.connect(self.show_timeline)
+        self._listening = True
         self.timer = QTimer(self)
         self.timer.setInterval(tick_ms)
         self.timer.timeout.connect(self.tick)
@@ -140,7 +143,8 @@ class QueueTab(QWidget):
         if self._ticking:
             return
         self._ticking = True
-        run_in_thread(self.driver.tick if self.drive else (lambda: None), self._ticked, self, name="queue")
+        self._round = run_in_thread(self.driver.tick if self.drive else (lambda: None), self._ticked, self,
+                                    name="queue")
 
     def _ticked(self, result: object) -> None:
         self._ticking = False
@@ -246,7 +250,12 @@ class QueueTab(QWidget):
         dialog.show()
         return dialog
 
-    def stop(self) -> None:
-        """The tab goes (the window closes, or is rebuilt in another language)."""
+    def stop(self, wait_s: float = 10.0) -> None:
+        """The tab goes (the window closes, or is rebuilt in another language): no more
+        rounds, and the one in flight ends before the tab (whose thread reports to it) does."""
         self.timer.stop()
-        self.driver.events.changed.disconnect(self.show_timeline)
+        if self._listening:  # a window closed twice stops its tab twice
+            self._listening = False
+            self.driver.events.changed.disconnect(self.show_timeline)
+        if self._round is not None:
+            self._round.join(wait_s)

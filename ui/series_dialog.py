@@ -171,12 +171,13 @@ class SeriesResultsDialog(QDialog):
         for r in res.rows:
             key = r.values.get(res.keys[1]) if len(res.keys) > 1 else None
             groups.setdefault(key, []).append(r)
-        colors = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b", "#e377c2"]
+        from .loss_plot import PALETTE  # the loss plot's series colours, readable on both palettes
+
         for n, (key, rows) in enumerate(groups.items()):
             pts = [(xs.index(r.values.get(first)), r) for r in rows if r.val_loss is not None]
             if not pts:
                 continue
-            color = colors[n % len(colors)]
+            color = PALETTE[n % len(PALETTE)]
             name = values_text({res.keys[1]: key}) if len(res.keys) > 1 else "val loss"
             plot.plot([x for x, _ in pts], [r.val_loss for _, r in pts], pen=pg.mkPen(color, width=2),
                       symbol="o", symbolBrush=color, name=name)
