@@ -87,21 +87,20 @@ def test_a_value_the_trainer_refuses_fails_the_same_way_everywhere(value):
                                          ("on", "on"), ("offload", "offload")])
 def test_lean_state_has_one_reader(value, name):
     from app import fields as F
-    from app.sizing import state
 
-    assert C.lean_mode(value) == name == F.lean_state_level(value) == state.lean_state_name(value)
-    assert F.LEAN_STATES == state.LEAN_STATES == C.LEAN_MODES
+    assert C.lean_mode(value) == name == F.lean_state_level(value)
+    assert F.LEAN_STATES == C.LEAN_MODES
 
 
 @pytest.mark.parametrize("value", ["half", 1, 0, "", "Offload"])
 def test_a_lean_state_the_trainer_refuses_fails_the_same_way_everywhere(value):
     from app import fields as F
-    from app.sizing import state
+    from app.sizing import estimate
 
     with pytest.raises(C.ConfigError, match="training.lean_state must be"):
         C.lean_mode(value)
     with pytest.raises(ValueError, match="training.lean_state must be"):
-        state.lean_state_name(value)
+        estimate(lean_state=value, lang="en")
     assert F.lean_state_level(value) is None
 
 

@@ -32,7 +32,7 @@ def _estimate(shape: dict, level: str) -> int:
     from app.sizing.memory import estimate_memory
 
     s = Shape(shape["layers"], shape["width"], shape["heads"], shape["context"], shape["vocab"], shape["batch"])
-    return estimate_memory(s, "fp16", cards=2, economical=level, sharded=True, device="cpu").peak
+    return estimate_memory(s, "fp16", cards=2, economical=level, sharding="fsdp", device="cpu").peak
 
 
 @pytest.mark.parametrize("level", LEVELS)

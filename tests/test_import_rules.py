@@ -1,7 +1,7 @@
 """The rooms of the code and what each may import, checked over the source (no imports run).
 
     app/      the lab's core: no Qt, no torch; the trainer only through its torch-free
-              contract (trainer.config), never ui/, bench/ or tests/
+              contract (trainer.config, trainer.plan, trainer.reasons), never ui/, bench/ or tests/
     ui/       widgets: no torch, no trainer, never bench/ or tests/
     trainer/  what a Kaggle kernel runs: the standard library, torch and numpy only
     bench/    the measuring tools: may use trainer/ and app/, never ui/ or tests/
@@ -25,7 +25,7 @@ ROOMS = ("app", "ui", "trainer", "bench")
 QT = ("PySide6", "shiboken6", "pyqtgraph")
 # app/ may read the trainer's run.json contract and its checkpoint naming and hash lists,
 # which are plain Python (a test below: importing them loads no torch).
-TRAINER_CONTRACT = ("trainer.config", "trainer.checkpoint_index")
+TRAINER_CONTRACT = ("trainer.config", "trainer.plan", "trainer.reasons", "trainer.checkpoint_index")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "app": (*QT, "torch", "ui", "bench", "tests"),
     "ui": ("torch", "trainer", "bench", "tests"),
