@@ -131,7 +131,7 @@ def test_the_full_model_fits_kaggles_two_t4_by_sharding():
 
 
 def test_economical_auto_json(capsys):
-    from app.cli import main
+    from app.cli.main import main
 
     argv = ["estimate", "--lang", "en", "--layers", "26", "--width", "2304", "--heads", "18", "--context", "1024", "--vocab",
             "4000", "--batch", "1", "--gpu", "rtx5070ti", "--economical", "auto", "--no-measured", "--json"]
@@ -166,7 +166,7 @@ def test_large_models_on_the_5070ti_use_the_notes_reference():
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_the_lean_state_field_says_what_each_option_costs(lang):
-    from app import fields as F
+    from app.form import fields as F
 
     spec = F.spec("lean_state")
     assert [k for k, _ in spec.option_choices(lang)] == ["off", "on", "fused", "offload"]
@@ -180,8 +180,8 @@ def test_the_lean_state_field_says_what_each_option_costs(lang):
 
 
 def test_the_form_names_the_lean_state_for_the_full_model_and_writes_it():
-    from app.form import FormContext, RunForm
-    from app.i18n import set_language
+    from app.base.i18n import set_language
+    from app.form.run_form import FormContext, RunForm
 
     set_language("en")
     try:
@@ -243,7 +243,7 @@ def test_the_fused_steps_second_pass_is_charged_only_where_the_step_is_fused():
     """Under fp16 (a T4) the lean step cannot be fused (the GradScaler must see every
     gradient first): the plan refuses "fused" there rather than run it as true, and the
     sizing with it; under bf16 it pays a second backward pass."""
-    from app.plan_texts import RefusalError
+    from app.base.plan_texts import RefusalError
 
     t4 = dict(gpu="t4", lang="en", measured=[])
     with pytest.raises(RefusalError, match="under fp16 \\(what precision auto chose for this card\\)") as e:

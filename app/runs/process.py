@@ -9,7 +9,6 @@ events.jsonl and the pid kept in the registry.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import signal
@@ -21,7 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from ..i18n import t
+from ..base.i18n import t
+from ..base.paths import trainer_root
 from .files import LOG
 
 log = logging.getLogger(__name__)
@@ -121,20 +121,12 @@ def plan_launch(
     return LaunchPlan(argv, env, count, device, note)
 
 
-def _trainer_root() -> str | None:
-    """The folder that holds the `trainer` package (so the child finds it from any cwd)."""
-    spec = importlib.util.find_spec("trainer")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return str(Path(next(iter(spec.submodule_search_locations))).resolve().parent)
-
-
 def config_problem(run_json: Path, python: str | None = None) -> str | None:
     """The trainer's own verdict on a run.json (`python -m trainer.config`, no torch, well
     under a second): None if it would train, else the trainer's reason. Used before a
     Kaggle upload, where a bad hand-written value would only fail once the kernel runs."""
     env = dict(os.environ)
-    root = _trainer_root()
+    root = trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     try:
@@ -158,7 +150,7 @@ def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
     """
     env = dict(os.environ)
     env.update(plan.env)
-    root = _trainer_root()
+    root = trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"

@@ -20,11 +20,11 @@ from typing import Any
 
 from trainer.config import COMPILE_MODES, ECONOMICAL_LEVELS, LEAN_MODES, PRECISIONS, SHARDING_MODES
 
-from ..cli_args import Parser
+from ..base.cli_args import Parser
+from ..base.i18n import current_language, t
+from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text
+from ..base.plan_texts import plan_rows
 from ..data.library import LibraryError
-from ..i18n import current_language, t
-from ..numbers import count_text, decimal_text, duration_text, int_text, mb_text
-from ..plan_texts import plan_rows
 from .estimate import estimate
 from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events

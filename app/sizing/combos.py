@@ -30,7 +30,7 @@ from typing import Any
 from trainer.config import ECONOMICAL_LEVELS, LEAN_MODES, RunConfig
 from trainer.plan import FUSED_STEPS, Machine, Plan, Refusal, plan
 
-from ..fields import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
+from ..base.memory_saving import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
 
 LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread
 FUSED_EXTRA = 2 / 3  # the fused step's second backward pass, a share of the step's time

@@ -20,8 +20,8 @@ from trainer.config import (
 )
 from trainer.plan import Libraries, Machine, Plan, Refusal, plan, precision_choice
 
-from ..i18n import current_language
-from ..plan_texts import RefusalError
+from ..base.i18n import current_language
+from ..base.plan_texts import RefusalError
 from .advice import advice
 from .combos import Combination, extra_step_seconds, offered, with_choice
 from .formulas import Shape, flops_per_token, param_count

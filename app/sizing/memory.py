@@ -43,6 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+# The levels and their one reader are run.json's contract (trainer.config).
 from trainer.config import economical_level
 from trainer.plan import FUSED_STEPS
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from trainer.config import lean_mode
 
-from ..numbers import decimal_mark, plural_ru
+from ..base.numbers import decimal_mark, plural_ru
 from .formulas import Shape, param_count, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
 from .memory import economical_level
