@@ -275,7 +275,9 @@ def small_rows(facts: GpuFacts) -> float:
     return CPU_SMALL_ROWS_PER_THREAD * cpu_threads() if facts.kind == "cpu" else 0.0
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_has_avx512() -> bool:
+    """Read once per process from /proc/cpuinfo (every estimate asks it, for each combination)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
