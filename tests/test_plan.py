@@ -223,3 +223,56 @@ def test_the_machines_are_one_catalogue():
         m = machine_for(name, libraries=ALL)
         assert m == known_machine(name, ALL) and isinstance(m, Machine)
     assert machine_for("t4x2").bitsandbytes  # Kaggle's: the lab ships the wheel with a lean run
+
+
+def test_a_run_the_plan_refuses_on_its_target_is_refused_before_anything_exists(tiny_data, tmp_path, capsys,
+                                                                                russian):
+    """`ternit run start` and the Kaggle start ask the plan for the target's machine before
+    a run folder, a history row or an upload exists: a fused lean state on Kaggle's 2×T4
+    (DDP would average the gradients after the update), micro-steps with the fused step
+    here."""
+    from app.cli.main import main
+    from app.runs.manager import RunError, RunManager
+    from app.runs.plan_check import check_plan, target_machine
+    from app.runs.registry import Registry
+
+    config = {"name": "p", "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
+              "training": {"batch_per_card": 4, "steps_to": 2, "lean_state": "fused"},
+              "data": {"dir": str(tiny_data)}, "target": {"kind": "kaggle"}}
+    assert target_machine(config).name == "t4x2" and target_machine(config).processes == 2
+    manager = RunManager(Registry())
+    with pytest.raises(RunError, match="усреднение градиентов DDP"):
+        manager.create(config)
+    assert manager.registry.list_runs() == []
+    local = {**config, "target": {"kind": "local", "gpu": "cpu"},
+             "training": {**config["training"], "tokens_per_step": 2 * 4 * 32}}
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(local), encoding="utf-8")
+    assert main(["run", "start", "--config", str(path)]) == 2
+    assert "складывают свои до шага" in capsys.readouterr().err
+    assert manager.registry.list_runs() == []
+    # What it accepts, it plans as the trainer will (the CPU here: one process, fp32).
+    fine = {**local, "training": {**local["training"], "lean_state": True}}
+    p = check_plan(fine)
+    assert (p.machine.device, p.precision.value, p.step.value, p.micro_steps.value) == ("cpu", "fp32", "held", 2)
+
+
+def test_the_form_says_the_plans_refusal_on_its_field(tiny_data, russian):
+    """The form asks the plan for the chosen machine (through the sizing's estimate): Start
+    waits, and the refusal is on the field it is about, in the interface's language."""
+    from app.data.prepared import Prepared
+    from app.form.run_form import FormContext, RunForm
+
+    ctx = FormContext()
+    ctx.add_prepared(Prepared.read(tiny_data))
+    form = RunForm(ctx)
+    for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 4)):
+        form.set(name, value)
+    form.set("gpu", "t4")  # one T4: auto is fp16 there
+    form.set("lean_state", "fused")
+    [issue] = form.field_issues("lean_state")
+    assert issue.level == "error" and "его выбрала для этой карты точность «авто»" in issue.text
+    assert not form.can_start() and form.plan_refusal().code == "fused_fp16"
+    form.set("lean_state", "on")
+    assert form.field_issues("lean_state") == [] and form.plan_refusal() is None
+    assert form.estimate().plan.step.value == "held"

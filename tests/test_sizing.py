@@ -398,7 +398,7 @@ def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, 
     in Russian by default, each one line with exit code 2."""
     from app.cli.main import main
 
-    cases = [(["--vocab", "70000"], "словарь 70\u00a0000 больше 65\u00a0536"),
+    cases = [(["--vocab", "70000"], "словарь 70\u202f000 больше 65\u202f536"),
              (["--width", "500"], "ширина 500 не делится на число голов 8: подойдут 1, 2, 4, 5, 10"),
              (["--batch", "0"], "батч: нужно не меньше 1"),
              (["--steps-to", "0"], "«Шагов до» должно быть больше"),

@@ -34,21 +34,18 @@ Combinations (the plan's rules):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-# The compiler's backend; "inductor" unless this says otherwise. The tests set
-# "aot_eager" (the same graph capture and autograd split, without inductor's C++ build,
-# which takes ≈ 45 s cold on the CPU); a user may set it to work around a broken backend.
-BACKEND_ENV = "TERNIT_COMPILE_BACKEND"
+from .plan import compile_backend
 
 
 def backend() -> str:
-    return os.environ.get(BACKEND_ENV, "").strip() or "inductor"
+    """torch.compile's backend (trainer.plan.compile_backend: the environment's choice)."""
+    return compile_backend()
 
 
 def wrap(module: nn.Module) -> nn.Module:

@@ -4,11 +4,8 @@ which libraries and compilers the choices need are installed."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import torch
 
-from .compiling import backend
 from .config import ConfigError, RunConfig
 from .distributed import World
 from .plan import Machine, Plan, Refusal, installed_libraries, native_bf16, plan
@@ -16,10 +13,6 @@ from .plan import Machine, Plan, Refusal, installed_libraries, native_bf16, plan
 
 def this_machine(device: torch.device, world: World) -> Machine:
     libraries = installed_libraries()
-    if backend() != "inductor":
-        # A backend named in TERNIT_COMPILE_BACKEND (the tests' aot_eager) generates no
-        # code: neither Triton nor a C++ compiler is needed.
-        libraries = dataclasses.replace(libraries, triton=True, compiler=True)
     memory_mb = capability = None
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)

@@ -181,6 +181,17 @@ class Libraries:
 KAGGLE_LIBRARIES = Libraries(bitsandbytes=True, triton=True, compiler=True)
 
 
+# The compiler's backend; "inductor" unless this says otherwise. The tests set
+# "aot_eager" (the same graph capture and autograd split, without inductor's C++ build,
+# which takes ≈ 45 s cold on the CPU); a user may set it to work around a broken backend.
+BACKEND_ENV = "TERNIT_COMPILE_BACKEND"
+
+
+def compile_backend() -> str:
+    """torch.compile's backend: "inductor", unless BACKEND_ENV names another."""
+    return os.environ.get(BACKEND_ENV, "").strip() or "inductor"
+
+
 def cpp_compiler() -> str:
     """The C++ compiler torch.compile's inductor calls: $CXX, else its platform's default."""
     default = "cl" if os.name == "nt" else ("clang++" if sys.platform == "darwin" else "g++")
@@ -188,11 +199,14 @@ def cpp_compiler() -> str:
 
 
 def installed_libraries() -> Libraries:
-    """What this Python environment has (found, not imported: no torch here)."""
+    """What this Python environment has (found, not imported: no torch here). A backend
+    other than inductor (BACKEND_ENV: the tests' aot_eager) generates no code, so it needs
+    neither Triton nor a C++ compiler."""
+    builds = compile_backend() == "inductor"
     return Libraries(
         bitsandbytes=importlib.util.find_spec("bitsandbytes") is not None,
-        triton=importlib.util.find_spec("triton") is not None,
-        compiler=shutil.which(cpp_compiler()) is not None,
+        triton=not builds or importlib.util.find_spec("triton") is not None,
+        compiler=not builds or shutil.which(cpp_compiler()) is not None,
     )
 
 

@@ -12,16 +12,19 @@ from trainer.plan import Plan
 from trainer.reasons import Reason, Refusal
 
 from .i18n import current_language
-from .numbers import format_value
+from .numbers import format_value, int_text
 
 
 def _shown(value: Any) -> Any:
-    """A parameter as a Russian sentence shows it: numbers in the lab's format, lists joined."""
+    """A parameter as a Russian sentence shows it: numbers in the lab's format (a thin space
+    between thousands, a decimal comma), lists joined."""
     if isinstance(value, bool):
         return value
     if isinstance(value, (list, tuple)):
         return ", ".join(str(_shown(v)) for v in value)
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return int_text(value, "ru")
+    if isinstance(value, float):
         return format_value(value, "ru")
     return value
 

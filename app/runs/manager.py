@@ -34,6 +34,7 @@ from .events import Event, EventTail, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, kaggle_failed, vanished
 from .files import STOP_FILE
 from .history import HistoryRow, history
+from .plan_check import check_plan
 from .registry import Registry, RunNotFound, RunRecord
 from .series import LossSeries, loss_series
 
@@ -489,6 +490,10 @@ def check_config(config: dict[str, Any]) -> None:
         problem = proc.config_problem(path)
     if problem:
         raise RunError(problem)
+    try:  # what it runs on its target's machine (trainer/plan.py): refused there, refused now
+        check_plan(config)
+    except ValueError as e:  # the plan's refusal in the interface's language, or a target.gpu refused
+        raise RunError(t(f"тренер не запустит этот прогон: {e}", f"the trainer would refuse this run: {e}")) from None
 
 
 def _log_tail(path: Path, max_bytes: int = 16384) -> str:

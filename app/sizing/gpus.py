@@ -307,13 +307,6 @@ def ram_mb() -> float | None:
 MemorySource = float | int | Callable[[], float | None] | None
 
 
-@functools.lru_cache(maxsize=1)
-def this_install() -> Libraries:
-    """The libraries and compiler this Python environment has (the one the lab starts the
-    trainer from on this computer); asked once per process."""
-    return installed_libraries()
-
-
 def machine_for(gpu: str, memory_mb: float | None = None, capability: tuple[int, int] | None = None,
                 libraries: Libraries | None = None) -> Machine:
     """The plan's Machine (trainer.plan) for the sizing's choice `gpu`: a card of the
@@ -322,5 +315,6 @@ def machine_for(gpu: str, memory_mb: float | None = None, capability: tuple[int,
     override the catalogue's, `libraries` the ones it would have."""
     card = GPUS[gpu].card
     if libraries is None:
-        libraries = KAGGLE_LIBRARIES if card.kaggle else this_install()
+        # Asked each time (≈ 1 ms): a library installed while the lab runs counts at once.
+        libraries = KAGGLE_LIBRARIES if card.kaggle else installed_libraries()
     return machine_of(card, libraries, gpu, memory_mb, capability)
