@@ -137,6 +137,12 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "file_not_utf8": "{path} is not UTF-8 text (byte {byte}): save it as UTF-8",
     "file_unreadable": "{path} cannot be read ({error})",
     "not_an_object": "run.json must hold one JSON object",
+    # ---- sampling from a checkpoint (trainer/sampling.py) -------------------------------------
+    "temperature": "temperature {value} refused: it must be 0 (always the likeliest token) to {most:g}",
+    "top_k": "top-k {value} refused: 0 (no limit) or more",
+    "top_p": "top-p {value} refused: it must be above 0 and at most 1",
+    "sample_tokens": "length {value} refused: it must be {least:,} to {most:,} tokens",
+    "sample_num": "sample count {value} refused: {least} to {most}",
     # A rule whose sentence has no code yet: its English words as they are.
     "invalid": "{message}",
 }

@@ -126,6 +126,12 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "file_not_utf8": "{path}: не текст UTF-8 (байт {byte}); сохраните его в UTF-8",
     "file_unreadable": "{path} не читается ({error})",
     "not_an_object": "в run.json должен быть один JSON-объект",
+    # ---- sampling from a checkpoint ------------------------------------------------------
+    "temperature": "температура {value} не подходит: нужно от 0 (всегда самый вероятный токен) до {most}",
+    "top_k": "top-k {value} не подходит: 0 (без ограничения) или больше",
+    "top_p": "top-p {value} не подходит: нужно больше 0 и не больше 1",
+    "sample_tokens": "длина {value} не подходит: нужно от {least} до {most} токенов",
+    "sample_num": "число образцов {value} не подходит: от {least} до {most}",
     # A rule the contract has not given a code yet: its English words as they are.
     "invalid": "{message}",
 }
