@@ -124,9 +124,9 @@ def test_fsdp_choices_and_refusals():
 
 @pytest.mark.parametrize("level", ["selective", "full"])
 def test_fsdp_under_an_economical_level_shards_per_block_and_resumes_bit_exact(tmp_path, tiny_data, level):
-    """The economical levels run each block through a method of its own, registered with
-    FSDP (trainer.economical.FORWARD): per-block sharding as in the normal mode, and a
-    resumed run is the uninterrupted one bit for bit."""
+    """The economical levels run inside each block's own forward pass (trainer.model.Block),
+    which FSDP gathers around: per-block sharding as in the normal mode, and a resumed run
+    is the uninterrupted one bit for bit."""
     kw = {**KW, "economical": level, "eval_every": 8}
     # A checkpoint kept at every step: the continuation starts from the whole run's own.
     whole = write_run(tmp_path / "whole", tiny_data, **kw, checkpoint_every_min=0, keep_checkpoints=STEPS)
