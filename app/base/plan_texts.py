@@ -12,7 +12,7 @@ from trainer.plan import Plan
 from trainer.reasons import Reason, Refusal
 
 from .i18n import current_language
-from .numbers import format_value, int_text
+from .numbers import format_value, int_text, plural_ru
 
 
 def _shown(value: Any) -> Any:
@@ -67,8 +67,10 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "step_offload_cpu": "как «fused»; на процессоре моменты и так в памяти ПК (lean_state \"offload\")",
     "micro_one": "один микрошаг: процессов {processes} × батч {batch} × контекст {context} = "
                  "{tokens} токенов за шаг (training.tokens_per_step 0)",
-    "micro_many": "{micro} микрошага(ов) по процессов {processes} × батч {batch} × контекст {context} "
-                  "дают training.tokens_per_step {wanted}",
+    "micro_many": lambda p: (
+        f"{p['micro']} {plural_ru(p['micro'], 'микрошаг', 'микрошага', 'микрошагов')} по процессов "
+        f"{p['processes']} × батч {p['batch']} × контекст {_shown(p['context'])} дают training.tokens_per_step "
+        f"{_shown(p['wanted'])}"),
     "compile_cuda": "авто: включена для видеокарты (меньше запусков ядер)",
     "compile_cpu": "авто: выключена на процессоре (выигрыша там не замерено)",
     "compile_lean": "авто: выключена: lean_state \"{lean}\" обновляет каждый вес из его градиентного хука, "
@@ -76,7 +78,9 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "compile_fsdp": "авто: выключена: FSDP собирает и освобождает веса каждого блока в хуках, за которыми "
                     "компиляция всей модели не следит",
     "compile_no_triton": "авто: выключена: для видеокарты torch.compile нужен Triton, а он не установлен",
-    "samples_on": "каждые {every} шагов, {tokens} новых токенов на затравку",
+    "samples_on": lambda p: (
+        f"каждые {_shown(p['every'])} {plural_ru(p['every'], 'шаг', 'шага', 'шагов')}, {p['tokens']} "
+        f"{plural_ru(p['tokens'], 'новый токен', 'новых токена', 'новых токенов')} на затравку"),
     "samples_zero": "выключены: training.sample_tokens равно 0",
     "samples_fsdp": "выключены под FSDP: веса разделены между процессами (ternit sample работает с "
                     "чекпоинтами)",
@@ -94,9 +98,10 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
         + (" (его выбрала для этой карты точность «авто»)" if p["auto"] else "")
         + " масштабировщик потерь должен увидеть все градиенты раньше, чем сдвинется хоть один вес: "
         "выберите lean_state true (под fp16 памяти столько же) или training.precision \"fp32\""),
-    "fused_micro_steps": "training.lean_state \"{lean}\" не хранит градиенты, а {micro} микрошага(ов) "
-                         "складывают свои до шага: выберите lean_state true или training.tokens_per_step 0 "
-                         "(один микрошаг)",
+    "fused_micro_steps": lambda p: (
+        f"training.lean_state \"{p['lean']}\" не хранит градиенты, а {p['micro']} "
+        f"{plural_ru(p['micro'], 'микрошаг складывает', 'микрошага складывают', 'микрошагов складывают')} "
+        "свои до шага: выберите lean_state true или training.tokens_per_step 0 (один микрошаг)"),
     "compile_on_lean": "training.compile \"on\" здесь невозможна: training.lean_state \"{lean}\" обновляет "
                        "каждый вес из его градиентного хука, а скомпилированный обратный проход делает все "
                        "градиенты сразу, до этих хуков (тот самый полный набор градиентов, которого это "
