@@ -219,6 +219,8 @@ class Trainer:
 
     def emit_start(self) -> None:
         assert self.plan is not None
+        for line in ["plan:", *self.plan.lines()]:  # every choice with its reason
+            self.say(line)
         self.say(f"parameters: {fmt_int(self.params)}")
         self.say(
             f"device: {self.device} × {self.world.size}, precision {self.precision}, "
@@ -227,8 +229,6 @@ class Trainer:
                if self.accumulation > 1 else "")
             + (f", resumed from {self.resumed_from} at step {self.step}" if self.resumed_from else "")
         )
-        for line in ["plan:", *self.plan.lines()]:  # every choice with its reason
-            self.say(line)
         self.events.emit(
             "start",
             self.step,
