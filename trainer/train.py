@@ -96,8 +96,8 @@ class Trainer:
 
     # ---- set-up -------------------------------------------------------------------------
     def take_plan(self) -> None:
-        """Decide what this run executes on this machine (trainer/plan.py), every choice
-        with its reason in the log; a refusal is a ConfigError (one line, exit 2) before
+        """Decide what this run executes on this machine (trainer/plan.py; emit_start logs
+        every choice with its reason); a refusal is a ConfigError (one line, exit 2) before
         anything is read or built."""
         decided = plan_here(self.cfg, self.device, self.world)
         self.plan = decided
@@ -346,10 +346,8 @@ class Trainer:
         return self.cpu_alloc_mb, self.cpu_peak_mb
 
     def run_step(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-        t = self.cfg.training
+        t, kind = self.cfg.training, self.plan.step.value  # the plan's step kind (trainer/step.py)
         args = (self.optimizer, self.scaler, batch, self.schedule.at(self.step), self.precision, self.device, t.grad_clip)
-
-        kind = self.plan.step.value
 
         def step(module: torch.nn.Module) -> torch.Tensor:
             return train_step(module, *args, kind=kind)
