@@ -24,6 +24,7 @@ FUNCTIONS = (
     "nvmlDeviceGetHandleByIndex",
     "nvmlSystemGetDriverVersion",
     "nvmlDeviceGetName",
+    "nvmlDeviceGetCudaComputeCapability",
     "nvmlDeviceGetUUID",
     "nvmlDeviceGetMemoryInfo",
     "nvmlDeviceGetTemperature",
@@ -53,6 +54,7 @@ class FakeCard:
     uuid: str = "GPU-00000000-fake"
     total_mb: float = 8192
     used_mb: float = 1024
+    compute_capability: tuple[int, int] = (8, 6)  # an RTX 3050's
     temp: int = 55
     slowdown: int = 93
     shutdown: int = 98
@@ -129,6 +131,9 @@ class FakeNvml:
 
     def nvmlDeviceGetName(self, h: Any) -> str:
         return self._card("nvmlDeviceGetName", h).name
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: Any) -> tuple[int, int]:
+        return self._card("nvmlDeviceGetCudaComputeCapability", h).compute_capability
 
     def nvmlDeviceGetUUID(self, h: Any) -> str:
         return self._card("nvmlDeviceGetUUID", h).uuid

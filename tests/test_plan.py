@@ -276,3 +276,23 @@ def test_the_form_says_the_plans_refusal_on_its_field(tiny_data, russian):
     form.set("lean_state", "on")
     assert form.field_issues("lean_state") == [] and form.plan_refusal() is None
     assert form.estimate().plan.step.value == "held"
+
+
+def test_this_computers_card_is_planned_from_nvml(monkeypatch):
+    """The local card's machine: NVML's memory and compute capability (also when the form
+    gives the memory), so auto precision is the trainer's choice there (bf16 from 8.0)."""
+    from app.sizing.gpus import local_card
+    from bench.fake_nvml import FakeCard, FakeNvml
+
+    FakeNvml([FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192, compute_capability=(8, 6))]).install(
+        monkeypatch)
+    local_card.cache_clear()
+    try:
+        cc = local_card().compute_capability
+        from_nvml = estimate(gpu="local", measured=[], lang="en", libraries=ALL)
+        given = estimate(gpu="local", card_memory_mb=8000, measured=[], lang="en", libraries=ALL)
+    finally:
+        local_card.cache_clear()
+    for e in (from_nvml, given):
+        assert cc == (8, 6) and e.plan.machine.capability == cc and e.plan.precision.value == "bf16"
+    assert given.plan.machine.card_memory_mb == 8000

@@ -42,10 +42,13 @@ def _t(lang: str, ru: str, en: str) -> str:
 
 
 def _card_memory(gpu: str, facts: GpuFacts, card_memory_mb: Any) -> tuple[float | None, str | None, Any]:
-    """(MiB per card, the local card's name, its compute capability)."""
+    """(MiB per card, the local card's name, its compute capability). For this computer's
+    card the capability is NVML's even when the memory is given (the plan's precision and
+    the cuBLAS workspace depend on it)."""
     value = card_memory_mb() if callable(card_memory_mb) else card_memory_mb
     if value is not None:
-        return float(value), None, None
+        card = local_card() if gpu == "local" else None
+        return float(value), None, card.compute_capability if card else None
     if facts.memory_mb is not None:
         return facts.memory_mb, None, None
     if facts.kind == "cpu":
