@@ -282,17 +282,12 @@ def test_this_computers_card_is_planned_from_nvml(monkeypatch):
     """The local card's machine: NVML's memory and compute capability (also when the form
     gives the memory), so auto precision is the trainer's choice there (bf16 from 8.0)."""
     from app.sizing.gpus import local_card
-    from bench.fake_nvml import FakeCard, FakeNvml
+    from bench.fake_nvml import FakeCard, pc_with_cards
 
-    FakeNvml([FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192, compute_capability=(8, 6))]).install(
-        monkeypatch)
-    local_card.cache_clear()
-    try:
-        cc = local_card().compute_capability
-        from_nvml = estimate(gpu="local", measured=[], lang="en", libraries=ALL)
-        given = estimate(gpu="local", card_memory_mb=8000, measured=[], lang="en", libraries=ALL)
-    finally:
-        local_card.cache_clear()
+    pc_with_cards(monkeypatch, [FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192, capability=(8, 6))])
+    cc = local_card().compute_capability
+    from_nvml = estimate(gpu="local", measured=[], lang="en", libraries=ALL)
+    given = estimate(gpu="local", card_memory_mb=8000, measured=[], lang="en", libraries=ALL)
     for e in (from_nvml, given):
         assert cc == (8, 6) and e.plan.machine.capability == cc and e.plan.precision.value == "bf16"
     assert given.plan.machine.card_memory_mb == 8000

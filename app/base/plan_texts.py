@@ -173,8 +173,8 @@ CHOICE_LABELS: dict[str, dict[str, str]] = {
 }
 
 
-def plan_rows(p: Plan, lang: str | None = None) -> list[tuple[str, str, str]]:
-    """(label, value, reason) for each of the plan's choices, in `lang`."""
+def plan_rows(p: Plan, lang: str | None = None, leave_out: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
+    """(label, value, reason) for each of the plan's choices but `leave_out`, in `lang`."""
     lang = lang or current_language()
     return [(CHOICE_LABELS[name][lang], str(getattr(p, name).value), text(getattr(p, name).reason, lang))
-            for name in Plan.CHOICES]
+            for name in Plan.CHOICES if name not in leave_out]
