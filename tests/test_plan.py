@@ -291,3 +291,18 @@ def test_this_computers_card_is_planned_from_nvml(monkeypatch):
     for e in (from_nvml, given):
         assert cc == (8, 6) and e.plan.machine.capability == cc and e.plan.precision.value == "bf16"
     assert given.plan.machine.card_memory_mb == 8000
+
+
+def test_a_local_run_is_planned_for_the_cards_it_will_train_on(monkeypatch):
+    """target.gpu names this PC's cards: the plan is for them (their number of processes,
+    the named card's memory and capability), as the trainer started there will plan."""
+    from app.runs.plan_check import target_machine
+    from bench.fake_nvml import FakeCard, pc_with_cards
+
+    pc_with_cards(monkeypatch, [FakeCard(name="Tesla T4", total_mb=15360, capability=(7, 5)),
+                                FakeCard(name="RTX 3050", uuid="GPU-1", total_mb=8192, capability=(8, 6))])
+    one = target_machine({"target": {"kind": "local", "gpu": "1"}})
+    assert (one.processes, one.card_memory_mb, one.capability, one.bf16) == (1, 8192, (8, 6), True)
+    both = target_machine({"target": {"kind": "local", "gpu": "auto"}})
+    assert (both.processes, both.capability, both.bf16) == (2, (7, 5), False)
+    assert target_machine({"target": {"kind": "local", "gpu": "cpu"}}).device == "cpu"

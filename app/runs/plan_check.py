@@ -14,7 +14,8 @@ from trainer.config import ConfigError, from_dict
 from trainer.plan import Machine, Plan, Refusal, plan
 
 from ..base.plan_texts import RefusalError
-from ..sizing.gpus import local_card, machine_for
+from ..gpu.cards import card_by_index, this_pc_cards
+from ..sizing.gpus import machine_for
 from . import process
 
 KAGGLE_MACHINE = "t4x2"  # Kaggle's one GPU shape (trainer.plan.KNOWN_CARDS)
@@ -23,15 +24,17 @@ KAGGLE_MACHINE = "t4x2"  # Kaggle's one GPU shape (trainer.plan.KNOWN_CARDS)
 def target_machine(config: dict[str, Any]) -> Machine:
     """The machine run.json's target trains on: Kaggle's 2×T4, or this PC as the trainer
     will be started there (app.runs.process.plan_launch: the CPU, one card, or torchrun
-    over several), its card's memory and capability from NVML."""
+    over several), the first card it trains on as NVML tells it (app.gpu.cards)."""
     target = config.get("target") or {}
     if target.get("kind") == "kaggle":
         return machine_for(KAGGLE_MACHINE)
-    launch = process.plan_launch(Path("."), str(target.get("gpu") or "auto"))
+    gpu = str(target.get("gpu") or "auto")
+    launch = process.plan_launch(Path("."), gpu)
     if launch.device != "cuda":  # "cpu", or no card found (the trainer then runs on the CPU)
         return machine_for("cpu")
-    card = local_card()
-    machine = machine_for("local", card.memory_mb if card else None, card.compute_capability if card else None)
+    first = gpu.split(",")[0].strip()
+    card = card_by_index(int(first)) if first.isdigit() else next(iter(this_pc_cards()), None)
+    machine = machine_for("local", card.memory_mb if card else None, card.capability if card else None)
     return dataclasses.replace(machine, processes=launch.processes)
 
 
