@@ -306,3 +306,28 @@ def test_a_local_run_is_planned_for_the_cards_it_will_train_on(monkeypatch):
     both = target_machine({"target": {"kind": "local", "gpu": "auto"}})
     assert (both.processes, both.capability, both.bf16) == (2, (7, 5), False)
     assert target_machine({"target": {"kind": "local", "gpu": "cpu"}}).device == "cpu"
+
+
+def test_a_run_json_the_lab_cannot_read_is_said_with_the_trainers_words(tmp_path, capsys, russian):
+    """The file and target errors are the contract's refusals (trainer.config.read_json),
+    said in Russian from the same codes: not restated by the lab."""
+    from app.cli.main import main
+    from trainer.config import ConfigError, read_json
+
+    missing, broken = tmp_path / "missing.json", tmp_path / "broken.json"
+    broken.write_text("{\n  \"model\": ", encoding="utf-8")
+    with pytest.raises(ConfigError) as e:
+        read_json(broken)
+    assert e.value.refusal.code == "file_not_json" and e.value.refusal.params["line"] == 2
+    assert main(["run", "start", "--config", str(missing)]) == 2
+    assert f"файла {missing} нет" in capsys.readouterr().err
+    assert main(["run", "start", "--config", str(broken)]) == 2
+    assert f"{broken}: не JSON (строка 2:" in capsys.readouterr().err
+    listed = tmp_path / "list.json"
+    listed.write_text("[1]", encoding="utf-8")
+    assert main(["run", "start", "--config", str(listed)]) == 2
+    assert "в run.json должен быть один JSON-объект" in capsys.readouterr().err
+    kind = tmp_path / "kind.json"
+    kind.write_text(json.dumps({"target": {"kind": "cloud"}}), encoding="utf-8")
+    assert main(["run", "start", "--config", str(kind)]) == 2
+    assert "target.kind: local или kaggle, а не 'cloud'" in capsys.readouterr().err

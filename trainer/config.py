@@ -366,9 +366,16 @@ def sharding_mode(value: str) -> str:
 
 def load(path: str | Path) -> RunConfig:
     """Read and validate a run.json file."""
+    return from_dict(read_json(path))
+
+
+def read_json(path: str | Path) -> Any:
+    """A run.json file's JSON, not yet checked: a file that is missing, unreadable, not
+    UTF-8 or not JSON is a ConfigError whose refusal names it (the lab reads run.json files
+    through this too, and says the refusal in its language)."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(Refusal("file_missing", {"path": str(path)})) from None
     except json.JSONDecodeError as e:
@@ -377,7 +384,6 @@ def load(path: str | Path) -> RunConfig:
         raise ConfigError(Refusal("file_not_utf8", {"path": str(path), "byte": e.start})) from None
     except OSError as e:
         raise ConfigError(Refusal("file_unreadable", {"path": str(path), "error": f"{type(e).__name__}: {e}"})) from None
-    return from_dict(raw)
 
 
 def weight_count(layers: int, width: int, context: int, vocab: int) -> int:
