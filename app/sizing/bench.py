@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainer.config import ECONOMICAL_LEVELS
+
 from .estimate import estimate
 from .formulas import Shape, param_count
 from .history import WARMUP_STEPS, measured_from_run_dir, read_events
@@ -162,7 +164,7 @@ def main(argv: list[str]) -> int:
         econ: list[dict[str, Any]] = []
         if args.economical:
             for size in SIZES:
-                for level in ("selective", "full"):
+                for level in ECONOMICAL_LEVELS[1:]:  # the levels that recompute
                     # 4× the batch: activations, not the optimizer's step, make the peak.
                     big = (*size[:6], size[6] * 4)
                     m = run_once(root, f"{size[0]}-{level}", big, data, 3, args.device, level, args.threads)
