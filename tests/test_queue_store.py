@@ -37,7 +37,7 @@ def lab(tmp_path, monkeypatch):
 def cfg(data: Path | str = "/nowhere", name: str = "r", **training) -> dict:
     return {"name": name, "model": {"context": 16, "width": 16, "heads": 2, "layers": 1, "vocab": 300},
             "training": {"batch_per_card": 2, "steps_to": 4, "limit_min": 2, "eval_every": 2, "eval_segments": 4,
-                         "warmup_steps": 1, **training},
+                         "warmup_steps": 1, "sample_tokens": 0, **training},
             "data": {"dir": str(data)}, "target": {"kind": "local", "gpu": "cpu"}}
 
 
