@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import struct
 import time
@@ -144,11 +145,19 @@ def test_a_killed_trainer_is_settled_as_failed_after_restart(tiny_data):
     assert f.kind == "vanished" and f.checkpoint is None and f.retry_label("en") == "Retry"
 
 
-def test_a_data_failure_names_the_folder(tmp_path, capsys):
+def test_a_data_failure_names_the_folder(tmp_path, tiny_data, capsys):
     missing = tmp_path / "no-such-data"
     path = tmp_path / "run.json"
     path.write_text(json.dumps(config(missing)))
-    assert cli.main(["run", "start", "--config", str(path), "--wait"]) == 1
+    assert cli.main(["run", "start", "--config", str(path), "--wait"]) == 2  # the lab's pre-check
+    assert str(missing) in capsys.readouterr().err and Registry().list_runs() == []
+    # Data that goes away between the start and the trainer's own check: a failed run.
+    shutil.copytree(tiny_data, missing)
+    m = RunManager()
+    rec = m.create(config(missing))
+    shutil.rmtree(missing)
+    m.launch(rec.id)
+    assert cli.main(["run", "wait", rec.id]) == 1
     rec = Registry().list_runs()[0]
     assert rec.status == "failed" and rec.end_reason == "error"
     f = RunManager().failure(rec.id)

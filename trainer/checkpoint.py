@@ -39,23 +39,22 @@ from .checkpoint_index import (  # noqa: F401 — re-exported: callers use train
     HASH_SUFFIX,
     LATEST,
     NAME,
+    CheckpointError,
     checkpoint_files,
     damage_text,
     dcp_manifest,
     file_sha256,
     find_damage,
     hash_path,
+    identity,
     is_checkpoint,
     is_dcp,
     newest_first,
     read_pointer,
 )
+from .preflight import resume_path
 
 FORMAT = 1
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used: the message says why and what to use instead."""
 
 
 class SaveError(Exception):
@@ -196,10 +195,7 @@ def candidates(run_dir: Path) -> tuple[list[Path], list[str]]:
 
 def resolve(run_dir: Path, spec: str) -> Path:
     """A path to a checkpoint file (`--resume PATH`); `latest` goes through `load_latest`."""
-    path = Path(spec)
-    if not is_checkpoint(path):
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    return path
+    return resume_path(spec)
 
 
 def earlier_intact(path: Path) -> Path | None:
@@ -244,7 +240,7 @@ def load(path: Path, whole: bool = True) -> dict[str, Any]:
         payload = _load_checked(path)
     except CheckpointError as e:
         earlier = earlier_intact(path)
-        offer = f"; the earlier checkpoint {earlier} is intact: --resume {earlier}" if earlier else ""
+        offer = f"; the earlier checkpoint {earlier} is intact: use it instead" if earlier else ""
         raise CheckpointError(f"{e}{offer}") from None
     if payload.get("sharded") and whole:
         return with_tensors(path, payload)
@@ -272,9 +268,15 @@ def load_latest(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]]:
         raise CheckpointError(f"{run_dir} has no checkpoint yet (no checkpoints/latest): start it without --resume")
     for path in found:
         try:
-            return path, _load_checked(path), notes
+            payload = _load_checked(path)
         except CheckpointError as e:
             notes.append(str(e))
+            continue
+        foreign = identity(path, payload).problem
+        if foreign:  # another run's step under this run's name: passed over like a damaged one
+            notes.append(f"checkpoint {path} is not this run's: {foreign}")
+            continue
+        return path, payload, notes
     raise CheckpointError(
         f"no intact checkpoint in {checkpoint_dir(run_dir)}: " + "; ".join(notes)
         + ": start it again without --resume"

@@ -7,14 +7,23 @@ Two forms: a file `step-XXXXXXXX.pt` with `step-XXXXXXXX.pt.sha256` beside it (o
 .checkpoint shards, `.metadata` and `extra.pt`) with `step-XXXXXXXX.dcp.sha256` beside it
 listing every file inside (`sha256sum -c` checks it from the checkpoints folder); such a
 checkpoint's own hash is the SHA-256 of that list. `latest` names either form.
+
+A checkpoint's payload holds its step and (since issue 24) the id of the run that wrote it
+(`run_id`); `read_payload` reads those parts without torch, so a file whose content
+disagrees with its name or with the run folder it lies in is told apart by the same rule
+(`identity_problem`) on both sides.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
+import pickle
 import re
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 LATEST = "latest"
 HASH_SUFFIX = ".sha256"
@@ -22,6 +31,11 @@ DCP_SUFFIX = ".dcp"
 EXTRA = "extra.pt"  # inside a DCP folder: the payload without the model and optimizer
 # What `latest` may name: a checkpoint in the same folder, nothing else (no path).
 NAME = re.compile(r"step-\d{8}\.(pt|dcp)")
+CHECKPOINTS = "checkpoints"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: the message says why and what to use instead."""
 
 
 def is_dcp(path: Path) -> bool:
@@ -167,3 +181,101 @@ def damage_text(d: Damage) -> str:
         "added": f"{d.file} was not written with it",
         "list": "its file list differs from the one written with it",
     }[d.kind]
+
+
+# ---- what a checkpoint holds, read without torch ------------------------------------------------
+class _Opaque:
+    """What a torch object (a tensor, a storage) of the payload reads as here: nothing is
+    called, nothing is rebuilt; the small values around the tensors (step, run id, config)
+    are what this reader is for."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def __setstate__(self, state: Any) -> None:
+        pass
+
+
+class _StateDict(dict):
+    """A state dict's OrderedDict: its `_metadata` attribute (set by pickle's BUILD) dropped."""
+
+    def __setstate__(self, state: Any) -> None:
+        pass
+
+
+# The only real objects the reader makes: plain containers, and bytes as pickle's protocol 2
+# spells them (`_codecs.encode`). Any other global (torch's tensor rebuilders, storages,
+# anything a crafted file names) becomes an _Opaque, never a call.
+_SAFE_GLOBALS = {("collections", "OrderedDict"): _StateDict, ("builtins", "set"): set,
+                 ("builtins", "frozenset"): frozenset, ("builtins", "complex"): complex,
+                 ("_codecs", "encode"): lambda text, encoding="utf-8": str(text).encode(encoding)}
+
+
+class _PayloadReader(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        return _SAFE_GLOBALS.get((module, name), _Opaque)
+
+    def persistent_load(self, pid: Any) -> Any:  # a tensor's storage, kept in its own record
+        return _Opaque()
+
+
+def read_payload(path: Path) -> dict[str, Any]:
+    """A checkpoint's payload without its tensors (they read as opaque placeholders): its
+    step, run id, config, data ids. Standard library only: a .pt file is a zip archive
+    whose `data.pkl` holds everything but the tensors' bytes; a DCP folder's is `extra.pt`.
+    CheckpointError when it is not such a file."""
+    path = Path(path)
+    target = path / EXTRA if path.is_dir() else path
+    try:
+        with zipfile.ZipFile(target) as z:
+            name = next((n for n in z.namelist() if n.endswith("/data.pkl") or n == "data.pkl"), None)
+            if name is None:
+                raise CheckpointError(f"{path} is not a Ternit Lab checkpoint (no data.pkl inside)")
+            payload = _PayloadReader(io.BytesIO(z.read(name))).load()
+    except CheckpointError:
+        raise
+    except Exception as e:  # zipfile and pickle raise many kinds for a damaged file
+        raise CheckpointError(f"checkpoint {path} cannot be read ({type(e).__name__}: {e})") from None
+    if not isinstance(payload, dict):
+        raise CheckpointError(f"{path} is not a Ternit Lab checkpoint")
+    return payload
+
+
+def folder_run_id(path: Path) -> str | None:
+    """The run a checkpoint's place says it belongs to: the folder that holds its
+    `checkpoints/` folder (a Kaggle leg's downloaded `outputs/run/checkpoints/` belongs to
+    the run folder above `outputs/`); None for a file elsewhere (a copy the user made)."""
+    folder = Path(path).absolute().parent
+    if folder.name != CHECKPOINTS:
+        return None
+    run = folder.parent
+    if run.name == "run" and run.parent.name == "outputs":
+        run = run.parent.parent
+    return run.name or None
+
+
+@dataclass(frozen=True)
+class Identity:
+    """Whose and which step a checkpoint's content says it is, against its name and place."""
+
+    problem: str | None  # the content disagrees with its name or folder: not this run's step
+    note: str | None     # nothing disagrees, but something could not be checked (an older file)
+
+
+def identity(path: Path, payload: dict[str, Any]) -> Identity:
+    """Whether the payload read from `path` is the step its name says, of the run whose
+    folder it lies in (English: the trainer's words; the lab says it in its own)."""
+    path = Path(path)
+    problem = None
+    named_step, step = checkpoint_step(path), payload.get("step")
+    run_id, owner = payload.get("run_id"), folder_run_id(path)
+    whose = f" of run {run_id}" if isinstance(run_id, str) else ""
+    if NAME.fullmatch(path.name) and isinstance(step, int) and step != named_step:
+        problem = f"{path.name} holds step {step}{whose}, not the step {named_step} its name says"
+    elif isinstance(run_id, str) and owner is not None and run_id != owner:
+        problem = f"{path.name} was written by run {run_id}, not by run {owner} whose folder it lies in"
+    note = None
+    if problem is None and "run_id" not in payload:
+        note = (f"{path.name} was written before checkpoints carried their run's id: its step is checked, "
+                "its run is not")
+    return Identity(problem, note)

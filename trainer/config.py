@@ -293,6 +293,23 @@ def validate(cfg: RunConfig) -> None:
         raise compile_conflict(blocker)
     if cfg.target.kind not in TARGET_KINDS:
         raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
+    if cfg.target.kind == "local":
+        gpu_choice(cfg.target.gpu)
+
+
+def gpu_choice(value: str) -> str | list[str]:
+    """target.gpu read: "auto" (also empty), "cpu", or the card numbers it names ("0,1" →
+    ["0", "1"]); anything else is a ConfigError naming it. The one reader: the lab starts
+    the trainer on these cards (app/runs/process.py)."""
+    gpu = str(value).strip().lower()
+    if gpu in ("", "auto"):
+        return "auto"
+    if gpu == "cpu":
+        return "cpu"
+    ids = [x.strip() for x in gpu.split(",") if x.strip()]
+    if not ids or not all(x.isdigit() for x in ids):
+        raise ConfigError(f"target.gpu must be auto, cpu or card numbers such as 0 or 0,1, not {value!r}")
+    return ids
 
 
 def _value(cfg: RunConfig, key: str) -> Any:
@@ -329,11 +346,11 @@ def target_cards(cfg: RunConfig) -> tuple[int, ...]:
     unknown here, so the trainer checks it again at its start."""
     if cfg.target.kind == "kaggle":
         return (2,)
-    gpu = cfg.target.gpu.strip()
-    ids = [x for x in gpu.split(",") if x.strip()]
-    if gpu not in ("auto", "cpu", "") and ids and all(x.strip().isdigit() for x in ids):
-        return (len(ids),)
-    return (1,)
+    try:
+        ids = gpu_choice(cfg.target.gpu)
+    except ConfigError:  # refused by validate; here only the count matters
+        return (1,)
+    return (len(ids),) if isinstance(ids, list) else (1,)
 
 
 def accumulation(cfg: RunConfig, cards: int) -> int:

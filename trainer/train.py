@@ -36,6 +36,7 @@ from .events import EventLog, OutputError, say
 from .lock import LockError, RunLock
 from .model import GPT, count_parameters
 from .optim import Schedule, autocast, pick_precision
+from .preflight import check_data, check_resume
 from .samples import Sampler, TokenizerError
 from .step import train_step
 
@@ -48,17 +49,6 @@ def pick_device(requested: str, world: World) -> torch.device:
     if not torch.cuda.is_available():
         raise ConfigError("--device cuda was asked for, but torch sees no CUDA GPU: use --device cpu")
     return torch.device("cuda", world.local_rank)
-
-
-def check_data(cfg: RunConfig, data: PreparedData) -> None:
-    """The rules that need the data: sizes and vocabulary."""
-    n = cfg.model.context
-    if len(data.train) < n + 2:
-        raise ConfigError(f"model.context {n} is larger than the training data allows ({len(data.train)} tokens): lower the context or add data")
-    if len(data.val) < n + 1:
-        raise ConfigError(f"model.context {n} is larger than the validation sample ({len(data.val)} tokens): lower the context or add data")
-    if data.vocab_size > cfg.model.vocab:
-        raise ConfigError(f"the data's vocabulary ({data.vocab_size}) is bigger than model.vocab ({cfg.model.vocab}): set model.vocab to at least {data.vocab_size}")
 
 
 def fmt_int(n: int) -> str:
@@ -133,7 +123,7 @@ class Trainer:
 
     def open_data(self) -> None:
         self.data = open_prepared(self.cfg.data.dir)
-        check_data(self.cfg, self.data)
+        check_data(self.cfg, self.data.folder)
         if self.world.is_main:
             try:
                 self.sampler = Sampler.open(self.data.dir, self.data.val, self.cfg.training, self.cfg.model.vocab)
@@ -146,29 +136,14 @@ class Trainer:
         else:
             path, passed_over = ckpt.resolve(self.opts.run_dir, spec), []
             state = ckpt.load(path, whole=False)  # a DCP one's tensors: wrapping.load_tensors
-        saved_model = state["config"]["model"]
-        for key, value in saved_model.items():
-            mine = getattr(self.cfg.model, key)
-            if mine != value:
-                raise ckpt.CheckpointError(
-                    f"model.{key} is {mine} in run.json but {value} in checkpoint {path}: "
-                    "a checkpoint continues only with its own model shape"
-                )
-        data_id = state["data"]["tokenizer_sha256"]
-        if self.data is not None and data_id and self.data.tokenizer_sha256 != data_id:
-            raise ConfigError(
-                f"the data in {self.cfg.data.dir} uses another tokenizer than checkpoint {path}: "
-                "prepare the new data with the checkpoint's tokenizer (ternit data prepare --tokenizer …)"
-            )
+        # Its run and step, model, tokenizer and step against steps_to: the lab's pre-check too.
+        older = check_resume(self.cfg, path, state, self.data.tokenizer_sha256 if self.data else None)
+        if older:
+            self.say(f"note: {older}")
         wrapping.load_tensors(self, state, path)
         self.scaler.load_state_dict(state["scaler"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
-        if self.cfg.training.steps_to < self.step:
-            raise ConfigError(
-                f"training.steps_to {self.cfg.training.steps_to} is below the checkpoint's step {self.step} ({path}): "
-                f"set it above {self.step} to train further"
-            )
         self.tokens_seen = int(state["tokens_seen"])
         self.schedule = Schedule(**state["schedule"]).restretched(self.step, self.cfg.training.steps_to)
         self.data_changed = self.data is not None and state["data"]["data_id"] != self.data.data_id
@@ -248,6 +223,7 @@ class Trainer:
         payload = {
             "format": ckpt.FORMAT,
             "step": self.step,
+            "run_id": self.opts.identity,  # whose step this is: checked against its folder on load
             "tokens_seen": self.tokens_seen,
             "params": self.params,
             "scaler": self.scaler.state_dict(),

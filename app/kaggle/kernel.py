@@ -31,6 +31,7 @@ class KernelPlan:
     checkpoint_name: str
     limit_min: float
     dataset_refs: tuple[str, ...]
+    run_id: str = ""  # the lab's run id, written into the leg's checkpoints (the kernel's folder is "run")
 
     @property
     def ref(self) -> str:
@@ -61,6 +62,7 @@ def render(plan: KernelPlan) -> str:
         checkpoint_hash=repr(plan.checkpoint_hash),
         checkpoint_name=repr(plan.checkpoint_name),
         limit_min=repr(round(float(plan.limit_min), 6)),
+        run_id=repr(plan.run_id),
     )
 
 

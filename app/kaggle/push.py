@@ -122,7 +122,7 @@ class LegPush:
         resume = config.get("resume_from")
         return kernel.KernelPlan(
             leg["account"], leg["kernel_slug"], config, leg["code_hash"], leg["data_hash"],
-            leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs)
+            leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs, rec.id)
 
     def _push(self, run_id: str, client: AccountClient, refs: tuple[str, ...]) -> None:
         leg = self.store.leg(run_id) or {}

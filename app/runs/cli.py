@@ -32,7 +32,8 @@ from ..state import StateError
 from .continuing import ContinueError
 from .events import Event
 from .live import LiveFollower, LiveProgress
-from .manager import RunError, RunManager, load_config, normalize_config
+from .manager import RunManager
+from .precheck import RunError, load_config, normalize_config
 from .registry import RunNotFound, RunRecord
 from .start_flags import add_field_flags, apply_flags
 

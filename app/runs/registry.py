@@ -342,6 +342,12 @@ class Registry:
     def set_kernel_ref(self, run_id: str, ref: str | None) -> RunRecord:
         return self.update(run_id, kaggle_kernel_ref=ref)
 
+    def discard(self, run_id: str) -> None:
+        """Undo a run that never started (a refused Kaggle start): its folder and its row
+        go, as if it had not been created."""
+        shutil.rmtree(self.get(run_id).path, ignore_errors=True)
+        self.delete(run_id)
+
     def delete(self, run_id: str) -> None:
         """Forget a run in the index (its folder is left alone)."""
         with self.state.transaction():
