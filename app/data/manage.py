@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..i18n import in_language, t
-from ..numbers import bytes_text, count_text
+from ..base.i18n import in_language, t
+from ..base.numbers import bytes_text, count_text
 from .library import Dataset, Library, LibraryError, dataset_files, valid_constellation_name
 from .progress import (
     PROGRESS_ENV,
@@ -165,7 +165,7 @@ def quick_statuses(lib: Library) -> dict[str, DatasetStatus]:
 def cli_env() -> dict[str, str]:
     """Environment for `python -m app.cli data ...` run by the window: JSON progress, and the
     window's language (a language set in this process is not in the child's settings)."""
-    from ..i18n import current_language
+    from ..base.i18n import current_language
 
     return {PROGRESS_ENV: "json", "TERNIT_LANG": current_language()}
 

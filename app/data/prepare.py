@@ -32,8 +32,8 @@ from typing import Any
 
 import psutil
 
-from .. import paths
-from ..i18n import said, t
+from ..base import paths
+from ..base.i18n import said, t
 from .encode import (
     EOT,
     MAX_VAL_FRACTION,

@@ -12,10 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..i18n import t
-from ..numbers import int_text
+from ..base.i18n import t
+from ..base.numbers import int_text
+from ..base.paths import trainer_root
 from .checkpoints import Checked, intact_checkpoint, is_checkpoint, latest_checkpoint
-from .process import _trainer_root
 
 
 @dataclass
@@ -37,7 +37,7 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     if not is_checkpoint(checkpoint):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return ExportResult(False, str(checkpoint), str(out), t(f"Чекпоинта {checkpoint} нет.", f"Checkpoint {checkpoint} does not exist."))
     env = dict(os.environ)
-    root = _trainer_root()
+    root = trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     argv = [sys.executable, "-m", "trainer.export", str(checkpoint), str(out)]

@@ -20,8 +20,8 @@ from trainer.checkpoint_index import CheckpointError
 from trainer.config import ConfigError, from_dict, parse_json
 from trainer.preflight import DataError, check_start
 
-from .. import paths
-from ..i18n import t
+from ..base import paths
+from ..base.i18n import t
 
 
 class RunError(ValueError):

@@ -9,7 +9,6 @@ events.jsonl and the pid kept in the registry.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import signal
@@ -23,6 +22,7 @@ import psutil
 
 from trainer.config import ConfigError, gpu_choice
 
+from ..base.paths import trainer_root
 from .files import LOG
 
 log = logging.getLogger(__name__)
@@ -122,12 +122,6 @@ def plan_launch(
     return LaunchPlan(argv, env, count, device, note)
 
 
-def _trainer_root() -> str | None:
-    """The folder that holds the `trainer` package (so the child finds it from any cwd)."""
-    spec = importlib.util.find_spec("trainer")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return str(Path(next(iter(spec.submodule_search_locations))).resolve().parent)
 
 
 def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
@@ -138,7 +132,7 @@ def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
     """
     env = dict(os.environ)
     env.update(plan.env)
-    root = _trainer_root()
+    root = trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"

@@ -37,7 +37,7 @@ _running: subprocess.Popen | None = None
 
 
 def rate_path() -> Path:
-    from ..paths import state_db_path
+    from ..base.paths import state_db_path
 
     return state_db_path().parent / FILE
 
@@ -74,11 +74,11 @@ def command(out: Path, shape: Shape = PROBE_SHAPE, steps: int = PROBE_STEPS) -> 
 
 
 def _env() -> dict[str, str]:
-    from ..runs.process import _trainer_root
+    from ..base.paths import trainer_root
 
     env = dict(os.environ)
     env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU's rate, whatever cards there are
-    root = _trainer_root()
+    root = trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     return env

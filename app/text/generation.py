@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .i18n import t
-from .numbers import decimal_text, int_text
-from .runs.checkpoints import is_checkpoint, usable_checkpoint
-from .runs.process import _trainer_root
+from ..base.i18n import t
+from ..base.numbers import decimal_text, int_text
+from ..base.paths import trainer_root
+from ..runs.checkpoints import is_checkpoint, usable_checkpoint
 
 EXIT_INPUT = 2
 
@@ -106,7 +106,7 @@ def resolve(spec: str) -> Target:
     path = Path(spec)
     if is_checkpoint(path):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return Target(path, None)
-    from .runs import Registry, RunNotFound
+    from ..runs import Registry, RunNotFound
 
     reg = Registry()
     try:
@@ -142,7 +142,7 @@ def child_env() -> dict[str, str]:
     """The child's environment: the trainer importable, its lines unbuffered and in UTF-8
     (the window's QProcess starts it with the same)."""
     env = dict(os.environ)
-    root = _trainer_root()
+    root = trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"
