@@ -176,7 +176,7 @@ def test_a_key_given_twice_is_refused_and_null_is_a_missing_section(tmp_path):
 
 def test_the_forms_ranges_lie_inside_the_contracts():
     """The form never offers a value the trainer refuses."""
-    from app import fields as F
+    from app.form import fields as F
 
     for spec in F.FIELDS:
         r = C.RANGES.get(spec.path or "")
