@@ -172,7 +172,7 @@ class MainWindow(QMainWindow):
         main.setSizes([600, 960])
         self.main_split = main
         self.setCentralWidget(main)
-        self.statusBar().showMessage(t("Готово", "Ready"))
+        self.statusBar().showMessage(self.lab.start_message())
 
     def save_layout(self) -> bool:
         """Remember the layout and the form for the next start (not for --snapshot)."""

@@ -307,6 +307,8 @@ def main(argv: list[str]) -> int:
         log.warning("ternit run: the lab's state could not be opened", exc_info=True)
         print(f"ternit run: {e}", file=sys.stderr)
         return EXIT_USAGE
+    for name, why in sorted(m.registry.troubles.items()):  # one bad run folder: named, the rest listed
+        print(t(f"ternit run: папка прогона {name}: {why}", f"ternit run: run folder {name}: {why}"), file=sys.stderr)
     try:
         return _dispatch(m, args)
     except (RunError, ContinueError, RunNotFound, LookupError, ValueError, StateError) as e:

@@ -172,6 +172,15 @@ class Lab:
         self._clock = clock
         self._history_at = 0.0
 
+    def start_message(self) -> str:
+        """The status bar's first line: ready, or the run folders the history could not
+        take as they are (one bad folder is that run's problem; the rest are listed)."""
+        troubles = self.runs.registry.troubles
+        if not troubles:
+            return t("Готово", "Ready")
+        said = "; ".join(f"{name}: {why}" for name, why in sorted(troubles.items()))
+        return t(f"Папки прогонов с ошибками: {said}", f"Run folders with problems: {said}")
+
     # -- the form's context ------------------------------------------------------------
 
     def form_context(self) -> FormContext:
