@@ -166,3 +166,136 @@ def test_a_section_given_as_null_is_read_the_same_by_the_lab_and_the_trainer(tin
     finally:
         m.registry.close()
     assert precheck({**config(tiny_data), "training": None}) == []
+
+
+# ---- 4. one choice of a run's checkpoint, for every command, that says what it passed over ---
+def _sample(target: str) -> tuple[int, str]:
+    import contextlib
+    import io
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        code = cli.main(["sample", target, "--tokens", "2", "--device", "cpu"])
+    return code, err.getvalue()
+
+
+def _three_commands(m: RunManager, run_id: str, tmp_path: Path, capsys) -> dict[str, tuple[int, str, str]]:
+    """What `ternit sample ID`, `ternit export ID` and «Продолжить» (its config, as
+    `ternit run continue` and the window make it) choose and say."""
+    out: dict[str, tuple[int, str, str]] = {}
+    code, err = _sample(run_id)
+    out["sample"] = (code, err, "")
+    target = tmp_path / "w.safetensors"
+    code = cli.main(["export", run_id, str(target)])
+    from app.runs.export import _metadata
+
+    out["export"] = (code, capsys.readouterr().err, _metadata(target).get("step", "") if target.exists() else "")
+    notes: list[str] = []
+    cfg = m.continue_config(run_id, notes=notes)
+    out["continue"] = (0, "\n".join(notes), cfg["resume_from"])
+    return out
+
+
+@pytest.mark.parametrize("pointer, said", [
+    ("deleted", "step-00000003.pt"),
+    ("never", "step-00000099.pt"),
+    ("garbage", "latest"),
+])
+def test_a_latest_pointer_to_nothing_usable_is_passed_over_the_same_way_by_every_command(
+        finished, tmp_path, capsys, pointer, said):
+    m, run_id = finished
+    folder = m.registry.get(run_id).checkpoints_dir
+    if pointer == "deleted":
+        (folder / "step-00000003.pt").unlink()
+        (folder / "step-00000003.pt.sha256").unlink()
+    elif pointer == "never":
+        (folder / "latest").write_text("step-00000099.pt\n")
+    else:
+        (folder / "latest").write_bytes(b"\x00\xffnot a name")
+    newest = "step-00000002.pt" if pointer == "deleted" else "step-00000003.pt"
+    got = _three_commands(m, run_id, tmp_path, capsys)
+    for command, (code, err, _) in got.items():
+        assert code == 0, (command, err)
+        assert "latest" in err and said in err, (command, err)  # said, not silent
+    assert got["export"][2] == newest[5:13].lstrip("0") and got["continue"][2].endswith(newest)
+
+
+def test_a_damaged_newest_checkpoint_is_passed_over_the_same_way_by_every_command(finished, tmp_path, capsys):
+    from tests.test_faults import flip_bytes_in_largest_tensor
+
+    m, run_id = finished
+    flip_bytes_in_largest_tensor(m.registry.get(run_id).checkpoints_dir / "step-00000003.pt")
+    got = _three_commands(m, run_id, tmp_path, capsys)
+    for command, (code, err, _) in got.items():
+        assert code == 0 and "step-00000003.pt" in err and "step-00000002.pt" in err, (command, err)
+    assert got["export"][2] == "2" and got["continue"][2].endswith("step-00000002.pt")
+
+
+# ---- 5. a checkpoint carries its run and step: another run's under this name is caught ------
+@pytest.fixture
+def two_runs(finished, tiny_data):
+    """Run A (steps 1-3, `finished`) and run B of the same model (steps 3-5)."""
+    m, a = finished
+    b = m.start(config(tiny_data, steps_to=5, checkpoint_every_min=0, seed=7))
+    b = m.wait(b.id, timeout=180)
+    assert b.status == "finished", b.last_message
+    return m, a, b.id
+
+
+def _copy_over(src: Path, dst: Path) -> None:
+    shutil.copyfile(src, dst)
+    shutil.copyfile(src.with_name(src.name + ".sha256"), dst.with_name(dst.name + ".sha256"))
+
+
+@pytest.mark.parametrize("from_step", [5, 3])  # another step of run B; the same step of run B
+def test_another_runs_checkpoint_under_this_runs_name_is_refused_by_resume_and_named_by_the_rest(
+        two_runs, tmp_path, capsys, from_step):
+    from tests.trainer_run import events, run_trainer
+
+    m, a, b = two_runs
+    a_dir, b_dir = m.registry.get(a).path, m.registry.get(b).path
+    target = a_dir / "checkpoints" / "step-00000003.pt"
+    _copy_over(b_dir / "checkpoints" / f"step-{from_step:08d}.pt", target)
+    said = f"holds step {from_step}" if from_step != 3 else f"written by run {b}"
+
+    named = run_trainer(a_dir, "--resume", str(target), "--stop-at-step", "4")
+    assert named.returncode == 2 and said in named.stderr and "Traceback" not in named.stderr, named.stderr
+    latest = run_trainer(a_dir, "--resume", "latest", "--stop-at-step", "3")
+    assert latest.returncode == 0, latest.stderr
+    assert events(a_dir, "start")[-1]["resumed_from"].endswith("step-00000002.pt")
+    assert said in events(a_dir, "warning")[-1]["message"]
+    (a_dir / "checkpoints" / "latest").write_text("step-00000003.pt\n")  # as before the resume
+    _copy_over(b_dir / "checkpoints" / f"step-{from_step:08d}.pt", target)
+
+    from app.base.i18n import set_language
+
+    set_language("en")
+    try:
+        got = _three_commands(m, a, tmp_path, capsys)
+        for command, (code, err, _) in got.items():
+            assert code == 0 and b in err and "step-00000003.pt" in err, (command, err)
+        assert got["export"][2] == "2" and got["continue"][2].endswith("step-00000002.pt")
+        code, err = _sample(str(target))  # named by its path: used, and what it really is said
+        assert code == 0 and b in err, err
+        assert cli.main(["export", str(target), str(tmp_path / "named.safetensors")]) == 0
+        assert b in capsys.readouterr().err
+    finally:
+        set_language(None)
+
+
+def test_a_checkpoint_from_before_run_ids_still_loads_and_says_so(finished, tmp_path, capsys):
+    import torch
+
+    from tests.trainer_run import run_trainer
+    from trainer import checkpoint as C
+
+    m, run_id = finished
+    run_dir = m.registry.get(run_id).path
+    old = run_dir / "checkpoints" / "step-00000003.pt"
+    state = torch.load(old, map_location="cpu", weights_only=True)
+    del state["run_id"]
+    C.save(run_dir, 3, state, 3)
+    code, err = _sample(run_id)
+    assert code == 0 and "step-00000003.pt" in err and ("before checkpoints" in err or "до того" in err), err
+    p = run_trainer(run_dir, "--resume", str(old), "--stop-at-step", "4")
+    assert p.returncode == 0 and "written before checkpoints carried their run" in p.stderr, p.stderr

@@ -135,8 +135,10 @@ def test_damaged_pointer_flipped_bytes_and_a_damaged_run_json(finished, tmp_path
     assert cli.main(["export", run_id, str(out)]) == 0
     captured = capsys.readouterr()
     assert "step-00000003.pt" in captured.err and out.is_file()  # the damaged one passed over, said
-    assert cli.main(["export", str(folder / "step-00000003.pt"), str(tmp_path / "x.safetensors")]) == 1
-    assert "step-00000003.pt" in capsys.readouterr().err  # named, refused
+    assert cli.main(["export", str(folder / "step-00000003.pt"), str(tmp_path / "x.safetensors")]) == 2
+    err = capsys.readouterr().err
+    assert "step-00000003.pt" in err and "--resume" not in err  # named, refused, advice not a trainer flag
+    assert "ternit export " in err and "step-00000002.pt" in err
 
     run_json = m.registry.get(run_id).run_json_path
     run_json.write_bytes(b"{not json")

@@ -256,26 +256,49 @@ def folder_run_id(path: Path) -> str | None:
 
 @dataclass(frozen=True)
 class Identity:
-    """Whose and which step a checkpoint's content says it is, against its name and place."""
+    """Whose and which step a checkpoint's content says it is, against its name and place.
 
-    problem: str | None  # the content disagrees with its name or folder: not this run's step
-    note: str | None     # nothing disagrees, but something could not be checked (an older file)
+    mismatch: "" (it agrees), "step" (it holds `step`, its name says `named_step`) or "run"
+    (written by run `run_id`, it lies in run `owner`'s folder); `unchecked`: it carries
+    no run id (written before checkpoints did), so only its step was checked."""
+
+    name: str
+    mismatch: str
+    step: int | None
+    named_step: int | None
+    run_id: str | None
+    owner: str | None
+    unchecked: bool
+
+    @property
+    def problem(self) -> str | None:
+        """The mismatch in the trainer's words (English), or None."""
+        name = self.name
+        whose = f" of run {self.run_id}" if self.run_id else ""
+        if self.mismatch == "step":
+            return f"{name} holds step {self.step}{whose}, not the step {self.named_step} its name says"
+        if self.mismatch == "run":
+            return f"{name} was written by run {self.run_id}, not by run {self.owner} whose folder it lies in"
+        return None
+
+    @property
+    def note(self) -> str | None:
+        if not self.unchecked:
+            return None
+        return "it was written before checkpoints carried their run's id: its step is checked, its run is not"
 
 
 def identity(path: Path, payload: dict[str, Any]) -> Identity:
     """Whether the payload read from `path` is the step its name says, of the run whose
-    folder it lies in (English: the trainer's words; the lab says it in its own)."""
+    folder it lies in (`read_payload` without torch, or the trainer's torch.load)."""
     path = Path(path)
-    problem = None
-    named_step, step = checkpoint_step(path), payload.get("step")
-    run_id, owner = payload.get("run_id"), folder_run_id(path)
-    whose = f" of run {run_id}" if isinstance(run_id, str) else ""
-    if NAME.fullmatch(path.name) and isinstance(step, int) and step != named_step:
-        problem = f"{path.name} holds step {step}{whose}, not the step {named_step} its name says"
-    elif isinstance(run_id, str) and owner is not None and run_id != owner:
-        problem = f"{path.name} was written by run {run_id}, not by run {owner} whose folder it lies in"
-    note = None
-    if problem is None and "run_id" not in payload:
-        note = (f"{path.name} was written before checkpoints carried their run's id: its step is checked, "
-                "its run is not")
-    return Identity(problem, note)
+    named = checkpoint_step(path) if NAME.fullmatch(path.name) else None
+    step = payload.get("step") if isinstance(payload.get("step"), int) else None
+    run_id = payload.get("run_id") if isinstance(payload.get("run_id"), str) else None
+    owner = folder_run_id(path)
+    mismatch = ""
+    if named is not None and step is not None and step != named:
+        mismatch = "step"
+    elif run_id and owner is not None and run_id != owner:
+        mismatch = "run"
+    return Identity(path.name, mismatch, step, named, run_id, owner, unchecked=not mismatch and "run_id" not in payload)

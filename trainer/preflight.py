@@ -129,7 +129,7 @@ def check_resume(cfg: RunConfig, path: Path, payload: dict[str, Any], tokenizer_
     if isinstance(step, int) and cfg.training.steps_to < step:
         raise ConfigError(f"training.steps_to {cfg.training.steps_to} is below the checkpoint's step {step} ({path}): "
                           f"set it above {step} to train further")
-    return who.note
+    return f"checkpoint {path.name}: {who.note}" if who.note else None
 
 
 def check_start(cfg: RunConfig, resume: str | None = None) -> list[str]:

@@ -35,7 +35,7 @@ from ..runs import (
     RunUpdate,
     kaggle_bridge,
 )
-from ..runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
+from ..runs.checkpoints import Choice, checkpoint_step, choose_checkpoint
 from ..runs.files import folder_gone
 
 log = logging.getLogger(__name__)
@@ -383,6 +383,11 @@ class Lab:
         """A background Kaggle start ended: what to tell the user."""
         self.launching.discard(run_id)
         if error:
+            try:
+                self.runs.registry.get(run_id)
+            except KeyError:  # refused before a kernel existed: the run was undone, nothing to follow
+                if self.followed == run_id:
+                    self.followed = None
             return t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}")
         rec = self.runs.registry.get(run_id)
         if rec.ended or rec.status == st.UPLOADING:  # stopped while uploading; waiting for Kaggle
@@ -416,8 +421,8 @@ class Lab:
             rec = self.runs.registry.get(run_id)
         except (ContinueError, KeyError, OSError, ValueError) as e:
             raise ActionError(str(e)) from e
-        ckpt = usable_checkpoint(rec.path)
-        step = (checkpoint_step(ckpt) if ckpt else None) or rec.last_step or 0
+        ckpt = Path(cfg["resume_from"])  # continue_config's choice (choose_checkpoint)
+        step = checkpoint_step(ckpt) or rec.last_step or 0
         parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
         return ContinueFrom(run_id=run_id, config=cfg, step=int(step),
                             label=f"{rec.name} · {t('шаг', 'step')} {step}",
@@ -453,12 +458,22 @@ class Lab:
             raise ActionError(gone)
         return rec.folder
 
-    def export_checkpoint(self, run_id: str) -> Path:
-        """The checkpoint «Экспорт весов» writes out: the run's latest."""
-        ckpt = latest_checkpoint(self.runs.registry.get(run_id).path)
-        if ckpt is None:
-            raise ActionError(t("У прогона нет чекпоинта", "The run has no checkpoint"))
-        return ckpt
+    def export_checkpoint(self, run_id: str) -> Choice:
+        """The checkpoint «Экспорт весов» writes out: the one every command chooses
+        (`choose_checkpoint`), with what it passed over."""
+        choice = choose_checkpoint(self.runs.registry.get(run_id).path)
+        if choice.path is None:
+            why = f" ({'; '.join(choice.passed_over)})" if choice.passed_over else ""
+            raise ActionError(t(f"У прогона нет целого чекпоинта{why}", f"The run has no intact checkpoint{why}"))
+        return choice
+
+    @staticmethod
+    def export_finished(choice: Choice, out: str, code: int, text: str) -> str:
+        """The status line once «Экспорт весов» ended: where the weights went (and what the
+        choice passed over), or why it failed."""
+        if code != 0:
+            return t(f"Экспорт не удался: {text[-300:]}", f"Export failed: {text[-300:]}")
+        return " ".join([t(f"Веса сохранены: {out}.", f"Weights saved: {out}."), *choice.said()])
 
     def export_file_name(self, run_id: str) -> str:
         """The file name «Экспорт весов» offers: the run's name."""
