@@ -166,7 +166,7 @@ def lean_wheel(progress: Progress | None = None, timeout_s: float = 900.0) -> Pa
         if got is None:
             reason = why[0][:300] if why else t("pip не нашёл подходящего колеса", "pip found no suitable wheel")
             raise KaggleError(t(
-                f"не удалось скачать {LEAN_LIBRARY} для ядра Kaggle ({reason}). Экономное состояние "
+                f"не удалось скачать {LEAN_LIBRARY} для ядра Kaggle ({reason}). Облегчённое состояние "
                 f"(lean_state) на Kaggle требует его: проверьте интернет и повторите, положите колесо "
                 f"{LEAN_LIBRARY} для Linux x86-64 в {folder} или выключите lean_state",
                 f"could not download {LEAN_LIBRARY} for the Kaggle kernel ({reason}). The lean state "
