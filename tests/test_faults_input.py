@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +19,7 @@ from app.runs import Registry, RunManager
 from app.runs.precheck import precheck
 from tests import test_faults_lab as lab
 from tests.test_faults_lab import config
+from tests.trainer_run import ROOT
 
 finished, no_orphans = lab.finished, lab.no_orphans  # the fixtures: a finished 3-step run; no trainer left
 
@@ -299,3 +303,92 @@ def test_a_checkpoint_from_before_run_ids_still_loads_and_says_so(finished, tmp_
     assert code == 0 and "step-00000003.pt" in err and ("before checkpoints" in err or "до того" in err), err
     p = run_trainer(run_dir, "--resume", str(old), "--stop-at-step", "4")
     assert p.returncode == 0 and "written before checkpoints carried their run" in p.stderr, p.stderr
+
+
+# ---- 3. the lab's state file: a full disk said as one, a damaged file set aside with what it held
+try:  # POSIX only: on Windows the file still collects, and the tests that need it skip
+    import resource
+except ImportError:
+    resource = None
+
+NO_LIMIT = "setting a file-size limit needs POSIX's resource module (not on Windows)"
+
+
+def _ternit_with_full_disk(*args: str) -> subprocess.CompletedProcess:
+    """`ternit ARGS` in a process whose every file write past 1 byte fails (RLIMIT_FSIZE;
+    Python ignores SIGXFSZ, so the write returns EFBIG, as a full disk's ENOSPC would). The
+    state file's first page is then never written, as on a disk with no room left."""
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1, 1))
+
+    return subprocess.run([sys.executable, "-m", "app", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120, preexec_fn=limit)
+
+
+@pytest.mark.skipif(resource is None, reason=NO_LIMIT)
+@pytest.mark.parametrize("state_exists", [False, True])
+def test_a_full_state_disk_at_start_is_said_as_a_full_disk_in_one_line(tiny_data, tmp_path, state_exists):
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(config(tiny_data)), encoding="utf-8")
+    if state_exists:  # the lab ran here before: its state file is there, the disk filled since
+        assert subprocess.run([sys.executable, "-m", "app", "run", "list"], cwd=ROOT, capture_output=True,
+                              timeout=120).returncode == 0
+    p = _ternit_with_full_disk("run", "start", "--config", str(path))
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2 and len(lines) == 1, p.stderr
+    said = lines[0]
+    assert ("нет места" in said or "is full" in said) and "Traceback" not in p.stderr, said
+    assert "переименуйте" not in said and "rename" not in said
+    _no_run_left()
+
+
+def _library_with_a_damaged_page(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A lab whose library holds a constellation of 300 datasets, with prepared data naming
+    them, and one page of the datasets table overwritten: (state file, the names on it)."""
+    from app.base import paths
+    from app.base.state import open_state
+
+    names = [f"set-{i:03d}-" + "x" * 200 for i in range(300)]  # long rows: a few to a page
+    with open_state() as st:
+        st.execute("INSERT INTO constellations (name, created_at) VALUES ('kept', 0)")
+        st.executemany("INSERT INTO datasets (name, path, kind, sha256, added_at, changed_at, scanned_at) "
+                       "VALUES (?, '/nowhere', 'file', 'h', 0, 0, 0)", [(n,) for n in names])
+        st.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        db = st.path
+    prepared = paths.prepared_dir() / "p1"
+    prepared.mkdir(parents=True)
+    (prepared / "meta.json").write_text(json.dumps({"sources": [["kept", n, "h"] for n in names]}), encoding="utf-8")
+    conn = sqlite3.connect(db)
+    try:  # a leaf page of the table itself (its name index holds the names too)
+        page = conn.execute("PRAGMA page_size").fetchone()[0]
+        leaves = [r[0] for r in conn.execute(
+            "SELECT pageno FROM dbstat WHERE name = 'datasets' AND pagetype = 'leaf' ORDER BY pageno")]
+    except sqlite3.OperationalError:
+        pytest.skip("this SQLite has no dbstat table to find a page of the datasets table by")
+    finally:
+        conn.close()
+    raw = bytearray(db.read_bytes())
+    at = (leaves[len(leaves) // 2] - 1) * page
+    on_page = [n for n in names if raw.find(n.encode(), at, at + page) >= 0]
+    assert on_page
+    raw[at:at + page] = b"\xa5" * page
+    db.write_bytes(bytes(raw))
+    return db, on_page
+
+
+def test_a_damaged_state_file_is_set_aside_with_what_it_held_and_the_losses_named(tmp_path):
+    db, on_page = _library_with_a_damaged_page(tmp_path)
+    p = subprocess.run([sys.executable, "-m", "app", "data", "list"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr
+    assert "set aside" in p.stderr or "отложен" in p.stderr, p.stderr
+    (aside,) = db.parent.glob("state.damaged-*.sqlite")
+    assert aside.is_file()
+    for name in on_page:  # exactly what was lost is named
+        assert name in p.stderr
+    from app.base.state import open_state
+
+    with open_state() as st:  # the rest carried over
+        have = {r[0] for r in st.query("SELECT name FROM datasets")}
+        assert len(have) >= 300 - len(on_page) and not have & set(on_page)
+        assert st.one("SELECT 1 FROM constellations WHERE name = 'kept'")

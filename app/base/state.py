@@ -17,6 +17,7 @@ statements that must stand or fall together go in `with state.transaction():`.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
@@ -28,6 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
+from .state_repair import is_damaged, repair
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 BUSY_TIMEOUT_MS = 10_000
@@ -39,20 +43,11 @@ class StateError(RuntimeError):
 
 
 def unavailable(path: Path, exc: sqlite3.Error, what: str = "") -> StateError:
-    """A write that failed because the state file is locked (another program holds a write
-    transaction past the busy timeout) or unreadable: what was not done and what to do."""
-    from .i18n import t
+    """A failure of the state file in one line (a full disk, a lock, a failing disk, a
+    damaged file: app/base/state_faults.py), with what was not done and what to do."""
+    from .state_faults import state_error
 
-    done = f" {what}" if what else ""
-    if "full" in str(exc):  # SQLITE_FULL: "database or disk is full"
-        return StateError(t(
-            f"На диске с файлом состояния лаборатории {path} нет места ({exc}).{done} Освободите место и повторите.",
-            f"The disk holding the lab's state file {path} is full ({exc}).{done} Free some space and try again."))
-    return StateError(t(
-        f"Файл состояния лаборатории {path} занят или недоступен ({exc}).{done} Закройте программу, "
-        "которая держит его открытым (другое окно лаборатории, просмотрщик SQLite), и повторите.",
-        f"The lab's state file {path} is busy or unreadable ({exc}).{done} Close the program that holds "
-        "it open (another lab window, an SQLite browser) and try again."))
+    return StateError(state_error(path, exc, what, BUSY_TIMEOUT_MS / 1000))
 
 
 @dataclass(frozen=True)
@@ -189,27 +184,49 @@ class State:
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        # What the lab did with a damaged file at this open (app/base/state_repair.py), said
+        # once by whoever opened it (`ternit`, the window): None when the file was sound.
+        self.repaired: str | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = self.conn
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                # e.g. a network file system: still works, only with less concurrency.
-                self.journal_mode = str(mode)
-            else:
-                self.journal_mode = "wal"
-            self.applied = migrate(conn, migrations)
+            self._open(migrations)
         except sqlite3.DatabaseError as exc:
             self.close()
             from .i18n import t
 
-            raise StateError(t(
-                f"не открывается файл состояния лаборатории {self.path}: {exc}. Если он повреждён, "
-                f"переименуйте его (например, в {self.path.name}.bad): лаборатория начнёт новый и снова "
-                "найдёт прогоны в их папках.",
-                f"cannot open the lab's state {self.path}: {exc}. If the file is damaged, move it aside "
-                f"(rename it, e.g. to {self.path.name}.bad): the lab starts a new one and finds the runs "
-                "in their folders again.")) from exc
+            raise unavailable(self.path, exc, t("Лаборатория не открылась.", "The lab did not open.")) from exc
+
+    def _open(self, migrations: Sequence[Migration] | None) -> None:
+        """Open, set WAL and migrate; a damaged file is set aside and what can be read of it
+        carried over into a new one first (once)."""
+        from .state_faults import kind
+
+        try:
+            conn = self.conn
+            damaged = is_damaged(conn)
+        except sqlite3.DatabaseError as exc:
+            if kind(exc) != "damaged":
+                raise
+            damaged = True
+        if damaged:
+            self._drop_connections()
+            salvage = repair(self.path, lambda c: migrate(c, migrations), paths.prepared_dir())
+            if salvage is not None:
+                self.repaired = salvage.text()
+                _repairs.append(self.repaired)
+                log.warning("state file repaired: %s", self.repaired)
+            conn = self.conn
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        # Not WAL on e.g. a network file system: still works, only with less concurrency.
+        self.journal_mode = "wal" if str(mode).lower() == "wal" else str(mode)
+        self.applied = migrate(conn, migrations)
+
+    def _drop_connections(self) -> None:
+        with self._lock:
+            conns, self._all = self._all, []
+        for c in conns:
+            c.close()
+        self._local = threading.local()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -259,11 +276,7 @@ class State:
 
     def close(self) -> None:
         """Close every thread's connection (call from the owning thread at shutdown)."""
-        with self._lock:
-            conns, self._all = self._all, []
-        for c in conns:
-            c.close()
-        self._local = threading.local()
+        self._drop_connections()
         self._closed = True
 
     def __enter__(self) -> State:
@@ -271,6 +284,16 @@ class State:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_repairs: list[str] = []  # what this process's opens did with a damaged file, not said yet
+
+
+def repairs_to_say() -> list[str]:
+    """What the lab did with a damaged state file in this process, each said once: the CLI
+    prints it after the command, the window in its first status line."""
+    said, _repairs[:] = list(_repairs), []
+    return said
 
 
 def open_state(path: Path | None = None, migrations: Sequence[Migration] | None = None) -> State:

@@ -67,7 +67,13 @@ def _main(argv: list[str] | None) -> int:
 
     logs.setup()  # what a broad except swallows goes to the lab's log file (README: Logs)
     module = importlib.import_module(GROUPS[name][0])
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    finally:
+        from ..base.state import repairs_to_say
+
+        for line in repairs_to_say():  # a damaged state file set aside on the way: said once
+            print(f"ternit: {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

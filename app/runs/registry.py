@@ -28,6 +28,7 @@ from ..base import run_status as st
 from ..base.i18n import t
 from ..base.run_status import RunNotFound
 from ..base.state import State, open_state, unavailable
+from ..base.state_faults import no_room
 from .events import Event, EventTail, is_step_line, parse_lines, read_events
 from .files import (
     CHECKPOINTS,
@@ -40,6 +41,7 @@ from .files import (
     new_run_id,
     read_json,
 )
+from .precheck import RunError
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +168,12 @@ class Registry:
         parent = self.get(parent_id) if parent_id else None
         run_id = new_run_id(str(config.get("name") or "run"), self.runs_root)
         folder = self.runs_root / run_id
-        make_layout(folder)
-        atomic_write_json(folder / RUN_JSON, config)
+        try:
+            make_layout(folder)
+            atomic_write_json(folder / RUN_JSON, config)
+        except OSError as exc:  # a full disk, a read-only folder: nothing half-made is left
+            shutil.rmtree(folder, ignore_errors=True)
+            raise RunError(_folder_failed(folder, exc)) from None
         rec = _record(run_id, folder, config, parent, status, time.time())
         try:
             self._insert(rec)
@@ -463,6 +469,17 @@ def summarize(rec: RunRecord, events: Iterable[Event]) -> dict[str, Any]:
             if local:
                 out["status"] = st.END_REASONS.get(reason, st.FAILED)
     return out
+
+
+def _folder_failed(folder: Path, exc: OSError) -> str:
+    room = no_room(folder.parent)
+    if room:
+        return t(f"На диске с папкой прогонов {folder.parent} нет места ({room}). Прогон не создан. "
+                 "Освободите место и повторите.",
+                 f"The disk holding the run folders {folder.parent} is full ({room}). The run was not created. "
+                 "Free some space and try again.")
+    return t(f"Папку прогона {folder} не создать ({exc}). Прогон не создан.",
+             f"The run folder {folder} cannot be made ({exc}). The run was not created.")
 
 
 def _count(value: Any) -> int | None:

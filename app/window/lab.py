@@ -23,7 +23,7 @@ from typing import Any
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
-from ..base.state import StateError
+from ..base.state import StateError, repairs_to_say
 from ..data import manage as data_manage
 from ..data.prepared import Prepared, scan_prepared
 from ..form.run_form import ActiveRun, ContinueFrom, FormContext, RunForm, continue_now
@@ -177,13 +177,15 @@ class Lab:
         self._history_at = 0.0
 
     def start_message(self) -> str:
-        """The status bar's first line: ready, or the run folders the history could not
-        take as they are (one bad folder is that run's problem; the rest are listed)."""
+        """The status bar's first line: ready, or what the lab did with a damaged state file
+        and the run folders the history could not take as they are (one bad folder is that
+        run's problem; the rest are listed)."""
+        lines = repairs_to_say()  # a damaged state file set aside as the lab opened
         troubles = self.runs.registry.troubles
-        if not troubles:
-            return t("Готово", "Ready")
-        said = "; ".join(f"{name}: {why}" for name, why in sorted(troubles.items()))
-        return t(f"Папки прогонов с ошибками: {said}", f"Run folders with problems: {said}")
+        if troubles:
+            said = "; ".join(f"{name}: {why}" for name, why in sorted(troubles.items()))
+            lines.append(t(f"Папки прогонов с ошибками: {said}", f"Run folders with problems: {said}"))
+        return " ".join(lines) or t("Готово", "Ready")
 
     # -- the form's context ------------------------------------------------------------
 
