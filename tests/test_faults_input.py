@@ -392,3 +392,89 @@ def test_a_damaged_state_file_is_set_aside_with_what_it_held_and_the_losses_name
         have = {r[0] for r in st.query("SELECT name FROM datasets")}
         assert len(have) >= 300 - len(on_page) and not have & set(on_page)
         assert st.one("SELECT 1 FROM constellations WHERE name = 'kept'")
+
+
+# ---- 6. smaller: a locked state file, Kaggle's add-account offline, torch.save on a full disk ----
+HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_locked_state_file_names_who_holds_it_and_says_the_lab_waits(tiny_data, tmp_path):
+    from app.base import paths
+
+    assert subprocess.run([sys.executable, "-m", "app", "run", "list"], cwd=ROOT, capture_output=True,
+                          timeout=120).returncode == 0  # the state file exists
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(paths.state_db_path())], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        path = tmp_path / "run.json"
+        path.write_text(json.dumps(config(tiny_data)), encoding="utf-8")
+        p = subprocess.run([sys.executable, "-m", "app", "run", "start", "--config", str(path)], cwd=ROOT,
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert len(lines) == 2 and str(holder.pid) in lines[0] and ("жду" in lines[0] or "waiting" in lines[0]), lines
+    assert str(holder.pid) in lines[1] and ("ждала" in lines[1] or "waited" in lines[1]), lines
+    _no_run_left()
+
+
+def test_adding_a_kaggle_account_offline_has_one_outcome_saved_and_said_unverified(tmp_path, capsys, monkeypatch):
+    from app.kaggle import cli as kaggle_cli
+    from app.kaggle.credentials import CredentialStore
+    from tests.fake_kaggle.fixtures import KEYS
+    from tests.fake_kaggle.server import FakeKaggle
+
+    server = FakeKaggle(tmp_path / "fake-kaggle").start()
+    monkeypatch.setenv("TERNIT_KAGGLE_ENDPOINT", server.url)
+    monkeypatch.setenv("TERNIT_KAGGLE_POLL_S", "0.05")
+    server.stop()  # nothing answers there now: offline
+    code = kaggle_cli.main(["add-account", "--username", "alice", "--key", KEYS["alice"]])
+    out, err = capsys.readouterr()
+    assert code == 0 and "Traceback" not in err, err
+    assert "не проверен" in err or "not verified" in err, err
+    assert CredentialStore().names() == ["alice"]
+
+
+def test_nothing_of_the_run_folder_is_held_after_the_trainers_end(tmp_path, tiny_data, monkeypatch):
+    """Once the `end` event is written, the teardown that follows (freeing the model, leaving
+    the process group, the interpreter's exit: seconds on a loaded machine) holds neither the
+    run folder's lock nor the event file: a continuation in place may start at once."""
+    import gc as gc_module
+    import os
+
+    import trainer.train as tt
+    from tests.trainer_run import events, write_run
+    from trainer.__main__ import main
+    from trainer.lock import RunLock
+
+    run = write_run(tmp_path / "run", tiny_data, steps_to=2)
+    seen: dict[str, object] = {}
+    real_collect = gc_module.collect
+
+    def teardown_begins(*args, **kwargs):
+        if "lock" not in seen and events(run, "end"):  # the teardown's first collect: what is held now?
+            seen["ended"] = True
+            other = RunLock(run)
+            try:
+                other.acquire()
+                seen["lock"] = "free"
+                other.release()
+            except Exception as e:  # noqa: BLE001 — the lock's refusal, said in the assert
+                seen["lock"] = f"held: {e}"
+            seen["events_open"] = any(os.path.realpath(f"/proc/self/fd/{fd}") == str(run / "events.jsonl")
+                                      for fd in os.listdir("/proc/self/fd")) if os.path.isdir("/proc/self/fd") else None
+        return real_collect(*args, **kwargs)
+
+    monkeypatch.setattr(tt.gc, "collect", teardown_begins)
+    assert main(["--run", str(run), "--device", "cpu"]) == 0
+    assert seen["ended"] and seen["lock"] == "free", seen
+    assert seen["events_open"] in (False, None), seen

@@ -20,6 +20,7 @@ log, is the SHA-256 of that list. `latest` may name either form.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import random
@@ -92,27 +93,26 @@ def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[
     folder = checkpoint_dir(run_dir)
     final = folder / f"step-{step:08d}.pt"
     tmp = folder / f".{final.name}.tmp"
+    writer: _Writes | None = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
-            torch.save(payload, f)
+            writer = _Writes(f)
+            torch.save(payload, writer)
             f.flush()
             os.fsync(f.fileno())
         # The hash goes down before the checkpoint gets its name: every named checkpoint has one.
         sha = file_sha256(tmp)
         atomic_write_bytes(hash_path(final), f"{sha}  {final.name}\n".encode())
     # A full disk shows as OSError, or as torch's RuntimeError from its zip writer (which
-    # hides the errno): either way the half-written file goes, so it fills nothing more.
+    # hides the errno; the writer keeps it): either way the half-written file goes.
     except (OSError, RuntimeError) as e:
         for leftover in (tmp, hash_path(final).with_name(f".{hash_path(final).name}.tmp")):
             try:
                 leftover.unlink(missing_ok=True)
             except OSError:
                 pass
-        raise SaveError(
-            f"could not write checkpoint {final} ({type(e).__name__}: {e}): "
-            "free disk space, make the run folder writable or move away what is in the way"
-        ) from None
+        raise SaveError(_could_not_write(final, (writer.error if writer else None) or e)) from None
     os.replace(tmp, final)
     _fsync_dir(folder)
     atomic_write_bytes(folder / LATEST, (final.name + "\n").encode())
@@ -138,9 +138,11 @@ def save_dcp(run_dir: Path, step: int, write_shards: Callable[[Path], None], ext
     write_shards(tmp)
     if not main:
         return None
+    writer: _Writes | None = None
     try:
         with open(tmp / EXTRA, "wb") as f:
-            torch.save(extra, f)
+            writer = _Writes(f)
+            torch.save(extra, writer)
             f.flush()
             os.fsync(f.fileno())
         manifest = dcp_manifest(tmp, final.name)
@@ -150,14 +152,41 @@ def save_dcp(run_dir: Path, step: int, write_shards: Callable[[Path], None], ext
         os.replace(tmp, final)
     except (OSError, RuntimeError) as e:
         _remove(tmp)
-        raise SaveError(
-            f"could not write checkpoint {final} ({type(e).__name__}: {e}): "
-            "free disk space, make the run folder writable or move away what is in the way"
-        ) from None
+        raise SaveError(_could_not_write(final, (writer.error if writer else None) or e)) from None
     _fsync_dir(folder)
     atomic_write_bytes(folder / LATEST, (final.name + "\n").encode())
     _prune(folder, keep, final)
     return final, hashlib.sha256(manifest.encode()).hexdigest()
+
+
+class _Writes:
+    """The file torch.save writes into, keeping the OSError of a failed write: torch's zip
+    writer turns it into "enforce fail at inline_container.cc … unexpected pos", errno gone."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.error = f, None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+NO_ROOM = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def _could_not_write(final: Path, error: BaseException) -> str:
+    """Why a checkpoint could not be written, a full disk named as one."""
+    if isinstance(error, OSError) and error.errno in NO_ROOM:
+        return (f"could not write checkpoint {final}: the disk holding it is full ({os.strerror(error.errno)}): "
+                "free disk space")
+    return (f"could not write checkpoint {final} ({type(error).__name__}: {error}): "
+            "free disk space, make the run folder writable or move away what is in the way")
 
 
 def _remove(path: Path) -> None:

@@ -436,13 +436,17 @@ def run(opts: Options) -> int:
         code = _run(trainer, opts)
         return code
     finally:
+        # The end is written: the folder is free for the next trainer (a continuation in
+        # place) at once, not after the teardown below, which a loaded machine stretches.
+        lock.release()
+        if trainer is not None:
+            trainer.events.close()
         # The DDP wrapper (its reducer) holds the process group: freed here, before the
         # group is left, not by the interpreter's exit after it, where gloo's threads then
         # died unjoined and aborted a finished rank now and then (shutdown's note).
         trainer = None
         gc.collect()
         shutdown(world, together=code == EXIT_OK)
-        lock.release()
 
 
 def _lock_run(lock: RunLock, world: World, device: torch.device) -> None:

@@ -265,7 +265,7 @@ class State:
         if conn.in_transaction:
             yield conn
             return
-        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        self._begin(conn, "BEGIN IMMEDIATE" if immediate else "BEGIN")
         try:
             yield conn
         except BaseException:
@@ -273,6 +273,28 @@ class State:
             raise
         else:
             conn.execute("COMMIT")
+
+    def _begin(self, conn: sqlite3.Connection, begin: str) -> None:
+        """BEGIN, waiting for another program's write lock: after WAIT_NOTICE_S the wait is
+        said (who holds the file, that the lab waits) and goes on to BUSY_TIMEOUT_MS."""
+        conn.execute(f"PRAGMA busy_timeout = {int(WAIT_NOTICE_S * 1000)}")
+        try:
+            conn.execute(begin)
+        except sqlite3.OperationalError as exc:
+            from .state_faults import holders, kind
+
+            if kind(exc) != "locked":
+                raise
+            from .i18n import t
+
+            who = ", ".join(holders(self.path)) or t("другая программа", "another program")
+            rest = BUSY_TIMEOUT_MS / 1000 - WAIT_NOTICE_S
+            _say_wait(t(f"файл состояния лаборатории {self.path} занят ({who}): жду до {rest:g} с…",
+                        f"the lab's state file {self.path} is locked ({who}): waiting up to {rest:g} s…"))
+            conn.execute(f"PRAGMA busy_timeout = {int(rest * 1000)}")
+            conn.execute(begin)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def close(self) -> None:
         """Close every thread's connection (call from the owning thread at shutdown)."""
@@ -287,6 +309,20 @@ class State:
 
 
 _repairs: list[str] = []  # what this process's opens did with a damaged file, not said yet
+WAIT_NOTICE_S = 1.0  # a write blocked by another program's lock this long is said, then waited on
+_wait_listeners: list = []
+
+
+def on_wait(fn) -> None:
+    """`fn(line)` hears when a write waits for another program's lock on the state file (the
+    CLI prints it; the log has it anyway)."""
+    _wait_listeners.append(fn)
+
+
+def _say_wait(line: str) -> None:
+    log.info("%s", line)
+    for fn in list(_wait_listeners):
+        fn(line)
 
 
 def repairs_to_say() -> list[str]:

@@ -360,7 +360,8 @@ class Registry:
             st.check(changes["status"])
         changes["updated_at"] = time.time()
         sets = ", ".join(f"{k} = ?" for k in changes)
-        cur = self._db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*changes.values(), run_id))
+        with self.state.transaction():  # a lock held elsewhere is waited on aloud (State._begin)
+            cur = self._db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*changes.values(), run_id))
         if cur.rowcount == 0:
             raise RunNotFound(run_id)
         return self.get(run_id)
