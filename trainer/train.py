@@ -34,6 +34,7 @@ from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepar
 from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, OutputError, say
 from .lock import LockError, RunLock
+from .memory import StepMemory, model_tensors, optimizer_tensors
 from .model import GPT, count_parameters
 from .optim import Schedule, autocast, pick_precision
 from .preflight import check_data, check_resume
@@ -75,10 +76,8 @@ class Trainer:
         # The step the newest checkpoint holds, known on every process (last_good is the
         # first rank's): a sharded save is collective, so every rank must agree on it.
         self.saved_step: int | None = None
-        # On the CPU the first step of the process is measured (see run_step); later steps
-        # report the same figures, since the working set does not change between steps.
-        self.cpu_peak_mb: float | None = None
-        self.cpu_alloc_mb: float | None = None
+        # Each step's memory, its peak the highest over every step so far (trainer.memory).
+        self.memory = StepMemory(device)
         self.sampler: Sampler | None = None  # samples during training (trainer.samples)
         self.sharding = "none"  # "ddp" or "fsdp" over processes (trainer/wrapping.py sets it)
         self.compiled: Any = None  # trainer.compiling.CompiledStep when compilation is on
@@ -304,9 +303,7 @@ class Trainer:
 
     # ---- the loop ------------------------------------------------------------------------
     def memory_mb(self) -> tuple[float | None, float | None]:
-        if self.device.type == "cuda":
-            return torch.cuda.memory_allocated(self.device) / 2**20, torch.cuda.max_memory_allocated(self.device) / 2**20
-        return self.cpu_alloc_mb, self.cpu_peak_mb
+        return self.memory.alloc_mb, self.memory.peak_mb
 
     def run_step(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         t = self.cfg.training
@@ -315,21 +312,11 @@ class Trainer:
         def step(module: torch.nn.Module) -> torch.Tensor:
             return train_step(module, *args)
 
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
-        elif self.cpu_peak_mb is None and self.sharding != "fsdp" and self.compiled is None:
-            # (Not measured with DTensor shards, nor compiled: dynamo never compiles a
-            # function first called under the counting dispatch mode.)
-            # The first step of a process on the CPU is measured by tracking live tensor
-            # storages (the allocator's cache and RSS are not what the program allocates).
-            from .memory import measure_step, model_tensors, optimizer_tensors
+        def alive() -> list[torch.Tensor]:  # what lives before the step, for the CPU's count
+            return [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *(x for b in batch for x in b)]
 
-            alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *(x for b in batch for x in b)]
-            loss, report = measure_step(lambda: wrapping.step_with(self, step), alive=alive)
-            self.cpu_peak_mb = report["peak_bytes"] / 2**20
-            self.cpu_alloc_mb = report["end_bytes"] / 2**20
-            return loss
-        return wrapping.step_with(self, step)
+        return self.memory.step(lambda: wrapping.step_with(self, step), alive,
+                                measure=self.sharding != "fsdp" and self.compiled is None)
 
     def wait_while_paused(self) -> None:
         pause = self.opts.run_dir / "PAUSE"
