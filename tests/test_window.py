@@ -197,7 +197,7 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     qtbot.mouseClick(window.banner.stop_button, Qt.MouseButton.LeftButton)
     assert window.banner.stop_button.text() == "Сохранение…"
     qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.STOPPED, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: not window.banner.stop_button.isVisible(), timeout=5_000)
+    qtbot.waitUntil(lambda: not window.banner.stop_button.isVisible(), timeout=WAIT_MS)
     parent = window.runs.registry.get(run_id)
     assert any(title.endswith("остановлен") for title, _ in window.notifications)
 
@@ -284,7 +284,7 @@ def test_failed_run_shows_the_reason_and_which_file(qtbot, window, tiny_data, tm
     rec.events_path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
     window.runs.registry.ingest(rec.id)
     window.follow(rec.id)
-    qtbot.waitUntil(lambda: window.banner.failure.isVisible(), timeout=5_000)
+    qtbot.waitUntil(lambda: window.banner.failure.isVisible(), timeout=WAIT_MS)
     text = window.banner.failure.text()
     assert "val.bin" in text and "Подготовьте данные заново" in text
 
@@ -341,15 +341,27 @@ def test_prepare_data_button_prepares_the_ticked_constellation(qtbot, window):
     assert "токенов" in label and "не посчитаны" not in label, label
 
 
-def test_a_damaged_state_file_is_reported_not_a_crash(tmp_path):
+def test_a_damaged_state_file_is_set_aside_and_the_window_opens(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "state.sqlite").write_bytes(b"not a database " * 20)
     out = subprocess.run([sys.executable, "-m", "ui.main", "--snapshot", str(tmp_path / "x.png"), "--lang", "en"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "TERNIT_HOME": str(tmp_path)})
-    assert out.returncode == 1
-    assert "The lab could not open" in out.stderr and "state.sqlite" in out.stderr
-    assert "Traceback" not in out.stderr
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert (tmp_path / "x.png").is_file() and list((tmp_path / "data").glob("state.damaged-*.sqlite"))
+
+
+def test_the_first_status_line_says_what_became_of_a_damaged_state_file(qtbot, tmp_path, russian):
+    from app.base import paths
+    from ui.main_window import MainWindow
+
+    paths.state_db_path().parent.mkdir(parents=True, exist_ok=True)
+    paths.state_db_path().write_bytes(b"not a database " * 20)
+    w = MainWindow(runs=RunManager())
+    qtbot.addWidget(w)
+    message = w.statusBar().currentMessage()
+    assert "повреждён" in message and "отложен" in message, message
+    w.close()
 
 
 def test_a_kaggle_start_runs_off_the_ui_thread_and_reports_its_failure(qtbot, window, tiny_data):

@@ -332,6 +332,14 @@ def repairs_to_say() -> list[str]:
     return said
 
 
+def failure_text(exc: BaseException, path: Path | None = None) -> str:
+    """What to show for an exception around the state file: an SQLite error in one line
+    (full disk, lock with its holder, damage: `unavailable`), anything else as it says."""
+    if isinstance(exc, sqlite3.Error):
+        return str(unavailable(paths.state_db_path() if path is None else Path(path), exc))
+    return str(exc)
+
+
 def open_state(path: Path | None = None, migrations: Sequence[Migration] | None = None) -> State:
     """Open (creating and upgrading as needed) the lab's state database."""
     return State(paths.state_db_path() if path is None else Path(path), migrations)

@@ -23,7 +23,7 @@ from typing import Any
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
-from ..base.state import StateError, repairs_to_say
+from ..base.state import StateError, failure_text, repairs_to_say
 from ..data import manage as data_manage
 from ..data.prepared import Prepared, scan_prepared
 from ..form.run_form import ActiveRun, ContinueFrom, FormContext, RunForm, continue_now
@@ -132,7 +132,7 @@ def _add_accounts(ctx: FormContext) -> None:
 HISTORY_EVERY_S = 2.0  # new steps refresh the history this often; a status change at once
 # What a refused action raises: each says what happened and what to do, in the interface
 # language; the window shows it as it is.
-ACTION_ERRORS = (RunError, ContinueError, StateError, OSError, ValueError, KeyError)
+ACTION_ERRORS = (RunError, ContinueError, StateError, OSError, ValueError, KeyError, sqlite3.Error)
 
 
 class ActionError(Exception):
@@ -322,8 +322,9 @@ class Lab:
         except Exception as e:  # a locked database, a vanished folder: try again next tick
             if not isinstance(e, (StateError, OSError, sqlite3.Error)):
                 log.exception("polling the runs failed")
-            return Tick(error=t(f"Прогоны не обновились ({e}); новая попытка через миг",
-                                f"The runs did not update ({e}); trying again in a moment"))
+            said = failure_text(e)
+            return Tick(error=t(f"Прогоны не обновились ({said}); новая попытка через миг",
+                                f"The runs did not update ({said}); trying again in a moment"))
         tick = Tick(updates=updates, monitor_changed=any(u.status_changed for u in updates))
         if tick.monitor_changed:  # a run that just started here is watched from its first steps
             self.monitor_target()
@@ -391,7 +392,7 @@ class Lab:
             else:
                 rec = self.runs.start(config)
         except ACTION_ERRORS as e:
-            raise ActionError(str(e)) from e
+            raise ActionError(failure_text(e)) from e
         return self._started(rec, kaggle)
 
     def _started(self, rec: RunRecord, kaggle: bool) -> Started:
@@ -454,7 +455,7 @@ class Lab:
             kaggle = self.runs.registry.get(run_id).target_kind == "kaggle"
             rec = self.runs.retry(run_id, launch=not kaggle)
         except ACTION_ERRORS as e:
-            raise ActionError(str(e)) from e
+            raise ActionError(failure_text(e)) from e
         return self._started(rec, kaggle)  # a Kaggle one uploads in a thread: the window goes on
 
     def continue_info(self, run_id: str) -> ContinueFrom:
@@ -463,7 +464,7 @@ class Lab:
             cfg = self.runs.continue_config(run_id)
             rec = self.runs.registry.get(run_id)
         except (ContinueError, KeyError, OSError, ValueError) as e:
-            raise ActionError(str(e)) from e
+            raise ActionError(failure_text(e)) from e
         ckpt = Path(cfg["resume_from"])  # continue_config's choice (choose_checkpoint)
         step = checkpoint_step(ckpt) or rec.last_step or 0
         parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
@@ -532,7 +533,7 @@ class Lab:
         try:
             return self.runs.registry.get(run_id).name, self.runs.series(run_id)
         except (KeyError, OSError) as e:
-            raise ActionError(str(e)) from e
+            raise ActionError(failure_text(e)) from e
 
     def shutdown(self, timeout: float = 2.0) -> None:
         """The window closes: stop following Kaggle runs here (the runs themselves go on;
