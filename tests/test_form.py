@@ -88,12 +88,29 @@ def test_kaggle_needs_an_account_and_a_limit_under_its_session(ctx):
     form.set("machine", "bob")
     assert any("bob" in b for b in form.start_blockers())
     form.set("machine", "alice")
-    form.set_text("limit_min", "800")
-    assert any("720" in b for b in form.start_blockers())
+    form.set_text("limit_min", "710")  # under the 12-hour session, but no room for the final checkpoint
+    assert any("705 мин" in b for b in form.start_blockers())
+    form.set_text("limit_min", "705")
+    assert form.can_start(), form.start_blockers()
     form.set("machine", "local")  # back home: the GPU choice follows
     assert form.values["gpu"] == "cpu" and form.can_start()
     labels = dict(form.machine_choices())
     assert "20,0" in labels["alice"]  # hours with the Russian decimal comma
+
+
+def test_kaggle_says_the_checkpoint_size_and_refuses_one_its_outputs_cannot_hold(ctx):
+    form = tiny(RunForm(ctx))
+    ctx.accounts = [Account("alice", 20.0)]
+    form.set("gpu", "t4x2")
+    row = next(r for r in form.size_rows() if r.key == "checkpoint")
+    assert row.value.startswith("≈ ") and row.level == "ok" and "3 помещаются в 20,0 ГБ" in row.note
+    for name, value in (("layers", "26"), ("width", "2304"), ("heads", "18"), ("context", "1024")):
+        form.set_text(name, value)  # the lab's 1.67 B-weight model
+    row = next(r for r in form.size_rows() if r.key == "checkpoint")
+    assert row.level == "error" and row.value == "≈ 19,9 ГБ"  # the tiny data's vocabulary of 300
+    assert any("не помещаются даже два" in b for b in form.start_blockers())
+    form.set("machine", "local")  # on this PC nothing is said of Kaggle's outputs
+    assert not any(r.key == "checkpoint" for r in form.size_rows())
 
 
 def test_run_config_is_a_valid_run_json(ctx, tiny_data):
