@@ -208,3 +208,11 @@ def test_run_json_md_lists_every_key_with_its_default_and_range():
         assert json.loads(said_default.strip("`")) == default, key
         if key in C.RANGES:
             assert said_range == C.RANGES[key].text(), key
+
+
+def test_reliability_md_states_every_range_with_its_reason():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "RELIABILITY.md").read_text(encoding="utf-8")
+    for key, r in C.RANGES.items():
+        assert f"| `{key}` | {r.text()} | {r.reason} |" in text, key
