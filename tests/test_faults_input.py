@@ -233,6 +233,10 @@ def test_a_damaged_newest_checkpoint_is_passed_over_the_same_way_by_every_comman
     for command, (code, err, _) in got.items():
         assert code == 0 and "step-00000003.pt" in err and "step-00000002.pt" in err, (command, err)
     assert got["export"][2] == "2" and got["continue"][2].endswith("step-00000002.pt")
+    from app.window.lab import Lab
+
+    info = Lab(m).continue_info(run_id)  # the window's «Продолжить» says it with its start
+    assert info.step == 2 and "step-00000003.pt" in " ".join(info.notes)
 
 
 # ---- 5. a checkpoint carries its run and step: another run's under this name is caught ------

@@ -585,8 +585,9 @@ def default(path: str) -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m trainer.config RUN.json`: check a run.json as the trainer will (no torch
-    imported, nothing trained); exit 0, or 2 with the reason on stderr. The lab runs it
-    before sending a run to Kaggle, where a bad value would fail only after the upload."""
+    imported, nothing trained); exit 0, or 2 with the reason on stderr. The lab runs the
+    same rules in its own process before any run exists (app/runs/precheck.py), with the
+    start checks of trainer.preflight, which need the data this command does not."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv

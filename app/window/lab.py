@@ -393,17 +393,18 @@ class Lab:
                 rec = self.runs.start(config)
         except ACTION_ERRORS as e:
             raise ActionError(failure_text(e)) from e
-        return self._started(rec, kaggle)
+        return self._started(rec, kaggle, continuing.notes if continuing is not None else ())
 
-    def _started(self, rec: RunRecord, kaggle: bool) -> Started:
-        """A run just created or started: in the history and followed (announced both)."""
+    def _started(self, rec: RunRecord, kaggle: bool, notes: tuple[str, ...] = ()) -> Started:
+        """A run just created or started: in the history and followed (announced both); what
+        the choice of its checkpoint passed over is said with it."""
         if kaggle:
             self.launching.add(rec.id)
         self.events.history.emit()
         self.follow(rec.id)
-        if kaggle:
-            return Started(rec, True, t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
-        return Started(rec, False, t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        said = (t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…") if kaggle
+                else t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        return Started(rec, kaggle, " ".join([said, *notes]))
 
     def launch_in_background(self, run_id: str, done: Callable[[str, str], None]) -> threading.Thread:
         """Upload and push a Kaggle run off the caller's thread; `done(run_id, error)` is
@@ -460,8 +461,9 @@ class Lab:
 
     def continue_info(self, run_id: str) -> ContinueFrom:
         """What «Продолжить» fills the form with: the checkpoint's config and step."""
+        notes: list[str] = []
         try:
-            cfg = self.runs.continue_config(run_id)
+            cfg = self.runs.continue_config(run_id, notes=notes)
             rec = self.runs.registry.get(run_id)
         except (ContinueError, KeyError, OSError, ValueError) as e:
             raise ActionError(failure_text(e)) from e
@@ -470,7 +472,7 @@ class Lab:
         parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
         return ContinueFrom(run_id=run_id, config=cfg, step=int(step),
                             label=f"{rec.name} · {t('шаг', 'step')} {step}",
-                            tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "")
+                            tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "", notes=tuple(notes))
 
     def continue_now(self, run_id: str, ctx: FormContext) -> tuple[ContinueFrom, dict[str, Any] | None, str]:
         """«Продолжить» in the history, one click: (what to continue, the config to start
