@@ -22,7 +22,7 @@ import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -310,10 +310,10 @@ class State:
 
 _repairs: list[str] = []  # what this process's opens did with a damaged file, not said yet
 WAIT_NOTICE_S = 1.0  # a write blocked by another program's lock this long is said, then waited on
-_wait_listeners: list = []
+_wait_listeners: list[Callable[[str], object]] = []
 
 
-def on_wait(fn) -> None:
+def on_wait(fn: Callable[[str], object]) -> None:
     """`fn(line)` hears when a write waits for another program's lock on the state file (the
     CLI prints it; the log has it anyway)."""
     _wait_listeners.append(fn)

@@ -18,7 +18,7 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,7 +93,8 @@ def _exclusive(path: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def repair(path: Path, make_new, prepared_root: Path | None = None) -> Salvage | None:
+def repair(path: Path, make_new: Callable[[sqlite3.Connection], object],
+           prepared_root: Path | None = None) -> Salvage | None:
     """Set the damaged database at `path` aside, make a new one (`make_new(conn)`: the
     migrations) and carry over what can be read. None when, under the lock, the file turns
     out sound (another process repaired it first)."""
@@ -170,7 +171,7 @@ def _carry_table(old: sqlite3.Connection, new: sqlite3.Connection, table: str, s
         for row in rows:
             copied += new.execute(insert, row).rowcount
     else:  # a bad page somewhere: one rowid at a time, the unreadable ones counted
-        for row in _rows_one_by_one(old, table, names, salvage):
+        for row in _rows_one_by_one(old, table, names):
             if row is None:
                 lost += 1
             else:
@@ -179,7 +180,7 @@ def _carry_table(old: sqlite3.Connection, new: sqlite3.Connection, table: str, s
     salvage.lost[table] = lost
 
 
-def _rows_one_by_one(old: sqlite3.Connection, table: str, names: str, salvage: Salvage):
+def _rows_one_by_one(old: sqlite3.Connection, table: str, names: str) -> Iterator[tuple | None]:
     """Each row by rowid, None for one that cannot be read; rowids the scan cannot find past
     a bad page are skipped in growing jumps up to the largest rowid the table reports."""
     try:
