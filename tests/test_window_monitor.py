@@ -57,6 +57,10 @@ def test_the_heat_guard_keeps_the_training_run_while_another_is_shown(qtbot, win
     assert title == "Обучение на паузе: видеокарта перегрелась" and "ниже 78 °C" in text
     qtbot.waitUntil(lambda: "видеокарта перегрелась" in window.banner.note.text(), timeout=WAIT_MS)
     assert window.banner.note.isVisible()
+    # The trainer looks for PAUSE between steps: wait until it holds (its log says so), or a
+    # long step on a loaded machine would outlast the pause and no pause would be marked.
+    qtbot.waitUntil(lambda: "paused: RUN_DIR/PAUSE exists" in rec.log_path.read_text(encoding="utf-8"),
+                    timeout=WAIT_MS)
     # Cool again: the pause is lifted, the banner's note goes, the plot marks the pause.
     monitor.show_snapshot(card_at(60))
     assert not (rec.path / "PAUSE").exists()
