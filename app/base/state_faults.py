@@ -17,8 +17,6 @@ import shutil
 import sqlite3
 from pathlib import Path
 
-import psutil
-
 from .i18n import t
 
 # SQLite's primary result codes (an extended code's low byte).
@@ -74,6 +72,8 @@ def no_room(folder: Path) -> str | None:
 
 def holders(path: Path) -> list[str]:
     """The other processes that have the state file (or its WAL) open: "PID name" each."""
+    import psutil  # here: only a lock that outlasted its wait asks the processes
+
     names = {str(Path(path).resolve()) + suffix for suffix in ("", "-wal", "-shm", "-journal")}
     found = []
     for p in psutil.process_iter(["pid", "name"]):

@@ -17,6 +17,7 @@ from typing import Any
 
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.numbers import loss_text
 from . import kaggle_bridge
 from . import process as proc
 from .checkpoints import usable_checkpoint
@@ -67,7 +68,7 @@ class RunEnded:
         if self.failure is not None:
             return self.failure.advice
         step = f"{r.last_step}/{r.steps_to}" if r.steps_to else str(r.last_step or 0)
-        best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
+        best = loss_text(r.best_val_loss, lang)
         if r.status == st.TIME_LIMIT and self.next_leg is not None:
             return t(
                 f"Остановлен по лимиту на шаге {step}; обучение продолжается с чекпоинта на аккаунте "
@@ -181,6 +182,10 @@ class RunManager:
                 raise RunError(str(e)) from e
             return self.registry.get(rec.id)
         (rec.path / STOP_FILE).unlink(missing_ok=True)
+        absent = proc.absent_cards(rec.target_gpu or "auto")  # a card gone since the run was made
+        if absent:
+            self.registry.set_status(rec.id, st.FAILED, absent)
+            raise RunError(absent)
         try:
             plan = proc.plan_launch(
                 rec.path, rec.target_gpu or "auto", gpu_count=self.gpu_count,

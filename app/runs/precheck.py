@@ -7,7 +7,8 @@ the trainer's own rules, not a restatement of them: run.json's contract
 (`trainer.config`: every key, every range, a step no machine holds) and the checks the
 trainer makes at its start before it builds anything (`trainer.preflight`: the data folder
 against the model, the checkpoint it resumes from). Both are torch-free, so the lab runs
-them in its own process. A refusal is a RunError with the trainer's line in it.
+them in its own process. Then the machine: a local run's cards must be this PC's
+(`process.absent_cards`). A refusal is a RunError with the trainer's (or the lab's) line.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from trainer.preflight import DataError, check_start
 
 from ..base import paths
 from ..base.i18n import t
+from .process import absent_cards
 
 
 class RunError(ValueError):
@@ -35,10 +37,15 @@ def precheck(config: dict[str, Any]) -> list[str]:
     to say (an older checkpoint whose run cannot be checked)."""
     try:
         cfg = from_dict(copy.deepcopy(config))
-        return check_start(cfg)
+        notes = check_start(cfg)
     except (ConfigError, DataError, CheckpointError) as e:
         raise RunError(t(f"run.json не пройдёт проверку тренера: {e}",
                          f"the trainer would refuse this run.json: {e}")) from None
+    if cfg.target.kind == "local":  # the machine: a card it names must be one of this PC's
+        absent = absent_cards(cfg.target.gpu)
+        if absent:
+            raise RunError(absent)
+    return notes
 
 
 def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Path | None]:

@@ -19,8 +19,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from trainer.config import SQLITE_INTEGER_MAX, ConfigError, from_dict
 
 from ..base import paths
@@ -270,6 +268,8 @@ class Registry:
             return rec  # never started: stays "created"
         pid = start.get("pid")
         if rec.target_kind == "local" and isinstance(pid, int):
+            import psutil  # here: the window's first frame needs none
+
             try:
                 p = psutil.Process(pid)
                 if p.create_time() <= float(start.get("time") or 0) + 1:
