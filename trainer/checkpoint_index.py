@@ -32,6 +32,7 @@ EXTRA = "extra.pt"  # inside a DCP folder: the payload without the model and opt
 # What `latest` may name: a checkpoint in the same folder, nothing else (no path).
 NAME = re.compile(r"step-\d{8}\.(pt|dcp)")
 CHECKPOINTS = "checkpoints"
+KERNEL_RUN_DIR = "run"  # the run folder inside a Kaggle kernel (resources/kaggle_kernel.py.tmpl)
 
 
 class CheckpointError(ValueError):
@@ -249,7 +250,7 @@ def folder_run_id(path: Path) -> str | None:
     if folder.name != CHECKPOINTS:
         return None
     run = folder.parent
-    if run.name == "run" and run.parent.name == "outputs":
+    if run.name == KERNEL_RUN_DIR and run.parent.name == "outputs":
         run = run.parent.parent
     return run.name or None
 
@@ -285,7 +286,8 @@ class Identity:
     def note(self) -> str | None:
         if not self.unchecked:
             return None
-        return "it was written before checkpoints carried their run's id: its step is checked, its run is not"
+        return ("it was written before checkpoints carried their run's id (or on Kaggle by a lab from before): "
+                "its step is checked, its run is not")
 
 
 def identity(path: Path, payload: dict[str, Any]) -> Identity:
@@ -297,8 +299,12 @@ def identity(path: Path, payload: dict[str, Any]) -> Identity:
     run_id = payload.get("run_id") if isinstance(payload.get("run_id"), str) else None
     owner = folder_run_id(path)
     mismatch = ""
+    # A Kaggle kernel's own folder is "run": a leg pushed without --run-id (by a lab from
+    # before it) wrote that name, which says nothing of the lab's run: not checked, not refused.
+    kernel_named = run_id == KERNEL_RUN_DIR and owner != KERNEL_RUN_DIR
     if named is not None and step is not None and step != named:
         mismatch = "step"
-    elif run_id and owner is not None and run_id != owner:
+    elif run_id and owner is not None and run_id != owner and not kernel_named:
         mismatch = "run"
-    return Identity(path.name, mismatch, step, named, run_id, owner, unchecked=not mismatch and "run_id" not in payload)
+    unchecked = not mismatch and ("run_id" not in payload or kernel_named)
+    return Identity(path.name, mismatch, step, named, run_id, owner, unchecked=unchecked)
