@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import struct
 import time
@@ -145,11 +146,19 @@ def test_a_killed_trainer_is_settled_as_failed_after_restart(tiny_data):
     assert f.kind == "vanished" and f.checkpoint is None and f.retry_label("en") == "Retry"
 
 
-def test_a_data_failure_names_the_folder(tmp_path, capsys):
+def test_a_data_failure_names_the_folder(tmp_path, tiny_data, capsys):
     missing = tmp_path / "no-such-data"
     path = tmp_path / "run.json"
     path.write_text(json.dumps(config(missing)))
-    assert cli.main(["run", "start", "--config", str(path), "--wait"]) == 1
+    assert cli.main(["run", "start", "--config", str(path), "--wait"]) == 2  # the lab's pre-check
+    assert str(missing) in capsys.readouterr().err and Registry().list_runs() == []
+    # Data that goes away between the start and the trainer's own check: a failed run.
+    shutil.copytree(tiny_data, missing)
+    m = RunManager()
+    rec = m.create(config(missing))
+    shutil.rmtree(missing)
+    m.launch(rec.id)
+    assert cli.main(["run", "wait", rec.id]) == 1
     rec = Registry().list_runs()[0]
     assert rec.status == "failed" and rec.end_reason == "error"
     f = RunManager().failure(rec.id)
@@ -174,7 +183,7 @@ def test_export_failures_are_said_in_the_interface_language_with_no_traceback(ti
     assert "Traceback" not in err and "Не удалось записать" in err and "Выберите другое место" in err
     damaged = tmp_path / "damaged.pt"
     damaged.write_bytes(ckpt.read_bytes()[:1000])
-    assert cli.main(["export", str(damaged), str(tmp_path / "w.safetensors")]) == 1
+    assert cli.main(["export", str(damaged), str(tmp_path / "w.safetensors")]) == 2  # the checkpoint: exit 2
     err = capsys.readouterr().err
-    assert "не читается" in err and "damaged" in err  # the exporter's own line stays as the detail
+    assert "не читается" in err and "damaged.pt" in err and "--resume" not in err
     assert not list(tmp_path.glob("*.safetensors")) and not list(tmp_path.glob(".*.tmp"))

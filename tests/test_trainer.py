@@ -345,6 +345,7 @@ def test_full_disk_during_the_final_save_is_an_error_event_and_keeps_the_earlier
                        cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=no_room)
     assert p.returncode == 3, p.stderr
     assert "Traceback" not in p.stderr and "could not write checkpoint" in p.stderr
+    assert "the disk holding it is full" in p.stderr and "inline_container" not in p.stderr  # named as a full disk
     err = events(run, "error")[-1]
     assert "step-00000004.pt" in err["message"] and err["checkpoint"].endswith("step-00000002.pt")
     assert "--resume" in err["advice"] and events(run, "end")[-1]["reason"] == "error"

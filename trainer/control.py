@@ -20,6 +20,12 @@ class Options:
     device: str = "auto"
     stop_at_step: int | None = None
     dry_run: bool = False
+    run_id: str | None = None  # --run-id: the run's id where its folder is not named by it (Kaggle)
+
+    @property
+    def identity(self) -> str:
+        """The run id written into its checkpoints: --run-id, else the run folder's name."""
+        return self.run_id or self.run_dir.resolve().name
 
 
 @dataclass

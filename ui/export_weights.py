@@ -20,7 +20,7 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
     None when there is nothing to export (said first) or the user cancelled."""
     status = window.statusBar()
     try:
-        ckpt = lab.export_checkpoint(run_id)  # none: said before asking where to
+        choice = lab.export_checkpoint(run_id)  # none: said before asking where to
         if out is None:
             out, _ = QFileDialog.getSaveFileName(window, t("Экспорт весов", "Export weights"),
                                                  str(Path.home() / lab.export_file_name(run_id)),
@@ -32,15 +32,12 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
         return None
     proc = QProcess(window)
     proc.setProgram(sys.executable)
-    proc.setArguments(Lab.export_args(ckpt, out))
+    proc.setArguments(Lab.export_args(choice.path, out))
     proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
 
     def done(code: int, _status: Any) -> None:
         text = bytes(proc.readAll()).decode("utf-8", "replace").strip()
-        if code == 0:
-            status.showMessage(t(f"Веса сохранены: {out}", f"Weights saved: {out}"))
-        else:
-            status.showMessage(t(f"Экспорт не удался: {text[-300:]}", f"Export failed: {text[-300:]}"))
+        status.showMessage(lab.export_finished(choice, out, code, text))
 
     proc.finished.connect(done)
     status.showMessage(t(f"Экспорт весов в {out}…", f"Exporting weights to {out}…"))

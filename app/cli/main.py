@@ -66,8 +66,15 @@ def _main(argv: list[str] | None) -> int:
     from ..base import logs
 
     logs.setup()  # what a broad except swallows goes to the lab's log file (README: Logs)
+    from ..base import state
+
+    state.on_wait(lambda line: print(f"ternit: {line}", file=sys.stderr, flush=True))  # a lock is waited on aloud
     module = importlib.import_module(GROUPS[name][0])
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    finally:
+        for line in state.repairs_to_say():  # a damaged state file set aside on the way: said once
+            print(f"ternit: {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

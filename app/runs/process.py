@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainer.config import ConfigError, gpu_choice
+
 from ..base.i18n import t
 from ..base.paths import trainer_root
 from .files import LOG
@@ -52,8 +54,11 @@ def absent_cards(gpu: str) -> str | None:
     PC's (app.gpu.cards), said with what the PC has; None when every named card is here (or
     it names none: "auto", "cpu"). The trainer told to use a missing card would stop, or
     with "auto" train on another device than the one the run showed."""
-    ids = [x.strip() for x in str(gpu or "").split(",") if x.strip()]
-    if not ids or not all(x.isdigit() for x in ids):
+    try:
+        ids = gpu_choice(gpu or "auto")  # the one reader of target.gpu (trainer.config)
+    except ConfigError:
+        return None  # not a card list: trainer.config's check names it
+    if not isinstance(ids, list):
         return None
     from ..gpu.cards import this_pc_cards
 
@@ -83,27 +88,27 @@ def plan_launch(
     with one process per GPU), "cpu", or GPU indices ("0", "1", "0,1").
     """
     python = python or sys.executable
-    gpu = str(gpu or "auto").strip().lower()
+    try:
+        choice = gpu_choice(gpu or "auto")
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
     trainer_args = ["--run", str(run_dir)]
     if resume:
         trainer_args += ["--resume", resume]
     if stop_at_step is not None:
         trainer_args += ["--stop-at-step", str(int(stop_at_step))]
     env: dict[str, str] = {}
-    if gpu == "cpu":
+    if choice == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
         count, device, note = 1, "cpu", "CPU (target.gpu = cpu)"
-    elif gpu == "auto":
+    elif choice == "auto":
         n = visible_gpu_count() if gpu_count is None else gpu_count
         if n <= 0:
             count, device, note = 1, "auto", "no GPU found: the trainer runs on the CPU"
         else:
             count, device, note = n, "cuda", f"{n} GPU(s)"
     else:
-        ids = [x.strip() for x in gpu.split(",") if x.strip()]
-        if not ids or not all(x.isdigit() for x in ids):
-            raise ValueError(t(f"target.gpu: auto, cpu или номера видеокарт, например 0 или 0,1, а не {gpu!r}",
-                               f"target.gpu must be auto, cpu or GPU numbers such as 0 or 0,1 — not {gpu!r}"))
+        ids = choice
         env["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
         # The ids are NVML's (the form's card, `nvidia-smi`), which count in PCI bus order;
         # CUDA's own default order (fastest first) would pick another card on a mixed PC.
@@ -120,25 +125,6 @@ def plan_launch(
     return LaunchPlan(argv, env, count, device, note)
 
 
-def config_problem(run_json: Path, python: str | None = None) -> str | None:
-    """The trainer's own verdict on a run.json (`python -m trainer.config`, no torch, well
-    under a second): None if it would train, else the trainer's reason. Used before a
-    Kaggle upload, where a bad hand-written value would only fail once the kernel runs."""
-    env = dict(os.environ)
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    try:
-        done = subprocess.run([python or sys.executable, "-m", "trainer.config", str(run_json)], env=env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-                              creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # no console flash on Windows
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return t(f"проверка run.json не запустилась: {e}", f"the run.json check did not run: {e}")
-    if done.returncode == 0:
-        return None
-    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-    reason = lines[-1].removeprefix("error: ") if lines else f"exit {done.returncode}"
-    return t(f"run.json не пройдёт проверку тренера: {reason}", f"the trainer would refuse this run.json: {reason}")
 
 
 def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:

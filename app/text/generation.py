@@ -15,7 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from ..base.i18n import t
 from ..base.numbers import decimal_text, int_text
 from ..base.paths import trainer_root
 from ..base.plan_texts import text as refusal_text
-from ..runs.checkpoints import is_checkpoint, usable_checkpoint
+from ..runs.checkpoints import choose_checkpoint, inspect_checkpoint, is_checkpoint
 
 EXIT_INPUT = 2
 
@@ -43,6 +43,7 @@ class Target:
     checkpoint: Path
     tokenizer: Path | None  # None: the data folder the checkpoint names
     run_id: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the choice passed over or found, to say
 
 
 _SAMPLING = Sampling()  # the defaults are trainer.sampling's, as `python -m trainer.sample`'s
@@ -75,9 +76,14 @@ def _run_tokenizer(run_dir: Path) -> Path | None:
 
 
 def run_target(run_dir: Path, run_id: str | None = None) -> Target:
-    """A run folder's newest usable checkpoint and its data's tokenizer."""
-    found = usable_checkpoint(run_dir)
-    if found is None:
+    """A run folder's checkpoint (`choose_checkpoint`, the one choice every command makes)
+    and its data's tokenizer."""
+    choice = choose_checkpoint(run_dir)
+    if choice.path is None and choice.passed_over:
+        raise GenerationError(t(
+            f"у прогона {run_id or run_dir} нет целого чекпоинта ({'; '.join(choice.passed_over)})",
+            f"run {run_id or run_dir} has no intact checkpoint ({'; '.join(choice.passed_over)})"))
+    if choice.path is None:
         raise GenerationError(t(
             f"у прогона {run_id or run_dir} ещё нет чекпоинта: подождите первого сохранения или продолжите прогон",
             f"run {run_id or run_dir} has no checkpoint yet: wait for its first save or continue the run"))
@@ -86,7 +92,7 @@ def run_target(run_dir: Path, run_id: str | None = None) -> Target:
         raise GenerationError(t(
             f"нет токенизатора прогона {tokenizer}: подготовьте данные прогона заново (ternit data prepare)",
             f"the run's tokenizer {tokenizer} is missing: prepare the run's data again (ternit data prepare)"))
-    return Target(found, tokenizer, run_id)
+    return Target(choice.path, tokenizer, run_id, choice.said())
 
 
 def target_help() -> str:
@@ -100,7 +106,10 @@ def resolve(spec: str) -> Target:
     or a sharded run's folder)."""
     path = Path(spec)
     if is_checkpoint(path):  # a step-*.pt file or a sharded run's step-*.dcp folder
-        return Target(path, None)
+        seen = inspect_checkpoint(path)
+        if seen.path is None:
+            raise GenerationError("; ".join(seen.passed_over))
+        return Target(path, None, notes=seen.said())
     from ..runs import Registry, RunNotFound
 
     reg = Registry()
