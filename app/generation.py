@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -22,7 +21,7 @@ from typing import Any
 from .i18n import t
 from .numbers import decimal_text, int_text
 from .runs.checkpoints import is_checkpoint, usable_checkpoint
-from .runs.process import _trainer_root
+from .runs.process import child_env  # the window's QProcess starts the child with it too
 
 EXIT_INPUT = 2
 
@@ -136,18 +135,6 @@ def sample_argv(target: Target, s: Settings) -> list[str]:
 
 def eval_argv(target: Target, file: Path, device: str = "auto") -> list[str]:
     return _base(target, "eval", device, str(file))
-
-
-def child_env() -> dict[str, str]:
-    """The child's environment: the trainer importable, its lines unbuffered and in UTF-8
-    (the window's QProcess starts it with the same)."""
-    env = dict(os.environ)
-    root = _trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
 
 
 def start(argv: list[str], prompt: str = "") -> subprocess.Popen:

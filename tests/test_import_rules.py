@@ -23,9 +23,10 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 ROOMS = ("app", "ui", "trainer", "bench")
 QT = ("PySide6", "shiboken6", "pyqtgraph")
-# app/ may read the trainer's run.json contract and its checkpoint naming and hash lists,
-# which are plain Python (a test below: importing them loads no torch).
-TRAINER_CONTRACT = ("trainer.config", "trainer.checkpoint_index")
+# app/ may read the trainer's run.json contract, its checkpoint naming and hash lists, and
+# the processes' one text encoding (trainer.streams), which are plain Python (a test below:
+# importing them loads no torch).
+TRAINER_CONTRACT = ("trainer.config", "trainer.checkpoint_index", "trainer.streams")
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "app": (*QT, "torch", "ui", "bench", "tests"),
     "ui": ("torch", "trainer", "bench", "tests"),

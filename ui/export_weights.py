@@ -8,11 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QProcess
+from PySide6.QtCore import QProcess, QProcessEnvironment
 from PySide6.QtWidgets import QFileDialog, QMainWindow
 
 from app.i18n import t
 from app.lab import ActionError, Lab
+from app.runs.process import child_env
 
 
 def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None = None) -> QProcess | None:
@@ -31,6 +32,10 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
         status.showMessage(str(e))
         return None
     proc = QProcess(window)
+    env = QProcessEnvironment()
+    for key, value in child_env().items():  # its text in UTF-8, which done() reads
+        env.insert(key, value)
+    proc.setProcessEnvironment(env)
     proc.setProgram(sys.executable)
     proc.setArguments(Lab.export_args(ckpt, out))
     proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)

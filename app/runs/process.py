@@ -21,6 +21,8 @@ from pathlib import Path
 
 import psutil
 
+from trainer.streams import UTF8_ENV
+
 from ..i18n import t
 from .files import LOG
 
@@ -129,17 +131,29 @@ def _trainer_root() -> str | None:
     return str(Path(next(iter(spec.submodule_search_locations))).resolve().parent)
 
 
-def config_problem(run_json: Path, python: str | None = None) -> str | None:
-    """The trainer's own verdict on a run.json (`python -m trainer.config`, no torch, well
-    under a second): None if it would train, else the trainer's reason. Used before a
-    Kaggle upload, where a bad hand-written value would only fail once the kernel runs."""
+def child_env(changes: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of every Python child the lab starts (trainer, checks, samplers,
+    exports, data commands): this one's, the trainer importable from any folder, its lines
+    unbuffered and its standard streams in UTF-8 (trainer/streams.py: on Windows a pipe or a
+    file is otherwise the ANSI code page, which dies on «₽»). `changes` go on top."""
     env = dict(os.environ)
     root = _trainer_root()
     if root:
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(UTF8_ENV)
+    env.update(changes or {})
+    return env
+
+
+def config_problem(run_json: Path, python: str | None = None) -> str | None:
+    """The trainer's own verdict on a run.json (`python -m trainer.config`, no torch, well
+    under a second): None if it would train, else the trainer's reason. Used before a
+    Kaggle upload, where a bad hand-written value would only fail once the kernel runs."""
     try:
-        done = subprocess.run([python or sys.executable, "-m", "trainer.config", str(run_json)], env=env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
+        done = subprocess.run([python or sys.executable, "-m", "trainer.config", str(run_json)], env=child_env(),
+                              stdin=subprocess.DEVNULL, capture_output=True, encoding="utf-8", errors="replace",
+                              timeout=60,
                               creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # no console flash on Windows
     except (OSError, subprocess.TimeoutExpired) as e:
         return t(f"проверка run.json не запустилась: {e}", f"the run.json check did not run: {e}")
@@ -156,19 +170,14 @@ def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
     Returns (pid, process start time) — together they identify the process even after
     the pid is reused.
     """
-    env = dict(os.environ)
-    env.update(plan.env)
-    root = _trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
+    env = child_env(plan.env)
     kwargs: dict = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True
     else:  # Windows: its own process group, no console window
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)
     with open(run_dir / LOG, "ab") as log:
-        log.write(f"\n$ {' '.join(plan.argv)}\n".encode())
+        log.write(f"\n$ {' '.join(plan.argv)}\n".encode())  # trainer.log is UTF-8 throughout
         log.flush()
         proc = subprocess.Popen(
             plan.argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
