@@ -233,21 +233,44 @@ def wait_exit(pid: int | None, timeout: float) -> bool:
 
 
 def terminate(pid: int | None, started_at: float | None = None) -> bool:
-    """SIGTERM to the trainer's process group (torchrun and every rank): the trainer
-    treats it like STOP — finish the step, save, exit. Returns whether it was sent."""
+    """The last resort after STOP had its grace (RunManager.stop_grace_s). Returns whether
+    it was sent.
+
+    POSIX: SIGTERM to the trainer's process group (torchrun and every rank), which the
+    trainer treats like STOP — finish the step, save, exit.
+    Windows: the trainer and its children are ended (TerminateProcess), which costs the steps
+    since its last checkpoint (checkpoints are written atomically: the last one is whole).
+    Windows has no signal that could reach it: CTRL_BREAK_EVENT only reaches processes that
+    share the sender's console, and the window has none while the trainer starts with none
+    (CREATE_NO_WINDOW, so that no console window opens beside it)."""
     if not is_alive(pid, started_at):
         return False
     assert pid is not None
     try:
-        if os.name == "posix":
-            # Our trainers lead their own process group (start_new_session); anything
-            # else gets the signal alone, never a group this process did not make.
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGTERM)
-            else:
-                os.kill(pid, signal.SIGTERM)
+        if os.name != "posix":
+            return _end_tree(pid)
+        # Our trainers lead their own process group (start_new_session); anything
+        # else gets the signal alone, never a group this process did not make.
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGTERM)
         else:
-            os.kill(pid, signal.CTRL_BREAK_EVENT)
+            os.kill(pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError, OSError):
         return False
+    return True
+
+
+def _end_tree(pid: int) -> bool:
+    """End a process and every process it started (torchrun's ranks), children first."""
+    try:
+        root = psutil.Process(pid)
+        tree = [*root.children(recursive=True), root]
+    except psutil.Error:
+        return False
+    for p in tree:
+        try:
+            p.terminate()  # TerminateProcess on Windows
+        except psutil.Error:
+            pass  # already gone
+    psutil.wait_procs(tree, timeout=10)
     return True
