@@ -49,7 +49,7 @@ def isolated_home(tmp_path_factory, monkeypatch):
 def russian():
     """The interface in Russian (its default language) for one test, whatever an earlier
     test chose; the interface's own choice is restored after."""
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     set_language("ru")
     yield

@@ -8,8 +8,9 @@ import json
 
 import pytest
 
-from app import fields as F
-from app.form import FormContext, Prepared, RunForm
+from app.data.prepared import Prepared
+from app.form import fields as F
+from app.form.run_form import FormContext, RunForm
 from app.runs import Registry, RunManager
 from app.runs.failure import failure_from_events
 from app.sizing import estimate
@@ -39,7 +40,7 @@ def test_the_field_is_an_int_with_zero_for_automatic_and_short_tooltip_lines():
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_oom_retry_halves_the_batch_and_keeps_the_tokens_per_step(lang):
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     set_language(lang)
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from app import bench_cli
+from app.cli import bench as bench_cli
 from bench import sample as bench
 
 

@@ -19,9 +19,9 @@ import struct
 
 import pytest
 
-from app import cli
-from app.bench_cli import BENCHES
-from app.i18n import set_language
+from app.base.i18n import set_language
+from app.cli import main as cli
+from app.cli.bench import BENCHES
 from tests.trainer_run import run_trainer, write_run
 
 # Latin words that are names in any language (products, formats, libraries, values users type).
@@ -177,8 +177,8 @@ def test_every_help_string_differs_between_the_languages(pages_ru, pages_en):
 
 
 def test_the_prose_check_flags_an_untranslated_help_and_not_option_names():
-    from app.cli_args import Parser
-    from app.i18n import t
+    from app.base.cli_args import Parser
+    from app.base.i18n import t
 
     def page(help_text: str) -> str:
         set_language("ru")
@@ -296,7 +296,7 @@ def test_export_errors_and_its_success_line_in_the_interface_language(tmp_path, 
     out = tmp_path / "w.safetensors"
     code, text, err = run_cli(["export", str(ckpt), str(out)], "ru")
     assert code == 0, err
-    assert text.strip() == f"веса записаны: {out} (35\u202f200 весов, шаг 2)"  # app.numbers.int_text
+    assert text.strip() == f"веса записаны: {out} (35\u202f200 весов, шаг 2)"  # app.base.numbers.int_text
     code, text, _ = run_cli(["export", str(ckpt), str(out)], "en")
     assert code == 0 and text.strip() == f"weights written: {out} (35,200 weights, step 2)"
     raw = out.read_bytes()
@@ -304,7 +304,7 @@ def test_export_errors_and_its_success_line_in_the_interface_language(tmp_path, 
 
 
 def test_argparse_messages_of_other_python_versions_are_translated():
-    from app.cli_args import translate_error
+    from app.base.cli_args import translate_error
 
     assert translate_error("argument --gpu: invalid choice: h100 (choose from t4, t4x2)", "ru") == \
         "аргумент --gpu: недопустимое значение h100 (можно: t4, t4x2)"

@@ -34,7 +34,7 @@ def test_weight_count_is_the_models_own():
 
 
 def test_the_sizing_and_the_form_count_with_the_contract():
-    from app.form import RunForm
+    from app.form.run_form import RunForm
     from app.sizing.formulas import param_count
 
     assert param_count(3, 96, 128, 300) == C.weight_count(3, 96, 128, 300)
@@ -49,8 +49,8 @@ def test_the_sizing_and_the_form_count_with_the_contract():
 
 
 def test_width_and_heads_one_rule():
-    from app.form import heads_that_work
     from app.sizing.formulas import Shape
+    from trainer.config import heads_that_work
 
     assert C.heads_divide(512, 8) and not C.heads_divide(500, 8) and not C.heads_divide(8, 0)
     assert C.heads_that_work(30) == [1, 2, 3, 5, 6, 10, 15, 30]
@@ -64,45 +64,45 @@ def test_width_and_heads_one_rule():
 @pytest.mark.parametrize("value, level", [(False, "off"), (None, "off"), (True, "selective"), ("off", "off"),
                                           ("selective", "selective"), ("full", "full")])
 def test_economical_has_one_reader(value, level):
-    from app import fields as F
+    from app.base import memory_saving as MS
     from app.sizing import memory
 
-    assert C.economical_level(value) == level == F.economical_level(value)
+    assert C.economical_level(value) == level == MS.economical_level(value)
     assert memory.economical_level is C.economical_level
 
 
 @pytest.mark.parametrize("value", ["half", 1, 0, "", [], "Full"])
 def test_a_value_the_trainer_refuses_fails_the_same_way_everywhere(value):
-    from app import fields as F
+    from app.base import memory_saving as MS
     from app.sizing.memory import Shape, estimate_memory
 
     with pytest.raises(C.ConfigError, match="training.economical must be"):
         C.economical_level(value)
     with pytest.raises(ValueError, match="training.economical must be"):
         estimate_memory(Shape(), "bf16", economical=value)
-    assert F.economical_level(value) is None  # the form keeps its level rather than guess one
+    assert MS.economical_level(value) is None  # the form keeps its level rather than guess one
 
 
 @pytest.mark.parametrize("value, name", [(False, "off"), (None, "off"), (True, "on"), ("off", "off"),
                                          ("on", "on"), ("offload", "offload")])
 def test_lean_state_has_one_reader(value, name):
-    from app import fields as F
+    from app.base import memory_saving as MS
     from app.sizing import state
 
-    assert C.lean_mode(value) == name == F.lean_state_level(value) == state.lean_state_name(value)
-    assert F.LEAN_STATES == state.LEAN_STATES == C.LEAN_MODES
+    assert C.lean_mode(value) == name == MS.lean_state_level(value) == state.lean_state_name(value)
+    assert MS.LEAN_STATES == state.LEAN_STATES == C.LEAN_MODES
 
 
 @pytest.mark.parametrize("value", ["half", 1, 0, "", "Offload"])
 def test_a_lean_state_the_trainer_refuses_fails_the_same_way_everywhere(value):
-    from app import fields as F
+    from app.base import memory_saving as MS
     from app.sizing import state
 
     with pytest.raises(C.ConfigError, match="training.lean_state must be"):
         C.lean_mode(value)
     with pytest.raises(ValueError, match="training.lean_state must be"):
         state.lean_state_name(value)
-    assert F.lean_state_level(value) is None
+    assert MS.lean_state_level(value) is None
 
 
 def test_the_form_reads_the_contract_without_torch():
@@ -110,5 +110,5 @@ def test_the_form_reads_the_contract_without_torch():
     import sys
     from pathlib import Path
 
-    code = "import sys, app.fields, app.form, app.sizing; assert 'torch' not in sys.modules, 'torch loaded'"
+    code = "import sys, app.form.fields, app.form.run_form, app.sizing; assert 'torch' not in sys.modules, 'torch loaded'"
     subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, check=True, timeout=60)

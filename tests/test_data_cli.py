@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from app.cli import main
+from app.base.i18n import set_language
+from app.cli.main import main
 from app.data.textgen import documents
-from app.i18n import set_language
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -107,7 +107,7 @@ def test_ternit_command_in_russian_by_default(tmp_path):
 
 def test_bench_data_runs_and_reports_ratios(capsys):
     """`ternit bench data` end to end on a tiny input (the figures themselves are in PERF.md)."""
-    from app.bench_cli import main as bench_main
+    from app.cli.bench import main as bench_main
 
     assert bench_main(["data", "--mb", "0.1", "--repeats", "1", "--vocab", "300", "--context", "16"]) == 0
     out = capsys.readouterr().out
@@ -157,7 +157,7 @@ def test_check_reports_changed_and_missing_datasets(tmp_path, capsys, english):
 
 
 def test_a_damaged_state_file_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch, english):
-    from app import paths
+    from app.base import paths
 
     paths.state_db_path().write_bytes(b"not a database " * 50)
     assert main(["data", "list"]) == 1
@@ -178,7 +178,7 @@ def test_sigterm_during_prepare_exits_like_ctrl_c_and_leaves_no_temporary_folder
         import sys
         sys.path.insert(0, {str(ROOT)!r})
         from app.data import progress as data_progress
-        from app.cli import main
+        from app.cli.main import main
 
         class Bar(data_progress.TextBar):
             def __call__(self, p):

@@ -9,8 +9,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
+from app.base.i18n import set_language
 from app.data.library import Library
-from app.i18n import set_language
 
 WAIT_MS = 30_000
 STALLED_DISK = os.path.join(os.path.dirname(__file__), "stalled_disk")
@@ -282,7 +282,7 @@ def test_a_taken_name_is_refused_before_anything_runs(qtbot, dialog, tmp_path):
 
 
 def test_a_damaged_state_file_is_shown_not_a_crash(qtbot, russian):
-    from app import paths
+    from app.base import paths
     from ui.data_dialog import DataDialog
 
     paths.state_db_path().parent.mkdir(parents=True, exist_ok=True)
@@ -296,7 +296,7 @@ def test_a_damaged_state_file_is_shown_not_a_crash(qtbot, russian):
 
 
 def test_the_form_with_no_constellations_points_to_the_data_window(qtbot, russian):
-    from app.form import FormContext
+    from app.form.run_form import FormContext
     from ui.run_form import RunFormView
 
     view = RunFormView(FormContext())

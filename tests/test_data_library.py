@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from app.base.state import open_state
 from app.data import readers
 from app.data.library import DEMO_CONSTELLATION, DEMO_DATASET, Library, LibraryError
 from app.data.textgen import documents
-from app.state import open_state
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
+from app.base.state import open_state
 from app.data import encode
 from app.data import prepare as prep
 from app.data.library import Library, LibraryError
 from app.data.prepare import PrepareError, prepare
 from app.data.progress import Cancelled, CancelToken
 from app.data.textgen import documents
-from app.state import open_state
 
 ROOT = Path(__file__).resolve().parent.parent
 

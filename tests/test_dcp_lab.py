@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from app import cli
-from app.runs import Registry, RunManager, status
+from app.base import run_status as status
+from app.cli import main as cli
+from app.runs import Registry, RunManager
 from app.runs.checkpoints import damage, intact_checkpoint, latest_checkpoint
 from tests.test_runs_local import config, no_orphans, one_thread  # noqa: F401 (fixtures)
 from tests.trainer_run import events, torchrun
@@ -114,14 +115,14 @@ def test_export_of_a_sharded_run_writes_safetensors(sharded, tmp_path, capsys):
     weights = load_file(str(out))
     assert "tok.weight" in weights and str(weights["tok.weight"].dtype) == "float32"
     # The folder itself is a checkpoint `ternit sample`/`eval` and export accept by path.
-    from app.generation import resolve
+    from app.text.generation import resolve
 
     assert resolve(str(sharded.path / "checkpoints" / f"step-{STEPS:08d}.dcp")).checkpoint.name.endswith(".dcp")
 
 
 @pytest.fixture
 def english():
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     set_language("en")
     yield

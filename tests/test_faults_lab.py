@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from app import cli
-from app.runs import Registry, RunManager, status
+from app.base import run_status as status
+from app.cli import main as cli
+from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.cli import EXIT_STOPPED
 from tests.test_faults import flip_bytes_in_largest_tensor

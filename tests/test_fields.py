@@ -7,7 +7,8 @@ import re
 
 import pytest
 
-from app import fields as F
+from app.base import memory_saving as MS
+from app.form import fields as F
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
@@ -107,36 +108,36 @@ def test_economical_tooltip_keeps_the_note_and_says_what_each_level_costs(lang):
 
 def test_economical_values_in_run_json():
     # Reading accepts what trainer.config accepts; true was the old checkbox: selective.
-    assert [F.economical_level(v) for v in (False, None, True, "off", "selective", "full")] == [
+    assert [MS.economical_level(v) for v in (False, None, True, "off", "selective", "full")] == [
         "off", "off", "selective", "off", "selective", "full"]
-    assert F.economical_level("half") is None and F.economical_level(1) is None
+    assert MS.economical_level("half") is None and MS.economical_level(1) is None
     # Writing keeps false for off, so readers that know only true/false still work.
-    assert [F.economical_run_value(lv) for lv in F.ECONOMICAL_LEVELS] == [False, "selective", "full"]
+    assert [MS.economical_run_value(lv) for lv in MS.ECONOMICAL_LEVELS] == [False, "selective", "full"]
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_economical_advice_depends_on_the_level(lang):
-    on = F.economical_step_up("off", lang)
-    more = F.economical_step_up("selective", lang)
+    on = MS.economical_step_up("off", lang)
+    more = MS.economical_step_up("selective", lang)
     assert on == ("включите экономный режим" if lang == "ru" else "turn on the economical mode")
     assert more == ("выберите полный уровень экономного режима" if lang == "ru" else "choose the full economical level")
-    assert F.economical_step_up("full", lang) == ""  # nothing more to give
+    assert MS.economical_step_up("full", lang) == ""  # nothing more to give
     # From off straight to full when only full would help.
-    assert ("Полный" if lang == "ru" else "Full") in F.economical_step_up("off", lang, to="full")
-    assert F.economical_step_up("full", lang, to="selective") == ""
+    assert ("Полный" if lang == "ru" else "Full") in MS.economical_step_up("off", lang, to="full")
+    assert MS.economical_step_up("full", lang, to="selective") == ""
 
 
 def test_economical_levels_and_figures_match_the_trainer():
     """The form's levels are the trainer's and the sizing's; its figures are the trainer's
     own ABOUT (a stale tooltip fails here when the trainer's measured costs change)."""
-    from app.sizing.memory import ECONOMICAL
+    from app.sizing.combos import ECONOMICAL
     from trainer.config import ECONOMICAL_LEVELS
 
-    assert F.ECONOMICAL_LEVELS == tuple(ECONOMICAL_LEVELS) == tuple(ECONOMICAL)
+    assert MS.ECONOMICAL_LEVELS == tuple(ECONOMICAL_LEVELS) == tuple(ECONOMICAL)
     pytest.importorskip("torch")
     from trainer.economical import ABOUT
 
-    assert set(ABOUT) == set(F.ECONOMICAL_LEVELS)
+    assert set(ABOUT) == set(MS.ECONOMICAL_LEVELS)
     en = F.spec("economical").option_tooltips
     for level, figures in (("selective", ("0.39x", "7.9%", "25%")), ("full", ("0.22x", "1.13x", "22%", "32%"))):
         for figure in figures:
@@ -147,7 +148,7 @@ def test_economical_levels_and_figures_match_the_trainer():
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_every_tooltip_of_the_table_fits_60_by_12(lang):
     """Issue 16: «Экономный режим» was a 26-line wall, «Контекст n» one 1,100-px line."""
-    from app.tooltips import fits
+    from app.form.tooltips import fits
 
     for spec in F.FIELDS:
         tips = [spec.tooltip_text(lang)] + [spec.option_tooltip_text(k, lang) for k in spec.options]
@@ -161,7 +162,7 @@ def test_every_tooltip_of_the_table_fits_60_by_12(lang):
 
 
 def test_the_wrap_rule():
-    from app.tooltips import fits, wrap_tip
+    from app.form.tooltips import fits, wrap_tip
 
     long = "слово " * 200
     wrapped = wrap_tip(long)

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from app.form import Account, ContinueFrom, FormContext, Prepared, RunForm, heads_that_work
-from app.i18n import set_language
+from app.base.i18n import set_language
+from app.data.prepared import Prepared
+from app.form.run_form import Account, ContinueFrom, FormContext, RunForm
+from trainer.config import heads_that_work
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
@@ -116,7 +118,7 @@ def test_run_config_is_a_valid_run_json(ctx, tiny_data):
 def test_every_field_with_a_run_json_key_is_written_there_and_read_back(ctx):
     """run_config writes each field through its FieldSpec path, load_config reads it back:
     a new field needs only its FieldSpec and the trainer's key."""
-    from app import fields as F
+    from app.form import fields as F
     from trainer.config import from_dict
 
     form = tiny(RunForm(ctx))

@@ -177,7 +177,7 @@ def test_bad_input_is_one_line_and_exit_2(args, words):
 
 
 def test_run_without_checkpoint_says_so(tmp_path):
-    from app.generation import GenerationError, run_target
+    from app.text.generation import GenerationError, run_target
 
     (tmp_path / "run.json").write_text("{}", encoding="utf-8")
     with pytest.raises(GenerationError, match="no checkpoint yet|ещё нет чекпоинта"):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from app.base import run_status as st
 from app.kaggle import datasets, runner
 from app.kaggle.errors import KaggleError
-from app.runs import status as st
 from app.runs.registry import Registry
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config

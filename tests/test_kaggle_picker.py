@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from app.i18n import set_language
+from app.base.i18n import set_language
 from app.kaggle.follow import RunSink, lines_from
 from app.kaggle.picker import Candidate, Want, pick
 

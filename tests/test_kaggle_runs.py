@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from app.base import run_status as st
 from app.kaggle import datasets, runner
 from app.kaggle.client import AccountClient
 from app.kaggle.credentials import Credential
 from app.kaggle.store import KaggleStore, sha256_file
-from app.runs import status as st
 from app.runs.manager import RunManager
 from app.runs.registry import Registry
 from tests.fake_kaggle import fixtures
@@ -253,7 +253,7 @@ def test_global_token_blocks_kaggle_runs_and_stop_says_what_happens(fake, tiny_d
 
 
 def test_no_quota_anywhere_says_when_it_refreshes(fake, tiny_data):
-    from app.i18n import set_language
+    from app.base.i18n import set_language
     from app.kaggle.quota import refresh_text
     from app.runs.manager import RunError
 
@@ -277,7 +277,7 @@ def test_no_quota_anywhere_says_when_it_refreshes(fake, tiny_data):
 
 def test_a_kernel_that_dies_without_the_trainers_error_is_told_as_a_kaggle_failure(fake, tiny_data):
     # Kaggle kills the session as the trainer starts (no error event); the kernel ends in ERROR.
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")

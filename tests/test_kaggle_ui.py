@@ -43,11 +43,12 @@ def test_accounts_dialog_adds_tests_shows_quota_and_removes(qtbot, fake, tmp_pat
 
 def test_machine_lists_accounts_and_explains_auto(fake, tiny_data):
     """«Машина» in the form: this computer, «Авто» and each account with its quota, and the one
-    line under it saying whom «Авто» picks now and why (headless: app.form over app.lab)."""
-    from app.form import AUTO_MACHINE, RunForm
+    line under it saying whom «Авто» picks now and why (headless: app.form.run_form over app.window.lab)."""
+    from app.form.checks import AUTO_MACHINE
+    from app.form.run_form import RunForm
     from app.kaggle.accounts import Accounts
     from app.kaggle.store import KaggleStore
-    from app.lab import load_form_context
+    from app.window.lab import load_form_context
 
     fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=25)
     fake.add_account("bob", KEYS["bob"], quota_h=30)

@@ -1,4 +1,4 @@
-"""app.lab, the window's decisions without a window: what the form chooses from, on a PC
+"""app.window.lab, the window's decisions without a window: what the form chooses from, on a PC
 with NVIDIA cards (a fake NVML with cards) as well as without one."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from app.form import FormContext, RunForm
-from app.lab import HISTORY_EVERY_S, ActionError, Lab, load_form_context
+from app.base import run_status as st
+from app.form.run_form import FormContext, RunForm
 from app.runs import RunManager, RunRecord
-from app.runs import status as st
+from app.window.lab import HISTORY_EVERY_S, ActionError, Lab, load_form_context
 from bench.fake_nvml import FakeCard, pc_with_cards
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
@@ -118,7 +118,7 @@ def test_measured_speeds_that_cannot_be_read_leave_none_and_say_why_in_the_log(c
     ctx = FormContext()
     Lab.take_measured(ctx, [{"tokens_per_s": 1.0}])
     assert ctx.measured == [{"tokens_per_s": 1.0}]
-    with caplog.at_level(logging.WARNING, logger="app.lab"):
+    with caplog.at_level(logging.WARNING, logger="app.window.lab"):
         Lab.take_measured(ctx, sqlite3.OperationalError("database is locked"))
     assert ctx.measured == []
     assert any(r.exc_info and "database is locked" in str(r.exc_info[1]) for r in caplog.records)
@@ -171,7 +171,7 @@ def test_quitting_stops_no_kaggle_follower_when_none_ran_and_loads_no_kaggle_cli
     import subprocess
     import sys
 
-    code = ("import sys; from app.lab import Lab; from app.runs import RunManager; "
+    code = ("import sys; from app.window.lab import Lab; from app.runs import RunManager; "
             "lab = Lab(RunManager()); lab.runs.poll(kaggle=False); lab.shutdown(); "
             "print('app.kaggle.runner' in sys.modules, 'kaggle' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)

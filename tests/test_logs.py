@@ -1,4 +1,4 @@
-"""app.logs: the lab's rotating log file in its data folder, what lands there, and what never
+"""app.base.logs: the lab's rotating log file in its data folder, what lands there, and what never
 does (a Kaggle key, during an account add and check against the fake Kaggle server)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from app import logs
+from app.base import logs
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS
 
@@ -51,9 +51,9 @@ def test_the_log_file_is_in_the_data_folder_and_rotates(log_file, tmp_path):
     try:
         raise ValueError("damaged run.json")
     except ValueError:
-        logging.getLogger("app.lab").exception("reading a run failed")
+        logging.getLogger("app.window.lab").exception("reading a run failed")
     text = _text(log_file)
-    assert "ERROR" in text and "app.lab: reading a run failed" in text
+    assert "ERROR" in text and "app.window.lab: reading a run failed" in text
     assert "ValueError: damaged run.json" in text  # the traceback is kept
 
 

@@ -8,10 +8,10 @@ import os
 import pynvml
 import pytest
 
+from app.base.i18n import set_language
 from app.gpu.nvml import NvmlSession
 from app.gpu.sampler import Sampler
 from app.gpu.settings import MonitorSettings
-from app.i18n import set_language
 from bench.fake_nvml import NOT_SUPPORTED, FakeNvml, two_cards
 from ui import palette
 from ui.monitor_gpu_card import LEVEL_COLOURS

@@ -1,10 +1,10 @@
-"""app.numbers: one way to write a number in each language, wherever the lab shows it."""
+"""app.base.numbers: one way to write a number in each language, wherever the lab shows it."""
 
 from __future__ import annotations
 
 import pytest
 
-from app.numbers import bytes_text, count_text, duration_text
+from app.base.numbers import bytes_text, count_text, duration_text
 
 
 def test_counts_in_both_languages_and_unknown_as_a_dash() -> None:
@@ -33,7 +33,7 @@ def test_durations_keep_the_precision_of_an_estimate() -> None:
 ])
 def test_numbers_are_read_as_the_language_writes_them(lang, text, kind, want):
     """Issue 16: an English «20,000» was refused while the errors printed «100,000,000»."""
-    from app.numbers import parse_number
+    from app.base.numbers import parse_number
 
     assert parse_number(text, kind, lang) == want
 
@@ -43,7 +43,7 @@ def test_numbers_are_read_as_the_language_writes_them(lang, text, kind, want):
     ("en", "abc", "int"), ("ru", "", "int"),
 ])
 def test_what_is_no_number_in_that_language_is_refused(lang, text, kind):
-    from app.numbers import parse_number
+    from app.base.numbers import parse_number
 
     with pytest.raises(ValueError):
         parse_number(text, kind, lang)
@@ -52,7 +52,7 @@ def test_what_is_no_number_in_that_language_is_refused(lang, text, kind):
 @pytest.mark.parametrize("value", [20000, 1024, 7, 0.001, 1e-6, 2.5, 100_000_000])
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_a_field_shows_what_it_reads_back(value, lang):
-    from app.numbers import field_text, parse_number
+    from app.base.numbers import field_text, parse_number
 
     text = field_text(value, lang)
     assert parse_number(text, "int" if isinstance(value, int) else "float", lang) == value
@@ -61,7 +61,7 @@ def test_a_field_shows_what_it_reads_back(value, lang):
 
 
 def test_decimal_marks_and_field_values_in_both_languages():
-    from app.numbers import decimal_mark, decimal_text, format_value
+    from app.base.numbers import decimal_mark, decimal_text, format_value
 
     assert decimal_text(1.25, 1, "ru") == "1,2" and decimal_text(1.25, 1, "en") == "1.2"
     assert decimal_text(-0.0421, 3, "ru", sign=True) == "-0,042" and decimal_text(0.5, 3, "en", sign=True) == "+0.500"
@@ -77,7 +77,7 @@ def test_no_decimal_comma_is_written_outside_app_numbers():
 
     root = Path(__file__).resolve().parent.parent
     pattern = re.compile(r"""replace\(\s*(['"])\.\1\s*,\s*(['"]),\2\s*\)""")
-    allowed = {"app/numbers.py"}
+    allowed = {"app/base/numbers.py"}
     found = [str(p.relative_to(root)) for room in ("app", "ui") for p in (root / room).rglob("*.py")
              if str(p.relative_to(root)) not in allowed and pattern.search(p.read_text(encoding="utf-8"))]
     assert found == []

@@ -1,5 +1,5 @@
 """`ternit run start` without hand-written JSON: the form's fields as flags (made from
-app/fields.py), data found or prepared for `data.constellations` alone, exit codes of
+app/form/fields.py), data found or prepared for `data.constellations` alone, exit codes of
 `run stop --wait` and of an unknown constellation. The real trainer on a tiny CPU model."""
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from app import cli, paths
-from app import fields as F
+from app.base import paths
+from app.base.i18n import set_language
+from app.cli import main as cli
 from app.data.for_run import fill_data
 from app.data.library import Library
 from app.data.textgen import documents
-from app.i18n import set_language
+from app.form import fields as F
 from app.runs import Registry, RunManager
 from app.runs.start_flags import add_field_flags, apply_flags, flag_fields
 from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401
@@ -122,7 +123,7 @@ def test_estimate_counts_the_constellations_data(tiny_in_lab, capsys):
     ("ru", ["20 000", "0.001"], 20_000, 0.001),
 ])
 def test_number_flags_read_numbers_as_the_form_does(lang, typed, steps, lr):
-    # One rule for the form and the command line (app/numbers.parse_number): thousands
+    # One rule for the form and the command line (app/base/numbers.py, parse_number): thousands
     # separators of the interface's language, a decimal comma in Russian.
     parser = argparse.ArgumentParser()
     add_field_flags(parser)

@@ -9,7 +9,8 @@ import signal
 
 import pytest
 
-from app.runs import Registry, RunManager, status
+from app.base import run_status as status
+from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.checkpoints import latest_checkpoint
 from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401 (fixtures)

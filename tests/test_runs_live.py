@@ -65,7 +65,7 @@ def test_kaggle_says_which_leg_ends_and_who_continues():
 
 
 def test_english_and_nothing_before_the_first_step():
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     assert fed(start()).text(T0) == ""
     set_language("en")

@@ -12,8 +12,9 @@ import time
 
 import pytest
 
-from app import cli
-from app.runs import Registry, RunManager, status
+from app.base import run_status as status
+from app.cli import main as cli
+from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.checkpoints import latest_checkpoint
 from app.runs.series import LEG

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.i18n import set_language
-from app.runs import EventTail, Registry, RunManager, RunNotFound, status
+from app.base import run_status as status
+from app.base.i18n import set_language
+from app.runs import EventTail, Registry, RunManager, RunNotFound
 from app.runs.continuing import ContinueError
 from app.runs.failure import failure_from_events
 from app.runs.files import new_run_id
@@ -460,14 +461,14 @@ def test_a_long_backlog_is_ingested_thinned_to_its_last_step():
 
 
 def test_the_runs_core_never_imports_torch():
-    code = ("import sys, app.runs, app.runs.cli, app.export_cli; "
+    code = ("import sys, app.runs, app.runs.cli, app.runs.export_cli; "
             "bad = [m for m in ('torch', 'PySide6', 'kaggle') if m in sys.modules]; print(bad); sys.exit(bool(bad))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=Path(__file__).parent.parent)
     assert done.returncode == 0, done.stdout + done.stderr
 
 
 def test_a_lost_state_file_is_rebuilt_from_the_run_folders(tmp_path):
-    from app import paths
+    from app.base import paths
 
     reg = Registry()
     parent = reg.create_run(CFG)

@@ -1,4 +1,4 @@
-"""settings.json has one reader and writer (app/settings.py): what it makes of a damaged
+"""settings.json has one reader and writer (app/base/settings.py): what it makes of a damaged
 file, that a write keeps the other keys, and that no other module names the file."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import ast
 import json
 from pathlib import Path
 
-from app import i18n, settings
+from app.base import i18n, settings
 from app.kaggle import settings as kaggle_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ def test_no_other_module_names_the_settings_file():
     found = []
     for room in ("app", "ui"):
         for path in (ROOT / room).rglob("*.py"):
-            if path == ROOT / "app" / "settings.py":
+            if path == ROOT / "app" / "base" / "settings.py":
                 continue
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
                 if isinstance(node, ast.Constant) and node.value == "settings.json":

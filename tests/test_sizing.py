@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from app.numbers import count_text, plural_ru
+from app.base.numbers import count_text, plural_ru
 from app.sizing import GPUS, estimate, flops_per_token, param_count, plateau, tokens_per_step
 from app.sizing.formulas import Shape
 from app.sizing.history import measured_from_run_dir, run_gpu
@@ -356,7 +356,7 @@ def test_numbers_are_said_in_each_language():
 
 
 def test_cli_json_prints_the_same_object(capsys):
-    from app.cli import main
+    from app.cli.main import main
 
     argv = ["estimate", "--layers", "8", "--width", "512", "--heads", "8", "--context", "1024",
             "--vocab", "4000", "--batch", "6", "--gpu", "t4x2", "--steps-to", "20000",
@@ -374,7 +374,7 @@ def test_cli_json_prints_the_same_object(capsys):
 
 
 def test_cli_human_output_and_errors(capsys):
-    from app.cli import main
+    from app.cli.main import main
 
     assert main(["estimate", "--gpu", "rtx3050", "--lang", "ru"]) == 0
     out = capsys.readouterr().out
@@ -391,7 +391,7 @@ def test_cli_human_output_and_errors(capsys):
 def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, russian):
     """A vocabulary past uint16 (the trainer's rule, not only the data's) and every shape error
     in Russian by default, each one line with exit code 2."""
-    from app.cli import main
+    from app.cli.main import main
 
     cases = [(["--vocab", "70000"], "словарь 70000 больше 65\u00a0536"),
              (["--width", "500"], "ширина 500 не делится на число голов 8: подойдут 1, 2, 4, 5, 10"),
@@ -407,7 +407,7 @@ def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, 
 
 
 def test_cli_plateau_of_a_run_folder(tmp_path, capsys):
-    from app.cli import main
+    from app.cli.main import main
 
     d = tmp_path / "r"
     d.mkdir()

@@ -55,8 +55,8 @@ def test_the_estimate_says_estimate_until_the_cpu_is_measured_then_scales_by_it(
 
 
 def test_the_form_marks_the_time_as_an_estimate(probe):
-    from app.form import FormContext, RunForm
-    from app.i18n import set_language
+    from app.base.i18n import set_language
+    from app.form.run_form import FormContext, RunForm
 
     set_language("en")
     try:

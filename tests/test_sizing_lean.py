@@ -132,7 +132,7 @@ def test_the_full_model_fits_kaggles_two_t4_by_sharding():
 
 
 def test_economical_auto_json(capsys):
-    from app.cli import main
+    from app.cli.main import main
 
     argv = ["estimate", "--lang", "en", "--layers", "26", "--width", "2304", "--heads", "18", "--context", "1024", "--vocab",
             "4000", "--batch", "1", "--gpu", "rtx5070ti", "--economical", "auto", "--no-measured", "--json"]
@@ -165,7 +165,7 @@ def test_large_models_on_the_5070ti_use_the_notes_reference():
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_the_lean_state_field_says_what_each_option_costs(lang):
-    from app import fields as F
+    from app.form import fields as F
 
     spec = F.spec("lean_state")
     assert [k for k, _ in spec.option_choices(lang)] == ["off", "on", "fused", "offload"]
@@ -179,8 +179,8 @@ def test_the_lean_state_field_says_what_each_option_costs(lang):
 
 
 def test_the_form_names_the_lean_state_for_the_full_model_and_writes_it():
-    from app.form import FormContext, RunForm
-    from app.i18n import set_language
+    from app.base.i18n import set_language
+    from app.form.run_form import FormContext, RunForm
 
     set_language("en")
     try:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from app import paths
-from app.state import StateError, find_migrations, open_state, split_statements
+from app.base import paths
+from app.base.state import StateError, find_migrations, open_state, split_statements
 
 
 def _write(folder: Path, name: str, sql: str) -> None:
@@ -80,7 +80,7 @@ def test_failed_migration_rolls_back_whole(tmp_path):
 
 @pytest.mark.parametrize("lang, advice", [("en", "newer than this lab"), ("ru", "новее, чем знает")])
 def test_database_newer_than_the_lab_is_refused_with_advice(tmp_path, lang, advice):
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     db = tmp_path / "s.sqlite"
     conn = sqlite3.connect(db)
@@ -102,7 +102,7 @@ def test_duplicate_numbers_and_damaged_file_are_clear_errors(tmp_path):
         find_migrations(migs)
     bad = tmp_path / "bad.sqlite"
     bad.write_bytes(b"this is not a database at all" * 100)
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     # What to do, in the interface language: rename the file; the runs are found again.
     for lang, advice in (("en", "move it aside"), ("ru", "переименуйте его")):

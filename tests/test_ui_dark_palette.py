@@ -1,5 +1,5 @@
 """Issue 16: a dark system palette. Every widget that colours its text or its plot takes the
-colour from app.colors' table for the palette in use (ui/palette), shows the light table's
+colour from app.window.colors' table for the palette in use (ui/palette), shows the light table's
 colour on a light palette and the dark table's on a dark one, and re-reads it when the
 palette changes while it is open; no colour is written into ui/ by hand any more."""
 
@@ -12,8 +12,8 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
-from app.colors import colors
-from app.i18n import set_language
+from app.base.i18n import set_language
+from app.window.colors import colors
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts
 
@@ -182,7 +182,7 @@ def colour_name(colour) -> str:
 def test_the_history_banner_and_form_follow_a_palette_change(qtbot, app_palette, russian):
     """They took the palette's colours when built (the window opened dark stays dark); a
     change of palette while the window is open reaches them too."""
-    from app.runs import status as st
+    from app.base import run_status as st
     from tests.test_ui_history import row
     from ui.history import HistoryView
     from ui.run_banner import RunBanner
@@ -326,7 +326,7 @@ def test_the_text_tab_follows_the_palette(qtbot, app_palette, russian):
 
 
 def test_the_samples_tint_their_prompts_in_the_palettes_colours():
-    from app import text_view as view
+    from app.text import training_samples as view
 
     samples = [view.Sample("a", 10, 0, "кот", " и мяч")]
     for table in (LIGHT, DARK):
@@ -359,7 +359,7 @@ def hand_colours(path: Path) -> list[str]:
 
 
 def test_no_colour_is_written_by_hand_outside_the_tables():
-    """Every colour the window shows comes from app/colors.py (through ui/palette.py): a new
+    """Every colour the window shows comes from app/window/colors.py (through ui/palette.py): a new
     hard-coded one is unreadable on one of the palettes and fails here."""
     files = [p for p in sorted((ROOT / "ui").glob("*.py")) if p.name != "palette.py"]
     files += [p for p in sorted((ROOT / "app").rglob("*.py")) if p.name != "colors.py"]

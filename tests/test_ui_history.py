@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import QPoint, Qt
 
+from app.base import run_status as st
 from app.runs import HistoryRow
-from app.runs import status as st
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.usefixtures("russian")
 
 
 def test_the_rows_context_menu_offers_the_metrics_as_csv(qtbot):
-    from app.runs import status as st
+    from app.base import run_status as st
     from ui.history import HistoryView
 
     view = HistoryView()

@@ -139,7 +139,7 @@ def test_log_scale_keeps_the_validation_band_on_the_curve(plot):
 def test_markers_at_one_step_share_one_readable_label(plot):
     """A continuation on new data is a new leg and a data change at the same step: one line
     saying both (two labels there overprinted each other)."""
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     tr = plot.trace("live", "chain")
     tr.add_events("parent", [start(0, "A")] + steps(1, 30))

@@ -15,9 +15,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
+from app.base import run_status as st
+from app.form.tooltips import wrap_tip
 from app.runs import RunManager
-from app.runs import status as st
-from app.tooltips import wrap_tip
 from tests.trainer_run import end_left_trainers
 from tests.ui_actions import choose
 
@@ -96,7 +96,7 @@ def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
     type_into(qtbot, view, "width", "500")
     assert not view.start_button.isEnabled()
     assert "подойдут головы 1, 2, 4, 5, 10" in view.messages["heads"].text()
-    # The button's tooltip says the same, wrapped by the one tooltip rule (app.tooltips).
+    # The button's tooltip says the same, wrapped by the one tooltip rule (app.form.tooltips).
     assert "d = 500" in view.why.text() and view.start_button.toolTip() == wrap_tip(view.why.text())
     type_into(qtbot, view, "width", "512")
     assert view.start_button.isEnabled() and not view.messages["heads"].isVisible()
@@ -108,7 +108,7 @@ def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
 
 
 def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
-    from app import paths
+    from app.base import paths
 
     type_into(qtbot, window.form_view, "layers", "12")
     window.plot.apply_view_settings({"x": "tokens", "log": True, "raw": False})
@@ -121,8 +121,8 @@ def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
     assert window.form_view.form.values["layers"] == 12  # the form kept its values
     settings = json.loads((paths.config_dir() / "settings.json").read_text(encoding="utf-8"))
     assert settings["language"] == "en"
-    # Help → About, rebuilt in the new language, names the log file (app.logs).
-    from app import logs
+    # Help → About, rebuilt in the new language, names the log file (app.base.logs).
+    from app.base import logs
 
     menus = [a.text() for a in window.menuBar().actions()]
     assert menus[-1] == "Help" and window.about_action.text() == "About"

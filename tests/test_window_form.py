@@ -7,8 +7,9 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QComboBox
 
-from app.form import ContinueFrom, FormContext, Prepared
-from app.i18n import set_language
+from app.base.i18n import set_language
+from app.data.prepared import Prepared
+from app.form.run_form import ContinueFrom, FormContext
 from tests.ui_actions import choose
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian

@@ -17,7 +17,7 @@ from PySide6.QtCore import QTimer
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import QApplication, QDialog
 
-from app import paths
+from app.base import paths
 from app.runs import RunManager
 from tests.test_window import fill_tiny, window  # noqa: F401 (the fixture)
 
@@ -108,7 +108,7 @@ def test_a_damaged_settings_file_costs_only_the_defaults(qtbot, text):
 
 
 def test_a_settings_file_that_is_not_an_object_leaves_the_language_russian(russian):
-    from app import i18n
+    from app.base import i18n
 
     i18n.set_language(None)
     (paths.config_dir() / "settings.json").write_text("[1, 2]", encoding="utf-8")
@@ -226,7 +226,7 @@ def test_quit_key_closes_the_window(qtbot):
 def test_tab_walks_the_form_top_to_bottom(qtbot):
     # The constellation boxes are made after the other fields: they came last in the focus
     # chain, after «Старт», the plot and the history.
-    from app.form import FormContext
+    from app.form.run_form import FormContext
     from ui.main_window import MainWindow
 
     ctx = FormContext()
@@ -249,7 +249,7 @@ def test_tab_walks_the_form_top_to_bottom(qtbot):
 
 
 def test_layout_round_trips_and_each_bad_part_is_dropped_alone():
-    from app.window_layout import WindowLayout, from_settings, merged
+    from app.window.layout import WindowLayout, from_settings, merged
 
     good = WindowLayout(states={"geometry": b"\x01\xd9\xd0\xcb", "splitter.main": b"\x00\xff"}, tab="gpu",
                         columns={"where": 150}, sort=("tokens", "asc"))

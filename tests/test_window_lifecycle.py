@@ -11,9 +11,9 @@ import sqlite3
 import pytest
 from PySide6.QtCore import Qt
 
-from app import paths
+from app.base import paths
+from app.base import run_status as st
 from app.runs import RunManager
-from app.runs import status as st
 from tests.test_window import WAIT_MS, fill_tiny, type_into, window  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.usefixtures("russian")
@@ -136,7 +136,7 @@ def test_a_failure_shown_in_the_banner_follows_the_language(qtbot, window):  # n
 
 
 def test_closing_while_a_run_trains_asks_and_can_stop_it(qtbot, window):  # noqa: F811
-    from ui import settings
+    from app.base import settings
 
     view = window.form_view
     fill_tiny(qtbot, view)

@@ -10,8 +10,8 @@ import time
 import pytest
 from PySide6.QtCore import Qt
 
+from app.base import run_status as st
 from app.gpu.samples import GpuSample, Snapshot
-from app.runs import status as st
 from tests.test_window import WAIT_MS, fill_tiny, window  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.usefixtures("russian")

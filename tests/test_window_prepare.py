@@ -12,11 +12,11 @@ import pytest
 from PySide6.QtCore import QProcess, Qt
 from PySide6.QtWidgets import QApplication
 
-from app import paths
+from app.base import paths
+from app.base import run_status as st
 from app.data.library import Library
 from app.data.textgen import documents
 from app.runs import RunManager
-from app.runs import status as st
 from tests.trainer_run import end_left_trainers
 from tests.ui_actions import choose
 

@@ -8,11 +8,11 @@ import json
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
+from app.base import run_status as st
+from app.base import settings
 from app.runs import RunManager
-from app.runs import status as st
 from tests.test_window import WAIT_MS, fill_tiny, type_into, window  # noqa: F401 (the fixture)
 from tests.ui_actions import choose
-from ui import settings
 
 pytestmark = pytest.mark.usefixtures("russian")
 
@@ -97,7 +97,7 @@ def test_a_restart_opens_the_form_as_the_user_left_it(qtbot, tiny_data):
     w.close()
 
     # A value damaged by hand or gone from the lab since is ignored; the rest comes back.
-    path = settings.settings_path()
+    path = settings.path()
     saved = json.loads(path.read_text(encoding="utf-8"))
     saved["form"].update(width="wide", heads=-2, layers=10**9, constellations=["gone", "tiny"],
                          gpu="rtx9999", machine="someone-else", economical="max")

@@ -1,6 +1,6 @@
 """The «Текст» tab: a chain's samples from real trainer runs (newest first, one list), the
 playground streaming from a real checkpoint with «Стоп» leaving no process, evaluation on a
-file; and the decisions behind it (app.text_view, app.text_play) headless."""
+file; and the decisions behind it (app.text.training_samples, app.text.playground) headless."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from app import text_play as play
-from app import text_view as view
-from app.colors import colors
+from app.base import run_status as st
+from app.base.numbers import int_text
 from app.kaggle.follow import RunSink
-from app.numbers import int_text
 from app.runs import RunManager
-from app.runs import status as st
+from app.text import playground as play
+from app.text import training_samples as view
+from app.window.colors import colors
 from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401 (fixtures)
 
 WAIT_MS = 90_000
@@ -74,7 +74,7 @@ def test_html_tells_prompt_from_text_and_escapes():
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_tooltips_are_short_lines(lang):
-    from app.i18n import set_language
+    from app.base.i18n import set_language
 
     set_language(lang)
     try:

@@ -10,10 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QComboBox, QMenu, QWidget
 
-from app.form import FormContext, Prepared
-from app.i18n import set_language
+from app.base.i18n import set_language
+from app.data.prepared import Prepared
+from app.form.run_form import FormContext
+from app.form.tooltips import fits
 from app.runs import RunManager
-from app.tooltips import fits
 from tests.ui_actions import choose
 
 
@@ -140,9 +141,9 @@ def test_each_token_count_says_what_it_counts(view):
 def test_the_prepare_note_speaks_todays_language():
     """Issue 16: the data warning stayed Russian in the English interface (the child wrote
     it in the language of the moment) and said «по 1024» for a context of 128."""
+    from app.base.i18n import said
     from app.data.manage import CliOutput, prepare_outcome
     from app.data.progress import JsonLines
-    from app.i18n import said
 
     set_language("ru")
     try:
@@ -166,7 +167,7 @@ def test_the_prepare_note_speaks_todays_language():
 
 
 def test_the_form_says_the_held_out_sample_for_its_own_context(tiny_data):
-    from app.form import RunForm
+    from app.form.run_form import RunForm
 
     set_language("en")
     try:

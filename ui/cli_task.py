@@ -14,8 +14,8 @@ import sys
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
 from PySide6.QtWidgets import QHBoxLayout, QProgressBar, QPushButton, QWidget
 
+from app.base.i18n import t
 from app.data import manage
-from app.i18n import t
 
 KILL_AFTER_MS = 5000  # a cancelled child that has not stopped by then is killed
 CANCELLED = 130  # the exit code of a command stopped like Ctrl-C

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QAbstractButton, QCheckBox, QMessageBox, QWidget
 
-from app.i18n import t
+from app.base.i18n import t
 from app.runs import RunRecord
 
 from . import settings

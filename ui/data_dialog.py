@@ -36,10 +36,10 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.base.i18n import t
+from app.base.state import StateError, open_state
 from app.data import manage
 from app.data.library import Library, LibraryError
-from app.i18n import t
-from app.state import StateError, open_state
 
 from . import palette, settings
 from .background import run_in_thread
@@ -50,7 +50,7 @@ CONSTELLATION_COLUMNS = (("Созвездие", "Constellation"), ("Наборы
                          ("Документы", "Documents"), ("Символы", "Characters"), ("Токены", "Tokens"))
 DATASET_COLUMNS = (("Набор", "Dataset"), ("Путь", "Path"), ("Размер", "Size"),
                    ("Созвездия", "Constellations"), ("Состояние", "Status"))
-STATUS_COLOR = {"ok": "note", "changed": "warning", "missing": "error"}  # app.colors' names
+STATUS_COLOR = {"ok": "note", "changed": "warning", "missing": "error"}  # app.window.colors' names
 
 
 class AddDialog(QDialog):

@@ -1,6 +1,6 @@
 """«Экспорт весов»: the latest checkpoint's weights as .safetensors, by `ternit export` in a
 child process (it loads torch; the window never does). Which checkpoint, and the command,
-are app.lab's. «Метрики в CSV…»: a run's table (app.runs.metrics) into a file."""
+are app.window.lab's. «Метрики в CSV…»: a run's table (app.runs.metrics) into a file."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 from PySide6.QtCore import QProcess, QProcessEnvironment
 from PySide6.QtWidgets import QFileDialog, QMainWindow
 
-from app.i18n import t
-from app.lab import ActionError, Lab
-from app.runs.process import child_env
+from app.base.children import child_env
+from app.base.i18n import t
+from app.window.lab import ActionError, Lab
 
 
 def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None = None) -> QProcess | None:

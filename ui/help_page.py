@@ -1,5 +1,5 @@
 """«Подробнее»: a form field's help page, the whole story its one-screen tooltip leaves out
-(app.fields' FieldSpec.help_text, the facts of the lab's field guide), in the interface
+(app.form.fields' FieldSpec.help_text, the facts of the lab's field guide), in the interface
 language. Opened by the field's «?» button or F1 on the field."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import html
 
 from PySide6.QtWidgets import QDialog, QHBoxLayout, QPushButton, QTextBrowser, QVBoxLayout, QWidget
 
-from app import fields as F
-from app.i18n import t
-from app.tooltips import glue_numbers
+from app.base.i18n import t
+from app.form import fields as F
+from app.form.tooltips import glue_numbers
 
 
 def help_html(name: str, default: object = None, lang: str | None = None) -> str:

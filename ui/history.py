@@ -28,12 +28,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.history_names import display_names
-from app.i18n import t
-from app.numbers import count_text
+from app.base import run_status as st
+from app.base.i18n import t
+from app.base.numbers import count_text
+from app.form.tooltips import wrap_tip
 from app.runs import HistoryRow
-from app.runs import status as st
-from app.tooltips import wrap_tip
+from app.runs.history_names import display_names
 
 from . import palette
 

@@ -26,7 +26,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.i18n import t
+from app.base.i18n import t
 from app.kaggle.accounts import Accounts, AccountView, key_status_text
 from app.kaggle.credentials import CredentialsError, check, global_token_warning
 from app.kaggle.quota import hours, refresh_text
@@ -37,7 +37,7 @@ from .background import run_in_thread
 
 COLUMNS = (("Аккаунт", "Account"), ("Ключ", "Key"), ("Квота GPU", "GPU quota"),
            ("Хранит", "Holds"), ("Ядра", "Kernels"))
-STATUS_COLOR = {"ok": "note", "invalid": "error", "unreachable": "warning", "missing": "error"}  # app.colors' names
+STATUS_COLOR = {"ok": "note", "invalid": "error", "unreachable": "warning", "missing": "error"}  # app.window.colors' names
 
 
 def quota_bar(view: AccountView) -> QProgressBar:

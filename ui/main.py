@@ -27,14 +27,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from app.cli import utf8_stdio
+    from app.cli.main import utf8_stdio
 
     utf8_stdio()  # what it prints, redirected, is UTF-8 on Windows too (trainer/streams.py)
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.snapshot:
         # Offscreen: no display needed, and nothing flashes on screen.
         os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-    from app.i18n import set_language, t
+    from app.base.i18n import set_language, t
 
     if args.lang:
         set_language(args.lang)
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
                 "for a picture use ternit-lab --snapshot FILE.png; without a window, the ternit command."),
               file=sys.stderr)
         return 2
-    from app import logs
+    from app.base import logs
 
     logs.setup()  # what a broad except swallows goes to the lab's log file (Справка → О программе)
     from .main_window import MainWindow, app_instance
@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         # A snapshot neither takes the user's window layout nor leaves its own size there.
         window = MainWindow(remember_layout=not args.snapshot)
     except Exception as e:  # the lab's state or folders cannot be opened: say so, lose nothing
-        from app import paths
+        from app.base import paths
 
         log.exception("the window could not open")
 

@@ -1,8 +1,8 @@
 """The lab's main window: the «Новый прогон» form on the left; the followed run, its live
 loss and the run history on the right.
 
-Thin: what to show and what an action means are app.lab's (`Lab`, tested headless); the
-form's rules are app.form's. The menus, the close-time question, the prepare row, the
+Thin: what to show and what an action means are app.window.lab's (`Lab`, tested headless); the
+form's rules are app.form.run_form's. The menus, the close-time question, the prepare row, the
 export, the notifications, the GPU tab and what the window remembers are small modules
 beside this one. This module (and everything it imports at load time) never imports torch:
 the trainer is always its own process (docs/ARCHITECTURE.md).
@@ -29,11 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app.form import ContinueFrom, FormContext
-from app.i18n import t
-from app.lab import ActionError, Lab, Started
+from app.base import settings as app_settings
+from app.base.i18n import t
+from app.form.run_form import ContinueFrom, FormContext
 from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
+from app.window.lab import ActionError, Lab, Started
 
 from . import monitor_tab, settings, tooltips, window_memory
 from .background import run_in_thread
@@ -65,7 +66,7 @@ class MainWindow(QMainWindow):
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None,
                  remember_layout: bool = True) -> None:
         super().__init__()
-        tooltips.install()  # every tooltip of the window to app.tooltips' rule (≤ 60 × 12)
+        tooltips.install()  # every tooltip of the window to app.form.tooltips' rule (≤ 60 × 12)
         self.remember_layout = remember_layout
         self.shortcut_actions: dict[str, QAction] = {}
         self.language_actions: dict[str, QAction] = {}
@@ -467,7 +468,7 @@ class MainWindow(QMainWindow):
     def closeEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         # Closing the window does not stop training: the runs go on and are re-attached later.
         # While one trains, the user is told so first (unless they asked not to be).
-        if not self._close_confirmed and self.isVisible() and settings.ask_on_close():
+        if not self._close_confirmed and self.isVisible() and app_settings.ask_on_close():
             running = self.lab.training_here()
             if running:
                 event.ignore()

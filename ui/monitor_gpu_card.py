@@ -9,13 +9,13 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QFrame, QLabel, QProgressBar, QVBoxLayout, QWidget
 
+from app.base.i18n import t
 from app.gpu.present import GpuView
-from app.i18n import t
 
 from . import palette
 from .loss_plot import PALETTE
 
-# A level's meaning colour (app.gpu.present decides the level; app.colors the colour for the
+# A level's meaning colour (app.gpu.present decides the level; app.window.colors the colour for the
 # system palette): as text on the window, and as the memory bar's fill behind the bar's text.
 LEVEL_COLOURS = {
     "normal": "gpu_normal",

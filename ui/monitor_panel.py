@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from app.base.i18n import current_language, t
 from app.gpu import present
 from app.gpu import settings as monitor_settings
 from app.gpu.heat_guard import PAUSED, GuardStatus, HeatGuard
@@ -31,7 +32,6 @@ from app.gpu.heat_guard import status_text as guard_text
 from app.gpu.history import History
 from app.gpu.sampler import Sampler
 from app.gpu.samples import OK, Snapshot
-from app.i18n import current_language, t
 
 from . import palette
 from .monitor_bridge import SamplerBridge

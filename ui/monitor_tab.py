@@ -1,5 +1,5 @@
 """The «Видеокарта» tab of the main window: the GPU monitor (ui/monitor_panel.py), pointed
-at the run that trains here (app.lab decides which), its heat-guard pauses said in the tray
+at the run that trains here (app.window.lab decides which), its heat-guard pauses said in the tray
 and its warnings marked on the tab, since «История» is often in front."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from app.base.i18n import t
 from app.gpu import heat_guard
-from app.i18n import t
 
 if TYPE_CHECKING:
     from .main_window import MainWindow

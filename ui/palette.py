@@ -1,4 +1,4 @@
-"""The window's meaning colours for the system palette now in use (app.colors chooses
+"""The window's meaning colours for the system palette now in use (app.window.colors chooses
 them by its lightness): a dark desktop theme gets readable reds and a dark plot."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QApplication, QWidget
 
-from app.colors import colors, is_dark
+from app.window.colors import colors, is_dark
 
 
 def dark() -> bool:

@@ -8,14 +8,14 @@ from __future__ import annotations
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
 
+from app.base.i18n import t
 from app.data import manage as data_manage
-from app.i18n import t
 
 from . import palette
 from .cli_task import CliTask, TaskBar
 from .run_form import RunFormView
 
-NOTE_COLOURS = {"error": "error", "warning": "warning"}  # an outcome's level -> app.colors' name
+NOTE_COLOURS = {"error": "error", "warning": "warning"}  # an outcome's level -> app.window.colors' name
 
 
 class PrepareRow(QObject):

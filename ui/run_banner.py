@@ -8,9 +8,9 @@ from typing import Any
 from PySide6.QtCore import QEvent, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from app.i18n import t
+from app.base import run_status as st
+from app.base.i18n import t
 from app.runs import RunRecord
-from app.runs import status as st
 
 from . import palette
 

@@ -1,4 +1,4 @@
-"""The «Новый прогон» form: widgets built from app.fields' table, mirroring app.form.RunForm.
+"""The «Новый прогон» form: widgets built from app.form.fields' table, mirroring app.form.run_form.RunForm.
 
 Every rule (validation, locking, what Start needs, the sizing numbers) is RunForm's; this
 view passes edits in and shows what RunForm says.
@@ -29,11 +29,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import fields as F
-from app.form import RUNNING, ContinueFrom, FormContext, RunForm
-from app.i18n import t
-from app.numbers import count_text, field_text, parse_number
-from app.tooltips import wrap_tip
+from app.base.i18n import t
+from app.base.numbers import count_text, field_text, parse_number
+from app.form import fields as F
+from app.form.checks import RUNNING
+from app.form.run_form import ContinueFrom, FormContext, RunForm
+from app.form.tooltips import wrap_tip
 
 from . import palette, settings
 from .help_page import HelpPage

@@ -1,14 +1,14 @@
-"""The window's settings: a thin view of app.settings (the one reader and writer of
-settings.json), with the layout checked by app.window_layout and the form's values by
-app.form_memory."""
+"""The window's settings: a thin view of app.base.settings (the one reader and writer of
+settings.json), with the layout checked by app.window.layout and the form's values by
+app.form.remembered."""
 
 from __future__ import annotations
 
-from app import form_memory, window_layout
-from app.i18n import LANGUAGES, set_language
-from app.settings import ask_on_close, load, save, update  # noqa: F401 - the window's callers use them here
-from app.settings import path as settings_path  # noqa: F401
-from app.window_layout import WindowLayout
+from app.base.i18n import LANGUAGES, set_language
+from app.base.settings import load, save, update
+from app.form import remembered as form_memory
+from app.window import layout as window_layout
+from app.window.layout import WindowLayout
 
 
 def save_language(lang: str) -> None:

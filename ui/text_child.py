@@ -1,13 +1,13 @@
 """The «Текст» tab's child process (python -m trainer.sample) as a QProcess: its output
 read as it comes, without a thread; «Стоп» kills it and reaps it at once, so no process is
-left behind. What the lines mean is app.text_play.Session's."""
+left behind. What the lines mean is app.text.playground.Session's."""
 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, Signal
 
-from app.generation import child_env
-from app.text_play import Session
+from app.text.generation import child_env
+from app.text.playground import Session
 
 
 class ChildRun(QObject):

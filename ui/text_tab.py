@@ -1,6 +1,6 @@
 """«Текст»: what the selected run's model writes. Its samples during training step by step
-(app.text_view), and a playground that continues a prompt from the run's latest checkpoint
-or evaluates it on a text file (app.text_play; the model runs in a child process, the
+(app.text.training_samples), and a playground that continues a prompt from the run's latest checkpoint
+or evaluates it on a text file (app.text.playground; the model runs in a child process, the
 window never imports torch). The tab follows the run selected in «История» (else the run
 on the plot) and reads new samples from a timer while it is shown."""
 
@@ -29,11 +29,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from app import text_play as play
-from app import text_view as view
-from app.generation import GenerationError
-from app.i18n import current_language, t
+from app.base.i18n import current_language, t
 from app.runs import RunManager
+from app.text import playground as play
+from app.text import training_samples as view
+from app.text.generation import GenerationError
 
 from . import palette
 from .text_child import ChildRun

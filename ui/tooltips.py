@@ -1,4 +1,4 @@
-"""Every tooltip the window shows kept to app.tooltips' rule (≤ ~60 characters a line,
+"""Every tooltip the window shows kept to app.form.tooltips' rule (≤ ~60 characters a line,
 ≤ 12 lines), wherever in ui/ it was set: one filter on the application rewraps a widget's
 tooltip when it changes, a menu item's when its action changes, and shows a table cell's
 or a tab's wrapped. The text is only rewrapped (the rule is idempotent), never reworded."""
@@ -9,7 +9,7 @@ from PySide6.QtCore import QEvent, QObject, Qt
 from PySide6.QtGui import QAction, QHelpEvent
 from PySide6.QtWidgets import QAbstractItemView, QApplication, QTabBar, QToolTip, QWidget
 
-from app.tooltips import wrap_tip
+from app.form.tooltips import wrap_tip
 
 _WATCHED = frozenset({QEvent.Type.ToolTipChange, QEvent.Type.ActionChanged, QEvent.Type.ActionAdded,
                       QEvent.Type.ToolTip})

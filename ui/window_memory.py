@@ -1,13 +1,13 @@
 """What the main window remembers between starts (settings.json through ui.settings, the
-values' rules in app.window_layout and app.form_memory): its size and place, the splitters,
+values' rules in app.window.layout and app.form.remembered): its size and place, the splitters,
 the tab in front, the history's columns and sort, and the form's last from-scratch values."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from app import form_memory
-from app.window_layout import WindowLayout
+from app.form import remembered as form_memory
+from app.window.layout import WindowLayout
 
 from . import settings
 
@@ -65,7 +65,7 @@ def save_layout(window: MainWindow) -> bool:
 
 
 def restore_form(window: MainWindow) -> None:
-    """The form as the user left it at the last close (app.form_memory checks each value)."""
+    """The form as the user left it at the last close (app.form.remembered checks each value)."""
     try:
         kept = settings.load_form()
     except OSError:

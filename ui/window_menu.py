@@ -10,8 +10,8 @@ from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QActionGroup, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMenuBar, QMessageBox, QWidget
 
-from app import logs, paths
-from app.i18n import current_language, t
+from app.base import logs, paths
+from app.base.i18n import current_language, t
 
 if TYPE_CHECKING:
     from .main_window import MainWindow

@@ -98,7 +98,7 @@ def run_lab(lib, tok_path: Path, out: Path, context: int) -> int:
 
 
 def throughput(args: argparse.Namespace) -> int:
-    from ..state import open_state
+    from ..base.state import open_state
     from .library import Library
 
     with tempfile.TemporaryDirectory(prefix="ternit-bench-data-") as tmpdir:

@@ -28,10 +28,10 @@ import sys
 import threading
 from collections.abc import Iterator
 
-from ..cli_args import Parser
-from ..i18n import t
-from ..numbers import bytes_text, count_text, int_text
-from ..state import StateError
+from ..base.cli_args import Parser
+from ..base.i18n import t
+from ..base.numbers import bytes_text, count_text, int_text
+from ..base.state import StateError
 from .progress import Cancelled, progress_for_cli
 
 

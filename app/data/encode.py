@@ -30,8 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from ..i18n import said, t
-from ..numbers import plural_ru
+from ..base.i18n import said, t
+from ..base.numbers import plural_ru
 from .library import Dataset, Library, LibraryError
 from .progress import VAL_SAMPLE_WARNING, CancelToken, Reporter, check
 

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .. import paths
+from ..base import paths
 from .prepared import Prepared, scan_prepared
 from .progress import ProgressFn
 
@@ -71,7 +71,7 @@ def fill_data(config: dict[str, Any], progress: ProgressFn | None = None) -> tup
     none, and `model.vocab` set to the data's when the config left it out; and a line for the
     user saying which folder was taken ("" when data.dir was given). A config with neither
     is refused here, not by the trainer after the run was created."""
-    from ..i18n import t
+    from ..base.i18n import t
 
     data = config.setdefault("data", {})
     if data.get("dir"):

@@ -19,9 +19,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..i18n import t
-from ..numbers import plural_ru
-from ..state import State, now, open_state
+from ..base.i18n import t
+from ..base.numbers import plural_ru
+from ..base.state import State, now, open_state
 from . import readers
 from .progress import CancelToken, ProgressFn, Reporter, check
 

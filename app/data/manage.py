@@ -16,8 +16,8 @@ from pathlib import Path
 
 from trainer.streams import UTF8_ENV
 
-from ..i18n import in_language, t
-from ..numbers import bytes_text, count_text
+from ..base.i18n import in_language, t
+from ..base.numbers import bytes_text, count_text
 from .library import Dataset, Library, LibraryError, dataset_files, valid_constellation_name
 from .progress import (
     PROGRESS_ENV,
@@ -169,7 +169,7 @@ def cli_env() -> dict[str, str]:
     JSON progress, the window's language (a language set in this process is not in the
     child's settings), and UTF-8 streams (on Windows a pipe is otherwise the ANSI code page,
     and the window showed mojibake or died on «₽»)."""
-    from ..i18n import current_language
+    from ..base.i18n import current_language
 
     return {PROGRESS_ENV: "json", "TERNIT_LANG": current_language(), **UTF8_ENV}
 

@@ -32,9 +32,9 @@ from typing import Any
 
 import psutil
 
-from .. import paths
-from ..atomic import fsync_dir, fsync_file
-from ..i18n import said, t
+from ..base import paths
+from ..base.atomic import fsync_dir, fsync_file
+from ..base.i18n import said, t
 from .encode import (
     EOT,
     MAX_VAL_FRACTION,

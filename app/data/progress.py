@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TextIO
 
-from ..i18n import Said, t
-from ..numbers import count_text
+from ..base.i18n import Said, t
+from ..base.numbers import count_text
 
 
 @dataclass(frozen=True)

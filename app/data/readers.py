@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from ..i18n import t
+from ..base.i18n import t
 
 UNIT_CHARS = 16_384  # a unit closes at the first paragraph break after this many characters
 HARD_UNIT_CHARS = 4 * UNIT_CHARS  # ... or at a line break after this many, whatever comes

@@ -13,8 +13,8 @@ import sys
 import threading
 import time
 
-from app.cli_args import Parser
-from app.i18n import t
+from app.base.cli_args import Parser
+from app.base.i18n import t
 
 from . import present
 from .sampler import Sampler

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import atomic
+from ..base import atomic
 from .samples import (
     TRAINER_MEM_NOT_LISTED,
     TRAINER_MEM_NOT_REPORTED,
@@ -178,7 +178,7 @@ class HeatGuard:
 def status_text(guard: HeatGuard | None, status: GuardStatus | None,
                 lang: str | None = None) -> str:
     """The heat guard's line in the monitor panel."""
-    from app.i18n import t
+    from app.base.i18n import t
 
     if guard is None:
         return t("Защита от перегрева выключена", "Heat guard is off", lang)
@@ -204,7 +204,7 @@ def pause_note(run_dir: Path | str, lang: str | None = None) -> str:
     """What the run's banner says while RUN_DIR/PAUSE holds the trainer: empty when it does
     not. Read from the file itself, so it is true whoever wrote it (the guard, the user, a
     guard of a window that is gone) and whichever tab is in front."""
-    from app.i18n import t
+    from app.base.i18n import t
 
     path = Path(run_dir) / PAUSE_FILE
     if not path.exists():
@@ -224,7 +224,7 @@ def pause_notice(guard: HeatGuard, status: GuardStatus | None,
                  lang: str | None = None) -> tuple[str, str]:
     """The tray message (title, text) when the guard pauses a run: the user may be looking
     at another tab, or another program."""
-    from app.i18n import t
+    from app.base.i18n import t
 
     hot = f"{status.hottest_c:.0f} °C" if status is not None and status.hottest_c is not None \
         else f"≥ {guard.threshold_c:.0f} °C"
@@ -239,7 +239,7 @@ def pause_notice(guard: HeatGuard, status: GuardStatus | None,
 
 
 def resumed_text(lang: str | None = None) -> str:
-    from app.i18n import t
+    from app.base.i18n import t
 
     return t("Защита от перегрева сняла паузу: обучение продолжается",
              "The heat guard lifted its pause: training goes on", lang)

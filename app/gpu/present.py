@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.i18n import t
+from app.base.i18n import t
 
 from .samples import (
     ERROR,

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
-from app import paths
+from app.base import paths
 
 from .heat_guard import write_atomic
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..i18n import t
+from ..base.i18n import t
 from .backoff import Backoff
 from .client import AccountClient
 from .credentials import Credential, CredentialStore, read_kaggle_json

@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
-from ..i18n import t
+from ..base.i18n import t
 from .errors import AuthError, KaggleError, NetworkDown, NotFound, Transient
 
 T = TypeVar("T")

@@ -9,8 +9,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from .. import run_status as st
-from ..i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 from . import datasets
 from .accounts import key_status_text
 from .errors import AuthError, KaggleError, NetworkDown, Transient

@@ -16,8 +16,8 @@ import json
 import sys
 from datetime import datetime
 
-from ..cli_args import Parser
-from ..i18n import t
+from ..base.cli_args import Parser
+from ..base.i18n import t
 from .accounts import Accounts, AccountView, key_status_text
 from .credentials import Credential, CredentialsError, check, global_token_warning
 from .quota import hours, refresh_text

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from ..i18n import t
+from ..base.i18n import t
 from .backoff import Backoff
 from .credentials import Credential, global_token_warning
 from .errors import GlobalTokenSet, KaggleError, NotFound, PushRefused, UploadFailed

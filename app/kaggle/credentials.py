@@ -14,8 +14,8 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import atomic, paths
-from ..i18n import t
+from ..base import atomic, paths
+from ..base.i18n import t
 
 FILE_NAME = "kaggle_credentials.json"
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")

@@ -31,9 +31,9 @@ from typing import Any
 
 from trainer.config import lean_mode
 
-from .. import paths
-from ..i18n import t
-from ..numbers import decimal_text
+from ..base import paths
+from ..base.i18n import t
+from ..base.numbers import decimal_text
 from .client import AccountClient
 from .errors import KaggleError, UploadFailed
 from .store import KaggleStore, combine

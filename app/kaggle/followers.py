@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import run_status as st
-from ..i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 
 log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..i18n import t
+from ..base.i18n import t
 from . import settings as kaggle_settings
 from .accounts import Accounts, AccountView, key_status_text
 from .datasets import cached_lean_wheel, code_bundle, data_hash_cached, needs_wheel, wheel_cache_dir

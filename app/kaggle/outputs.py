@@ -15,10 +15,10 @@ from typing import Any
 
 from trainer.checkpoint_index import file_sha256, find_damage, hash_path, is_checkpoint, is_dcp
 
-from .. import run_status as st
-from ..atomic import fsync_file
-from ..atomic import write_text as atomic_write_text
-from ..i18n import t
+from ..base import run_status as st
+from ..base.atomic import fsync_file
+from ..base.atomic import write_text as atomic_write_text
+from ..base.i18n import t
 from . import follow
 from .chain import leg_allotment
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..i18n import t
+from ..base.i18n import t
 from .quota import hours, refresh_text
 
 

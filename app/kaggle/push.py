@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import run_status as st
-from ..i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 from . import datasets, kernel
 from .chain import run_limit_min
 from .client import AccountClient

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from ..i18n import t
+from ..base.i18n import t
 
 
 @dataclass(frozen=True)

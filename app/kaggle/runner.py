@@ -31,8 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from .. import run_status as st
-from ..i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 from . import followers
 from . import settings as kaggle_settings
 from .accounts import Accounts

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from .. import settings as lab_settings
+from ..base import settings as lab_settings
 
 DEFAULT_MARGIN_MIN = 15.0  # session set-up, the final checkpoint and the upload of outputs
 DEFAULT_POLL_S = 15.0

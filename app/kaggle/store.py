@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..state import State, open_state
+from ..base.state import State, open_state
 from .quota import Quota
 
 ACCOUNT_OK, ACCOUNT_INVALID, ACCOUNT_UNKNOWN, ACCOUNT_UNREACHABLE = "ok", "invalid", "unknown", "unreachable"

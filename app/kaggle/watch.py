@@ -13,8 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .. import run_status as st
-from ..i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 from . import follow
 from .client import AccountClient
 from .errors import GlobalTokenSet, KaggleError, NetworkDown, Transient

@@ -50,14 +50,13 @@ API overview (names are stable):
     export.export_checkpoint(ckpt, out) -> ExportResult  (runs `python -m trainer.export`)
     process.plan_launch(run_dir, gpu) -> LaunchPlan (argv, env, processes, device, note)
 
-Statuses: app.runs.status, i.e. app/run_status.py (STATUSES, ENDED, ACTIVE, label()). Run folders:
+Statuses: app/base/run_status.py (STATUSES, ENDED, ACTIVE, label()). Run folders:
 runs_dir()/<YYYYmmdd-HHMM-name>/ run.json, events.jsonl, trainer.log, checkpoints/, outputs/.
 Kaggle runs: see app/runs/kaggle_bridge.py for the functions app.kaggle.runner provides.
 """
 
 from __future__ import annotations
 
-from .. import run_status as status  # app.runs.status: the statuses live in app/run_status.py
 from .continuing import ContinueCheck, ContinueError
 from .events import EventTail, iter_events, read_events
 from .failure import Failure
@@ -69,5 +68,5 @@ from .series import LossSeries, Marker
 __all__ = [
     "ContinueCheck", "ContinueError", "EventTail", "Failure", "HistoryRow", "LossSeries", "Marker",
     "Registry", "RunEnded", "RunError", "RunManager", "RunNotFound", "RunRecord", "RunUpdate",
-    "iter_events", "read_events", "status",
+    "iter_events", "read_events",
 ]

@@ -25,7 +25,7 @@ from trainer.checkpoint_index import (
     read_pointer,
 )
 
-from ..i18n import t
+from ..base.i18n import t
 
 __all__ = ["Checked", "checkpoint_step", "damage", "intact_checkpoint", "is_checkpoint",
            "checkpoint_steps", "latest_checkpoint", "usable_checkpoint"]

@@ -21,14 +21,14 @@ import sys
 import time
 from typing import Any
 
-from .. import run_status as st
-from ..cli_args import Parser
+from ..base import run_status as st
+from ..base.cli_args import Parser
+from ..base.i18n import t
+from ..base.numbers import count_text, int_text
+from ..base.state import StateError
 from ..data.for_run import fill_data
 from ..data.library import LibraryError
 from ..data.progress import progress_for_cli
-from ..i18n import t
-from ..numbers import count_text, int_text
-from ..state import StateError
 from .continuing import ContinueError
 from .events import Event
 from .live import LiveFollower, LiveProgress

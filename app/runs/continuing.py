@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..i18n import t
+from ..base.i18n import t
 from .checkpoints import checkpoint_step, checkpoint_steps, intact_checkpoint, usable_checkpoint
 from .events import read_events
 from .files import folder_gone

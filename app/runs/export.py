@@ -12,10 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..i18n import t
-from ..numbers import int_text
+from ..base.children import child_env
+from ..base.i18n import t
+from ..base.numbers import int_text
 from .checkpoints import Checked, intact_checkpoint, is_checkpoint, latest_checkpoint
-from .process import child_env
 
 
 @dataclass

@@ -14,9 +14,9 @@ from typing import Any
 
 from trainer.config import smaller_batch
 
-from ..fields import economical_level, economical_step_up
-from ..i18n import t
-from ..numbers import plural_ru
+from ..base.i18n import t
+from ..base.memory_saving import economical_level, economical_step_up
+from ..base.numbers import plural_ru
 from .events import Event
 
 VANISHED = "vanished"  # no `end` event and no process: killed, or the PC went down

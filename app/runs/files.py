@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .. import atomic
+from ..base import atomic
 
 RUN_JSON = "run.json"
 EVENTS = "events.jsonl"
@@ -64,7 +64,7 @@ def new_run_id(name: str, runs_root: Path, now: float | None = None) -> str:
 
 def folder_gone(folder: Path | str) -> str | None:
     """What to say when a run's folder was deleted or moved by hand (None while it is there)."""
-    from ..i18n import t
+    from ..base.i18n import t
 
     if Path(folder).is_dir():
         return None

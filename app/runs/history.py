@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from .. import run_status as st
-from ..i18n import current_language, t
+from ..base import run_status as st
+from ..base.i18n import current_language, t
 from .checkpoints import latest_checkpoint, usable_checkpoint
 from .failure import shown_message
 from .registry import Registry, RunRecord

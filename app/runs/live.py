@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..i18n import t
-from ..numbers import decimal_mark, duration_text, int_text
+from ..base.i18n import t
+from ..base.numbers import decimal_mark, duration_text, int_text
 from .events import EventTail
 
 RECENT_STEPS = 50  # the speed is the last steps' (a run's first steps are slow warm-up)

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import paths
-from .. import run_status as st
-from ..i18n import t
+from ..base import paths
+from ..base import run_status as st
+from ..base.i18n import t
 from . import kaggle_bridge
 from . import process as proc
 from .checkpoints import usable_checkpoint

@@ -76,7 +76,7 @@ def to_csv(rows: list[dict[str, Any]]) -> str:
 
 def write_csv(rows: list[dict[str, Any]], path: Path | str) -> None:
     """Written whole or not at all (a temporary file renamed over `path`)."""
-    from ..atomic import write_text
+    from ..base.atomic import write_text
 
     write_text(Path(path), to_csv(rows))
 
@@ -84,8 +84,8 @@ def write_csv(rows: list[dict[str, Any]], path: Path | str) -> None:
 def save_metrics(registry: Registry, run_id: str, path: Path | str, with_parents: bool = True) -> tuple[bool, str]:
     """Write the run's table to `path` (CSV): (whether it was written, the line to show,
     in the interface language). The CLI's --out and the history's «Метрики в CSV…»."""
-    from ..i18n import t
-    from ..numbers import plural_ru
+    from ..base.i18n import t
+    from ..base.numbers import plural_ru
 
     rows = run_metrics(registry, run_id, with_parents)
     try:

@@ -9,7 +9,6 @@ events.jsonl and the pid kept in the registry.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 import signal
@@ -21,9 +20,8 @@ from pathlib import Path
 
 import psutil
 
-from trainer.streams import UTF8_ENV
-
-from ..i18n import t
+from ..base.children import child_env
+from ..base.i18n import t
 from .files import LOG
 
 log = logging.getLogger(__name__)
@@ -121,29 +119,6 @@ def plan_launch(
     else:
         argv = [python, "-m", "trainer", *trainer_args]
     return LaunchPlan(argv, env, count, device, note)
-
-
-def _trainer_root() -> str | None:
-    """The folder that holds the `trainer` package (so the child finds it from any cwd)."""
-    spec = importlib.util.find_spec("trainer")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return str(Path(next(iter(spec.submodule_search_locations))).resolve().parent)
-
-
-def child_env(changes: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment of every Python child the lab starts (trainer, checks, samplers,
-    exports, data commands): this one's, the trainer importable from any folder, its lines
-    unbuffered and its standard streams in UTF-8 (trainer/streams.py: on Windows a pipe or a
-    file is otherwise the ANSI code page, which dies on «₽»). `changes` go on top."""
-    env = dict(os.environ)
-    root = _trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    env.update(UTF8_ENV)
-    env.update(changes or {})
-    return env
 
 
 def config_problem(run_json: Path, python: str | None = None) -> str | None:

@@ -20,11 +20,11 @@ from typing import Any
 
 import psutil
 
-from .. import paths
-from .. import run_status as st
-from ..i18n import t
-from ..run_status import RunNotFound
-from ..state import State, open_state, unavailable
+from ..base import paths
+from ..base import run_status as st
+from ..base.i18n import t
+from ..base.run_status import RunNotFound
+from ..base.state import State, open_state, unavailable
 from .events import Event, EventTail, is_step_line, parse_lines, read_events
 from .files import (
     CHECKPOINTS,

@@ -1,5 +1,5 @@
 """`ternit run start`'s flags for the form's fields, made from the one field table
-(app/fields.py), so the command line and the window can never offer different settings.
+(app/form/fields.py), so the command line and the window can never offer different settings.
 
 Every field that has a place in run.json (`FieldSpec.path`) gets a flag named after it
 (`--batch-per-card`, plus the spec's shorter `flags`, `--batch`); its help is the field's
@@ -15,9 +15,9 @@ import argparse
 import copy
 from typing import Any
 
-from .. import fields as F
-from ..i18n import t
-from ..numbers import parse_number
+from ..base.i18n import t
+from ..base.numbers import parse_number
+from ..form import fields as F
 
 
 def flag_fields() -> list[F.FieldSpec]:
@@ -51,7 +51,7 @@ def add_field_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _whole(text: str) -> int:
-    # the form's one rule (app/numbers.py): «20 000», "20,000" in English
+    # the form's one rule (app/base/numbers.py): «20 000», "20,000" in English
     return int(parse_number(text, "int"))
 
 
@@ -61,7 +61,7 @@ def _real(text: str) -> float:
 
 
 # argparse names the type in its refusal from __name__ ("invalid int value: 'x'"), which
-# app/cli_args.py translates; a ValueError from parse_number is such a refusal.
+# app/base/cli_args.py translates; a ValueError from parse_number is such a refusal.
 _whole.__name__, _real.__name__ = "int", "float"
 
 

@@ -4,8 +4,8 @@ that fits when the chosen one does not), data and passes."""
 
 from __future__ import annotations
 
-from ..fields import LEAN_STATE_OPTIONS, economical_step_up
-from ..numbers import count_text, decimal_text, duration_text, int_text, mb_text, plural_ru
+from ..base.memory_saving import LEAN_STATE_OPTIONS, economical_step_up
+from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text, plural_ru
 from .combos import SHARDED, Combination
 from .gpus import GpuFacts
 from .result import Advice, Estimate

@@ -17,14 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli_args import Parser
+from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
+
+from ..base.cli_args import Parser
+from ..base.i18n import current_language, t
+from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text
 from ..data.library import LibraryError
-from ..i18n import current_language, t
-from ..numbers import count_text, decimal_text, duration_text, int_text, mb_text
 from .estimate import estimate
 from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events
-from .memory import ECONOMICAL
 from .plateau import plateau
 from .result import Estimate
 from .state import LEAN_STATES

@@ -24,10 +24,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
 from trainer.config import sharding_refusal
 
-from ..fields import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
-from .memory import ECONOMICAL
+from ..base.memory_saving import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
 from .state import LEAN_STATES, steps_in_backward
 
 LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread

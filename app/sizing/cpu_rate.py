@@ -37,7 +37,7 @@ _running: subprocess.Popen | None = None
 
 
 def rate_path() -> Path:
-    from ..paths import state_db_path
+    from ..base.paths import state_db_path
 
     return state_db_path().parent / FILE
 
@@ -74,7 +74,7 @@ def command(out: Path, shape: Shape = PROBE_SHAPE, steps: int = PROBE_STEPS) -> 
 
 
 def _env() -> dict[str, str]:
-    from ..runs.process import child_env
+    from ..base.children import child_env
 
     return child_env({"CUDA_VISIBLE_DEVICES": ""})  # the CPU's rate, whatever cards there are
 

@@ -9,14 +9,15 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from ..i18n import current_language
+from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
+
+from ..base.i18n import current_language
 from .advice import advice
 from .combos import Combination, combinations, extra_step_seconds
 from .formulas import Shape, flops_per_token, param_count
 from .formulas import tokens_per_step as micro_step_tokens
 from .gpus import GPUS, GpuFacts, cpu_threads, local_card, ram_mb
 from .memory import (
-    ECONOMICAL,
     Memory,
     MiB,
     cublas_workspace_bytes,

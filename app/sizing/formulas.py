@@ -23,8 +23,8 @@ from dataclasses import dataclass
 
 from trainer.config import heads_divide, heads_that_work, weight_count
 
-from ..i18n import t
-from ..numbers import format_value
+from ..base.i18n import t
+from ..base.numbers import format_value
 
 # Token ids are stored as uint16 (the prepared data's train.bin/val.bin): ids 0…65535.
 MAX_VOCAB = 65536

@@ -95,7 +95,7 @@ def measured_runs(root: str | Path | None = None, probe: bool = True) -> list[di
     """Every run under `root` (default: the lab's runs folder) that has timed steps, and
     (with `probe`) the CPU's short rate measurement when the lab has made one."""
     if root is None:
-        from ..paths import runs_dir
+        from ..base.paths import runs_dir
 
         root = runs_dir()
     out = []

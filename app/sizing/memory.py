@@ -43,8 +43,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# The levels and their one reader are run.json's contract; app.sizing imports them from here.
-from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL  # noqa: F401
+# The levels and their one reader are run.json's contract (trainer.config).
 from trainer.config import economical_level
 
 from .formulas import Shape, param_count

@@ -20,8 +20,8 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from ..i18n import current_language
-from ..numbers import count_text, decimal_text
+from ..base.i18n import current_language
+from ..base.numbers import count_text, decimal_text
 
 # Two-sided 95 % Student t quantiles by degrees of freedom (1…30); 1.96 beyond.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,

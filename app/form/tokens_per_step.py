@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from trainer.config import nearest_valid
 
-from .i18n import t
-from .numbers import int_text
+from ..base.i18n import t
+from ..base.numbers import int_text
 
 
 def micro_steps(tokens_per_step: int, cards: int, batch: int, context: int) -> int | None:

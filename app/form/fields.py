@@ -4,7 +4,7 @@ Each FieldSpec says where the value lives in run.json, its label and tooltip in 
 English (the facts come from the lab's field guide, shared/GUIDE.md, in the lab's own
 words), its range, default and unit, and whether it is locked when a run continues from a
 checkpoint (the checkpoint's weights fix the architecture). The window builds its widgets
-from this table; app/form.py validates against it. Tooltips carry a `{default}` slot that
+from this table; app/form/run_form.py validates against it. Tooltips carry a `{default}` slot that
 is filled with the current default, so the text and the number can never disagree.
 """
 
@@ -16,23 +16,20 @@ from typing import Any
 
 import trainer.config as contract
 
-from .field_options import (  # noqa: F401 - the form's callers read them here
+from ..base.i18n import current_language
+from ..base.memory_saving import (
     _ECONOMICAL_NOT_MEASURED,
-    ECONOMICAL_LEVELS,
     ECONOMICAL_OPTION_TOOLTIPS,
     ECONOMICAL_OPTIONS,
     LEAN_STATE_OPTION_TOOLTIPS,
     LEAN_STATE_OPTIONS,
-    LEAN_STATES,
     economical_level,
     economical_run_value,
-    economical_step_up,
     lean_state_level,
     lean_state_run_value,
 )
-from .field_texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
-from .i18n import current_language
-from .numbers import format_value
+from ..base.numbers import format_value
+from .texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .tooltips import wrap_tip
 
 # The last line of every field's tooltip: where the whole story is (ui/help_page.py).
@@ -97,7 +94,7 @@ class FieldSpec:
 
     def tooltip_text(self, lang: str | None = None, default: Any = None) -> str:
         """The tooltip with the current default filled in (a fixed option by its label),
-        wrapped by the one tooltip rule (app.tooltips), its last line saying where the
+        wrapped by the one tooltip rule (app.form.tooltips), its last line saying where the
         field's help page is."""
         lang = lang or current_language()
         return wrap_tip(self.tooltip_body(lang, default) + "\n" + HELP_HINT[lang])
@@ -511,7 +508,7 @@ FIELDS: tuple[FieldSpec, ...] = (
             "«How to choose a size» names the combination\nthat fits. Default: {default}.",
         },
     ),
-    *(FieldSpec(**kw) for kw in ADVANCED_FIELDS),  # «Дополнительно» (app/field_texts.py)
+    *(FieldSpec(**kw) for kw in ADVANCED_FIELDS),  # «Дополнительно» (app/form/texts.py)
     FieldSpec(
         name="tokens_per_step",
         section="advanced",

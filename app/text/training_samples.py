@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .colors import colors as colour_table
-from .i18n import t
-from .numbers import int_text, plural_ru
-from .runs.events import EventTail, parse_lines
+from ..base.i18n import t
+from ..base.numbers import int_text, plural_ru
+from ..runs.events import EventTail, parse_lines
+from ..window.colors import colors as colour_table
 
 CHUNK = 1 << 22
 _WANTED = (b'"event":"sample"', b'"event": "sample"', b'"event":"start"', b'"event": "start"')
@@ -124,7 +124,7 @@ def chain_of(registry: Any, run_id: str) -> list[tuple[str, Path]]:
 # ---- the list as the tab shows it -----------------------------------------------------
 
 def prompt_style(colors: dict) -> str:
-    """A prompt's tint in `colors` (app.colors' table for the window's palette)."""
+    """A prompt's tint in `colors` (app.window.colors' table for the window's palette)."""
     return f"background-color:{colors['prompt_bg']}; color:{colors['prompt_fg']};"
 
 
@@ -142,7 +142,7 @@ def samples_html(samples: list[Sample], run_names: dict[str, str] | None = None,
                  colors: dict | None = None) -> str:
     """The list as rich text: a heading per step (newest first), each prompt on a tinted
     ground followed by the model's continuation, spaces and line breaks kept; in `colors`
-    (app.colors' table; the light one by default)."""
+    (app.window.colors' table; the light one by default)."""
     names = run_names or {}
     colors = colors or colour_table(False)
     head, prompt = f"color:{colors['muted']}; margin-top:8px;", prompt_style(colors)

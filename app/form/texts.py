@@ -1,8 +1,8 @@
-"""Texts and specs of the run form's fields kept apart from the table in app/fields.py
+"""Texts and specs of the run form's fields kept apart from the table in app/form/fields.py
 (which makes its FieldSpecs from them): the «Дополнительно» section's fields — the
 trainer's own knobs, folded by default, with trainer.config.TrainingConfig's defaults
 (tests/test_fields.py holds them equal) — and the longer help pages («Подробнее»). Plain
-data, no imports of the lab: app/fields.py turns each dict into a FieldSpec.
+data, no imports of the lab: app/form/fields.py turns each dict into a FieldSpec.
 """
 
 from __future__ import annotations

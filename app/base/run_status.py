@@ -2,7 +2,7 @@
 history's "no such run". The words app.runs (the history) and app.kaggle (which writes
 Kaggle legs into it) share: a leaf module, so that neither package imports the other's
 insides (app.runs reaches the Kaggle runner only lazily, by name; app/runs/kaggle_bridge.py).
-`app.runs.status` is this module."""
+`app.base.run_status` is this module."""
 
 from __future__ import annotations
 

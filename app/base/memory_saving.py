@@ -1,7 +1,7 @@
 """The «Экономный режим» choices: the activation levels and the lean training state, what
 each option says and costs, and how run.json writes them (trainer.config's words).
 
-The form's field table (app/fields.py) uses these for its two fields; the sizing's advice
+The form's field table (app/form/fields.py) uses these for its two fields; the sizing's advice
 names a level through `economical_step_up`.
 """
 
@@ -11,7 +11,7 @@ from typing import Any
 
 import trainer.config as contract
 
-from .i18n import current_language
+from ..base.i18n import current_language
 
 # The economical mode's levels (trainer/economical.py; trainer.config accepts false, true,
 # "off", "selective" and "full"). One level cannot serve both a card with memory to spare

@@ -1,8 +1,8 @@
 """The lab's settings file, settings.json in the config folder: read and written here only.
 
-Its keys and who checks them: "language" (app.i18n), "ask_on_close" (closing the window
-while a run trains asks what to do), "window" (app.window_layout), "form"
-(app.form_memory), "kaggle_margin_min" and "kaggle_poll_s" (app.kaggle.settings). A
+Its keys and who checks them: "language" (app.base.i18n), "ask_on_close" (closing the window
+while a run trains asks what to do), "window" (app.window.layout), "form"
+(app.form.remembered), "kaggle_margin_min" and "kaggle_poll_s" (app.kaggle.settings). A
 missing, damaged or hand-edited file that is not a JSON object reads as {}: every key at
 its default, never a crash. Writes are atomic and keep the keys they do not change.
 (The GPU monitor's settings are a file of their own, app.gpu.settings.)

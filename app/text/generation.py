@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .i18n import t
-from .numbers import decimal_text, int_text
-from .runs.checkpoints import is_checkpoint, usable_checkpoint
-from .runs.process import child_env  # the window's QProcess starts the child with it too
+from ..base.children import child_env  # the window's QProcess starts the child with it too
+from ..base.i18n import t
+from ..base.numbers import decimal_text, int_text
+from ..runs.checkpoints import is_checkpoint, usable_checkpoint
 
 EXIT_INPUT = 2
 
@@ -105,7 +105,7 @@ def resolve(spec: str) -> Target:
     path = Path(spec)
     if is_checkpoint(path):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return Target(path, None)
-    from .runs import Registry, RunNotFound
+    from ..runs import Registry, RunNotFound
 
     reg = Registry()
     try:

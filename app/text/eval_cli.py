@@ -8,7 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_args import Parser
+from ..base.cli_args import Parser
+from ..base.i18n import t
 from .generation import (
     GenerationError,
     error_text,
@@ -22,7 +23,6 @@ from .generation import (
     stop,
     target_help,
 )
-from .i18n import t
 
 
 def parser() -> argparse.ArgumentParser:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..base.i18n import current_language, t
+from ..base.numbers import count_text, decimal_mark, decimal_text, duration_text
+from ..sizing.advice import fix_phrase
+from ..sizing.result import Estimate
 from .fields import format_value
-from .i18n import current_language, t
-from .numbers import count_text, decimal_mark, decimal_text, duration_text
-from .sizing.advice import fix_phrase
-from .sizing.result import Estimate
 
 
 @dataclass(frozen=True)

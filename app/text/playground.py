@@ -1,6 +1,6 @@
 """The «Текст» tab's playground and evaluation: what to start, and what its lines mean.
 
-The model runs in the child `python -m trainer.sample` (app.generation builds its command
+The model runs in the child `python -m trainer.sample` (app.text.generation builds its command
 line and reads its JSON lines; the window never imports torch). This module decides which
 checkpoint a chain of runs offers, checks the user's numbers, gives the argv and the
 prompt for the child, and turns the bytes the child writes into the text shown so far and
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..base.i18n import t
+from ..base.numbers import int_text
 from . import generation as gen
 from .generation import GenerationError, Settings, Target
-from .i18n import t
-from .numbers import int_text
 
 # The playground's controls: (lowest, highest, default). Length up to what one click
 # sensibly waits for on a CPU; temperature to 2 (beyond, text is noise); top-k 0 = all.

@@ -23,17 +23,17 @@ GROUPS: dict[str, tuple[str, str, str]] = {
     "monitor": ("app.gpu.cli", "память, температура и загрузка видеокарты (NVML)",
                 "GPU memory, temperature and load (NVML)"),
     "kaggle": ("app.kaggle.cli", "аккаунты Kaggle, квота и ядра", "Kaggle accounts, quota and kernels"),
-    "bench": ("app.bench_cli", "замеры (экономный режим, подготовка данных и др.)",
+    "bench": ("app.cli.bench", "замеры (экономный режим, подготовка данных и др.)",
               "benchmarks (economical mode, data preparation)"),
-    "sample": ("app.sample_cli", "текст от чекпоинта прогона", "text from a run's checkpoint"),
-    "eval": ("app.eval_cli", "потери и бит на байт чекпоинта на файле", "loss and bits per byte of a checkpoint on a file"),
-    "export": ("app.export_cli", "веса чекпоинта в файл safetensors",
+    "sample": ("app.text.sample_cli", "текст от чекпоинта прогона", "text from a run's checkpoint"),
+    "eval": ("app.text.eval_cli", "потери и бит на байт чекпоинта на файле", "loss and bits per byte of a checkpoint on a file"),
+    "export": ("app.runs.export_cli", "веса чекпоинта в файл safetensors",
                "export a checkpoint's weights as safetensors"),
 }
 
 
 def usage() -> str:
-    from .i18n import t
+    from ..base.i18n import t
 
     lines = [t("использование: ternit КОМАНДА [АРГУМЕНТЫ...]", "usage: ternit COMMAND [ARGS...]"), "",
              t("команды:", "commands:")]
@@ -61,12 +61,12 @@ def _main(argv: list[str] | None) -> int:
         return 0
     name, rest = argv[0], argv[1:]
     if name not in GROUPS:
-        from .i18n import t
+        from ..base.i18n import t
 
         print(t(f"ternit: нет команды {name!r}", f"ternit: unknown command {name!r}") + f"\n\n{usage()}",
               file=sys.stderr)
         return 2
-    from . import logs
+    from ..base import logs
 
     logs.setup()  # what a broad except swallows goes to the lab's log file (README: Logs)
     module = importlib.import_module(GROUPS[name][0])

@@ -1,5 +1,5 @@
 """The «Новый прогон» form's checks: what it says about each field, and whether Start can
-go. A mixin of app.form.RunForm (its values, context and estimate), kept apart so that the
+go. A mixin of app.form.run_form.RunForm (its values, context and estimate), kept apart so that the
 form's state and its rules each read as one screen per idea.
 """
 
@@ -10,11 +10,11 @@ from typing import Any
 
 from trainer.config import heads_that_work
 
+from .. import sizing
+from ..base.i18n import current_language, t
+from ..base.numbers import count_text, format_value
 from . import fields as F
-from . import form_sizes as sizes
-from . import sizing
-from .i18n import current_language, t
-from .numbers import count_text, format_value
+from . import sizes
 from .tokens_per_step import problem as tokens_problem
 
 KAGGLE_SESSION_MIN = 720  # Kaggle ends a session after 12 hours
@@ -43,7 +43,7 @@ def gpu_label(key: str, lang: str | None = None) -> str:
 
 
 class FormChecks:
-    """The checks of RunForm (app/form.py), which supplies `values`, `ctx`, `continuing`,
+    """The checks of RunForm (app/form/run_form.py), which supplies `values`, `ctx`, `continuing`,
     `texts` and the estimate."""
 
     values: dict[str, Any]

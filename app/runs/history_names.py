@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from . import run_status as st
-from .i18n import t
+from ..base import run_status as st
+from ..base.i18n import t
 
 
 def base_name(row: Any, lang: str | None = None) -> str:

@@ -6,7 +6,7 @@ import importlib
 import subprocess
 import sys
 
-from .i18n import t
+from ..base.i18n import t
 
 # name -> (kind, target, what it measures in Russian, in English). kind "module": the module
 # imported and called with main(argv); "process": run as `python -m bench.x ARGS` (the

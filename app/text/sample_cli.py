@@ -1,7 +1,7 @@
 """`ternit sample RUN_ID|CHECKPOINT`: a checkpoint continues a text, streamed as it is written.
 
-`ternit eval RUN_ID|CHECKPOINT FILE` (app.eval_cli) shares the child process and the checks
-(app.generation); the model runs in `python -m trainer.sample`, the lab's core never imports torch.
+`ternit eval RUN_ID|CHECKPOINT FILE` (app.text.eval_cli) shares the child process and the checks
+(app.text.generation); the model runs in `python -m trainer.sample`, the lab's core never imports torch.
 """
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import json
 import sys
 from pathlib import Path
 
-from .cli_args import Parser
+from ..base.cli_args import Parser
+from ..base.i18n import t
 from .generation import (
     GenerationError,
     Settings,
@@ -25,7 +26,6 @@ from .generation import (
     stop,
     target_help,
 )
-from .i18n import t
 
 
 def parser() -> argparse.ArgumentParser:

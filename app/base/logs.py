@@ -1,7 +1,7 @@
 """The lab's log file: what a broad `except` swallowed, with its traceback, for a bug report.
 
 Standard `logging`: each module logs to `logging.getLogger(__name__)`; `setup()`, called once
-as the window (ui/main.py) and the CLI (app/cli.py) start, sends records of INFO and above to
+as the window (ui/main.py) and the CLI (app/cli/main.py) start, sends records of INFO and above to
 a rotating file in the lab's data folder (`log_path()`: a few MB, a few old files kept). The
 path is shown in «Справка → О программе» and in the README.
 

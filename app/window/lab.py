@@ -18,19 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import paths
-from .data import manage as data_manage
-from .form import (
-    ActiveRun,
-    ContinueFrom,
-    FormContext,
-    Prepared,
-    RunForm,
-    continue_now,
-    scan_prepared,
-)
-from .i18n import t
-from .runs import (
+from ..base import paths
+from ..base import run_status as st
+from ..base.i18n import t
+from ..base.state import StateError
+from ..data import manage as data_manage
+from ..data.prepared import Prepared, scan_prepared
+from ..form.run_form import ActiveRun, ContinueFrom, FormContext, RunForm, continue_now
+from ..runs import (
     ContinueError,
     Failure,
     HistoryRow,
@@ -40,10 +35,8 @@ from .runs import (
     RunUpdate,
     kaggle_bridge,
 )
-from .runs import status as st
-from .runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
-from .runs.files import folder_gone
-from .state import StateError
+from ..runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
+from ..runs.files import folder_gone
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +86,7 @@ def add_local_gpu(ctx: FormContext) -> None:
     index = first_visible_card()
     if index is None:
         return
-    from .gpu.nvml import OK, Lost, SessionBroken, session
+    from ..gpu.nvml import OK, Lost, SessionBroken, session
 
     nvml = session()
     if nvml.ensure() != OK:
@@ -114,7 +107,7 @@ def add_local_gpu(ctx: FormContext) -> None:
 
 def _add_library(ctx: FormContext) -> None:
     """Constellations from app.data's library (with token counts where known)."""
-    from .data import library
+    from ..data import library
 
     try:
         for c in library.constellation_summaries():
@@ -125,7 +118,7 @@ def _add_library(ctx: FormContext) -> None:
 
 def _add_accounts(ctx: FormContext) -> None:
     """Kaggle accounts with their quota, as the state knows them (no network)."""
-    from .kaggle import accounts_for_form
+    from ..kaggle import accounts_for_form
 
     try:
         ctx.accounts = list(accounts_for_form())
@@ -204,8 +197,8 @@ class Lab:
     def measured(self) -> list[dict[str, Any]]:
         """Speeds and memory measured by earlier runs, for the estimates (slow with a long
         history: the window calls it in a thread)."""
-        from .sizing.cpu_rate import measured_with_probe
-        from .sizing.history import measured_runs
+        from ..sizing.cpu_rate import measured_with_probe
+        from ..sizing.history import measured_runs
 
         # Nothing known of this CPU's speed: measured now, a few steps in a child process
         # (this runs in the window's thread, so the window goes on meanwhile).

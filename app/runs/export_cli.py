@@ -12,8 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from .cli_args import Parser
-from .i18n import t
+from ..base.cli_args import Parser
+from ..base.i18n import t
 
 
 def parser() -> argparse.ArgumentParser:
@@ -47,13 +47,13 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    from .runs.checkpoints import is_checkpoint
-    from .runs.export import export_checkpoint, run_checkpoint
+    from .checkpoints import is_checkpoint
+    from .export import export_checkpoint, run_checkpoint
 
     ckpt = Path(args.checkpoint)
     tokenizer = args.tokenizer
     if not is_checkpoint(ckpt):  # else a run id
-        from .runs import Registry, RunNotFound
+        from . import Registry, RunNotFound
 
         reg = Registry()
         try:
@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
         finally:
             reg.close()
         if tokenizer is None and args.fmt == "hf":
-            from .runs.export import run_tokenizer
+            from .export import run_tokenizer
 
             tokenizer = run_tokenizer(rec.config())
         found = run_checkpoint(rec.folder)

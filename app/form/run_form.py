@@ -16,26 +16,26 @@ from typing import Any
 
 from trainer.config import (
     default,
-    heads_that_work,  # noqa: F401 - the contract's rule; the form's callers import it here
     weight_count,
 )
 
-from . import fields as F
-from . import form_sizes as sizes
-from . import sizing
-from .data.prepared import Prepared, scan_prepared  # noqa: F401 - the form's callers import them here
-from .form_checks import AUTO_MACHINE, KAGGLE_SESSION_MIN, RUNNING, FormChecks, Issue, gpu_label  # noqa: F401 - callers import them here
-from .form_sizes import SizeRow
-from .i18n import current_language, t
-from .kaggle.machine import Account, auto_explanation
-from .numbers import (
+from .. import sizing
+from ..base.i18n import current_language, t
+from ..base.memory_saving import economical_level, lean_state_level
+from ..base.numbers import (
     count_text,
     decimal_text,
     format_value,
     parse_number,
     plural_ru,
 )
-from .sizing.result import Estimate
+from ..data.prepared import Prepared
+from ..kaggle.machine import Account, auto_explanation
+from ..sizing.result import Estimate
+from . import fields as F
+from . import sizes
+from .checks import AUTO_MACHINE, FormChecks, Issue, gpu_label
+from .sizes import SizeRow
 from .tokens_per_step import micro_steps
 
 log = logging.getLogger(__name__)
@@ -374,11 +374,11 @@ class RunForm(FormChecks):
 
     def economical(self) -> str:
         """The chosen economical level: "off", "selective" or "full"."""
-        return F.economical_level(self.values["economical"]) or "off"
+        return economical_level(self.values["economical"]) or "off"
 
     def lean_state(self) -> str:
         """The chosen lean state: "off", "on" or "offload"."""
-        return F.lean_state_level(self.values.get("lean_state")) or "off"
+        return lean_state_level(self.values.get("lean_state")) or "off"
 
     def start_step(self) -> int:
         return self.continuing.step if self.continuing else 0

@@ -6,6 +6,7 @@ and for tests).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 
@@ -44,3 +45,11 @@ def prepared_dir() -> Path:
 
 def state_db_path() -> Path:
     return data_dir() / "state.sqlite"
+
+
+def trainer_root() -> str | None:
+    """The folder that holds the `trainer` package (so a child process finds it from any cwd)."""
+    spec = importlib.util.find_spec("trainer")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(Path(next(iter(spec.submodule_search_locations))).resolve().parent)

@@ -1,10 +1,10 @@
 """What the «Новый прогон» form remembers from one start to the next (settings.json, key
 "form"): the run's name, the ticked constellations, the model's shape, where it runs and
 the training values — the form opens as the user left it, as the window's layout does
-(app.window_layout).
+(app.window.layout).
 
 Plain Python, no Qt. Two checks, like the layout's: what is read back must have the
-field's shape and range (app.fields' table), else that one value is dropped; and what is
+field's shape and range (app.form.fields' table), else that one value is dropped; and what is
 applied must still make sense in today's lab (a constellation, a Kaggle account or a card
 that is gone is ignored, never ticked or chosen blindly). A form continuing a checkpoint is
 not remembered: its values are the checkpoint's.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from ..base.memory_saving import economical_level
 from . import fields as F
 
 KEY = "form"
@@ -72,7 +73,7 @@ def restore(form: Any, values: dict[str, Any]) -> list[str]:
             stale.append("constellations")
         if known:
             form.set("constellations", known)
-    # «Машина» first: choosing one moves «Видеокарта» to what it can have (app.form).
+    # «Машина» first: choosing one moves «Видеокарта» to what it can have (app.form.run_form).
     for name in ("machine", "gpu"):
         if name not in values:
             continue
@@ -103,7 +104,7 @@ def _checked(name: str, value: Any) -> Any:
             return None
         return list(dict.fromkeys(value))
     if name == "economical":
-        return F.economical_level(value) if isinstance(value, (str, bool)) else None
+        return economical_level(value) if isinstance(value, (str, bool)) else None
     if spec.options and value not in spec.options:
         return None
     if isinstance(value, str) and 0 < len(value.strip()) <= MAX_TEXT:

@@ -1,4 +1,4 @@
-"""The lab's state: one SQLite file (app.paths.state_db_path()) with versioned migrations.
+"""The lab's state: one SQLite file (app.base.paths.state_db_path()) with versioned migrations.
 
 Migrations are the files `app/migrations/NNN_name.sql`, applied in number order, each in
 its own transaction together with `PRAGMA user_version` (the highest applied) and a row in
@@ -29,7 +29,7 @@ from typing import Any
 
 from . import paths
 
-MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 BUSY_TIMEOUT_MS = 10_000
 _NAME = re.compile(r"^(\d{3})_[A-Za-z0-9_\-]+\.sql$")
 
