@@ -1,7 +1,7 @@
 """The rooms of the code and what each may import, checked over the source (no imports run).
 
     app/      the lab's core: no Qt, no torch; the trainer only through its torch-free
-              contract (trainer.config), never ui/, bench/ or tests/
+              contract (trainer.config, .checkpoint_index, .streams), never ui/, bench/ or tests/
     ui/       widgets: no torch, no trainer, never bench/ or tests/
     trainer/  what a Kaggle kernel runs: the standard library, torch and numpy only
     bench/    the measuring tools: may use trainer/ and app/, never ui/ or tests/

@@ -10,11 +10,11 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from app import paths
+from app.base import paths
+from app.base.state import open_state
 from app.data.library import Library
 from app.data.prepare import prepare
 from app.data.textgen import documents
-from app.state import open_state
 
 pytestmark = pytest.mark.windows
 

@@ -93,10 +93,10 @@ def test_utf8_stdio_reconfigures_a_redirected_ansi_stream_and_leaves_utf8_alone(
 def test_every_child_the_lab_starts_gets_utf8_streams(monkeypatch):
     """The trainer, its checks, samplers, exports (child_env) and the window's data commands
     (cli_env): PYTHONIOENCODING/PYTHONUTF8 set, whatever the lab's own environment says."""
+    from app.base.children import child_env
     from app.data import manage
-    from app.runs import process
 
     monkeypatch.setenv("PYTHONIOENCODING", "cp1251")
-    for env in (process.child_env(), process.child_env({"CUDA_VISIBLE_DEVICES": ""}), manage.cli_env()):
+    for env in (child_env(), child_env({"CUDA_VISIBLE_DEVICES": ""}), manage.cli_env()):
         assert (env["PYTHONIOENCODING"], env["PYTHONUTF8"]) == ("utf-8", "1")
     assert os.environ["PYTHONIOENCODING"] == "cp1251"  # the lab's own is left as it was
