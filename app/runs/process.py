@@ -111,7 +111,11 @@ def plan_launch(
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         count, device, note = len(ids), "cuda", f"GPU {', '.join(ids)}"
     trainer_args += ["--device", device]
-    if count > 1:
+    if count > 1 and os.name == "nt":
+        # Windows' torch cannot run torchrun (its store wants libuv): the trainer's own rank
+        # launcher (trainer/ranks.py), the cards talking through gloo (trainer/distributed.py).
+        argv = [python, "-m", "trainer.ranks", str(count), *trainer_args]
+    elif count > 1:
         # `-m -- trainer`: without the `--` torchrun's own parser takes the trainer's
         # `--run` for an abbreviation of its `--run-path` and refuses it as ambiguous.
         argv = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={count}",

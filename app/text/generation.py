@@ -208,6 +208,9 @@ def start_text(record: dict[str, Any]) -> str:
     where = t("видеокарта", "GPU") if record.get("device") == "cuda" else t("процессор", "CPU")
     text = t(f"устройство: {where}, чекпоинт шага {int_text(int(record.get('step', 0)))}",
              f"device: {where}, checkpoint of step {int_text(int(record.get('step', 0)))}")
+    if record.get("cpu_because"):  # a card is there, but this torch cannot drive it
+        text += t(f"; на процессоре, а не на видеокарте: {record['cpu_because']}",
+                  f"; on the CPU, not the GPU: {record['cpu_because']}")
     dropped = int(record.get("dropped") or 0)
     if dropped:
         text += t(f"; затравка длиннее контекста: первые {int_text(dropped)} токенов отброшены",
