@@ -1,6 +1,7 @@
 """Kaggle keys: kept only in the lab's own credentials file, owner-only, written atomically.
 
-The file is `config_dir()/kaggle_credentials.json` with mode 0600. It is the one place a
+The file is `config_dir()/kaggle_credentials.json` with mode 0600 (on Windows, where a mode
+means nothing, the user profile's access list guards it: docs/KAGGLE.md). It is the one place a
 key lives: the SQLite state keeps only public details (username, quota, key status), and
 nothing else the lab writes (logs, run folders, kernels, datasets) ever carries a key.
 """

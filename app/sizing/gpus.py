@@ -246,7 +246,16 @@ def small_rows(facts: GpuFacts) -> float:
     return CPU_SMALL_ROWS_PER_THREAD * cpu_threads() if facts.kind == "cpu" else 0.0
 
 
+PF_AVX512F_INSTRUCTIONS_AVAILABLE = 41  # winnt.h; Windows 10 20H1 and later know it
+
+
 def cpu_has_avx512() -> bool:
+    """Whether this CPU has AVX-512F: /proc/cpuinfo's flags on Linux, Windows' own
+    IsProcessorFeaturePresent there (an older Windows answers False: AVX2 is assumed)."""
+    if os.name == "nt":
+        import ctypes
+
+        return bool(ctypes.windll.kernel32.IsProcessorFeaturePresent(PF_AVX512F_INSTRUCTIONS_AVAILABLE))
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
