@@ -20,7 +20,6 @@ from tests import trainer_run as tr
 from trainer import cuda_build
 from trainer.cuda_build import Card, build_for, runs_on, verdict
 
-pytestmark = pytest.mark.windows
 ROOT = Path(__file__).resolve().parent.parent
 
 RTX_5070_TI = "0, GPU-5070ti00-0000-0000-0000-000000000000, NVIDIA GeForce RTX 5070 Ti, 12.0, 576.80"
@@ -48,6 +47,7 @@ def nvidia_smi(tmp_path, monkeypatch):
     return install
 
 
+@pytest.mark.windows
 def test_a_card_runs_on_a_build_with_its_architecture_or_an_older_one_of_its_major():
     assert not runs_on((12, 0), CU126_ARCHS)  # RTX 50 on a CUDA 12.6 build: no code for it
     assert runs_on((12, 0), CU128_ARCHS)
@@ -57,6 +57,7 @@ def test_a_card_runs_on_a_build_with_its_architecture_or_an_older_one_of_its_maj
     assert runs_on((9, 0), ["sm_90a"]) and not runs_on((10, 0), ["sm_90a"])
 
 
+@pytest.mark.windows
 def test_the_set_up_installs_the_build_for_the_newest_card_or_the_cpu_one():
     assert build_for([]) == "cpu"
     assert build_for([Card(0, "RTX 5070 Ti", (12, 0))]) == "cu128"
@@ -66,6 +67,7 @@ def test_the_set_up_installs_the_build_for_the_newest_card_or_the_cpu_one():
     assert build_for([Card(0, "GTX 1060", (6, 1)), Card(1, "RTX 5070 Ti", (12, 0))]) == "cu128"
 
 
+@pytest.mark.windows
 def test_each_problem_is_one_line_saying_what_to_install():
     card = [Card(0, "NVIDIA GeForce RTX 5070 Ti", (12, 0), driver="576.80")]
     cpu = verdict(card, False, [], "2.9.0+cpu", None, python="py")
@@ -80,6 +82,7 @@ def test_each_problem_is_one_line_saying_what_to_install():
     assert all("\n" not in line for line in (cpu, old, driver))
 
 
+@pytest.mark.windows
 def test_cards_are_found_with_nvidia_smi_and_hidden_by_cuda_visible_devices(nvidia_smi, monkeypatch):
     nvidia_smi(RTX_5070_TI, RTX_3050.replace("0, ", "1, ", 1))
     cards = cuda_build.find_cards()
@@ -90,7 +93,8 @@ def test_cards_are_found_with_nvidia_smi_and_hidden_by_cuda_visible_devices(nvid
     assert [c.index for c in cuda_build.visible(cards, {"CUDA_VISIBLE_DEVICES": "GPU-3050"})] == [1]
 
 
-@pytest.mark.parametrize("device", ["cuda", "auto"])
+# The Windows set runs the "cuda" one (the lab's own start on a card); "auto" is the same check.
+@pytest.mark.parametrize("device", [pytest.param("cuda", marks=pytest.mark.windows), "auto"])
 def test_the_trainer_refuses_a_run_on_a_card_its_torch_cannot_drive(device, nvidia_smi, tiny_data, tmp_path):
     """Before, --device cuda said «torch sees no CUDA GPU: use --device cpu» (steering the user
     away from the card) and --device auto trained on the CPU without a word."""
@@ -109,6 +113,7 @@ def test_the_trainer_refuses_a_run_on_a_card_its_torch_cannot_drive(device, nvid
     assert not (run / "checkpoints").exists() and tr.events(run, "step") == []
 
 
+@pytest.mark.windows
 def test_text_generation_on_auto_says_why_it_runs_on_the_cpu(nvidia_smi, tmp_path):
     from app.text.generation import start_text
     from trainer import checkpoint as ckpt
