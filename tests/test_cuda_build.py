@@ -93,8 +93,21 @@ def test_cards_are_found_with_nvidia_smi_and_hidden_by_cuda_visible_devices(nvid
     assert [c.index for c in cuda_build.visible(cards, {"CUDA_VISIBLE_DEVICES": "GPU-3050"})] == [1]
 
 
-# The Windows set runs the "cuda" one (the lab's own start on a card); "auto" is the same check.
-@pytest.mark.parametrize("device", [pytest.param("cuda", marks=pytest.mark.windows), "auto"])
+@pytest.mark.windows
+@pytest.mark.parametrize("device", ["cuda", "auto"])
+def test_pick_device_refuses_a_card_its_torch_cannot_drive(device, nvidia_smi):
+    """The trainer's own choice, in this process (the next test runs the whole trainer)."""
+    from trainer.config import ConfigError
+    from trainer.distributed import World
+    from trainer.train import pick_device
+
+    assert pick_device("cpu", World()).type == "cpu"
+    nvidia_smi(RTX_5070_TI)
+    with pytest.raises(ConfigError, match="RTX 5070 Ti.*--index-url https://download.pytorch.org/whl/cu128"):
+        pick_device(device, World())
+
+
+@pytest.mark.parametrize("device", ["cuda", "auto"])
 def test_the_trainer_refuses_a_run_on_a_card_its_torch_cannot_drive(device, nvidia_smi, tiny_data, tmp_path):
     """Before, --device cuda said «torch sees no CUDA GPU: use --device cpu» (steering the user
     away from the card) and --device auto trained on the CPU without a word."""
@@ -141,7 +154,7 @@ def test_python_m_trainer_cuda_build_says_the_verdict_in_one_line(nvidia_smi):
     done = subprocess.run([sys.executable, "-m", "trainer.cuda_build"], env=env, cwd=ROOT, capture_output=True,
                           encoding="utf-8", timeout=600)
     assert (done.returncode, len(done.stdout.strip().splitlines())) == (0, 1), done.stderr
-    assert "no NVIDIA card: the CPU" in done.stdout
+    assert "no NVIDIA card here, runs train on the CPU" in done.stdout
     nvidia_smi(RTX_5070_TI)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     index = subprocess.run([sys.executable, "-m", "trainer.cuda_build", "--index"], env=env, cwd=ROOT,

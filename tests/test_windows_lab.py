@@ -26,6 +26,7 @@ import pytest
 
 from app.base import paths
 from app.data.textgen import documents
+from app.runs import Registry
 from tests.windows_env import CODE_PAGES, ROOT, code_page_env, ternit
 
 pytestmark = [pytest.mark.windows, pytest.mark.timeout(1800)]
@@ -51,10 +52,13 @@ def run_json(path: Path) -> Path:
     return path
 
 
-def runs(code_page: str | None) -> list[dict]:
-    listed = ternit("run", "list", "--json", code_page=code_page)
-    assert listed.returncode == 0, listed.stderr
-    return json.loads(listed.stdout)
+def newest_run() -> str:
+    """The newest run's id, read from the history in this process (fewer processes under Wine)."""
+    reg = Registry()
+    try:
+        return reg.list_runs()[0].id
+    finally:
+        reg.close()
 
 
 def events(run_dir: Path, kind: str) -> list[dict]:
@@ -85,12 +89,14 @@ def test_russian_files_a_cyrillic_run_stop_continue_sample_and_the_window(code_p
     config = run_json(tmp_path / "проба.json")
     first = ternit("run", "start", "--config", str(config), "--wait", code_page=code_page)
     assert first.returncode == 0, first.stdout + first.stderr
-    a = runs(code_page)[0]
+    listed = ternit("run", "list", "--json", code_page=code_page)  # the history, through a pipe
+    assert listed.returncode == 0, listed.stderr
+    a = json.loads(listed.stdout)[0]
     a_dir = paths.runs_dir() / a["id"]
     log = (a_dir / "trainer.log").read_bytes().decode("utf-8")  # one encoding, UTF-8
     assert NAME in log and PROMPT in log and f"end: reached step {STEPS}" in log
     assert [s["prompt"] for s in events(a_dir, "sample")] == [PROMPT, PROMPT]
-    assert a["name"] == NAME and Path(a["folder"]) == a_dir  # the history, through a pipe
+    assert a["name"] == NAME and Path(a["folder"]) == a_dir
     listed = ternit("run", "list", code_page=code_page)  # its table: the id is the name made folder-safe
     assert listed.returncode == 0 and a["id"] in listed.stdout and "-проба-é" in a["id"], listed.stderr
     want = events(a_dir, "end")[-1]["state_sha256"]
@@ -99,7 +105,7 @@ def test_russian_files_a_cyrillic_run_stop_continue_sample_and_the_window(code_p
     # is surely stopped before its end), then continued to the first run's state, bit for bit.
     second = ternit("run", "start", "--config", str(config), code_page=code_page)
     assert second.returncode == 0, second.stderr
-    b = runs(code_page)[0]
+    b = {"id": newest_run()}
     b_dir = paths.runs_dir() / b["id"]
     assert b["id"] != a["id"]
     (b_dir / "PAUSE").touch()
@@ -113,7 +119,7 @@ def test_russian_files_a_cyrillic_run_stop_continue_sample_and_the_window(code_p
     (b_dir / "PAUSE").unlink()
     resumed = ternit("run", "continue", b["id"], "--wait", code_page=code_page)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    c_dir = paths.runs_dir() / runs(code_page)[0]["id"]
+    c_dir = paths.runs_dir() / newest_run()
     assert events(c_dir, "end")[-1]["state_sha256"] == want
 
     # Text from the first run's checkpoint, and the window with this history.

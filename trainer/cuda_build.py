@@ -206,8 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     cards = find_cards()
-    where = ", ".join(f"{c.name} ({c.sm})" for c in cards) if cards else "no NVIDIA card: the CPU"
-    print(f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'}) drives {where}")
+    build = f"torch {torch.__version__} (CUDA {torch.version.cuda or 'none'})"
+    if cards:
+        print(f"{build} drives the " + ", ".join(f"{c.name} ({c.sm})" for c in cards))
+    else:
+        print(f"{build}: no NVIDIA card here, runs train on the CPU")
     return 0
 
 
