@@ -20,13 +20,21 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
-MIN_PYTHON = (3, 11)
+
+
+def min_python() -> tuple[int, int]:
+    """pyproject.toml's requires-python (read as text: tomllib is newer than some Pythons this
+    must still say "too old" to)."""
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    found = re.search(r'requires-python\s*=\s*">=\s*(\d+)\.(\d+)', text)
+    return (int(found[1]), int(found[2])) if found else (3, 0)
 
 
 def venv_dir() -> Path:
@@ -58,8 +66,9 @@ def pip(py: Path, *args: str) -> None:
 
 def setup() -> Path:
     """Make or update the venv; returns its Python."""
-    if sys.version_info < MIN_PYTHON:
-        raise SystemExit(f"lab: Python {'.'.join(map(str, MIN_PYTHON))} or newer is needed (this is "
+    need = min_python()
+    if sys.version_info < need:
+        raise SystemExit(f"lab: Python {need[0]}.{need[1]} or newer is needed (this is "
                          f"{sys.version.split()[0]}): install it from https://www.python.org/downloads/")
     venv = venv_dir()
     py = venv_python(venv)

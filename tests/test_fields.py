@@ -25,7 +25,7 @@ def test_every_field_has_a_label_and_a_real_tooltip(lang):
 def test_labels_are_the_guides_russian_labels():
     want = {"context": "Контекст n", "width": "Ширина d", "heads": "Головы", "layers": "Слои",
             "gpu": "Видеокарта", "machine": "Машина", "batch_per_card": "Батч на карту",
-            "steps_to": "Шагов до", "limit_min": "Лимит, мин", "economical": "Экономный режим",
+            "steps_to": "Шагов до", "limit_min": "Лимит, мин", "economical": "Пересчёт активаций",
             "constellations": "Созвездия в обучении", "checkpoint": "Продолжить с чекпоинта"}
     for name, label in want.items():
         assert F.spec(name).label["ru"] == label
@@ -77,7 +77,14 @@ def test_economical_is_a_choice_of_three_levels_with_their_labels():
     assert spec.kind == "choice" and spec.path == "training.economical" and not spec.locked_on_continue
     assert spec.option_choices("ru") == [("off", "Выкл"), ("selective", "Выборочный"), ("full", "Полный")]
     assert spec.option_choices("en") == [("off", "Off"), ("selective", "Selective"), ("full", "Full")]
-    assert spec.label["ru"] == "Экономный режим" and spec.label["en"] == "Economical mode"
+    # One name for saving memory (docs/ARCHITECTURE.md): this field is the recompute part of
+    # «Экономный режим», the lean state its other part; neither is called the whole.
+    assert spec.label["ru"] == "Пересчёт активаций" and spec.label["en"] == "Activation recompute"
+    lean = F.spec("lean_state")
+    assert lean.label["ru"] == "Облегчённое состояние" and lean.label["en"] == "Lean state"
+    for field_spec in (spec, lean):
+        assert "«Экономного режима»" in field_spec.tooltip_body("ru")
+        assert "«Economical mode»" in field_spec.tooltip_body("en")
     # The default is named by its label, not by its key.
     assert spec.tooltip_body("ru").endswith("По умолчанию: Выкл.")
     assert spec.tooltip_body("en").endswith("Default: Off.")
@@ -119,8 +126,8 @@ def test_economical_values_in_run_json():
 def test_economical_advice_depends_on_the_level(lang):
     on = MS.economical_step_up("off", lang)
     more = MS.economical_step_up("selective", lang)
-    assert on == ("включите экономный режим" if lang == "ru" else "turn on the economical mode")
-    assert more == ("выберите полный уровень экономного режима" if lang == "ru" else "choose the full economical level")
+    assert on == ("включите пересчёт активаций" if lang == "ru" else "turn on activation recompute")
+    assert more == ("выберите полный пересчёт активаций" if lang == "ru" else "choose the full activation recompute")
     assert MS.economical_step_up("full", lang) == ""  # nothing more to give
     # From off straight to full when only full would help.
     assert ("Полный" if lang == "ru" else "Full") in MS.economical_step_up("off", lang, to="full")

@@ -88,12 +88,29 @@ def test_kaggle_needs_an_account_and_a_limit_under_its_session(ctx):
     form.set("machine", "bob")
     assert any("bob" in b for b in form.start_blockers())
     form.set("machine", "alice")
-    form.set_text("limit_min", "800")
-    assert any("720" in b for b in form.start_blockers())
+    form.set_text("limit_min", "710")  # under the 12-hour session, but no room for the final checkpoint
+    assert any("705 мин" in b for b in form.start_blockers())
+    form.set_text("limit_min", "705")
+    assert form.can_start(), form.start_blockers()
     form.set("machine", "local")  # back home: the GPU choice follows
     assert form.values["gpu"] == "cpu" and form.can_start()
     labels = dict(form.machine_choices())
     assert "20,0" in labels["alice"]  # hours with the Russian decimal comma
+
+
+def test_kaggle_says_the_checkpoint_size_and_refuses_one_its_outputs_cannot_hold(ctx):
+    form = tiny(RunForm(ctx))
+    ctx.accounts = [Account("alice", 20.0)]
+    form.set("gpu", "t4x2")
+    row = next(r for r in form.size_rows() if r.key == "checkpoint")
+    assert row.value.startswith("≈ ") and row.level == "ok" and "3 помещаются в 20,0 ГБ" in row.note
+    for name, value in (("layers", "26"), ("width", "2304"), ("heads", "18"), ("context", "1024")):
+        form.set_text(name, value)  # the lab's 1.67 B-weight model
+    row = next(r for r in form.size_rows() if r.key == "checkpoint")
+    assert row.level == "error" and row.value == "≈ 19,9 ГБ"  # the tiny data's vocabulary of 300
+    assert any("не помещаются даже два" in b for b in form.start_blockers())
+    form.set("machine", "local")  # on this PC nothing is said of Kaggle's outputs
+    assert not any(r.key == "checkpoint" for r in form.size_rows())
 
 
 def test_run_config_is_a_valid_run_json(ctx, tiny_data):
@@ -309,9 +326,9 @@ def test_memory_advice_names_the_next_level_then_the_lean_state(ctx, lang):
     set_language(lang)
     form = RunForm(ctx)
     form.set("gpu", "t4x2")
-    turn_on = "включите экономный режим" if lang == "ru" else "turn on the economical mode"
-    go_full = "выберите полный уровень" if lang == "ru" else "choose the full economical level"
-    lean = "выберите экономное состояние «8 бит»" if lang == "ru" else "choose the lean state «8-bit»"
+    turn_on = "включите пересчёт активаций" if lang == "ru" else "turn on activation recompute"
+    go_full = "выберите полный пересчёт" if lang == "ru" else "choose the full activation recompute"
+    lean = "выберите облегчённое состояние «8 бит»" if lang == "ru" else "choose the lean state «8-bit»"
     for level, want in (("off", turn_on), ("selective", go_full), ("full", lean)):
         form.set("economical", level)
         form.set("batch_per_card", 6)
@@ -351,8 +368,8 @@ def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
         form.set("economical", level)
         texts_by_level[level] = " ".join(i.text for i in form.field_issues("batch_per_card"))
     ru = lang == "ru"
-    assert ("или включите экономный режим" if ru else "or turn on the economical mode") in texts_by_level["off"]
-    assert ("или выберите полный уровень экономного режима" if ru else "or choose the full economical level") in (
+    assert ("или включите пересчёт активаций" if ru else "or turn on activation recompute") in texts_by_level["off"]
+    assert ("или выберите полный пересчёт активаций" if ru else "or choose the full activation recompute") in (
         texts_by_level["selective"])
     assert ("«Полный»" if ru else "«Full»") in texts_by_level["off"]  # selective would not do
     assert texts_by_level["full"] == ""  # the level the advice named: batch 1 fits
@@ -361,13 +378,13 @@ def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_no_economical_advice_when_the_weights_alone_overflow_the_card(ctx, lang):
     # 51 B weights: weights, gradients and AdamW alone are ~800 GB, which no level saves;
-    # Start used to say "or turn on the economical mode" where the panel's advice did not.
+    # Start used to say "or turn on activation recompute" where the panel's advice did not.
     form = batch_1_on_t4x2(ctx, lang, "8192", "64")
     for level in ("off", "selective"):
         form.set("economical", level)
         [text] = [i.text for i in form.field_issues("batch_per_card")]
         assert form.estimate()["economical_fits_at"] is None
-        assert "экономн" not in text and "economical" not in text, text
+        assert "пересчёт" not in text and "recompute" not in text, text
 
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
@@ -380,8 +397,8 @@ def test_a_batch_too_big_names_the_batch_that_fits_and_the_level_that_keeps_it(c
     assert est["fits"] is False and est["economical_fits_at"] == "selective"
     [text] = [i.text for i in form.field_issues("batch_per_card")]
     assert str(est["max_batch"]) in text and text in form.start_blockers()
-    keep = (", или включите экономный режим и оставьте батч" if lang == "ru"
-            else ", or turn on the economical mode and keep the batch")
+    keep = (", или включите пересчёт активаций и оставьте батч" if lang == "ru"
+            else ", or turn on activation recompute and keep the batch")
     assert keep in text, text
     form.set("economical", "selective")  # taking the advice: the same batch now starts
     assert form.field_issues("batch_per_card") == []

@@ -1,13 +1,10 @@
-"""The rooms of the code and what each may import, checked over the source (no imports run).
+"""What each room of the code may import, checked over the source (no imports run).
 
-    app/      the lab's core: no Qt, no torch; the trainer only through its torch-free
-              contract (trainer.config, .checkpoint_index, .streams), never ui/, bench/ or tests/
-    ui/       widgets: no torch, no trainer, never bench/ or tests/
-    trainer/  what a Kaggle kernel runs: the standard library, torch and numpy only
-    bench/    the measuring tools: may use trainer/ and app/, never ui/ or tests/
-and no import cycle between app's parts (app.form, app.kaggle, app.runs, ...), counting
-the imports made inside functions and the modules named by string for importlib.
-docs/ARCHITECTURE.md says the same in prose.
+The rules are the table in docs/ARCHITECTURE.md ("What each room may import"), read here: the
+document and the check cannot disagree, because there is one copy of the rules. The same
+document's table of app's parts is held to the packages that exist, and app's parts may not
+import each other in a cycle (counting the imports made inside functions and the modules
+named by string for importlib).
 """
 
 from __future__ import annotations
@@ -16,30 +13,63 @@ import ast
 import re
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-ROOMS = ("app", "ui", "trainer", "bench")
-QT = ("PySide6", "shiboken6", "pyqtgraph")
-# app/ may read the trainer's run.json contract, its checkpoint naming and hash lists, and
-# the processes' one text encoding (trainer.streams), which are plain Python (a test below:
-# importing them loads no torch).
-TRAINER_CONTRACT = ("trainer.config", "trainer.checkpoint_index", "trainer.streams")
-FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "app": (*QT, "torch", "ui", "bench", "tests"),
-    "ui": ("torch", "trainer", "bench", "tests"),
-    "trainer": ("app", "ui", "bench", "tests"),
-    "bench": ("ui", "tests"),
-}
-TRAINER_THIRD_PARTY = {"torch", "numpy"}
-# `ternit export` runs trainer.export on the user's machine, never in a kernel.
-TRAINER_LOCAL_ONLY = {"trainer.export": {"safetensors"}}
-# Optional libraries a run asks for by name: imported only when run.json turns the feature
-# on, and their absence is one line with exit 2 before training (tests/test_lean.py).
-TRAINER_OPTIONAL = {"trainer.lean": {"bitsandbytes"}}
+ARCHITECTURE = ROOT / "docs" / "ARCHITECTURE.md"
+LAB_ROOMS = ("app", "ui", "trainer", "bench", "tests")
+EVERY_OTHER_LIBRARY = "every other library"
 MODULE_NAME = re.compile(r"^(app|ui|trainer|bench)(\.[A-Za-z_]\w*)+$")
+DOTTED = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One row of the table: what the modules under `who` (less those under `but`) never
+    import, and what they may import after all."""
+
+    who: str
+    but: str | None
+    never: tuple[str, ...]
+    every_other_library: bool
+    allowed: tuple[str, ...]
+
+    def covers(self, module: str) -> bool:
+        return starts_with(module, (self.who,)) and not (self.but and starts_with(module, (self.but,)))
+
+
+def doc_table(name: str, text: str | None = None) -> list[list[str]]:
+    """The rows (cells, header and separator left out) of ARCHITECTURE.md's table between
+    `<!-- NAME: begin -->` and `<!-- NAME: end -->`."""
+    text = ARCHITECTURE.read_text(encoding="utf-8") if text is None else text
+    found = re.search(rf"<!-- {name}: begin -->\n(.*?)<!-- {name}: end -->", text, re.S)
+    assert found, f"docs/ARCHITECTURE.md has no table marked {name}"
+    lines = [ln.strip() for ln in found.group(1).splitlines() if ln.strip().startswith("|")]
+    return [[c.strip() for c in ln.strip("|").split("|")] for ln in lines[2:]]
+
+
+def names_in(cell: str) -> tuple[str, ...]:
+    """The module names written in backquotes in a cell (`trainer.config`), in order."""
+    return tuple(n for n in re.findall(r"`([^`]+)`", cell) if DOTTED.match(n))
+
+
+def parse_rules(text: str | None = None) -> list[Rule]:
+    rules = []
+    for who_cell, never_cell, allowed_cell in doc_table("import-rules", text):
+        who, *rest = names_in(who_cell)
+        rules.append(Rule(who=who, but=rest[0] if " but " in f" {who_cell} " and rest else None,
+                          never=names_in(never_cell), every_other_library=EVERY_OTHER_LIBRARY in never_cell,
+                          allowed=names_in(allowed_cell)))
+    return rules
+
+
+RULES = parse_rules()
+ROOMS = tuple(dict.fromkeys(r.who.split(".")[0] for r in RULES))
+# app/ reads the trainer's torch-free contract: what the table allows app after all.
+TRAINER_CONTRACT = tuple(n for r in RULES if r.who == "app" for n in r.allowed)
 
 
 def module_name(path: Path) -> str:
@@ -90,22 +120,22 @@ def starts_with(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-def room_violations(room: str) -> list[str]:
-    bad = []
-    for path in sources(room):
-        for line, name in imports(path):
-            if starts_with(name, FORBIDDEN[room]):
-                bad.append(f"{path.relative_to(ROOT)}:{line} imports {name}")
-            elif room == "app" and starts_with(name, ("trainer",)) and not starts_with(name, TRAINER_CONTRACT):
-                bad.append(f"{path.relative_to(ROOT)}:{line} imports {name} (app reads only {TRAINER_CONTRACT})")
-            elif room == "trainer":
-                top = name.split(".")[0]
-                allowed = {"trainer", *TRAINER_THIRD_PARTY, *TRAINER_LOCAL_ONLY.get(module_name(path), ()),
-                           *TRAINER_OPTIONAL.get(module_name(path), ())}
-                if top not in allowed and top not in sys.stdlib_module_names:
-                    bad.append(f"{path.relative_to(ROOT)}:{line} imports {name} (a kernel has only "
-                               "the standard library, torch and numpy)")
-    return bad
+def refused(module: str, name: str, rules: list[Rule]) -> bool:
+    """Whether `module` may not import `name` under the table's rules."""
+    mine = [r for r in rules if r.covers(module)]
+    if starts_with(name, tuple(n for r in mine for n in r.allowed)):
+        return False
+    if any(starts_with(name, r.never) for r in mine):
+        return True
+    top = name.split(".")[0]
+    outside = top not in sys.stdlib_module_names and top not in LAB_ROOMS
+    return outside and any(r.every_other_library for r in mine)
+
+
+def room_violations(room: str, rules: list[Rule] | None = None) -> list[str]:
+    rules = RULES if rules is None else rules
+    return [f"{path.relative_to(ROOT)}:{line} imports {name}"
+            for path in sources(room) for line, name in imports(path) if refused(module_name(path), name, rules)]
 
 
 @pytest.mark.parametrize("room", ROOMS)
@@ -121,6 +151,45 @@ def test_the_checker_sees_a_lazy_forbidden_import(tmp_path, monkeypatch):
     (fake_root / "app" / "x.py").write_text("def f():\n    import torch\n    from ..ui import y\n")
     monkeypatch.setattr(sys.modules[__name__], "ROOT", fake_root)
     assert room_violations("app") == ["app/x.py:2 imports torch", "app/x.py:3 imports ui"]
+
+
+def test_the_rules_are_read_from_architecture_md():
+    """The table is the rule: each room has its row, and a row changed in the document is
+    a different check (here: `torch` struck from ui's row is no longer refused)."""
+    assert set(ROOMS) == {"app", "ui", "trainer", "bench"}
+    assert TRAINER_CONTRACT == ("trainer.config", "trainer.checkpoint_index")
+    assert refused("ui.history", "torch.nn", RULES)
+    text = ARCHITECTURE.read_text(encoding="utf-8")
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))
+    looser = parse_rules(text.replace(row, row.replace("`torch`, ", "", 1)))
+    assert not refused("ui.history", "torch.nn", looser)
+
+
+def test_no_view_of_the_window_reaches_back_into_main_window():
+    """The window's helpers (menus, memory, the GPU tab, …) get the objects and callbacks
+    they need: only the program's start (ui.main) imports ui.main_window."""
+    assert refused("ui.window_menu", "ui.main_window", RULES)
+    assert refused("ui.monitor_tab", "ui.main_window.MainWindow", RULES)
+    assert not refused("ui.main", "ui.main_window", RULES)
+
+
+def test_the_trainer_rows_allow_only_their_libraries():
+    assert not refused("trainer.train", "torch.distributed", RULES)
+    assert not refused("trainer.train", "json", RULES)  # the standard library
+    assert refused("trainer.train", "safetensors.torch", RULES)  # "every other library"
+    assert not refused("trainer.export", "safetensors.torch", RULES)
+    assert not refused("trainer.lean", "bitsandbytes", RULES)
+    assert refused("trainer.train", "app.base.paths", RULES)
+    assert refused("app.runs.manager", "trainer.train", RULES)
+    assert not refused("app.runs.manager", "trainer.checkpoint_index", RULES)
+
+
+def test_architecture_md_names_every_part_of_app():
+    """Its table of app's parts lists each package of app/ once, and nothing that is not one."""
+    named = [names[0] for names in (re.findall(r"`(app/\w+)/`", row[0]) for row in doc_table("app-parts")) if names]
+    packages = sorted(f"app/{p.parent.name}" for p in (ROOT / "app").glob("*/__init__.py"))
+    assert sorted(named) == packages
+    assert len(named) == len(set(named))
 
 
 def part(name: str) -> str:

@@ -91,3 +91,51 @@ def test_downloaded_checkpoint_is_hash_checked(tmp_path):
     assert message == "" and sha == events[0]["sha256"]
     assert (run_dir / "checkpoints" / "step-00000010.pt").read_bytes() == good
     assert (run_dir / "checkpoints" / "latest").read_text().strip() == "step-00000010.pt"
+
+
+def _view(name: str, hours_left: float, checked_at: float = 1000.0, status: str = "ok"):
+    from app.kaggle.accounts import AccountView
+    from app.kaggle.quota import Quota
+
+    return AccountView(name, status, None, Quota(30 * H, 30 * H - hours_left * H, 0.0, None, checked_at))
+
+
+def test_capacity_subtracts_what_legs_in_flight_will_spend_and_counts_sessions():
+    """Two runs on one account must not both plan on its whole quota, and Kaggle runs two
+    GPU sessions per account at most: the capacity every «Авто» pick and the queue ask."""
+    from app.kaggle.picker import capacities
+
+    views = [_view("alice", 20), _view("bob", 12)]
+    legs = [  # alice: one 600-min leg pushed 100 s before the quota check, one still uploading
+        {"run_id": "r1", "account": "alice", "state": "running", "limit_min": 600, "pushed_at": 900.0},
+        {"run_id": "r2", "account": "alice", "state": "uploading", "limit_min": 60, "pushed_at": None},
+        {"run_id": "r0", "account": "bob", "state": "done", "limit_min": 600, "pushed_at": 0.0},  # ended
+    ]
+    caps = {c.username: c for c in capacities(views, legs, margin_min=15)}
+    alice, bob = caps["alice"], caps["bob"]
+    assert alice.reserved_s == (615 * 60 - 100) + 75 * 60
+    assert alice.free_s == 20 * H - alice.reserved_s and alice.free_sessions == 0
+    assert alice.leg_min(630, 15) == 0  # no session left, whatever the quota
+    assert "r1" in alice.why_not and "r2" in alice.why_not
+    assert bob.reserved_s == 0 and bob.free_sessions == 2 and bob.leg_min(630, 15) == 630
+    # Alice has more quota left per Kaggle, but both her sessions are the lab's: bob.
+    p = pick(caps.values(), limit_min=630, margin_min=15)
+    assert p.username == "bob" and "alice" in p.reason
+    # One leg in flight: a session is free, and the quota it will spend is not.
+    caps = {c.username: c for c in capacities(views, legs[:1], margin_min=15)}
+    assert caps["alice"].free_sessions == 1
+    assert caps["alice"].leg_min(630, 15) == (20 * H - (615 * 60 - 100)) / 60 - 15
+
+
+def test_capacity_reads_the_labs_state(isolated_home):
+    from app.kaggle.picker import capacity
+    from app.kaggle.quota import Quota
+    from app.kaggle.store import KaggleStore
+
+    store = KaggleStore()
+    store.set_quota("alice", Quota(30 * H, 10 * H, 0.0, None, 1000.0))
+    store.add_leg(run_id="r1", run_dir="/x", account="alice", kernel_slug="k", state="pushed",
+                  limit_min=120.0, pushed_at=1000.0)
+    (alice,) = capacity(store, margin_min=15)
+    store.close()
+    assert alice.remaining_s == 20 * H and alice.reserved_s == 135 * 60 and alice.sessions == 1

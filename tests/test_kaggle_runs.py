@@ -15,7 +15,7 @@ import pytest
 from app.base import run_status as st
 from app.kaggle import datasets, runner
 from app.kaggle.client import AccountClient
-from app.kaggle.credentials import Credential
+from app.kaggle.credentials import Credential, CredentialStore
 from app.kaggle.store import KaggleStore, sha256_file
 from app.runs.manager import RunManager
 from app.runs.registry import Registry
@@ -225,18 +225,17 @@ def test_restart_and_network_down_resume_following_without_a_second_push(fake, t
     assert (got.path / "checkpoints" / "step-00000300.pt").is_file()
 
 
-def test_global_token_blocks_kaggle_runs_and_stop_says_what_happens(fake, tiny_data, monkeypatch, capsys):
+def test_a_global_token_blocks_nothing_and_stop_says_what_happens(fake, tiny_data, monkeypatch, capsys):
     fake.run_kernels = False
     fake.add_account("alice", KEYS["alice"], quota_h=30)
+    fake.add_account("eve", token="KGAT_someone_elses_token", quota_h=30)
     add_lab_accounts("alice")
     reg = Registry()
     rec = reg.create_run(tiny_config(tiny_data))
     monkeypatch.setenv("KAGGLE_API_TOKEN", "KGAT_someone_elses_token")
-    with pytest.raises(Exception, match="KAGGLE_API_TOKEN"):
-        runner.start_kaggle_run(reg, rec.id)
-    assert fake.pushes == []
-    monkeypatch.delenv("KAGGLE_API_TOKEN")
     runner.start_kaggle_run(reg, rec.id)
+    assert [p["slug"].split("/")[0] for p in fake.pushes] == ["alice"]
+    assert {u for _, u in fake.calls} == {"alice"}  # nothing went as the token's owner
     runner.stop_kaggle_run(reg, rec.id)
     leg = KaggleStore(reg.state).leg(rec.id)
     assert leg["stop_requested_at"] is not None
@@ -381,3 +380,35 @@ def test_a_run_json_the_trainer_would_refuse_is_caught_before_anything_is_upload
     assert "training.lr" in str(err.value) and "проверку тренера" in str(err.value)
     assert fake.kernels == {} and fake.datasets == {}
     assert m.registry.list_runs() == []  # refused before a run existed: nothing in the history
+
+
+def test_a_first_real_use_fresh_token_account_auto_processing_queue_hung_and_cut_stream(fake, tiny_data,
+                                                                                        monkeypatch):
+    """Kaggle as a first real use meets it: a fresh account added with an API token (nothing
+    of the lab's on it: every dataset asked for answers 403), «Авто», datasets processed
+    for a while, a kernel queued, a log stream that hangs once and streams cut every few
+    events — the run completes with its loss in the history and no account marked refused."""
+    monkeypatch.setenv("TERNIT_KAGGLE_STALL_S", "1")
+    fake.add_account("alice", token="KGAT_alice_fresh_token", quota_h=40)  # Settings → API → Generate New Token
+    fake.add_account("bob", KEYS["bob"], quota_h=30)  # a legacy key, fresh too
+    CredentialStore().add(Credential("alice", token="KGAT_alice_fresh_token"), Credential("bob", KEYS["bob"]))
+    fake.dataset_processing_polls = 4
+    fake.kernel_queue_polls = 4
+    fake.hang_stream_once = 3
+    fake.cut_stream_after = 12
+    m = RunManager(Registry())
+    rec = m.start(tiny_config(tiny_data, steps_to=30, limit_min=60), target="kaggle", account="auto")
+    done = m.wait(rec.id, timeout=180, poll_s=0.1)
+    assert done.status == st.FINISHED, done.last_message
+    assert done.target_account == "alice"
+    steps = _events(done.path, "step")
+    assert [e["step"] for e in steps] == list(range(1, 31))  # every event once, whatever the replays
+    assert done.last_step == 30 and done.last_loss == pytest.approx(steps[-1]["loss"])
+    store = KaggleStore()
+    assert {a.username: a.key_status for a in store.accounts()} == {"alice": "ok", "bob": "ok"}
+    store.close()
+    assert fake.count("GetDatasetStatus") >= 2 * 4  # absent (403), then processing, then ready
+    assert fake.streams_hung == 1 and fake.streams_opened >= 3
+    assert fake.kernels[done.kaggle_kernel_ref].request["datasetDataSources"]  # mounted, none left out
+    _assert_no_secret(fake)
+    assert b"KGAT_alice_fresh_token" not in fake.all_received() + _lab_bytes()

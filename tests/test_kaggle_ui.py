@@ -139,20 +139,42 @@ def test_accounts_dialog_refreshes_the_quota_when_it_opens(qtbot, fake):
     assert "20 ч 00 мин" in dlg.table.cellWidget(0, 2).text()
 
 
-def test_accounts_dialog_with_a_global_token_warns_once_and_keeps_the_keys(qtbot, fake, monkeypatch):
+def test_accounts_dialog_says_a_global_token_is_there_and_unused_and_every_key_works(qtbot, fake, monkeypatch):
     from ui.kaggle_accounts import AccountsDialog
 
-    fake.add_account("alice", KEYS["alice"])
+    fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=10)
     fake.add_account("bob", KEYS["bob"])
+    fake.add_account("eve", token="KGAT_someone_elses_token")
     add_lab_accounts("alice", "bob")
     monkeypatch.setenv("KAGGLE_API_TOKEN", "KGAT_someone_elses_token")
     dlg = AccountsDialog()
     qtbot.addWidget(dlg)
     with qtbot.waitSignal(dlg.checked, timeout=20000):
         pass
-    assert dlg.warning.text() and dlg.status.text().count("KAGGLE_API_TOKEN") == 1
-    assert dlg.status.text().startswith("alice, bob: ")
-    assert [dlg.table.item(r, 1).text() for r in range(2)] == ["ещё не проверен"] * 2  # not «ключ не принят»
+    assert "KAGGLE_API_TOKEN" in dlg.warning.text() and "не использует" in dlg.warning.text()
+    assert dlg.status.text() == "alice, bob: ключ работает"
+    assert [dlg.table.item(r, 1).text() for r in range(2)] == ["ключ работает"] * 2
+    assert "20 ч 00 мин" in dlg.table.cellWidget(0, 2).text()  # alice's own quota, not eve's
+    assert "eve" not in {u for _, u in fake.calls}
+
+
+def test_accounts_dialog_adds_an_api_token(qtbot, fake):
+    from ui.kaggle_accounts import AccountsDialog, AddByHandDialog
+
+    fake.add_account("alice", token="KGAT_alice_token_0001", quota_h=30, used_h=6)
+    dlg = AccountsDialog()
+    qtbot.addWidget(dlg)
+    assert dlg.add_token.text() == "Добавить токен…"
+    hand = AddByHandDialog(dlg, token=True)
+    qtbot.addWidget(hand)
+    hand.username.setText("alice")
+    hand.key.setText("KGAT_alice_token_0001")
+    hand._accept()
+    assert hand.credential is not None and hand.credential.kind == "token"
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        dlg.add_credential(hand.credential)
+    assert dlg.table.item(0, 1).text() == "ключ работает" and "24 ч 00 мин" in dlg.table.cellWidget(0, 2).text()
+    assert CredentialStore().get("alice").token == "KGAT_alice_token_0001"
 
 
 def test_removing_an_account_with_a_run_in_flight_says_so(qtbot, fake, tiny_data, monkeypatch):
@@ -179,3 +201,30 @@ def test_removing_an_account_with_a_run_in_flight_says_so(qtbot, fake, tiny_data
     dlg.remove_selected()
     assert rec.id in asked[0] and "следить" in asked[0]
     assert CredentialStore().names() == ["alice"]
+
+
+def test_accounts_dialog_cleans_the_labs_datasets_after_asking(qtbot, fake, tiny_data):
+    from app.kaggle import datasets
+    from app.kaggle.client import AccountClient
+    from app.kaggle.store import KaggleStore
+    from ui.kaggle_accounts import AccountsDialog
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    add_lab_accounts("alice")
+    store = KaggleStore()
+    client = AccountClient(Credential("alice", KEYS["alice"]))
+    for bundle in (datasets.data_bundle(tiny_data, store), datasets.code_bundle()):
+        datasets.ensure(client, store, bundle, poll_s=0.01)
+    store.close()
+    dlg = AccountsDialog()
+    qtbot.addWidget(dlg)
+    with qtbot.waitSignal(dlg.checked, timeout=20000):
+        pass
+    asked: list[tuple[int, str]] = []
+    dlg.cleaning.confirm = lambda removable, kept: asked.append(
+        (len(removable), "\n".join(i.line() for i in removable))) or True
+    with qtbot.waitSignal(dlg.cleaning.finished, timeout=20000):
+        dlg.clean.click()
+    assert asked[0][0] == 2 and "ternit-data-" in asked[0][1] and "КиБ" in asked[0][1]
+    assert dlg.status.text() == "Удалено датасетов: 2 из 2." and fake.datasets == {}
+    assert dlg.table.item(0, 3).text() == "ничего" and dlg.clean.isEnabled()

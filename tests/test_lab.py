@@ -167,6 +167,63 @@ def test_a_poll_that_fails_is_said_and_new_steps_refresh_the_history_every_few_s
     assert "database is locked" in lab.poll().error and "новая попытка" in lab.poll().error
 
 
+def test_lab_announces_what_changed_to_every_listener_without_a_window(tiny_data):
+    """Following, a poll, a stop, a refresh and a change no poll sees (the heat guard's
+    pause) are each announced: whoever listens hears it, whoever caused it."""
+    now = [100.0]
+    lab = Lab(RunManager(), clock=lambda: now[0])
+    heard: list = []
+    lab.events.history.connect(lambda: heard.append("history"))
+    lab.events.run.connect(lambda run_id: heard.append(("run", run_id)))
+    lab.events.followed.connect(lambda chain: heard.append(("followed", [r.id for r in chain])))
+    lab.events.monitored.connect(lambda rec: heard.append(("monitored", rec.id if rec else None)))
+    going = local_run(lab, tiny_data, "going", st.RUNNING)
+    waiting = local_run(lab, tiny_data, "waiting", st.CREATED)
+
+    lab.follow(going.id)
+    assert heard == [("followed", [going.id]), ("monitored", going.id)]
+    heard.clear()
+    assert lab.follow("no-such-run") is None and heard == []
+
+    lab.history()  # just read
+    lab.poll()
+    assert heard == [("run", going.id)]  # the followed run: its speed and time left move on
+    heard.clear()
+    with open(going.events_path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"event": "step", "time": 1.0, "step": 1, "loss": 5.0}) + "\n")
+    now[0] += HISTORY_EVERY_S + 0.1
+    lab.poll()
+    assert heard == [("run", going.id), "history"]  # new steps, and the history is due
+    heard.clear()
+
+    lab.stop(waiting.id)
+    assert heard == [("run", waiting.id), "history"]
+    heard.clear()
+    lab.refresh()  # «Обновить»: the history may have changed outside the window
+    lab.run_changed(going.id)  # the heat guard paused it
+    lab.run_changed(None)  # nothing watched: nothing to say
+    assert heard == ["history", ("run", going.id)]
+
+
+def test_a_listener_that_fails_does_not_keep_the_others_from_hearing():
+    from app.window.events import Event
+
+    event, heard = Event("run"), []
+
+    def broken(run_id: str) -> None:
+        raise RuntimeError("a view failed")
+
+    event.connect(heard.append)
+    event.connect(broken)
+    event.connect(lambda run_id: heard.append(run_id.upper()))
+    with pytest.raises(RuntimeError, match="a view failed"):
+        event.emit("a")
+    assert heard == ["a", "A"]
+    event.disconnect(broken)
+    event.emit("b")
+    assert heard == ["a", "A", "b", "B"]
+
+
 def test_quitting_stops_no_kaggle_follower_when_none_ran_and_loads_no_kaggle_client():
     import subprocess
     import sys
@@ -186,8 +243,12 @@ def test_a_kaggle_retry_uploads_in_a_thread_and_stop_says_what_happens(fake, tin
     fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=30)  # no quota: the start fails
     add_lab_accounts("alice")
     lab = Lab(RunManager())
+    heard: list = []
+    lab.events.history.connect(lambda: heard.append("history"))
+    lab.events.followed.connect(lambda chain: heard.append(chain[-1].id))
     started = lab.start(tiny_config(tiny_data, limit_min=60))
     assert started.kaggle and started.run.id in lab.launching and "загрузка на Kaggle" in started.message
+    assert heard == ["history", started.run.id] and lab.followed == started.run.id  # in the history, followed
     ended: list[tuple[str, str]] = []
     lab.launch_in_background(started.run.id, lambda *a: ended.append(a)).join(60)
     assert ended and ended[0][1], ended  # refused: the error comes back for the window

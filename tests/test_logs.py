@@ -78,6 +78,7 @@ def test_a_key_looking_value_is_masked_in_the_message_and_the_traceback(log_file
     assert text.count(logs.MASK) == 3
     sha = "ab" * 32  # a SHA-256 is not a key: kept
     assert logs.mask_secrets(sha) == sha
+    assert logs.mask_secrets("Bearer KGAT_a1_b-2_c3.") == "Bearer ***."  # a token's _ and - are its own
 
 
 def test_no_kaggle_key_reaches_the_log_while_accounts_are_added_and_checked(fake, log_file, tmp_path, capsys):

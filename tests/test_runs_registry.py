@@ -237,11 +237,11 @@ def test_oom_at_batch_1_names_what_the_economical_level_can_still_give(lang):
     finally:
         set_language(None)
     ru = lang == "ru"
-    turn_on = "включите экономный режим" if ru else "turn on the economical mode"
-    go_full = "выберите полный уровень экономного режима" if ru else "choose the full economical level"
+    turn_on = "включите пересчёт активаций" if ru else "turn on activation recompute"
+    go_full = "выберите полный пересчёт активаций" if ru else "choose the full activation recompute"
     assert turn_on in advice[False] and advice[False] == advice["off"]
     assert go_full in advice[True] and advice[True] == advice["selective"]  # true is the selective level
-    assert "экономн" not in advice["full"] and "economical" not in advice["full"]
+    assert "пересчёт" not in advice["full"] and "recompute" not in advice["full"]
     assert advice["full"].endswith(".") and ("размер модели" if ru else "model size") in advice["full"]
 
 
@@ -259,9 +259,9 @@ def test_oom_above_batch_1_offers_the_next_economical_level_beside_a_smaller_bat
         set_language(None)
     ru = lang == "ru"
     assert ("с 4 до 2" if ru else "from 4 to 2") in advice["off"]
-    assert ("включите экономный режим" if ru else "turn on the economical mode") in advice["off"]
-    assert ("выберите полный уровень" if ru else "choose the full economical level") in advice["selective"]
-    assert ("экономн" if ru else "economical") not in advice["full"]
+    assert ("включите пересчёт активаций" if ru else "turn on activation recompute") in advice["off"]
+    assert ("выберите полный пересчёт" if ru else "choose the full activation recompute") in advice["selective"]
+    assert ("пересчёт" if ru else "recompute") not in advice["full"]
 
 
 # ---- series ------------------------------------------------------------------------------

@@ -259,7 +259,7 @@ def test_the_data_windows_statuses_and_note_follow_the_palette(qtbot, tmp_path, 
 def test_the_kaggle_dialogs_follow_the_palette(qtbot, app_palette, monkeypatch):
     from ui.kaggle_accounts import AccountsDialog, AddByHandDialog
 
-    monkeypatch.setenv("KAGGLE_API_TOKEN", "KGAT_someone_elses_token")  # the warning shows
+    monkeypatch.setenv("KAGGLE_API_TOKEN", "KGAT_someone_elses_token")  # the note shows: set, not used
     app_palette.dark()
     by_hand = AddByHandDialog()
     qtbot.addWidget(by_hand)
@@ -268,10 +268,10 @@ def test_the_kaggle_dialogs_follow_the_palette(qtbot, app_palette, monkeypatch):
     assert by_hand.error.text() and by_hand.error.styleSheet().startswith(f"color: {DARK['error']};")
     accounts = AccountsDialog()
     qtbot.addWidget(accounts)
-    assert accounts.warning.text() and f"color: {DARK['error']}" in accounts.warning.styleSheet()
+    assert accounts.warning.text() and f"color: {DARK['warning']}" in accounts.warning.styleSheet()
     app_palette.light()
     assert by_hand.error.styleSheet().startswith(f"color: {LIGHT['error']};")
-    assert f"color: {LIGHT['error']}" in accounts.warning.styleSheet()
+    assert f"color: {LIGHT['warning']}" in accounts.warning.styleSheet()
 
 
 def test_an_accounts_key_status_follows_the_palette(qtbot, app_palette, fake):

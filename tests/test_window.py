@@ -132,6 +132,30 @@ def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
     box.close()
 
 
+def test_a_change_in_the_lab_reaches_every_view_without_a_handler_calling_it(qtbot, window, tiny_data):
+    """The views subscribe to what Lab announces (app/window/events.py): a run followed,
+    stopped or added outside the window's handlers (here: straight through `window.lab`, as
+    a poll or the heat guard would) reaches the plot, the history and the banner."""
+    from tests.fake_kaggle.fixtures import tiny_config
+
+    registry = window.runs.registry
+    cfg = tiny_config(tiny_data)
+    cfg.update(name="seen", target={"kind": "local", "gpu": "cpu"})
+    seen = registry.create_run(cfg)
+    assert window.history.row_of(seen.id) < 0  # created behind the window's back
+    window.lab.refresh()
+    assert window.history.row_of(seen.id) >= 0
+
+    window.lab.follow(seen.id)
+    assert window.plot.title.text() == "Потери: seen"
+    assert window.history.followed == seen.id and window.history.selected().id == seen.id
+    assert window.banner.title.text() == "seen" and "создан" in window.banner.detail.text()
+
+    window.lab.stop(seen.id)  # stopped before it started
+    assert "остановлен" in window.banner.detail.text()
+    assert next(r for r in window.history.rows if r.id == seen.id).status == st.STOPPED
+
+
 def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, window, tiny_data, tmp_path):
     from ui.main_window import LIVE
 

@@ -40,7 +40,7 @@ def test_economical_is_a_combo_of_three_levels_with_their_costs(view):
     assert isinstance(combo, QComboBox)
     assert items(combo) == [("off", "Выкл"), ("selective", "Выборочный"), ("full", "Полный")]
     assert combo.currentData() == "off" and combo.isEnabled()
-    assert view.labels["economical"].text() == "Экономный режим"
+    assert view.labels["economical"].text() == "Пересчёт активаций"
     # The field's tooltip: every level's cost in short; each option its own; the lab's
     # note on its «Подробнее» page (the «?» beside the field).
     tip = flat(combo.toolTip())
@@ -85,7 +85,7 @@ def test_english_labels(qtbot, tiny_data):
     v = RunFormView(FormContext())
     qtbot.addWidget(v)
     assert items(v.inputs["economical"]) == [("off", "Off"), ("selective", "Selective"), ("full", "Full")]
-    assert v.labels["economical"].text() == "Economical mode"
+    assert v.labels["economical"].text() == "Activation recompute"
     assert "0.39×" in flat(v.inputs["economical"].toolTip())
     page = flat(v.show_help("economical").plain_text())
     assert "12,004" in page and "not measured" in page

@@ -58,3 +58,24 @@ def test_lab_bat_finds_python_and_hands_it_the_command():
     done = subprocess.run(["cmd", "/c", str(ROOT / "lab.bat")], cwd=ROOT, capture_output=True,
                           env={**os.environ, "PATH": path}, timeout=120)
     assert done.returncode == 2 and b"python lab.py run" in done.stderr
+
+
+def test_the_python_it_needs_is_pyprojects(lab):
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        required = tomllib.load(f)["project"]["requires-python"]
+    assert required == ">=" + ".".join(map(str, lab.min_python()))
+
+
+def test_the_window_is_a_gui_script_and_tokenizers_has_encode_batch_fast():
+    """A console script opened a console window beside the window on Windows (closing it
+    killed the window); tokenizers 0.19 lacks the encode_batch_fast the data code calls."""
+    import re
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert project["gui-scripts"] == {"ternit-lab": "ui.main:main"} and "ternit-lab" not in project["scripts"]
+    pin = next(r for r in project["dependencies"] if r.startswith("tokenizers"))
+    assert tuple(map(int, re.search(r">=(\d+)\.(\d+)", pin).groups())) >= (0, 20)

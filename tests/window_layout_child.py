@@ -32,14 +32,15 @@ def state(w, dialog) -> dict:  # noqa: ANN001
 
 def main() -> int:
     changes = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
+    from ui.data_dialog import DataDialog
     from ui.main_window import MainWindow, app_instance
-    from ui.window_menu import open_data_dialog
 
     app = app_instance()
     w = MainWindow()
     w.show()
     w.ensure_ready()
-    dialog = open_data_dialog(w)
+    w.shortcut_actions["data"].trigger()  # «Данные…», as the user opens it
+    dialog = w.findChild(DataDialog)
     for _ in range(3):
         app.processEvents()
     print(json.dumps(state(w, dialog)), flush=True)

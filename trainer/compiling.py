@@ -1,10 +1,9 @@
 """torch.compile of the training step's model (run.json `training.compile`).
 
-At the lab's sizes a step on a fast card waits mostly for kernel launches (an H200 ran
-the default model at 1–2 % MFU), which compilation cuts by fusing the element-wise work
-between the matrix products. On the CPU it measured no gain and costs a compilation
-(≈ 45 s cold, ≈ 4 s from inductor's cache for the tests' tiny model on this 2-core
-machine), so `auto` means on for a CUDA card and off on the CPU.
+At the lab's sizes a step on a fast card waits mostly for kernel launches, which
+compilation cuts by fusing the element-wise work between the matrix products. On the CPU
+it measured no gain and costs a compilation, so `auto` means on for a CUDA card and off on
+the CPU (the figures: docs/PERF.md, «Figures the code's docstrings carried»).
 
 What is compiled is a wrapper (`torch.compile(module)`) used only by the training step;
 the model itself is untouched, so its state dict keeps its plain names (no `_orig_mod.`

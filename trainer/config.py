@@ -102,6 +102,12 @@ TARGET_KINDS = ("local", "kaggle")
 # 1,000,000), refused here rather than by a failed allocation at step 1.
 STATE_BYTES_PER_WEIGHT = 16
 MAX_STATE_BYTES = 2**40
+# Kaggle ends a GPU session after 12 hours whatever runs in it, and a leg needs time at its
+# end for the final checkpoint and for Kaggle to save the outputs: a Kaggle run's
+# training.limit_min may be at most the session less that margin (the lab's default quota
+# margin too, app/kaggle/settings.py).
+KAGGLE_SESSION_MIN = 720.0
+KAGGLE_END_MARGIN_MIN = 15.0
 
 _SECTIONS = {
     "model": ModelConfig,
@@ -229,6 +235,24 @@ def validate(cfg: RunConfig) -> None:
         raise compile_conflict(blocker)
     if cfg.target.kind not in TARGET_KINDS:
         raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
+    check_kaggle_limit(cfg)
+
+
+def kaggle_limit_max() -> float:
+    """The most minutes a Kaggle leg may be given: the session less the end margin."""
+    return KAGGLE_SESSION_MIN - KAGGLE_END_MARGIN_MIN
+
+
+def check_kaggle_limit(cfg: RunConfig) -> None:
+    """A Kaggle run's limit must leave the session room for its final checkpoint (a
+    cross-field rule: the same number is fine on a local card)."""
+    if cfg.target.kind == "kaggle" and cfg.training.limit_min > kaggle_limit_max():
+        raise ConfigError(
+            f"training.limit_min {cfg.training.limit_min:g} is over {kaggle_limit_max():g} on Kaggle: a session "
+            f"ends after {KAGGLE_SESSION_MIN:g} min and the last {KAGGLE_END_MARGIN_MIN:g} are kept for the final "
+            f"checkpoint and the outputs; set limit_min to {kaggle_limit_max():g} or less (the run continues "
+            "in a next leg)"
+        )
 
 
 def target_cards(cfg: RunConfig) -> tuple[int, ...]:

@@ -19,8 +19,8 @@ vocab) logits and their softmax are never held for the backward pass. It does th
 three matrix products as the normal loss: no recomputation.
 
 The recomputation is written out (two small autograd functions) rather than left to
-torch.utils.checkpoint's selective policies, which held more (0.42× against 0.39× of
-the normal peak here) and cost Python work per operator in both passes. The block's forward is restated here
+torch.utils.checkpoint's selective policies, which held more of the normal peak and
+cost Python work per operator in both passes (docs/PERF.md, «Figures the code's docstrings carried»). The block's forward is restated here
 (trainer.model.Block: x + attn(norm(x)), then x + mlp(norm(x))); the tests compare the
 modes' losses and gradients, so a change to one that the other lacks fails them.
 
@@ -28,8 +28,8 @@ On a fast GPU a step of the lab's small models waits mostly for kernel launches,
 written-out passes launch as few as they can: no zero-filled accumulators, no copies a
 single slice does not need, few loss slices (`loss_slices`). bench.opcount counts a
 step's launches and FLOPs; tests/test_opcount.py holds the selective level to ≤ 1.3× the
-normal step's launches (1.25× at the lab's default model) and to exactly the FLOPs it
-says it redoes.
+normal step's launches and to exactly the FLOPs it says it redoes (the count at the lab's
+default model: docs/PERF.md).
 
 The parameters and their names are untouched: a checkpoint from one mode continues in
 the other. Every operation is deterministic where the kernels are, so a resumed run

@@ -36,8 +36,8 @@ saving makes it fit a 16 GB card. The lean state keeps:
   host's memory between steps and visit the card one parameter at a time (copied in,
   updated, copied back): the card holds the weights, the activations and one parameter's
   moments and gradient. The price is the
-  copies, ≈ 4 bytes a weight over PCIe each way and step (≈ 0.27 s a step at 1.67 B on
-  PCIe 4.0 ×16, more than the 0.15 s step itself); on the CPU it changes nothing.
+  copies, ≈ 4 bytes a weight over PCIe each way and step (at the full model more than the
+  step itself: docs/PERF.md, «Figures the code's docstrings carried»); on the CPU it changes nothing.
 
 The parameters keep their names and shapes: a checkpoint from one combination continues
 in any other (weights cast on load, moments quantized or dequantized: `convert_in`,

@@ -9,7 +9,7 @@ results share a storage already counted, so nothing is counted twice.
 
 Why not saved-tensor hooks: inside non-reentrant checkpointing the tensors a selective
 policy keeps never pass through an outer hook, so such a count flatters the economical
-mode (0.14× where the truth is 0.76×). A dispatch mode sees every operator, including
+mode several times over (docs/PERF.md, «Figures the code's docstrings carried»). A dispatch mode sees every operator, including
 those inside checkpointed regions and their recomputation in the backward pass.
 """
 

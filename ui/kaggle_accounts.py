@@ -1,6 +1,7 @@
-"""The Kaggle accounts dialog: add (from kaggle.json or by hand), test, remove; each
-account's key status, remaining GPU quota as a bar with its refresh time, what it holds and
-its kernels. Thin: every decision is app.kaggle's; checks run off the GUI thread."""
+"""The Kaggle accounts dialog: add (an API token, kaggle.json or a key by hand), test,
+remove, clean the lab's datasets; each account's key status, remaining GPU quota as a bar
+with its refresh time, what it holds and its kernels. Thin: every decision is app.kaggle's;
+checks run off the GUI thread."""
 
 from __future__ import annotations
 
@@ -27,13 +28,20 @@ from PySide6.QtWidgets import (
 )
 
 from app.base.i18n import t
-from app.kaggle.accounts import Accounts, AccountView, key_status_text
-from app.kaggle.credentials import CredentialsError, check, global_token_warning
+from app.kaggle.accounts import Accounts, AccountView, auth_text, key_status_text
+from app.kaggle.credentials import (
+    Credential,
+    CredentialsError,
+    check,
+    check_token,
+    global_token_note,
+)
 from app.kaggle.quota import hours, refresh_text
 from app.kaggle.store import KaggleStore
 
 from . import palette
 from .background import run_in_thread
+from .kaggle_clean import CleanFlow
 
 COLUMNS = (("Аккаунт", "Account"), ("Ключ", "Key"), ("Квота GPU", "GPU quota"),
            ("Хранит", "Holds"), ("Ядра", "Kernels"))
@@ -58,19 +66,27 @@ def quota_bar(view: AccountView) -> QProgressBar:
 
 
 class AddByHandDialog(QDialog):
-    def __init__(self, parent: QWidget | None = None) -> None:
+    """A username and a secret typed in: a legacy key («Добавить вручную…») or an API token
+    («Добавить токен…», `token=True`)."""
+
+    def __init__(self, parent: QWidget | None = None, token: bool = False) -> None:
         super().__init__(parent)
-        self.setWindowTitle(t("Добавить аккаунт Kaggle", "Add a Kaggle account"))
+        self.token_mode = token
+        self.setWindowTitle(t("Добавить токен API Kaggle", "Add a Kaggle API token") if token
+                            else t("Добавить аккаунт Kaggle", "Add a Kaggle account"))
         self.username = QLineEdit()
         self.key = QLineEdit()
         self.key.setEchoMode(QLineEdit.EchoMode.Password)
         form = QFormLayout(self)
         form.addRow(t("Имя пользователя", "Username"), self.username)
-        form.addRow(t("Ключ API", "API key"), self.key)
-        hint = QLabel(t("Ключ — из kaggle.json: kaggle.com → Settings → API → Create New Token. "
-                        "Он хранится только в файле ключей лаборатории (доступ только у вас).",
-                        "The key is in kaggle.json: kaggle.com → Settings → API → Create New Token. "
-                        "It is kept only in the lab's key file (readable by you alone)."))
+        form.addRow(t("Токен API", "API token") if token else t("Ключ API", "API key"), self.key)
+        hint = QLabel(t("Токен: kaggle.com → Settings → API → Generate New Token; скопируйте его целиком "
+                        "(начинается с KGAT_). ", "The token: kaggle.com → Settings → API → Generate New Token; "
+                        "copy it whole (it starts with KGAT_). ") if token else
+                      t("Устаревший ключ — из kaggle.json (kaggle.com → Settings → API → Create Legacy API Key). ",
+                        "A legacy key is in kaggle.json (kaggle.com → Settings → API → Create Legacy API Key). ")
+                      + t("Он хранится только в файле ключей лаборатории (доступ только у вас).",
+                          "It is kept only in the lab's key file (readable by you alone)."))
         hint.setWordWrap(True)
         form.addRow(hint)
         self.error = QLabel()
@@ -89,7 +105,8 @@ class AddByHandDialog(QDialog):
 
     def _accept(self) -> None:
         try:
-            self.credential = check(self.username.text(), self.key.text())
+            read = check_token if self.token_mode else check
+            self.credential = read(self.username.text(), self.key.text())
         except CredentialsError as e:
             self.error.setText(str(e))
             return
@@ -113,7 +130,7 @@ class AccountsDialog(QDialog):
         layout = QVBoxLayout(self)
         self.warning = QLabel()
         self.warning.setWordWrap(True)
-        self.warning.setStyleSheet(palette.style("error", "font-weight: bold;"))
+        self.warning.setStyleSheet(palette.style("warning"))
         layout.addWidget(self.warning)
         rules = QLabel(t("Правила Kaggle: один аккаунт на человека. Добавляйте аккаунты участников "
                          "лаборатории, каждый со своим ключом; квота GPU у каждого своя и обновляется раз в неделю.",
@@ -136,18 +153,27 @@ class AccountsDialog(QDialog):
         self.status.setWordWrap(True)
         layout.addWidget(self.status)
         row = QHBoxLayout()
+        self.add_token = QPushButton(t("Добавить токен…", "Add token…"))
         self.add_file = QPushButton(t("Добавить из kaggle.json…", "Add from kaggle.json…"))
         self.add_hand = QPushButton(t("Добавить вручную…", "Add by hand…"))
         self.test = QPushButton(t("Проверить все", "Test all"))
         self.remove = QPushButton(t("Удалить", "Remove"))
+        self.clean = QPushButton(t("Очистить датасеты…", "Clean datasets…"))
+        self.clean.setToolTip(t("Датасеты лаборатории на аккаунтах, не нужные ни одному прогону: список с размерами, "
+                                "удаление после подтверждения", "The lab's datasets on the accounts that no run "
+                                "needs: a list with sizes, deleted once confirmed"))
         close = QPushButton(t("Закрыть", "Close"))
-        for b in (self.add_file, self.add_hand, self.test, self.remove):
+        for b in (self.add_token, self.add_file, self.add_hand, self.test, self.remove, self.clean):
             row.addWidget(b)
         row.addStretch(1)
         row.addWidget(close)
         layout.addLayout(row)
+        self.add_token.clicked.connect(lambda: self.add_by_hand(token=True))
         self.add_file.clicked.connect(self.add_from_files)
         self.add_hand.clicked.connect(self.add_by_hand)
+        self.cleaning = CleanFlow(self, self.status, self.clean)
+        self.clean.clicked.connect(lambda: self.cleaning.start(self.selected_names() or self.accounts.creds.names()))
+        self.cleaning.finished.connect(self.refresh)
         self.test.clicked.connect(lambda: self.check([]))
         self.remove.clicked.connect(self.remove_selected)
         close.clicked.connect(self.accept)
@@ -157,14 +183,14 @@ class AccountsDialog(QDialog):
 
     # -- showing ---------------------------------------------------------------------------
     def refresh(self) -> None:
-        self.warning.setText(global_token_warning() or "")
+        self.warning.setText(global_token_note() or "")
         self.warning.setVisible(bool(self.warning.text()))
         views = self.accounts.views()
         self.table.setRowCount(len(views))
         for i, v in enumerate(views):
             self.table.setItem(i, 0, QTableWidgetItem(v.username))
             key = QTableWidgetItem(key_status_text(v))
-            key.setToolTip(v.key_reason or "")
+            key.setToolTip("\n".join(x for x in (auth_text(v), v.key_reason or "") if x))
             key.setData(Qt.ItemDataRole.UserRole, v.key_status)
             self._colour_key(key)
             self.table.setItem(i, 1, key)
@@ -176,7 +202,8 @@ class AccountsDialog(QDialog):
             kernels = ", ".join(f"{k.get('kernel_slug')} ({k['state']})" for k in v.kernels[:3]) or "—"
             self.table.setItem(i, 4, QTableWidgetItem(kernels))
         if not views:
-            self.status.setText(t("Аккаунтов нет: добавьте kaggle.json.", "No accounts: add a kaggle.json."))
+            self.status.setText(t("Аккаунтов нет: добавьте токен API («Добавить токен…»).",
+                                  "No accounts: add an API token («Добавить токен…», Add token)."))
 
     @staticmethod
     def _colour_key(key: QTableWidgetItem) -> None:
@@ -187,7 +214,7 @@ class AccountsDialog(QDialog):
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
         super().changeEvent(event)
         if palette.changed(event) and hasattr(self, "table"):  # not while being built
-            palette.set_style(self.warning, palette.style("error", "font-weight: bold;"))
+            palette.set_style(self.warning, palette.style("warning"))
             for row in range(self.table.rowCount()):
                 key = self.table.item(row, 1)
                 if key is not None:
@@ -212,13 +239,13 @@ class AccountsDialog(QDialog):
         self.refresh()
         self.check(names)
 
-    def add_by_hand(self) -> None:
-        dlg = AddByHandDialog(self)
+    def add_by_hand(self, token: bool = False) -> None:
+        dlg = AddByHandDialog(self, token=token)
         if dlg.exec() != QDialog.DialogCode.Accepted or dlg.credential is None:
             return
         self.add_credential(dlg.credential)
 
-    def add_credential(self, credential) -> None:
+    def add_credential(self, credential: Credential) -> None:
         names = self.accounts.add(credential)
         self.refresh()
         self.check(names)

@@ -2,9 +2,11 @@
 loss and the run history on the right.
 
 Thin: what to show and what an action means are app.window.lab's (`Lab`, tested headless); the
-form's rules are app.form.run_form's. The menus, the close-time question, the prepare row, the
+form's rules are app.form.run_form's. The views refresh from what Lab announces
+(`Lab.events`: the history, a run's state, the followed run, the monitored run), never from
+a list at the end of each action. The menus, the close-time question, the prepare row, the
 export, the notifications, the GPU tab and what the window remembers are small modules
-beside this one. This module (and everything it imports at load time) never imports torch:
+beside this one; each gets the objects and callbacks it needs, never this window. This module (and everything it imports at load time) never imports torch:
 the trainer is always its own process (docs/ARCHITECTURE.md).
 """
 
@@ -47,7 +49,7 @@ from .prepare_row import PrepareRow
 from .run_banner import RunBanner
 from .run_form import RunFormView
 from .text_tab import TextTab
-from .window_menu import build_menu
+from .window_menu import Menu, MenuCalls, build_menu
 
 POLL_MS = 500
 LIVE = "live"
@@ -68,10 +70,10 @@ class MainWindow(QMainWindow):
         super().__init__()
         tooltips.install()  # every tooltip of the window to app.form.tooltips' rule (≤ 60 × 12)
         self.remember_layout = remember_layout
-        self.shortcut_actions: dict[str, QAction] = {}
-        self.language_actions: dict[str, QAction] = {}
+        self.menu: Menu | None = None
         self.pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
         self.lab = Lab(runs, extra_prepared)  # the decisions; this window shows them
+        self._subscribe()
         self._live = LiveFollower()  # the followed run's speed and time left
         self.overlays: set[str] = set()
         self.notifier = Notifier(self)
@@ -86,11 +88,11 @@ class MainWindow(QMainWindow):
         self.launch_done.connect(self._launch_done)
         self.setWindowTitle("Ternit Lab")
         self._build(ctx if ctx is not None else self.lab.form_context())
-        build_menu(self)
+        self._build_menu()
         self.resize(*DEFAULT_SIZE)
         if remember_layout:  # the form first: its refresh after the geometry resized the window
-            window_memory.restore_form(self)
-            window_memory.restore_layout(self, window_memory.read_layout(), geometry=True)
+            window_memory.restore_form(self.form_view)
+            self._restore_layout(window_memory.read_layout(), geometry=True)
         self.timer = QTimer(self)
         self.timer.setInterval(poll_ms)
         self.timer.timeout.connect(self.tick)
@@ -100,18 +102,36 @@ class MainWindow(QMainWindow):
         # first shows: it appears at once, and they fill in a moment later.
         QTimer.singleShot(0, self.ensure_ready)
 
+    def _subscribe(self) -> None:
+        """The views hear what Lab announces (app/window/events.py), whoever caused it."""
+        events = self.lab.events
+        events.history.connect(self.refresh_history)
+        events.followed.connect(self._show_followed)
+        events.followed.connect(lambda _chain: self.update_banner())
+        events.run.connect(lambda run_id: run_id == self.followed and self.update_banner())
+        events.monitored.connect(lambda rec: monitor_tab.point_at_run(self.monitor, rec))
+
     @property
     def runs(self) -> RunManager:
         return self.lab.runs
 
     @property
+    def shortcut_actions(self) -> dict[str, QAction]:
+        """The menus' actions with a key, by name (ui/window_menu.py)."""
+        return self.menu.shortcut_actions if self.menu is not None else {}
+
+    @property
+    def language_actions(self) -> dict[str, QAction]:
+        return self.menu.language_actions if self.menu is not None else {}
+
+    @property
+    def about_action(self) -> QAction | None:
+        return self.menu.about_action if self.menu is not None else None
+
+    @property
     def followed(self) -> str | None:
         """The run on the plot and in the banner."""
         return self.lab.followed
-
-    @followed.setter
-    def followed(self, run_id: str | None) -> None:
-        self.lab.followed = run_id
 
     # -- layout ------------------------------------------------------------------------
 
@@ -174,9 +194,23 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(main)
         self.statusBar().showMessage(t("Готово", "Ready"))
 
+    def _build_menu(self) -> None:
+        calls = MenuCalls(set_language=self.set_language, reload_context=self.reload_context,
+                          refresh_history=self.lab.refresh, add_prepared=self.add_prepared,
+                          status=self.statusBar().showMessage, quit=self.close)
+        self.menu = build_menu(self.menuBar(), self, self.form_view, calls, self.menu)
+
+    def _memory_parts(self) -> window_memory.Parts:
+        return window_memory.Parts(self, self.main_split, self.right_split, self.history, self.tabs, self.monitor)
+
+    def _restore_layout(self, layout: Any, geometry: bool) -> None:
+        if window_memory.restore_layout(self._memory_parts(), layout, geometry):
+            self.pending_tab = "gpu"  # the tab comes with the monitor, a moment later
+
     def save_layout(self) -> bool:
         """Remember the layout and the form for the next start (not for --snapshot)."""
-        return self.remember_layout and window_memory.save_layout(self)
+        return self.remember_layout and window_memory.save_layout(
+            self._memory_parts(), self.pending_tab == "gpu", self.form_view)
 
     def ensure_ready(self) -> None:
         """Build the deferred parts (the loss plot, the GPU monitor) if not yet built."""
@@ -187,7 +221,9 @@ class MainWindow(QMainWindow):
         self._plot = LossPlot()
         self._right_col.replaceWidget(self.plot_slot, self._plot)
         self.plot_slot.deleteLater()
-        self.monitor = monitor_tab.build_monitor(self)
+        self.monitor = monitor_tab.build_monitor(
+            self.tabs, self.pending_tab == "gpu", self.notify, self.statusBar().showMessage,
+            lambda: self.lab.run_changed(self.lab.monitored))
         self.pending_tab = None
         if self.followed:
             self.follow(self.followed)
@@ -219,19 +255,19 @@ class MainWindow(QMainWindow):
         form = self.form_view.form
         followed, overlays = self.followed, set(self.overlays)
         view = self._plot.view_settings() if self._plot is not None else None
-        layout = window_memory.layout_now(self)  # splitters, tab, history columns: as the user left them
+        # splitters, tab, history columns: as the user left them
+        layout = window_memory.layout_now(self._memory_parts(), self.pending_tab == "gpu")
         old = self.centralWidget()
         if self.monitor is not None:
             self.monitor.stop()
         self.lab.forget_failures()  # their advice is in the old language
         self._build(form.ctx)
-        window_memory.restore_layout(self, layout, geometry=False)
+        self._restore_layout(layout, geometry=False)
         old.deleteLater()
         self.form_view.form = form
         self.form_view.set_context(form.ctx)
-        build_menu(self)
-        self.refresh_history()
-        self.followed = None
+        self._build_menu()
+        self.refresh_history()  # the new views show what the lab holds
         self.overlays = set()
         if followed:
             self.follow(followed)
@@ -243,7 +279,7 @@ class MainWindow(QMainWindow):
             self.set_overlay(run_id, True)
         if view is not None:  # the axis, log scale and raw points stay as the user set them
             self.plot.apply_view_settings(view)
-        self.refresh_history()
+        self.refresh_history()  # the overlaid runs' «На графике» boxes ticked again
 
     # -- context -----------------------------------------------------------------------
 
@@ -286,7 +322,7 @@ class MainWindow(QMainWindow):
             self.banner.failure.setVisible(True)
             self.statusBar().showMessage(str(e))
             return None
-        self._follow_started(started)
+        self._launch_started(started)
         if from_form:  # the history's one click leaves the user's form as it is
             self.form_view.form.from_scratch()
             self.form_view.refresh()
@@ -299,13 +335,9 @@ class MainWindow(QMainWindow):
 
     def _launch_done(self, run_id: str, error: str) -> None:
         self.statusBar().showMessage(self.lab.launch_ended(run_id, error))
-        self.refresh_history()
-        self.update_banner()
 
     def stop_run(self, run_id: str) -> None:
         self.statusBar().showMessage(self.lab.stop(run_id))
-        self.update_banner()
-        self.refresh_history()
 
     def retry_run(self, run_id: str) -> RunRecord | None:
         """One click after a failure: the same run with the advice applied."""
@@ -314,17 +346,15 @@ class MainWindow(QMainWindow):
         except ActionError as e:
             self.statusBar().showMessage(str(e))
             return None
-        self._follow_started(started, say=started.kaggle)
+        self._launch_started(started, say=started.kaggle)
         return started.run
 
-    def _follow_started(self, started: Started, say: bool = True) -> None:
-        """A run the lab started: a Kaggle one is uploaded in a thread; the plot follows it."""
+    def _launch_started(self, started: Started, say: bool = True) -> None:
+        """A run the lab started (and follows): a Kaggle one is uploaded in a thread."""
         if started.kaggle:
             self.lab.launch_in_background(started.run.id, self._emit_launch_done)
         if say:
             self.statusBar().showMessage(started.message)
-        self.refresh_history()
-        self.follow(started.run.id)
 
     def continue_info(self, run_id: str) -> ContinueFrom | None:
         """What «Продолжить» fills the form with (None, and a message, if it cannot)."""
@@ -361,18 +391,18 @@ class MainWindow(QMainWindow):
         return True
 
     def follow(self, run_id: str) -> None:
-        """Show a run (with the runs it continues, as one curve) on the plot, live."""
-        chain = self.lab.follow(run_id)
-        if chain is None:
-            return
+        """Show a run (with the runs it continues, as one curve) on the plot, live: the lab
+        follows it, and the views hear it (`_show_followed`, the banner, the monitor)."""
+        self.lab.follow(run_id)
+
+    def _show_followed(self, chain: list[RunRecord]) -> None:
+        """The followed run on the plot (its chain as one curve) and ticked in the history."""
         rec = chain[-1]
         self.plot.remove(LIVE)
         self.plot.follow(LIVE, [(r.id, r.events_path) for r in chain], label=rec.name)
         self.plot.set_title(t(f"Потери: {rec.name}", f"Loss: {rec.name}"))
-        self.history.set_followed(run_id)  # its «На графике» box ticked
-        self.history.select(run_id)
-        self.update_banner()
-        monitor_tab.point_at_run(self)
+        self.history.set_followed(rec.id)  # its «На графике» box ticked
+        self.history.select(rec.id)
 
     def set_overlay(self, run_id: str, on: bool) -> None:
         """Overlay a run from the history on the plot (several at once, to compare)."""
@@ -396,24 +426,17 @@ class MainWindow(QMainWindow):
             self.follow(run_id)
 
     def tick(self) -> None:
-        """The timer: poll runs (statuses, notifications), the plot, the banner, the history."""
+        """The timer: poll the runs (what changed reaches the views as Lab announces it:
+        statuses, the banner, the history, a Kaggle leg followed into), then the plot's new
+        points and the monitored run's step for the GPU monitor."""
         tick = self.lab.poll()
         if tick.error:
             self.statusBar().showMessage(tick.error)
             return
         if self._plot is not None:
             self._plot.poll()
-        if self.monitor is not None:
-            if tick.monitor_changed:
-                monitor_tab.point_at_run(self)
-            if tick.monitor_step is not None:
-                self.monitor.on_step_event(tick.monitor_step)
-        if tick.follow is not None:  # the Kaggle chain went on as its next leg
-            self.follow(tick.follow)
-        if tick.updates or self.followed:
-            self.update_banner()
-        if tick.history_due:
-            self.refresh_history()
+        if self.monitor is not None and tick.monitor_step is not None:
+            self.monitor.on_step_event(tick.monitor_step)
 
     def update_banner(self) -> None:
         rec, failure = self.lab.followed_state()
@@ -455,7 +478,6 @@ class MainWindow(QMainWindow):
         """A run ended, failed or hit its limit: a tray message (or the status bar where the
         desktop has no tray)."""
         self.notify(ended.title(), ended.text())
-        self.update_banner()
         self.load_measured()  # the run's speed and memory now correct the estimates
 
     def notify(self, title: str, text: str) -> None:

@@ -4,15 +4,28 @@ the tab in front, the history's columns and sort, and the form's last from-scrat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+
+from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QWidget
 
 from app.form import remembered as form_memory
 from app.window.layout import WindowLayout
 
 from . import settings
+from .history import HistoryView
+from .run_form import RunFormView
 
-if TYPE_CHECKING:
-    from .main_window import MainWindow
+
+@dataclass
+class Parts:
+    """What of the window its memory reads and puts back."""
+
+    window: QMainWindow  # its size and place
+    main_split: QSplitter
+    right_split: QSplitter
+    history: HistoryView
+    tabs: QTabWidget
+    monitor: QWidget | None  # the «Видеокарта» tab, once built
 
 
 def read_layout() -> WindowLayout:
@@ -22,41 +35,45 @@ def read_layout() -> WindowLayout:
         return WindowLayout()
 
 
-def restore_layout(window: MainWindow, layout: WindowLayout, geometry: bool) -> None:
+def restore_layout(parts: Parts, layout: WindowLayout, geometry: bool) -> bool:
     """Put back what `layout` holds; a part Qt refuses (an old or damaged state) keeps its
-    default. Qt moves a geometry saved on a screen that is gone onto one that is there."""
+    default. Qt moves a geometry saved on a screen that is gone onto one that is there.
+    True when the «Видеокарта» tab was in front and is not built yet: it comes to the
+    front with the monitor, a moment later."""
     if geometry and "geometry" in layout.states:
-        window.restoreGeometry(layout.states["geometry"])
-    for name, split in (("splitter.main", window.main_split), ("splitter.right", window.right_split)):
+        parts.window.restoreGeometry(layout.states["geometry"])
+    for name, split in (("splitter.main", parts.main_split), ("splitter.right", parts.right_split)):
         if name in layout.states:
             split.restoreState(layout.states[name])
-    window.history.apply_layout(layout.columns, layout.sort)
-    if layout.tab == "gpu" and window.monitor is None:
-        window.pending_tab = "gpu"  # the tab comes with the monitor, a moment later
-    elif layout.tab is not None:
-        window.tabs.setCurrentIndex(window.tabs.indexOf(window.monitor) if layout.tab == "gpu" else 0)
+    parts.history.apply_layout(layout.columns, layout.sort)
+    if layout.tab == "gpu" and parts.monitor is None:
+        return True
+    if layout.tab is not None:
+        parts.tabs.setCurrentIndex(parts.tabs.indexOf(parts.monitor) if layout.tab == "gpu" else 0)
+    return False
 
 
-def layout_now(window: MainWindow) -> WindowLayout:
-    """The window's layout as the user has it now."""
-    gpu = window.monitor is not None and window.tabs.currentWidget() is window.monitor
+def layout_now(parts: Parts, gpu_pending: bool) -> WindowLayout:
+    """The window's layout as the user has it now (`gpu_pending`: the «Видеокарта» tab is
+    to come to the front once built)."""
+    gpu = parts.monitor is not None and parts.tabs.currentWidget() is parts.monitor
     return WindowLayout(
-        states={"geometry": bytes(window.saveGeometry().data()),
-                "splitter.main": bytes(window.main_split.saveState().data()),
-                "splitter.right": bytes(window.right_split.saveState().data())},
-        tab="gpu" if gpu or window.pending_tab == "gpu" else "history",
-        columns=dict(window.history.user_widths), sort=window.history.sort_order())
+        states={"geometry": bytes(parts.window.saveGeometry().data()),
+                "splitter.main": bytes(parts.main_split.saveState().data()),
+                "splitter.right": bytes(parts.right_split.saveState().data())},
+        tab="gpu" if gpu or gpu_pending else "history",
+        columns=dict(parts.history.user_widths), sort=parts.history.sort_order())
 
 
-def save_layout(window: MainWindow) -> bool:
+def save_layout(parts: Parts, gpu_pending: bool, form_view: RunFormView) -> bool:
     """Remember the layout and the form for the next start (the data window's own parts kept)."""
     layout = read_layout()
-    now = layout_now(window)
+    now = layout_now(parts, gpu_pending)
     layout.states.update(now.states)
     layout.tab, layout.columns, layout.sort = now.tab, now.columns, now.sort
     try:
         settings.save_layout(layout)
-        snapshot = form_memory.snapshot(window.form_view.form)
+        snapshot = form_memory.snapshot(form_view.form)
         if snapshot:  # a form continuing a checkpoint keeps the last from-scratch values
             settings.save_form(snapshot)
     except OSError:  # a read-only config folder: the next start takes the defaults
@@ -64,11 +81,11 @@ def save_layout(window: MainWindow) -> bool:
     return True
 
 
-def restore_form(window: MainWindow) -> None:
+def restore_form(form_view: RunFormView) -> None:
     """The form as the user left it at the last close (app.form.remembered checks each value)."""
     try:
         kept = settings.load_form()
     except OSError:
         return
-    form_memory.restore(window.form_view.form, kept)
-    window.form_view.refresh()
+    form_memory.restore(form_view.form, kept)
+    form_view.refresh()

@@ -24,8 +24,9 @@ FILE_NAME = "ternit-lab.log"
 MAX_BYTES = 2 * 1024 * 1024  # a file this size is rotated: lab.log.1 … lab.log.3
 BACKUPS = 3
 FORMAT = "%(asctime)s %(levelname)s %(process)d %(threadName)s %(name)s: %(message)s"
-# A Kaggle legacy API key is 32 hex digits; the new access tokens start with KGAT_.
-SECRET = re.compile(r"\b(?:KGAT_[0-9A-Za-z]+|[0-9a-fA-F]{32})\b")
+# A Kaggle legacy API key is 32 hex digits; the new API tokens start with KGAT_ (the rest
+# masked whole, whatever its characters: _ and - included).
+SECRET = re.compile(r"\bKGAT_[0-9A-Za-z_\-]+|\b[0-9a-fA-F]{32}\b")
 MASK = "***"
 
 _handler: logging.handlers.RotatingFileHandler | None = None

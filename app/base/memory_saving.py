@@ -1,5 +1,8 @@
-"""The «Экономный режим» choices: the activation levels and the lean training state, what
-each option says and costs, and how run.json writes them (trainer.config's words).
+"""The «Экономный режим» (economical mode) choices — its two parts, «Пересчёт активаций»
+(activation recompute: run.json training.economical, its levels) and «Облегчённое
+состояние» (the lean state: training.lean_state) — what each option says and costs, and how
+run.json writes them (trainer.config's words). The words are docs/ARCHITECTURE.md's
+«One name for saving memory».
 
 The form's field table (app/form/fields.py) uses these for its two fields; the sizing's advice
 names a level through `economical_step_up`.
@@ -13,7 +16,7 @@ import trainer.config as contract
 
 from ..base.i18n import current_language
 
-# The economical mode's levels (trainer/economical.py; trainer.config accepts false, true,
+# The activation recompute levels (trainer/economical.py; trainer.config accepts false, true,
 # "off", "selective" and "full"). One level cannot serve both a card with memory to spare
 # and a small home card, so the form offers all three and says what each costs.
 ECONOMICAL_LEVELS: tuple[str, ...] = contract.ECONOMICAL_LEVELS
@@ -130,17 +133,17 @@ def economical_run_value(level: str) -> bool | str:
 
 
 def economical_step_up(level: str, lang: str | None = None, to: str | None = None) -> str:
-    """The advice phrase that saves memory by way of the economical mode, for a run now at
-    `level` ("" at the full level: the mode has nothing more to give). `to` names the level
+    """The advice phrase that saves memory by recomputing activations, for a run now at
+    `level` ("" at the full level: recompute has nothing more to give). `to` names the level
     that would help when the caller knows it (off → full skips the selective level)."""
     lang = lang or current_language()
     to = to or {"off": "selective", "selective": "full"}.get(level)
     if to is None or ECONOMICAL_LEVELS.index(to) <= ECONOMICAL_LEVELS.index(level):
         return ""
     if level == "off" and to == "selective":
-        return "включите экономный режим" if lang == "ru" else "turn on the economical mode"
+        return "включите пересчёт активаций" if lang == "ru" else "turn on activation recompute"
     if level == "off":
-        return ("включите экономный режим, уровень «Полный»" if lang == "ru"
-                else "turn on the economical mode at the «Full» level")
-    return ("выберите полный уровень экономного режима" if lang == "ru"
-            else "choose the full economical level")
+        return ("включите пересчёт активаций, уровень «Полный»" if lang == "ru"
+                else "turn on activation recompute at the «Full» level")
+    return ("выберите полный пересчёт активаций" if lang == "ru"
+            else "choose the full activation recompute")

@@ -108,6 +108,17 @@ def bytes_text(n: int, lang: str | None = None) -> str:
     return f"{n} Б" if lang == "ru" else f"{n} B"
 
 
+def bytes_decimal_text(n: int, lang: str | None = None) -> str:
+    """A size in decimal units, as Kaggle states its limits ("20 GB"): 20,013,808,640 →
+    «20,0 ГБ» / "20.0 GB"; 450,405 → «450,4 КБ»."""
+    lang = lang or current_language()
+    for size, ru, en in ((10**9, "ГБ", "GB"), (10**6, "МБ", "MB"), (10**3, "КБ", "kB")):
+        if n >= size:
+            body = decimal_text(n / size, 1, lang)
+            return f"{body} {ru}" if lang == "ru" else f"{body} {en}"
+    return f"{n} Б" if lang == "ru" else f"{n} B"
+
+
 def plural_ru(n: int, one: str, few: str, many: str) -> str:
     """Russian noun form after a number: 1 токен, 2 токена, 5 токенов (11–14 → many)."""
     n = abs(int(n))

@@ -8,7 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import heads_that_work
+from trainer.config import (
+    KAGGLE_END_MARGIN_MIN,
+    KAGGLE_SESSION_MIN,
+    heads_that_work,
+    kaggle_limit_max,
+)
 
 from .. import sizing
 from ..base.i18n import current_language, t
@@ -17,7 +22,6 @@ from . import fields as F
 from . import sizes
 from .tokens_per_step import problem as tokens_problem
 
-KAGGLE_SESSION_MIN = 720  # Kaggle ends a session after 12 hours
 AUTO_MACHINE = "auto"  # «Авто»: the lab picks the Kaggle account
 
 
@@ -50,6 +54,7 @@ class FormChecks:
     ctx: Any
     continuing: Any
     texts: dict[str, str]
+    kaggle_room: Any  # RunForm.kaggle_room
 
     def _number_issue(self, name: str) -> Issue | None:
         spec = F.spec(name)
@@ -188,10 +193,18 @@ class FormChecks:
                     out.append(Issue("machine", "error", t(
                         f"Ключ аккаунта {acc.name} не работает: проверьте его в «Аккаунты»",
                         f"The key of account {acc.name} does not work: check it in «Accounts»")))
-            if isinstance(v["limit_min"], (int, float)) and v["limit_min"] > KAGGLE_SESSION_MIN:
+            room = self.kaggle_room()
+            if room is not None and not room.fits:  # its checkpoints could not come back from Kaggle
+                out.append(Issue("machine", "error", room.text()))
+            top = kaggle_limit_max()  # the run.json contract's rule (trainer/config.py)
+            if isinstance(v["limit_min"], (int, float)) and v["limit_min"] > top:
                 out.append(Issue("limit_min", "error", t(
-                    f"Kaggle обрывает сессию через 12 ч: лимит не больше {KAGGLE_SESSION_MIN} мин (обычно 630)",
-                    f"Kaggle ends a session after 12 h: the limit must be at most {KAGGLE_SESSION_MIN} min (630 is usual)")))
+                    f"Kaggle обрывает сессию через {KAGGLE_SESSION_MIN / 60:g} ч, а последние "
+                    f"{KAGGLE_END_MARGIN_MIN:g} мин нужны на чекпоинт и результаты: лимит не больше "
+                    f"{top:g} мин (обычно 630)",
+                    f"Kaggle ends a session after {KAGGLE_SESSION_MIN / 60:g} h and its last "
+                    f"{KAGGLE_END_MARGIN_MIN:g} min go to the checkpoint and the outputs: the limit must be at "
+                    f"most {top:g} min (630 is usual)")))
         return out
 
     def _memory_issues(self) -> list[Issue]:

@@ -438,21 +438,22 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.economical",
-        label={"ru": "Экономный режим", "en": "Economical mode"},
+        label={"ru": "Пересчёт активаций", "en": "Activation recompute"},
         options=ECONOMICAL_OPTIONS,
         option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
         to_run=economical_run_value,
         from_run=economical_level,
         tooltip={
-            "ru": "Экономия памяти: меньше промежуточных результатов хранится для обратного "
-            "прохода, остальное пересчитывается. "
+            "ru": "Часть «Экономного режима»: меньше промежуточных результатов хранится для "
+            "обратного прохода, остальное пересчитывается. "
             f"«{ECONOMICAL_OPTIONS['selective']['ru']}» — пик памяти 0,39× при обычном шаге, "
             f"«{ECONOMICAL_OPTIONS['full']['ru']}» — 0,22× при шаге 1,13× (на процессоре). "
             "Маленькой домашней карте может подойти только «Полный»; панель «Как выбрать размер» "
             "показывает память при выбранном уровне. Чекпоинт продолжается в любом уровне. "
             "По умолчанию: {default}.",
-            "en": "Saves memory: fewer intermediate results are kept for the backward pass, the "
-            f"rest is recomputed. «{ECONOMICAL_OPTIONS['selective']['en']}»: 0.39× the peak memory "
+            "en": "Part of the «Economical mode»: fewer intermediate results are kept for the "
+            "backward pass, the rest is recomputed. "
+            f"«{ECONOMICAL_OPTIONS['selective']['en']}»: 0.39× the peak memory "
             f"at the normal step, «{ECONOMICAL_OPTIONS['full']['en']}»: 0.22× at 1.13× the step "
             "time (on the CPU). A small home card may fit only «Full»; the «How to choose a size» "
             "panel shows the memory at the chosen level. A checkpoint continues at any level. "
@@ -492,19 +493,19 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.lean_state",
-        label={"ru": "Экономное состояние", "en": "Lean state"},
+        label={"ru": "Облегчённое состояние", "en": "Lean state"},
         options=LEAN_STATE_OPTIONS,
         option_tooltips=LEAN_STATE_OPTION_TOOLTIPS,
         to_run=lean_state_run_value,
         from_run=lean_state_level,
         tooltip={
-            "ru": "Часть «Экономного режима»: сжимает веса,\nградиенты и моменты оптимизатора, а уровни\n"
-            "выше — только промежуточные результаты.\nБольшой модели память нужна именно на это.\n"
-            "Сочетается с любым уровнем; чекпоинт\nпродолжается в любом сочетании.\n"
+            "ru": "Часть «Экономного режима»: сжимает веса,\nградиенты и моменты оптимизатора, а\n"
+            "«Пересчёт активаций» — только промежуточные\nрезультаты. Большой модели память нужна\n"
+            "именно на это. Сочетается с любым уровнем\nпересчёта; чекпоинт продолжается в любом\nсочетании.\n"
             "«Как выбрать размер» назовёт сочетание,\nкоторое помещается. По умолчанию: {default}.",
-            "en": "Part of the «Economical mode»: shrinks the\nweights, gradients and optimizer moments; the\n"
-            "levels above shrink only intermediate results.\nA large model needs memory for exactly this.\n"
-            "Combines with any level; a checkpoint\ncontinues in any combination.\n"
+            "en": "Part of the «Economical mode»: shrinks the\nweights, gradients and optimizer moments;\n"
+            "«Activation recompute» shrinks only the\nintermediate results. A large model needs\n"
+            "memory for exactly this. Combines with any\nrecompute level; a checkpoint continues in\nany combination.\n"
             "«How to choose a size» names the combination\nthat fits. Default: {default}.",
         },
     ),

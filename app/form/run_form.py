@@ -30,7 +30,9 @@ from ..base.numbers import (
     plural_ru,
 )
 from ..data.prepared import Prepared
+from ..kaggle import settings as kaggle_settings
 from ..kaggle.machine import Account, auto_explanation
+from ..kaggle.room import OutputRoom, output_room
 from ..sizing.result import Estimate
 from . import fields as F
 from . import sizes
@@ -376,6 +378,17 @@ class RunForm(FormChecks):
         """The chosen economical level: "off", "selective" or "full"."""
         return economical_level(self.values["economical"]) or "off"
 
+    def kaggle_room(self) -> OutputRoom | None:
+        """On Kaggle: one checkpoint's size against the session's outputs (app.kaggle.room)."""
+        if not (self.is_kaggle() and self.model_ok()):
+            return None
+        v = self.values
+        kept = ((self.continuing.config.get("training") or {}) if self.continuing else {}).get("keep_checkpoints", 3)
+        config = {"model": {"layers": v["layers"], "width": v["width"], "heads": v["heads"], "context": v["context"],
+                            "vocab": self.vocab()},
+                  "training": {"lean_state": self.lean_state() != "off" and self.lean_state(), "keep_checkpoints": kept}}
+        return output_room(config, kaggle_settings.load().output_bytes)
+
     def lean_state(self) -> str:
         """The chosen lean state: "off", "on" or "offload"."""
         return lean_state_level(self.values.get("lean_state")) or "off"
@@ -452,6 +465,9 @@ class RunForm(FormChecks):
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
             return rows
         rows += [sizes.time_row(est, int(v["steps_to"])), sizes.limit_row(est, v["limit_min"]), *sizes.memory_rows(est)]
+        room = self.kaggle_room()
+        if room is not None:
+            rows.append(sizes.checkpoint_row(room))
         # app.sizing's advice, less what the rows above already say (speed, time, limit).
         for i, sentence in enumerate(est.advice_texts(ROW_ADVICE_KINDS)):
             rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", sentence, "ok"))

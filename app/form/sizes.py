@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.i18n import current_language, t
-from ..base.numbers import count_text, decimal_mark, decimal_text, duration_text
+from ..base.numbers import bytes_decimal_text, count_text, decimal_mark, decimal_text, duration_text
 from ..sizing.advice import fix_phrase
 from ..sizing.result import Estimate
 from .fields import format_value
@@ -63,6 +63,13 @@ def limit_row(est: Estimate, limit_min: Any) -> SizeRow:
     return SizeRow("limit", label, t(f"остановит на шаге ≈{format_value(at)}", f"stops it at step ≈{format_value(at)}"),
                    t("чекпоинт сохранится; продолжите одной кнопкой",
                      "a checkpoint is saved; continue with one click"), "warning")
+
+
+def checkpoint_row(room: Any) -> SizeRow:
+    """On Kaggle: one checkpoint's size against the session's outputs (app.kaggle.room)."""
+    level = "error" if not room.fits else ("warning" if room.keep < room.wanted else "ok")
+    return SizeRow("checkpoint", t("Чекпоинт на Kaggle", "Checkpoint on Kaggle"),
+                   "≈ " + bytes_decimal_text(room.checkpoint_bytes), room.text(), level)
 
 
 def memory_rows(est: Estimate) -> list[SizeRow]:

@@ -1,10 +1,13 @@
 """The lab's Kaggle side: accounts and their quota, datasets by content hash, kernels on
 2×T4, following their logs, the Auto machine and continuing a run across accounts.
 
-Layers, bottom-up: credentials (secrets, file 0600) → client (one KaggleApi per account,
-backoff) → quota/store (SQLite, public details only) → datasets/kernel/follow → picker →
-runner (one run's legs on Kaggle: chain → push → followers/watch → outputs). Nothing here
-imports Qt or torch; `kaggle` itself is imported lazily (see client.import_kaggle).
+Layers, bottom-up: credentials (keys and tokens, file 0600) → sdk (the real client imported
+once, each account's KaggleApi kept to its own credentials, timeouts) → client (one
+AccountClient per account, backoff, what each answer means) → quota/store (SQLite, public
+details only) → datasets/kernel/follow/room → picker (capacity and «Авто») → runner (one run's
+legs on Kaggle: chain → push → followers/watch → outputs); cleanup (the lab's datasets no run
+needs). Nothing here imports Qt or torch; `kaggle` itself is imported lazily
+(sdk.import_kaggle).
 """
 
 

@@ -15,7 +15,7 @@ from ..base.i18n import t
 from .backoff import Backoff
 from .client import AccountClient
 from .credentials import Credential, CredentialStore, read_kaggle_json
-from .errors import AuthError, GlobalTokenSet, KaggleError, NetworkDown, Transient
+from .errors import AuthError, KaggleError, NetworkDown, Transient
 from .quota import Quota
 from .store import ACCOUNT_INVALID, ACCOUNT_UNKNOWN, ACCOUNT_UNREACHABLE, DatasetRow, KaggleStore
 
@@ -38,6 +38,7 @@ class AccountView:
     quota: Quota | None
     holds: list[DatasetRow] = field(default_factory=list)
     kernels: list[dict] = field(default_factory=list)
+    auth: str = ""  # "token" (an API token) or "key" (a legacy key); "" when none is stored
 
     @property
     def usable(self) -> bool:
@@ -74,7 +75,7 @@ class Accounts:
         for c in creds:
             self.store.ensure_account(c.username)
             old = before.get(c.username)
-            if old is not None and old.key != c.key:
+            if old is not None and old.secret != c.secret:
                 row = rows.get(c.username)
                 with _replaced_lock:
                     _replaced[c.username] = (old, row.key_status if row else ACCOUNT_UNKNOWN,
@@ -93,12 +94,11 @@ class Accounts:
 
     # -- checking -----------------------------------------------------------------------------
     def check(self, username: str) -> CheckResult:
-        """Ask Kaggle for the account's quota: proves the key and refreshes the numbers."""
+        """Ask Kaggle for the account's quota: the one call that proves the key or token (a
+        missing dataset or kernel says nothing about it) and refreshes the numbers."""
         try:
             client = self.client(username)
             q = client.quota()
-        except GlobalTokenSet as e:  # nothing was asked: the key's status stays as it was
-            return CheckResult(username, False, str(e))
         except AuthError as e:
             with _replaced_lock:
                 replaced = _replaced.pop(username, None)
@@ -128,19 +128,24 @@ class Accounts:
     def views(self) -> list[AccountView]:
         """Every account (from the credentials file and the state), from the state alone:
         no network, fast enough for the form's every change."""
-        names = set(self.creds.names())
+        creds = self.creds.load()
         rows = {a.username: a for a in self.store.accounts()}
         out = []
-        for name in sorted(names | set(rows)):
+        for name in sorted(set(creds) | set(rows)):
             row = rows.get(name)
             status = row.key_status if row else "unknown"
-            if name not in names:
+            if name not in creds:
                 status = "missing"
             out.append(AccountView(
                 name, status, row.key_reason if row else None, row.quota if row else None,
-                self.store.holdings(name), self.store.legs(name)[:10],
+                self.store.holdings(name), self.store.legs(name)[:10], creds[name].kind if name in creds else "",
             ))
         return out
+
+
+def auth_text(view: AccountView) -> str:
+    """What the lab holds for the account: «токен API» or «устаревший ключ»."""
+    return {"token": t("токен API", "API token"), "key": t("устаревший ключ", "legacy key")}.get(view.auth, "")
 
 
 def key_status_text(view: AccountView) -> str:

@@ -2,6 +2,10 @@
 
 kaggle 2.2.5 retries only blob uploads and dataset creation by itself; push, status, logs
 and outputs get no retry there, so every call the lab makes goes through `Backoff.call`.
+The status alone decides, whatever the body (Kaggle's JSON, or a web page from a front end):
+401 is a refused key or token; 403 and 404 are a dataset or kernel that is not there or not
+visible (NotFound) — except on the key check itself (`key_check`, the quota call), where 403
+refuses the key too; 412 is Kaggle having no room now (Busy); 429 and 5xx are retried.
 """
 
 from __future__ import annotations
@@ -10,12 +14,12 @@ import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from ..base.i18n import t
-from .errors import AuthError, KaggleError, NetworkDown, NotFound, Transient
+from .errors import AuthError, Busy, KaggleError, NetworkDown, NotFound, Transient
 
 T = TypeVar("T")
 
@@ -34,8 +38,8 @@ def retry_after_seconds(value: str | None, now: float | None = None) -> float | 
     except (TypeError, ValueError):
         return None
     if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    current = datetime.fromtimestamp(time.time() if now is None else now, timezone.utc)
+        when = when.replace(tzinfo=UTC)
+    current = datetime.fromtimestamp(time.time() if now is None else now, UTC)
     return max(0.0, (when - current).total_seconds())
 
 
@@ -79,8 +83,9 @@ class Backoff:
         return d * (0.75 + 0.5 * random.random())  # jitter: many lab windows do not retry in step
 
     def call(self, fn: Callable[[], T], what: str, username: str = "",
-             on_wait: Callable[[str, float], None] | None = None) -> T:
-        """Run fn; back off and retry on 429/5xx/network; translate the rest into KaggleError."""
+             on_wait: Callable[[str, float], None] | None = None, key_check: bool = False) -> T:
+        """Run fn; back off and retry on 429/5xx/network; translate the rest into KaggleError
+        (the rules above; `key_check`: this call proves the key, so 403 refuses it)."""
         last: BaseException | None = None
         for attempt in range(self.attempts):
             try:
@@ -89,11 +94,15 @@ class Backoff:
                 raise
             except Exception as exc:  # noqa: BLE001 — classified below, re-raised as ours
                 status = http_status(exc)
-                if status in (401, 403):
+                if status == 401 or (status == 403 and key_check):
                     raise AuthError(username, status, auth_message(username, status)) from exc
-                if status == 404:
-                    raise NotFound(t(f"{what}: не найдено на Kaggle (404)",
-                                     f"{what}: not found on Kaggle (404)")) from exc
+                if status in (403, 404):
+                    raise NotFound(t(
+                        f"{what}: нет на Kaggle или не видно этому аккаунту (HTTP {status})",
+                        f"{what}: not on Kaggle, or not visible to this account (HTTP {status})")) from exc
+                if status == 412:
+                    raise Busy(t(f"{what}: у Kaggle сейчас нет места (HTTP 412)",
+                                 f"{what}: Kaggle has no room for it now (HTTP 412)"), status) from exc
                 transient = status == 429 or (status is not None and 500 <= status < 600)
                 network = status is None and is_network_error(exc)
                 if not (transient or network):
@@ -133,10 +142,12 @@ def _header(exc: BaseException | None, name: str) -> str | None:
 
 def auth_message(username: str, status: int) -> str:
     return t(
-        f"аккаунт {username}: ключ не принят (HTTP {status}). Создайте новый токен в настройках "
-        "Kaggle (Settings → API) и добавьте аккаунт заново.",
-        f"account {username}: the key was refused (HTTP {status}). Create a new token in Kaggle's "
-        "settings (Settings → API) and add the account again.",
+        f"аккаунт {username}: ключ или токен не принят (HTTP {status}). Создайте новый токен на "
+        "kaggle.com → Settings → API (Generate New Token) и добавьте его: «Добавить токен…» или "
+        f"ternit kaggle add-account --username {username} --token -",
+        f"account {username}: the key or token was refused (HTTP {status}). Create a new token at "
+        "kaggle.com → Settings → API (Generate New Token) and add it: «Добавить токен…» (Add token) or "
+        f"ternit kaggle add-account --username {username} --token -",
     )
 
 

@@ -9,12 +9,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from trainer.checkpoint_index import is_checkpoint
+
 from ..base import run_status as st
 from ..base.i18n import t
 from . import datasets
-from .accounts import key_status_text
 from .errors import AuthError, KaggleError, NetworkDown, Transient
-from .picker import Candidate, Pick, Want, pick
+from .picker import Candidate, Pick, Want, capacities, pick
 from .quota import hours
 
 log = logging.getLogger(__name__)
@@ -47,14 +48,11 @@ class LegPlanning:
 
     # -- picking --------------------------------------------------------------------------------
     def candidates(self, refresh: bool = True) -> list[Candidate]:
+        """Every account with its free quota and GPU sessions (picker.capacities), after
+        asking Kaggle for fresh quotas when `refresh`."""
         if refresh:
             self.accounts.check_all()
-        out = []
-        for v in self.accounts.views():
-            out.append(Candidate(v.username, v.remaining_s, v.usable,
-                                 frozenset(d.content_hash for d in v.holds), key_status_text(v),
-                                 v.quota.refresh_at if v.quota else None))
-        return out
+        return capacities(self.accounts.views(), self.store.legs_in_flight(), self.settings.margin_min)
 
     def choose(self, config: dict[str, Any], account: str, want: Want, exclude: set[str],
                limit_min: float | None = None) -> Pick:
@@ -72,16 +70,21 @@ class LegPlanning:
                 row = self.store.account(account)
                 raise AuthError(account, 401, (row.key_reason if row else None) or t(
                     f"ключ аккаунта {account} не принят", f"the key of account {account} was refused"))
-            left = (c.remaining_s / 60.0) - margin
+            if c.free_sessions <= 0:
+                raise KaggleError(t(
+                    f"аккаунт {account}: {c.why_not}; Kaggle не даёт больше сессий GPU одному аккаунту — "
+                    "дождитесь конца одной или выберите «Авто»",
+                    f"account {account}: {c.why_not}; Kaggle gives one account no more GPU sessions — "
+                    "wait for one to end or choose Auto"))
+            left = c.leg_min(limit, margin)
             if left <= 0:
                 raise KaggleError(t(
-                    f"у аккаунта {account} квоты {hours(c.remaining_s)} — не больше запаса {margin:g} мин; "
+                    f"у аккаунта {account} свободно {hours(c.free_s)} квоты — не больше запаса {margin:g} мин; "
                     "выберите «Авто» или другой аккаунт",
-                    f"account {account} has {hours(c.remaining_s)} of quota, no more than the {margin:g} min "
+                    f"account {account} has {hours(c.free_s)} of free quota, no more than the {margin:g} min "
                     "margin; choose Auto or another account",
                 ))
-            covers = left >= limit
-            return Pick(account, covers, min(limit, left), t(f"выбран аккаунт {account}", f"account {account} chosen"))
+            return Pick(account, left >= limit, left, t(f"выбран аккаунт {account}", f"account {account} chosen"))
         return pick(cands, limit, margin, want, exclude)
 
     # -- starting a leg -------------------------------------------------------------------------
@@ -96,7 +99,7 @@ class LegPlanning:
         resume = config.get("resume_from")
         if resume:
             path = Path(resume)
-            if not path.is_file():
+            if not is_checkpoint(path):  # a .pt file, or a sharded run's .dcp folder
                 raise KaggleError(t(f"чекпоинт {path} не найден", f"checkpoint {path} does not exist"))
             out.append(datasets.checkpoint_bundle(path, self.store))
         return out

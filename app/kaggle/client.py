@@ -1,67 +1,41 @@
-"""One Kaggle client per account, never the global one.
+"""One Kaggle client per account, never the global one (app/kaggle/sdk.py imports the real
+client and keeps it to each account's own key or token, with timeouts).
 
-Rules (shared/DESIGN.md, checked against kaggle 2.2.5 / kagglesdk 0.1.38):
-- `import kaggle` authenticates at import time against the *global* credentials and prints
-  a help text when there are none; it is imported here lazily, with stdout captured.
-- Each account gets its own `KaggleApi()` with its own new `config_values` dict; the lab
-  never calls `authenticate()`.
-- `TERNIT_KAGGLE_ENDPOINT=http://127.0.0.1:PORT` points every client at a local server:
-  kagglesdk has no public endpoint setting, so the LOCAL environment's endpoint is set and
-  each api gets `args = ["--local"]` (kagglesdk is pinned to 0.1.x for this).
+Every call goes through the lab's backoff (app/kaggle/backoff.py) and comes back as what it
+means: a dataset's stage, a kernel's status, a refusal (PushRefused), a dataset or kernel that
+is not there (NotFound — 403 or 404, one rule for both), a refused key (AuthError — only the
+quota call, which must succeed for a working key, can say so), a silent stream (Stalled).
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
-import os
-import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..base.i18n import t
+from . import settings as kaggle_settings
 from .backoff import Backoff
-from .credentials import Credential, global_token_warning
-from .errors import GlobalTokenSet, KaggleError, NotFound, PushRefused, UploadFailed
+from .credentials import Credential
+from .errors import Busy, KaggleError, NotFound, PushRefused, Stalled, UploadFailed
 from .quota import Quota
+from .sdk import endpoint, import_kaggle, make_api, set_stall_timeout
 
-ENDPOINT_ENV = "TERNIT_KAGGLE_ENDPOINT"
-_import_lock = threading.Lock()
-_api_class: Any = None
-
-
-def import_kaggle() -> Any:
-    """The KaggleApi class, importing `kaggle` once with its import-time prints swallowed."""
-    global _api_class
-    with _import_lock:
-        if _api_class is None:
-            sink = io.StringIO()
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                from kaggle.api.kaggle_api_extended import KaggleApi
-            _api_class = KaggleApi
-        return _api_class
+# Kaggle's processing stages of a dataset version (kagglesdk DatabundleVersionStatus, as
+# kaggle's dataset_status names them): anything else but these is still being processed.
+DATASET_READY, DATASET_FAILED, DATASET_DELETED = "ready", "failed", "deleted"
+LAB_SLUG_PREFIX = "ternit-"  # every dataset the lab makes (datasets.Bundle.slug)
 
 
-def endpoint() -> str | None:
-    value = os.environ.get(ENDPOINT_ENV, "").strip().rstrip("/")
-    return value or None
+@dataclass(frozen=True)
+class KaggleDataset:
+    """One of the account's own datasets as Kaggle lists it."""
 
-
-def make_api(cred: Credential) -> Any:
-    """A KaggleApi that speaks only as `cred` (own config_values, no authenticate())."""
-    api_class = import_kaggle()
-    api = api_class()
-    api.config_values = {"username": cred.username, "key": cred.key}
-    local = endpoint()
-    if local:
-        from kagglesdk.kaggle_env import KaggleEnv, _env_to_endpoint
-
-        _env_to_endpoint[KaggleEnv.LOCAL] = local
-        api.args = ["--local"]
-    else:
-        api.args = []  # not the class-level list, which KAGGLE_API_ENVIRONMENT may have filled
-    return api
+    ref: str
+    title: str
+    bytes: int | None
 
 
 class AccountClient:
@@ -71,35 +45,50 @@ class AccountClient:
                  on_wait: Callable[[str, float], None] | None = None) -> None:
         self.cred = cred
         self.username = cred.username
+        set_stall_timeout(kaggle_settings.load().stall_s)
         self.api = make_api(cred)
         self.backoff = backoff or Backoff()
         self.on_wait = on_wait
 
-    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
-        # The client sends a global token instead of this account's key: a request now
-        # would go as the token's owner (wrong quota, or a good key reported as refused).
-        warning = global_token_warning()
-        if warning:
-            raise GlobalTokenSet(warning)
-        return self.backoff.call(fn, what, self.username, self.on_wait)
+    def _call(self, what: str, fn: Callable[[], Any], key_check: bool = False) -> Any:
+        return self.backoff.call(fn, what, self.username, self.on_wait, key_check=key_check)
 
     # -- account -----------------------------------------------------------------------
     def quota(self) -> Quota:
-        resp = self._call(t("квота GPU", "GPU quota"), self.api.quota_view)
+        """The account's GPU quota: the call that proves the key (401/403 here refuse it)."""
+        resp = self._call(t("квота GPU", "GPU quota"), self.api.quota_view, key_check=True)
         return Quota.from_response(resp)
 
     # -- datasets ----------------------------------------------------------------------
-    def dataset_ready(self, ref: str) -> bool | None:
-        """True when ready, False while processing, None when it does not exist."""
+    def dataset_stage(self, ref: str) -> str | None:
+        """The dataset's processing stage ("ready", "failed", or a stage still in progress
+        such as "blobs_received"); None when it is not there (absent, deleted or not
+        visible to this account)."""
         try:
-            status = self._call(t(f"датасет {ref}", f"dataset {ref}"),
-                                lambda: self.api.dataset_status(ref))
+            stage = self._call(t(f"датасет {ref}", f"dataset {ref}"), lambda: self.api.dataset_status(ref))
         except NotFound:
             return None
-        if status == "failed":
-            raise UploadFailed(t(f"Kaggle не смог обработать датасет {ref}",
-                                 f"Kaggle failed to process dataset {ref}"))
-        return status == "ready"
+        return None if stage == DATASET_DELETED else str(stage)
+
+    def lab_datasets(self) -> list[KaggleDataset]:
+        """The account's own datasets that the lab made (slug ternit-…), with their sizes."""
+        out: list[KaggleDataset] = []
+        token: str | None = None
+        while True:
+            resp = self._call(t("список датасетов", "the list of datasets"), lambda tok=token: (
+                self.api.dataset_list_with_response(mine=True, search=LAB_SLUG_PREFIX, page_size=100,
+                                                    page_token=tok)))
+            for d in getattr(resp, "datasets", None) or []:
+                if d.ref.split("/")[-1].startswith(LAB_SLUG_PREFIX):
+                    out.append(KaggleDataset(d.ref, d.title or "", d.total_bytes))
+            token = getattr(resp, "next_page_token", "") or None
+            if not token:
+                return out
+
+    def dataset_delete(self, ref: str) -> None:
+        owner, _, slug = ref.partition("/")
+        self._call(t(f"удаление датасета {ref}", f"deleting dataset {ref}"),
+                   lambda: self.api.dataset_delete(owner, slug, no_confirm=True))
 
     def dataset_create(self, folder: Path) -> str:
         """Create the private dataset described by folder/dataset-metadata.json; its ref."""
@@ -112,9 +101,12 @@ class AccountClient:
 
     # -- kernels -----------------------------------------------------------------------
     def push(self, folder: Path) -> Any:
-        """Push the kernel in folder; a refusal inside HTTP 200 raises PushRefused."""
-        resp = self._call(t("отправка ядра", "pushing the kernel"),
-                          lambda: self.api.kernels_push(str(folder)))
+        """Push the kernel in folder; a refusal (inside HTTP 200, or 412/403) raises PushRefused."""
+        try:
+            resp = self._call(t("отправка ядра", "pushing the kernel"), lambda: self.api.kernels_push(str(folder)))
+        except (Busy, NotFound) as e:
+            raise PushRefused(self.username, t(f"Kaggle не принял ядро на аккаунте {self.username}: {e}",
+                                               f"Kaggle refused the kernel on account {self.username}: {e}")) from e
         error = getattr(resp, "error", None) if resp is not None else "no answer"
         if error:
             raise PushRefused(self.username, t(
@@ -137,10 +129,15 @@ class AccountClient:
         return status, resp.failure_message or ""
 
     def log_events(self, ref: str) -> Iterator[dict[str, Any]]:
-        """The kernel's log stream (replays from the start on every call)."""
-        stream = self._call(t(f"журнал ядра {ref}", f"kernel log {ref}"),
-                            lambda: _first(self.api.kernels_logs_stream(ref)))
-        yield from stream
+        """The kernel's log stream (replays from the start on every call). Silent longer
+        than the stall timeout (sdk.set_stall_timeout): Stalled."""
+        def open_stream() -> Iterator[dict[str, Any]]:
+            with _stall_is_stalled(ref):  # inside the backoff: a silent opening is not retried
+                return _first(self.api.kernels_logs_stream(ref))
+
+        stream = self._call(t(f"журнал ядра {ref}", f"kernel log {ref}"), open_stream)
+        with _stall_is_stalled(ref):
+            yield from stream
 
     def output(self, ref: str, folder: Path) -> list[str]:
         folder.mkdir(parents=True, exist_ok=True)
@@ -163,4 +160,34 @@ def _first(gen: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     return chain()
 
 
-__all__ = ["AccountClient", "KaggleError", "import_kaggle", "make_api", "endpoint"]
+@contextlib.contextmanager
+def _stall_is_stalled(ref: str) -> Iterator[None]:
+    """A read timeout inside (opening the stream or reading it) is Stalled, not retried as
+    a network failure: the follower reopens the stream at once."""
+    try:
+        yield
+    except KaggleError:
+        raise
+    except Exception as e:
+        if is_stall(e):
+            raise Stalled(t(f"журнал ядра {ref} молчит дольше допустимого",
+                            f"the log of kernel {ref} went silent")) from e
+        raise
+
+
+def is_stall(exc: BaseException | None) -> bool:
+    """A read that timed out (requests wraps urllib3's ReadTimeoutError in a ConnectionError)."""
+    import requests
+    import urllib3
+
+    seen = 0
+    while exc is not None and seen < 6:
+        if isinstance(exc, (requests.ReadTimeout, urllib3.exceptions.ReadTimeoutError, TimeoutError)):
+            return True
+        nested = [a for a in getattr(exc, "args", ()) if isinstance(a, BaseException)]
+        exc = nested[0] if nested else (exc.__cause__ or exc.__context__)
+        seen += 1
+    return False
+
+
+__all__ = ["AccountClient", "KaggleDataset", "KaggleError", "endpoint", "import_kaggle", "is_stall", "make_api"]

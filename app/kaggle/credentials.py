@@ -1,9 +1,15 @@
-"""Kaggle keys: kept only in the lab's own credentials file, owner-only, written atomically.
+"""Kaggle credentials: kept only in the lab's own credentials file, owner-only, written
+atomically.
+
+Two kinds, per account (Kaggle's settings page, kaggle.com/settings → API, docs/KAGGLE.md):
+an API token ("Generate New Token"; sent as `Authorization: Bearer`, starts with KGAT_)
+and a legacy key ("Create Legacy API Key": kaggle.json with username and key, sent as HTTP
+Basic). A token sent as a key is refused with 401, so each is stored as what it is.
 
 The file is `config_dir()/kaggle_credentials.json` with mode 0600 (on Windows, where a mode
 means nothing, the user profile's access list guards it: docs/KAGGLE.md). It is the one place a
-key lives: the SQLite state keeps only public details (username, quota, key status), and
-nothing else the lab writes (logs, run folders, kernels, datasets) ever carries a key.
+secret lives: the SQLite state keeps only public details (username, quota, key status), and
+nothing else the lab writes (logs, run folders, kernels, datasets) ever carries one.
 """
 
 from __future__ import annotations
@@ -19,37 +25,80 @@ from ..base import atomic, paths
 from ..base.i18n import t
 
 FILE_NAME = "kaggle_credentials.json"
+TOKEN_PREFIX = "KGAT_"  # Kaggle's API tokens (kaggle-cli PR #1005 reads a KGAT_ "key" as a token)
 _USERNAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
 
 
 class CredentialsError(ValueError):
-    """A key or a credentials file that cannot be used; the message says what to do."""
+    """A key, a token or a credentials file that cannot be used; the message says what to do."""
 
 
 @dataclass(frozen=True)
 class Credential:
+    """One account's secret: a legacy `key` or an API `token` (exactly one of them)."""
+
     username: str
-    key: str = field(repr=False)  # never printed: repr() shows only the username
+    key: str = field(default="", repr=False)    # never printed: repr() shows only the username
+    token: str = field(default="", repr=False)
+
+    @property
+    def kind(self) -> str:
+        """"token" (Bearer) or "key" (Basic)."""
+        return "token" if self.token else "key"
+
+    @property
+    def secret(self) -> str:
+        return self.token or self.key
+
+    def config_values(self) -> dict[str, str]:
+        """What the kaggle client's KaggleApi.config_values takes for this account."""
+        return {"username": self.username, self.kind: self.secret}
 
     def __str__(self) -> str:
         return self.username
 
 
-def check(username: str, key: str) -> Credential:
-    """Validate a username/key pair as typed or read from kaggle.json."""
+def _username(username: str) -> str:
     username = (username or "").strip()
-    key = (key or "").strip()
     if not _USERNAME.match(username):
         raise CredentialsError(t(
             f"имя пользователя Kaggle {username!r} не похоже на настоящее: латиница, цифры, «-» и «_»",
             f"Kaggle username {username!r} does not look right: Latin letters, digits, '-' and '_'",
         ))
-    if not key or any(c.isspace() for c in key) or len(key) < 8:
+    return username
+
+
+def _damaged(secret: str) -> bool:
+    return not secret or any(c.isspace() for c in secret) or len(secret) < 8
+
+
+def check(username: str, key: str) -> Credential:
+    """Validate a username and a secret as typed or read from kaggle.json. A KGAT_ value is
+    an API token whatever field it came in (sent as a key it would be refused)."""
+    username, key = _username(username), (key or "").strip()
+    if key.startswith(TOKEN_PREFIX):
+        return check_token(username, key)
+    if _damaged(key):
         raise CredentialsError(t(
-            "ключ API пуст или повреждён: скопируйте его из kaggle.json (Settings → API → Create New Token)",
-            "the API key is empty or damaged: copy it from kaggle.json (Settings → API → Create New Token)",
+            "ключ API пуст или повреждён: скопируйте его из kaggle.json (kaggle.com → Settings → API → "
+            "Create Legacy API Key) или добавьте токен API (Generate New Token)",
+            "the API key is empty or damaged: copy it from kaggle.json (kaggle.com → Settings → API → "
+            "Create Legacy API Key) or add an API token (Generate New Token)",
         ))
-    return Credential(username, key)
+    return Credential(username, key=key)
+
+
+def check_token(username: str, token: str) -> Credential:
+    """Validate a username and an API token (kaggle.com → Settings → API → Generate New Token)."""
+    username, token = _username(username), (token or "").strip()
+    if _damaged(token):
+        raise CredentialsError(t(
+            "токен API пуст или повреждён: скопируйте его целиком со страницы kaggle.com → Settings → API "
+            "(Generate New Token) или из файла access_token",
+            "the API token is empty or damaged: copy it whole from kaggle.com → Settings → API "
+            "(Generate New Token) or from the access_token file",
+        ))
+    return Credential(username, token=token)
 
 
 def read_kaggle_json(path: Path) -> Credential:
@@ -66,6 +115,16 @@ def read_kaggle_json(path: Path) -> Credential:
         raise CredentialsError(t(f"в {path} нет полей username и key",
                                  f"{path} has no username and key fields"))
     return check(str(raw["username"]), str(raw["key"]))
+
+
+def read_token_file(username: str, path: Path) -> Credential:
+    """An API token from a file such as Kaggle's `access_token` (the token alone, one line)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CredentialsError(t(f"не удалось прочитать {path}: {getattr(e, 'strerror', None) or e}",
+                                 f"cannot read {path}: {getattr(e, 'strerror', None) or e}")) from e
+    return check_token(username, text.strip())
 
 
 def default_path() -> Path:
@@ -93,7 +152,10 @@ class CredentialStore:
         out: dict[str, Credential] = {}
         for item in raw.get("accounts", []) if isinstance(raw, dict) else []:
             try:
-                cred = check(item.get("username", ""), item.get("key", ""))
+                if item.get("token"):
+                    cred = check_token(item.get("username", ""), item["token"])
+                else:
+                    cred = check(item.get("username", ""), item.get("key", ""))
             except (CredentialsError, AttributeError):
                 continue
             out[cred.username] = cred
@@ -106,8 +168,8 @@ class CredentialStore:
         found = self.load().get(username)
         if found is None:
             raise CredentialsError(t(
-                f"аккаунт {username!r} не добавлен: ternit kaggle add-account --json kaggle.json",
-                f"account {username!r} is not added: ternit kaggle add-account --json kaggle.json",
+                f"аккаунт {username!r} не добавлен: ternit kaggle add-account --username {username} --token -",
+                f"account {username!r} is not added: ternit kaggle add-account --username {username} --token -",
             ))
         return found
 
@@ -125,7 +187,7 @@ class CredentialStore:
         return True
 
     def _write(self, creds: dict[str, Credential]) -> None:
-        data = {"version": 1, "accounts": [{"username": c.username, "key": c.key}
+        data = {"version": 1, "accounts": [{"username": c.username, c.kind: c.secret}
                                            for c in sorted(creds.values(), key=lambda c: c.username)]}
         # Owner-only from the first byte: the mode is set on the temporary file.
         atomic.write_json(self.path, data, mode=0o600)
@@ -139,11 +201,9 @@ class CredentialStore:
 
 
 def global_token_sources() -> list[str]:
-    """Where a global Kaggle token would silently override every account's own key.
-
-    kagglesdk's HTTP client takes KAGGLE_API_TOKEN or ~/.kaggle/access_token(.txt) before
-    any username/key it is given, so the lab must say so instead of running as someone else.
-    """
+    """Where a global Kaggle token is set up for Kaggle's own command line: the variable
+    KAGGLE_API_TOKEN or ~/.kaggle/access_token(.txt). The lab's clients never read them
+    (app/kaggle/sdk.py); they are only named to the user."""
     found = []
     if os.environ.get("KAGGLE_API_TOKEN"):
         found.append("KAGGLE_API_TOKEN")
@@ -152,20 +212,20 @@ def global_token_sources() -> list[str]:
         try:
             if p.is_file() and p.read_text(encoding="utf-8").strip():
                 found.append(str(p))
-        except OSError:
+        except (OSError, UnicodeDecodeError):
             pass
     return found
 
 
-def global_token_warning() -> str | None:
+def global_token_note() -> str | None:
     """One line for the user when a global token is set, else None."""
     found = global_token_sources()
     if not found:
         return None
     where = ", ".join(found)
     return t(
-        f"Внимание: задан общий токен Kaggle ({where}). Он подменяет ключи всех аккаунтов лаборатории: "
-        "все запросы пойдут от его владельца. Удалите его, чтобы у каждого аккаунта был свой ключ.",
-        f"Warning: a global Kaggle token is set ({where}). It overrides every lab account's key: "
-        "all requests would go as its owner. Remove it so that each account uses its own key.",
+        f"Задан общий токен Kaggle ({where}): его читает командная строка kaggle. Лаборатория его не "
+        "использует — каждый её аккаунт работает со своим ключом или токеном.",
+        f"A global Kaggle token is set ({where}): Kaggle's own command line reads it. The lab does not "
+        "use it — each of its accounts works with its own key or token.",
     )

@@ -29,11 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.checkpoint_index import hash_path, is_dcp
 from trainer.config import lean_mode
 
 from ..base import paths
 from ..base.i18n import t
-from ..base.numbers import decimal_text
+from ..base.numbers import decimal_text, duration_text
 from .client import AccountClient
 from .errors import KaggleError, UploadFailed
 from .store import KaggleStore, combine
@@ -50,6 +51,7 @@ class Bundle:
     content_hash: str
     files: tuple[tuple[str, Path], ...]  # (name inside the dataset, local file)
     label: str
+    marker: tuple[tuple[str, Any], ...] = ()  # more for the marker file (a sharded checkpoint's layout)
 
     @property
     def slug(self) -> str:
@@ -166,7 +168,7 @@ def lean_wheel(progress: Progress | None = None, timeout_s: float = 900.0) -> Pa
         if got is None:
             reason = why[0][:300] if why else t("pip не нашёл подходящего колеса", "pip found no suitable wheel")
             raise KaggleError(t(
-                f"не удалось скачать {LEAN_LIBRARY} для ядра Kaggle ({reason}). Экономное состояние "
+                f"не удалось скачать {LEAN_LIBRARY} для ядра Kaggle ({reason}). Облегчённое состояние "
                 f"(lean_state) на Kaggle требует его: проверьте интернет и повторите, положите колесо "
                 f"{LEAN_LIBRARY} для Linux x86-64 в {folder} или выключите lean_state",
                 f"could not download {LEAN_LIBRARY} for the Kaggle kernel ({reason}). The lean state "
@@ -201,10 +203,39 @@ def data_hash_cached(data_dir: Path, store: KaggleStore) -> str | None:
     return combine(parts)
 
 
-def checkpoint_bundle(path: Path, store: KaggleStore) -> Bundle:
+def checkpoint_hash_cached(path: Path, store: KaggleStore) -> str | None:
+    """A checkpoint's dataset hash without reading it whole (for the form): a .dcp folder's
+    from its SHA-256 list, a .pt file's if cached."""
     path = Path(path)
-    digest = store.file_sha256(path)
-    return Bundle("checkpoint", digest, ((path.name, path),), t(f"чекпоинт {path.name}", f"checkpoint {path.name}"))
+    if is_dcp(path):
+        try:
+            return hashlib.sha256(hash_path(path).read_text(encoding="utf-8").encode()).hexdigest()
+        except OSError:
+            return None
+    return store.cached_sha256(path)
+
+
+def checkpoint_bundle(path: Path, store: KaggleStore) -> Bundle:
+    """A checkpoint to continue from: a step-*.pt file as it is; a sharded run's step-*.dcp
+    folder as its files, flat, under plain names (dcp-000…: no folder to archive, no dot
+    file such as .metadata to lose), their real names and the folder's SHA-256 list in the
+    marker, from which the kernel puts the folder back together (links, no copy). Its
+    size is bounded by Kaggle's outputs (app/kaggle/room.py), far under a dataset's limit."""
+    path = Path(path)
+    label = t(f"чекпоинт {path.name}", f"checkpoint {path.name}")
+    if not is_dcp(path):
+        return Bundle("checkpoint", store.file_sha256(path), ((path.name, path),), label)
+    try:
+        manifest = hash_path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise KaggleError(t(f"у чекпоинта {path.name} нет списка SHA-256 ({hash_path(path).name}): он неполон",
+                            f"checkpoint {path.name} has no SHA-256 list ({hash_path(path).name}): it is incomplete")) from e
+    inside = sorted(f for f in path.rglob("*") if f.is_file())
+    staged = tuple((f"dcp-{i:03d}", f) for i, f in enumerate(inside))
+    layout = {"name": path.name, "manifest": manifest,
+              "files": {name: f.relative_to(path).as_posix() for name, f in staged}}
+    digest = hashlib.sha256(manifest.encode()).hexdigest()  # the checkpoint's own hash (its event's)
+    return Bundle("checkpoint", digest, staged, label, (("dcp", layout),))
 
 
 def _stage(bundle: Bundle, username: str, folder: Path) -> None:
@@ -212,7 +243,7 @@ def _stage(bundle: Bundle, username: str, folder: Path) -> None:
             "subtitle": "Ternit Lab: private files for training kernels"}
     (folder / "dataset-metadata.json").write_text(json.dumps(meta, indent=2), encoding="utf-8")
     (folder / MARKER).write_text(json.dumps({"kind": bundle.kind, "hash": bundle.content_hash,
-                                             "lab": "ternit-lab"}), encoding="utf-8")
+                                             "lab": "ternit-lab", **dict(bundle.marker)}), encoding="utf-8")
     for name, src in bundle.files:
         dst = folder / name
         dst.parent.mkdir(parents=True, exist_ok=True)
@@ -222,32 +253,76 @@ def _stage(bundle: Bundle, username: str, folder: Path) -> None:
             shutil.copy2(src, dst)
 
 
+class Cancelled(KaggleError):
+    """The user stopped the run while the lab waited for Kaggle: nothing was pushed."""
+
+
+# How many status answers in a row may say "not there" right after the lab created a
+# dataset before it counts as deleted (Kaggle may take a moment to list a new one).
+ABSENT_AFTER_CREATE = 3
+
+
 def ensure(client: AccountClient, store: KaggleStore, bundle: Bundle, progress: Progress | None = None,
-           ready_timeout_s: float = 3600.0, poll_s: float = 5.0) -> str:
-    """The dataset's ref on this account, uploading it first unless the account holds it."""
+           ready_timeout_s: float = 3600.0, poll_s: float = 5.0,
+           cancelled: Callable[[], bool] | None = None) -> str:
+    """The dataset's ref on this account, uploading it first unless the account holds it,
+    then waiting until Kaggle has processed it (a kernel cannot mount it before), saying how
+    long it has waited. Absent is absent (403 or 404, never a refused key); a dataset deleted
+    while the lab waits is said at once; `cancelled()` true stops the wait (Cancelled)."""
     say = progress or (lambda _msg: None)
     user = client.username
     ref = bundle.ref(user)
-    known = store.dataset(user, bundle.content_hash)
-    state = client.dataset_ready(ref)
-    if state is None:
-        if known is not None:  # deleted on Kaggle since: upload again
+    stage = client.dataset_stage(ref)
+    if stage is None:
+        if store.dataset(user, bundle.content_hash) is not None:  # deleted on Kaggle since: upload again
             store.drop_dataset(user, bundle.content_hash)
-        mb = bundle.size / 1e6
-        say(t(f"загрузка на {user}: {bundle.label} ({decimal_text(mb, 1, 'ru')} МБ)",
-              f"uploading to {user}: {bundle.label} ({decimal_text(mb, 1, 'en')} MB)"))
-        with tempfile.TemporaryDirectory(prefix="ternit-dataset-") as tmp:
-            _stage(bundle, user, Path(tmp))
-            created = client.dataset_create(Path(tmp))
-        if created and created.strip("/").split("/")[-2:] != ref.split("/"):
-            raise UploadFailed(t(f"Kaggle создал {created} вместо {ref}", f"Kaggle created {created} instead of {ref}"))
-        state = client.dataset_ready(ref)
-    deadline = time.monotonic() + ready_timeout_s
-    while not state:
-        if time.monotonic() > deadline:
-            raise UploadFailed(t(f"датасет {ref} так и не стал готов на Kaggle", f"dataset {ref} never became ready on Kaggle"))
-        say(t(f"Kaggle обрабатывает {ref}…", f"Kaggle is processing {ref}…"))
-        time.sleep(poll_s)
-        state = client.dataset_ready(ref)
+        _upload(client, bundle, ref, say)
+        stage = _stage_after_create(client, ref, poll_s)
+    _wait_ready(client, bundle, ref, stage, say, ready_timeout_s, poll_s, cancelled)
     store.record_dataset(user, bundle.content_hash, bundle.kind, ref, bundle.label, bundle.size)
     return ref
+
+
+def _upload(client: AccountClient, bundle: Bundle, ref: str, say: Progress) -> None:
+    user = client.username
+    mb = bundle.size / 1e6
+    say(t(f"загрузка на {user}: {bundle.label} ({decimal_text(mb, 1, 'ru')} МБ)",
+          f"uploading to {user}: {bundle.label} ({decimal_text(mb, 1, 'en')} MB)"))
+    with tempfile.TemporaryDirectory(prefix="ternit-dataset-") as tmp:
+        _stage(bundle, user, Path(tmp))
+        created = client.dataset_create(Path(tmp))
+    if created and created.strip("/").split("/")[-2:] != ref.split("/"):
+        raise UploadFailed(t(f"Kaggle создал {created} вместо {ref}", f"Kaggle created {created} instead of {ref}"))
+
+
+def _stage_after_create(client: AccountClient, ref: str, poll_s: float) -> str | None:
+    for attempt in range(ABSENT_AFTER_CREATE):
+        stage = client.dataset_stage(ref)
+        if stage is not None or attempt == ABSENT_AFTER_CREATE - 1:
+            return stage
+        time.sleep(poll_s)
+    return None
+
+
+def _wait_ready(client: AccountClient, bundle: Bundle, ref: str, stage: str | None, say: Progress,
+                timeout_s: float, poll_s: float, cancelled: Callable[[], bool] | None) -> None:
+    started = time.monotonic()
+    while stage != "ready":
+        if stage is None:
+            raise UploadFailed(t(
+                f"датасет {ref} исчез с Kaggle (удалён?) — запустите прогон ещё раз, лаборатория загрузит его заново",
+                f"dataset {ref} is gone from Kaggle (deleted?) — start the run again and the lab uploads it anew"))
+        if stage == "failed":
+            raise UploadFailed(t(f"Kaggle не смог обработать датасет {ref}; запустите прогон ещё раз",
+                                 f"Kaggle failed to process dataset {ref}; start the run again"))
+        waited = time.monotonic() - started
+        if waited > timeout_s:
+            raise UploadFailed(t(f"датасет {ref} так и не стал готов на Kaggle за {duration_text(waited)}",
+                                 f"dataset {ref} never became ready on Kaggle in {duration_text(waited)}"))
+        if cancelled is not None and cancelled():
+            raise Cancelled(t("остановлен, пока Kaggle обрабатывал датасет: на Kaggle ничего не запущено",
+                              "stopped while Kaggle processed a dataset: nothing runs on Kaggle"))
+        say(t(f"Kaggle обрабатывает {bundle.label} ({ref}): {stage.replace('_', ' ')}, ждём {duration_text(waited, 'ru')}",
+              f"Kaggle is processing {bundle.label} ({ref}): {stage.replace('_', ' ')}, waited {duration_text(waited, 'en')}"))
+        time.sleep(poll_s)
+        stage = client.dataset_stage(ref)

@@ -8,7 +8,9 @@ class KaggleError(RuntimeError):
 
 
 class AuthError(KaggleError):
-    """401/403: the account's key is wrong or revoked. Auto skips the account."""
+    """401 (or a 403 on the key check itself, the quota call): the account's key or token is
+    wrong, revoked or lacks the right. Only the quota call marks an account refused
+    (Accounts.check); «Авто» then skips it."""
 
     def __init__(self, username: str, status: int, message: str) -> None:
         super().__init__(message)
@@ -17,7 +19,10 @@ class AuthError(KaggleError):
 
 
 class NotFound(KaggleError):
-    """404: the dataset or kernel does not exist (yet)."""
+    """403 or 404 on a dataset or kernel: it does not exist, or this account cannot see it.
+    Kaggle answers 403 for both (kaggle 2.2.5's kernels_status says so; kagglehub's
+    create_dataset_or_version treats 403 as missing): one rule for datasets and kernels, and
+    never a verdict on the key."""
 
 
 class Transient(KaggleError):
@@ -32,15 +37,23 @@ class NetworkDown(KaggleError):
     """Kaggle could not be reached at all (no connection, DNS, timeout)."""
 
 
-class GlobalTokenSet(KaggleError):
-    """A global Kaggle token (KAGGLE_API_TOKEN, ~/.kaggle/access_token) is set: the client
-    would send it instead of the account's own key, so the lab asks Kaggle nothing. Says
-    nothing about the account's key; it passes once the token is removed."""
+class Busy(KaggleError):
+    """412: Kaggle has no room for the request now (a capacity answer, JSON or a web page).
+    A push refused so is a PushRefused: «Авто» tries the next account."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Stalled(KaggleError):
+    """The kernel's log stream sent nothing for longer than the stall timeout: the lab
+    closes it and opens it again (it replays from the start; what was read is skipped)."""
 
 
 class PushRefused(KaggleError):
-    """Kaggle answered HTTP 200 but refused the kernel (response.error), e.g. the maximum
-    number of GPU sessions is running. Auto tries the next account."""
+    """Kaggle refused the kernel: inside an HTTP 200 (response.error, e.g. "Maximum batch GPU
+    session count of 2 reached"), or with 412/403. Auto tries the next account."""
 
     def __init__(self, username: str, message: str) -> None:
         super().__init__(message)

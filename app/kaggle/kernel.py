@@ -31,6 +31,7 @@ class KernelPlan:
     checkpoint_name: str
     limit_min: float
     dataset_refs: tuple[str, ...]
+    keep_checkpoints: int = 3  # what the outputs hold (app/kaggle/room.py)
 
     @property
     def ref(self) -> str:
@@ -43,19 +44,22 @@ def kernel_slug(run_id: str) -> str:
     return f"ternit-{base}-{hashlib.sha1(run_id.encode()).hexdigest()[:6]}"
 
 
-def kernel_config(config: dict[str, Any]) -> dict[str, Any]:
-    """The run config as the kernel gets it: no local paths (the kernel fills them in)."""
+def kernel_config(config: dict[str, Any], keep_checkpoints: int | None = None) -> dict[str, Any]:
+    """The run config as the kernel gets it: no local paths (the kernel fills them in), and
+    as many checkpoints kept as the outputs hold."""
     out = json.loads(json.dumps(config))
     out.setdefault("data", {})["dir"] = ""
     out["resume_from"] = None
     out.setdefault("target", {})["kind"] = "kaggle"
+    if keep_checkpoints is not None:
+        out.setdefault("training", {})["keep_checkpoints"] = keep_checkpoints
     return out
 
 
 def render(plan: KernelPlan) -> str:
     text = TEMPLATE.read_text(encoding="utf-8")
     return Template(text).substitute(
-        run_json=repr(json.dumps(kernel_config(plan.run_config), ensure_ascii=False)),
+        run_json=repr(json.dumps(kernel_config(plan.run_config, plan.keep_checkpoints), ensure_ascii=False)),
         code_hash=repr(plan.code_hash),
         data_hash=repr(plan.data_hash),
         checkpoint_hash=repr(plan.checkpoint_hash),

@@ -13,9 +13,16 @@ from typing import Any
 
 from ..base.i18n import t
 from . import settings as kaggle_settings
-from .accounts import Accounts, AccountView, key_status_text
-from .datasets import cached_lean_wheel, code_bundle, data_hash_cached, needs_wheel, wheel_cache_dir
-from .picker import Candidate, Pick, Want, pick
+from .accounts import Accounts, AccountView
+from .datasets import (
+    cached_lean_wheel,
+    checkpoint_hash_cached,
+    code_bundle,
+    data_hash_cached,
+    needs_wheel,
+    wheel_cache_dir,
+)
+from .picker import Pick, Want, capacity, pick
 from .store import KaggleStore
 
 log = logging.getLogger(__name__)
@@ -55,19 +62,17 @@ def auto_pick(config: dict[str, Any], store: KaggleStore | None = None) -> Pick:
     own = store is None
     store = store or KaggleStore()
     try:
-        views = Accounts(store).views()
-        cands = [Candidate(v.username, v.remaining_s, v.usable,
-                           frozenset(d.content_hash for d in v.holds), key_status_text(v),
-                           v.quota.refresh_at if v.quota else None) for v in views]
+        margin = kaggle_settings.load().margin_min
+        cands = capacity(store, margin)
         data_dir = (config.get("data") or {}).get("dir") or ""
         resume = config.get("resume_from") or ""
         want = Want(
             data=(data_hash_cached(Path(data_dir), store) or "") if data_dir else "",
             code=_code_hash(needs_wheel(config)),
-            checkpoint=(store.cached_sha256(Path(resume)) or "") if resume else "",
+            checkpoint=(checkpoint_hash_cached(Path(resume), store) or "") if resume else "",
         )
         limit = float((config.get("training") or {}).get("limit_min", 630))
-        return pick(cands, limit, kaggle_settings.load().margin_min, want)
+        return pick(cands, limit, margin, want)
     finally:
         if own:
             store.close()

@@ -17,10 +17,9 @@ from ..base.i18n import t
 from . import datasets, kernel
 from .chain import run_limit_min
 from .client import AccountClient
-from .credentials import global_token_warning
+from .datasets import Cancelled
 from .errors import (
     AuthError,
-    GlobalTokenSet,
     KaggleError,
     NetworkDown,
     NotFound,
@@ -29,7 +28,7 @@ from .errors import (
 )
 from .followers import LegLock
 from .picker import Pick, Want
-from .store import ACCOUNT_INVALID
+from .room import output_room
 
 
 class LegPush:
@@ -43,11 +42,11 @@ class LegPush:
     def start(self, run_id: str, account: str = "auto", allot_min: float | None = None) -> None:
         """Upload and push the leg `run_id`; `allot_min` is what is left of the run's limit
         for it (None: the whole «Лимит, мин» — a first leg)."""
-        warning = global_token_warning()
-        if warning:
-            raise GlobalTokenSet(warning)
         rec = self.registry.get(run_id)
         config = rec.config()
+        room = output_room(config, self.settings.output_bytes)
+        if not room.fits:  # before anything is uploaded: its checkpoints cannot come back
+            raise KaggleError(room.text())
         allot = run_limit_min(config) if allot_min is None else allot_min
         self._current_run = run_id
         self._status(run_id, st.UPLOADING, t("подготовка: хэши данных и кода", "preparing: hashing data and code"))
@@ -64,9 +63,13 @@ class LegPush:
                 raise KaggleError(t("этот прогон уже отправляется на Kaggle", "this run is already being sent to Kaggle"))
             try:
                 self.launch(rec, chosen, bundles, account, allot)
+            except Cancelled as e:  # «Остановить» while Kaggle processed a dataset
+                self._stopped_before_push(run_id, str(e))
+                return
             except (PushRefused, AuthError) as e:
                 if isinstance(e, AuthError):
-                    self.store.set_key_status(chosen.username, ACCOUNT_INVALID, str(e))
+                    # Only the quota call judges a key: it marks the account refused (or not).
+                    self.accounts.check(chosen.username)
                 if account != "auto":
                     self.store.update_leg(run_id, state="failed", message=str(e), ended_at=time.time())
                     raise
@@ -112,26 +115,33 @@ class LegPush:
         self._status(rec.id, st.UPLOADING, chosen.reason)
         client = self.accounts.client(user)
         say = lambda msg: self._status(rec.id, st.UPLOADING, msg)  # noqa: E731
-        refs = tuple(datasets.ensure(client, self.store, b, say, poll_s=max(0.05, self.settings.poll_s))
-                     for b in bundles)
+        refs = tuple(datasets.ensure(client, self.store, b, say, poll_s=max(0.05, self.settings.poll_s),
+                                     cancelled=lambda: self._stop_asked(rec.id)) for b in bundles)
         self._push(rec.id, client, refs)
+
+    def _stop_asked(self, run_id: str) -> bool:
+        leg = self.store.leg(run_id) or {}
+        return bool(leg.get("stop_requested_at") or self.registry.get(run_id).stop_requested_at)
+
+    def _stopped_before_push(self, run_id: str, message: str) -> None:
+        self.store.update_leg(run_id, state="done", end_reason="stopped", message=message, ended_at=time.time())
+        self._status(run_id, st.STOPPED, message)
 
     def _plan(self, leg: dict[str, Any], refs: tuple[str, ...]) -> kernel.KernelPlan:
         rec = self.registry.get(leg["run_id"])
         config = rec.config()
         resume = config.get("resume_from")
+        room = output_room(config, self.settings.output_bytes)
         return kernel.KernelPlan(
             leg["account"], leg["kernel_slug"], config, leg["code_hash"], leg["data_hash"],
-            leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs)
+            leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs,
+            keep_checkpoints=max(1, room.keep))
 
     def _push(self, run_id: str, client: AccountClient, refs: tuple[str, ...]) -> None:
-        leg = self.store.leg(run_id) or {}
-        if leg.get("stop_requested_at") or self.registry.get(run_id).stop_requested_at:
+        if self._stop_asked(run_id):
             # «Остановить» while uploading: nothing runs on Kaggle yet, so nothing is pushed.
-            message = t("остановлен до отправки ядра: на Kaggle ничего не запущено",
-                        "stopped before the kernel was pushed: nothing runs on Kaggle")
-            self.store.update_leg(run_id, state="done", end_reason="stopped", message=message, ended_at=time.time())
-            self._status(run_id, st.STOPPED, message)
+            self._stopped_before_push(run_id, t("остановлен до отправки ядра: на Kaggle ничего не запущено",
+                                                "stopped before the kernel was pushed: nothing runs on Kaggle"))
             return
         leg = self.store.update_leg(run_id, state="pushing")
         plan = self._plan(leg, refs)
@@ -153,11 +163,18 @@ class LegPush:
         return tuple(held[h] for h in hashes)
 
     def _redo_upload(self, leg: dict[str, Any]) -> None:
-        rec = self.registry.get(leg["run_id"])
+        run_id = leg["run_id"]
+        rec = self.registry.get(run_id)
         bundles = self.bundles(rec.config())
         client = self.accounts.client(leg["account"])
-        refs = tuple(datasets.ensure(client, self.store, b, poll_s=max(0.05, self.settings.poll_s)) for b in bundles)
-        self._push(leg["run_id"], client, refs)
+        say = lambda msg: self._status(run_id, st.UPLOADING, msg)  # noqa: E731
+        try:
+            refs = tuple(datasets.ensure(client, self.store, b, say, poll_s=max(0.05, self.settings.poll_s),
+                                         cancelled=lambda: self._stop_asked(run_id)) for b in bundles)
+        except Cancelled as e:
+            self._stopped_before_push(run_id, str(e))
+            return
+        self._push(run_id, client, refs)
 
     def _recover_push(self, leg: dict[str, Any]) -> None:
         """The lab stopped between 'pushing' and 'pushed': ask Kaggle before pushing again."""
@@ -166,8 +183,7 @@ class LegPush:
         try:
             client.kernel_status(ref)
             exists = True
-        except (NotFound, AuthError):
-            client.quota()  # the key works, so the kernel is simply not there
+        except NotFound:  # 403/404: the push never reached Kaggle
             exists = False
         if exists:
             self.store.update_leg(leg["run_id"], state="pushed", kernel_ref=ref, pushed_at=time.time())

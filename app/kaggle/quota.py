@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from ..base.i18n import t
@@ -37,7 +37,7 @@ class Quota:
         refresh = getattr(resp, "quota_refresh_time", None)
         if isinstance(refresh, datetime):
             if refresh.tzinfo is None:
-                refresh = refresh.replace(tzinfo=timezone.utc)
+                refresh = refresh.replace(tzinfo=UTC)
             refresh_at: float | None = refresh.timestamp()
         else:
             refresh_at = None

@@ -15,15 +15,20 @@ from typing import Any
 
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.numbers import duration_text
 from . import follow
 from .client import AccountClient
-from .errors import GlobalTokenSet, KaggleError, NetworkDown, Transient
+from .errors import KaggleError, NetworkDown, NotFound, Stalled, Transient
 
 log = logging.getLogger(__name__)
 
 FINAL_KERNEL = ("COMPLETE", "ERROR", "CANCEL_REQUESTED", "CANCEL_ACKNOWLEDGED")
 
 FOLLOW_ERRORS_TOLERATED = 20  # consecutive odd answers while following before the leg is failed
+# A kernel Kaggle says is not there (403/404) after it answered for it once, or this long
+# after its push, is deleted, not late to appear: the leg ends with one line instead of being
+# waited on.
+KERNEL_APPEARS_WITHIN_S = 120.0
 
 
 class LegWatch:
@@ -55,12 +60,18 @@ class LegWatch:
                     return self._finish(leg)
                 else:
                     return leg.get("next_run_id")
-            except (NetworkDown, Transient, GlobalTokenSet) as e:
-                # A global token set mid-run: the kernel goes on; following waits until
-                # it is removed rather than asking Kaggle as someone else.
+            except (NetworkDown, Transient) as e:
                 self._message(run_id, t(f"{e} Жду и повторяю; чекпоинты не теряются.",
                                         f"{e} Waiting and retrying; no checkpoint is lost."))
                 self._sleep(max(self.settings.poll_s, 0.05) * 4)
+            except NotFound as e:
+                if state in ("pushed", "running") and not self._kernel_gone(leg):
+                    self._sleep(max(self.settings.poll_s, 0.05))
+                    continue
+                message = self._gone_message(leg, e)
+                self.store.update_leg(run_id, state="failed", message=message, ended_at=time.time())
+                self._status(run_id, st.FAILED, message)
+                return None
             except KaggleError as e:
                 # While a kernel runs, one odd answer must not orphan it: retry a while.
                 errors += 1
@@ -80,10 +91,10 @@ class LegWatch:
         client = self.accounts.client(leg["account"])
         ref = leg["kernel_ref"]
         status, failure = client.kernel_status(ref)
+        if status != leg.get("kernel_status"):  # Kaggle has seen the kernel (a later 403 means deleted)
+            leg = self.store.update_leg(run_id, kernel_status=status)
         if status == "QUEUED" or status == "NEW_SCRIPT":
-            rec = self.registry.get(run_id)
-            if rec.status != st.QUEUED:
-                self._status(run_id, st.QUEUED)
+            self._status(run_id, st.QUEUED, self._queued_message(leg))
             self._sleep(self.settings.poll_s)
             return
         final = status in FINAL_KERNEL
@@ -110,6 +121,12 @@ class LegWatch:
             follow.follow(client.log_events(ref), done, sink, record, final=final, stop=self._stop.is_set)
         except (NetworkDown, Transient):
             raise
+        except Stalled:  # silent too long: reopened at once; the replay skips what was read
+            log.info("the log stream of %s went silent; reopening it", run_id)
+            self._message(run_id, t(
+                f"журнал ядра молчал {duration_text(self.settings.stall_s, 'ru')} — переподключаюсь",
+                f"the kernel's log was silent for {duration_text(self.settings.stall_s, 'en')} — reconnecting"))
+            return
         except Exception as e:  # a stream cut mid-way, or no stream for this kernel (yet)
             log.info("the log stream of %s is unavailable: %s", run_id, _brief(e))
             self._message(run_id, t(f"поток журнала недоступен ({_brief(e)}); переподключаюсь",
@@ -125,6 +142,35 @@ class LegWatch:
             self._status(run_id, st.DOWNLOADING, t("скачивание результатов", "downloading the outputs"))
         else:
             self._sleep(self.settings.poll_s)
+
+
+    def _queued_message(self, leg: dict[str, Any]) -> str:
+        """«в очереди Kaggle 3 мин (с 14:03)», and how to cancel."""
+        since = leg.get("pushed_at") or time.time()
+        waited = duration_text(max(0.0, time.time() - since))
+        at = time.strftime("%H:%M", time.localtime(since))
+        url = leg.get("kernel_url") or leg.get("kernel_ref") or ""
+        if leg.get("stop_requested_at"):
+            return t(f"в очереди Kaggle {waited} (с {at}); остановка запрошена — продолжения не будет, само ядро "
+                     f"отмените: {url} → Stop session",
+                     f"in Kaggle's queue for {waited} (since {at}); stop asked — no next leg; cancel the kernel "
+                     f"itself: {url} → Stop session")
+        return t(f"в очереди Kaggle {waited} (с {at}); отменить: «Остановить», а само ядро — {url} → Stop session",
+                 f"in Kaggle's queue for {waited} (since {at}); to cancel: «Остановить» (Stop), and the kernel "
+                 f"itself: {url} → Stop session")
+
+    @staticmethod
+    def _kernel_gone(leg: dict[str, Any]) -> bool:
+        pushed = leg.get("pushed_at")
+        return bool(leg.get("kernel_status")) or pushed is None or time.time() - float(pushed) > KERNEL_APPEARS_WITHIN_S
+
+    @staticmethod
+    def _gone_message(leg: dict[str, Any], e: BaseException) -> str:
+        ref = leg.get("kernel_ref") or leg.get("kernel_slug")
+        return t(f"ядра {ref} больше нет на Kaggle (удалено?): прогон остановлен; чекпоинты, уже скачанные, "
+                 f"целы — «Продолжить» начнёт новое ядро ({e})",
+                 f"kernel {ref} is no longer on Kaggle (deleted?): the run is stopped; checkpoints already "
+                 f"downloaded are intact — «Продолжить» (Continue) starts a new kernel ({e})")
 
 
 def _brief(e: BaseException) -> str:

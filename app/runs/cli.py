@@ -13,6 +13,7 @@ Exit codes (with --wait, the run's outcome):
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -29,6 +30,7 @@ from ..base.state import StateError
 from ..data.for_run import fill_data
 from ..data.library import LibraryError
 from ..data.progress import progress_for_cli
+from . import status_echo
 from .continuing import ContinueError
 from .events import Event
 from .live import LiveFollower, LiveProgress
@@ -241,7 +243,7 @@ def _follow(m: RunManager, rec: RunRecord, as_json: bool) -> int:
 
     previous = _leave_on_sigterm()
     try:
-        final = m.wait(rec.id, on_event=progress, on_trouble=trouble)
+        final = m.wait(rec.id, on_event=progress, on_trouble=trouble, on_status=status_echo.StatusLines())
     except (KeyboardInterrupt, _Terminated) as e:
         print(t(f"\nобучение продолжается; остановить: ternit run stop {rec.id}",
                 f"\ntraining goes on; to stop it: ternit run stop {rec.id}"), file=sys.stderr)
@@ -351,7 +353,8 @@ def _metrics(m: RunManager, args: argparse.Namespace) -> int:
 def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "start":
         rec = m.create(_start_config(args), target=args.target, account=args.account, gpu=args.gpu)
-        rec = m.launch(rec.id, stop_at_step=args.stop_at_step)
+        with status_echo.echoed(rec.id) if rec.target_kind == "kaggle" else contextlib.nullcontext():
+            rec = m.launch(rec.id, stop_at_step=args.stop_at_step)
         _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "list":

@@ -325,8 +325,10 @@ class RunManager:
         timeout: float | None = None,
         follow_chain: bool = True,
         on_trouble: Callable[[str], None] | None = None,
+        on_status: Callable[[RunRecord], None] | None = None,
     ) -> RunRecord:
-        """Follow one run until it ends (or `timeout` s pass); `on_event` sees each event.
+        """Follow one run until it ends (or `timeout` s pass); `on_event` sees each event,
+        `on_status` the row at every poll (app/runs/status_echo.py prints its changes).
 
         With `follow_chain`, a Kaggle run that ends by its limit and goes on as the next
         leg of its chain (on another account) is followed into that leg; the last leg's
@@ -355,6 +357,8 @@ class RunManager:
                     on_trouble(state_write_failed(e))
             deliver()
             rec = self.registry.get(run_id)
+            if on_status is not None:
+                on_status(rec)
             if not rec.active and follow_chain:
                 nxt = self._next_leg(rec)
                 if nxt is not None:

@@ -55,7 +55,7 @@ def fix_phrase(current: Combination, fix: Combination, lang: str) -> str:
     if fix.level == current.level:
         lean = LEAN_STATE_OPTIONS[fix.lean_state][lang]
         shard = SHARDED[lang] if fix.sharded else ""
-        return _t(lang, f"выберите экономное состояние «{lean}»{shard}", f"choose the lean state «{lean}»{shard}")
+        return _t(lang, f"выберите облегчённое состояние «{lean}»{shard}", f"choose the lean state «{lean}»{shard}")
     return _t(lang, "выберите ", "choose ") + fix.text(lang)
 
 

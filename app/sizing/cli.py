@@ -60,14 +60,16 @@ def parser() -> argparse.ArgumentParser:
                    help=t("посчитать данные этих созвездий (подготовленные найдутся или подготовятся)",
                           "count these constellations' data (found prepared, or prepared now)"))
     p.add_argument("--economical", nargs="?", const="selective", default="off", choices=(*ECONOMICAL, "auto"),
-                   help=t("экономный режим (selective, если без значения, или full); auto — самое быстрое "
-                          "сочетание уровня и состояния, что помещается на карту",
-                          "economical mode (selective when given alone, or full); auto: the fastest "
-                          "combination of level and state that fits the card"))
+                   help=t("пересчёт активаций (selective, если без значения, или full); auto — весь "
+                          "экономный режим: самое быстрое сочетание пересчёта и облегчённого состояния, "
+                          "что помещается на карту",
+                          "activation recompute (selective when given alone, or full); auto: the whole "
+                          "economical mode, the fastest combination of recompute and lean state that "
+                          "fits the card"))
     p.add_argument("--lean-state", choices=LEAN_STATES, default="off",
-                   help=t("экономное состояние: on — моменты в 8 битах, веса и градиенты в bf16; fused — "
+                   help=t("облегчённое состояние: on — моменты в 8 битах, веса и градиенты в bf16; fused — "
                           "без градиентов (второй обратный проход); offload — fused и моменты в памяти ПК (off)",
-                          "lean training state: on, 8-bit moments, bf16 weights and gradients; fused, no "
+                          "lean state: on, 8-bit moments, bf16 weights and gradients; fused, no "
                           "gradients held (a second backward pass); offload, fused with the moments in host "
                           "memory (off)"))
     p.add_argument("--sharding", action="store_true",

@@ -4,19 +4,18 @@ in step time beyond the normal step, and which is the fastest that fits (`--econ
 
 Costs that are not measured here are said as such where they are shown:
 - the recomputation of the economical levels: its arithmetic (speed.economical_factor);
-- the lean state on a GPU: no extra time (the lab's note: ≈ 1.00× the normal step; the
-  issue's target ≤ 1.10×); on the CPU bitsandbytes' update is slow: LEAN_CPU_S_PER_WEIGHT
-  a weight and step per thread (issue 13's measurement: ≈ 0.8 s a step for 17 M weights,
-  one thread);
+- the lean state on a GPU: no extra time (the lab's note); on the CPU bitsandbytes'
+  update is slow: LEAN_CPU_S_PER_WEIGHT a weight and step per thread (issue 13's
+  measurement);
 - the "fused" step (and "offload", which is fused): a second backward pass, FUSED_EXTRA of
   the step's own time (the backward pass is ≈ 2 of a step's 3 units of arithmetic; the
   GPU's figure is this arithmetic share, not measured);
 - offload: both 8-bit moments (≈ 2 bytes a weight) copied to the card and back every step
-  at the card's PCIe rate (GpuFacts.pcie_gb_s; trainer/lean.py: ≈ 0.27 s a step at 1.67 B
-  on PCIe 4.0 ×16); nothing on the CPU;
+  at the card's PCIe rate (GpuFacts.pcie_gb_s); nothing on the CPU;
 - sharding (FSDP2): each card receives half of the weights gathered twice (forward and
   backward, 2 bytes a weight each) and half of the fp32 gradients reduced (4 bytes), over
   the link between the cards (modelled at the PCIe rate; not measured).
+The figures behind these: docs/PERF.md, «Figures the code's docstrings carried».
 """
 
 from __future__ import annotations
@@ -57,9 +56,9 @@ class Combination:
         level = ECONOMICAL_OPTIONS[self.level][lang]
         lean = LEAN_STATE_OPTIONS[self.lean_state][lang]
         if lang == "ru":
-            out = f"экономный режим «{level}», состояние «{lean}»"
+            out = f"пересчёт активаций «{level}», облегчённое состояние «{lean}»"
             return out + SHARDED["ru"] if self.sharded else out
-        out = f"the economical mode «{level}», state «{lean}»"
+        out = f"activation recompute «{level}», lean state «{lean}»"
         return out + SHARDED["en"] if self.sharded else out
 
 

@@ -1,8 +1,7 @@
 """This machine's CPU rate, measured once, quickly, when nothing is known of it.
 
 The CPU's table rate (gpus.cpu_flops) assumes an idle machine with the lab's build CPU's
-vector units; issue 16 saw the first estimate ≈ 17× too optimistic («≈ 4 с» for a run that
-took 68 s). So when the lab has no measured CPU run and no stored measurement, it starts
+vector units, and on a loaded machine it was many times too optimistic (docs/PERF.md, «Figures the code's docstrings carried»). So when the lab has no measured CPU run and no stored measurement, it starts
 `python -m trainer.rate` (a few real training steps of a small model; the window never
 imports torch) in the background; its result is kept beside the state DB
 (`cpu_rate.json`) and joins the measured runs as one entry marked "probe", which scales the

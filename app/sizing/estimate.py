@@ -137,7 +137,7 @@ def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
         normal = estimate_speed(s, ctx.gpu, lean_state="off", **kw)
         if normal.kind in MEASURED_KINDS:
             speed = dataclasses.replace(normal, kind="scaled_measured", source={
-                "ru": normal.source["ru"] + " (обычное состояние) + цена экономного состояния",
+                "ru": normal.source["ru"] + " (обычное состояние) + цена облегчённого состояния",
                 "en": normal.source["en"] + " (the normal state) + the lean state's cost"})
     per_step = ctx.step_tokens  # the optimizer's extra cost comes once per step, not per micro-step
     lean_costs = Combination(c.level, "off", c.sharded) if same_state else c

@@ -179,8 +179,8 @@ def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
     in the trainer's mem_peak_mb). PyTorch gives each cuBLAS handle — one per thread and
     stream: the forward pass on the main thread, the backward on autograd's own — 32 MiB on
     compute capability 9.0 and 4096·2 + 16·8 KiB elsewhere (its CublasHandlePool default).
-    Measured: on an H200 the model without this term fell short by 64–66 MB in bf16 and
-    fp32 alike (docs/PERF.md). `None` means no GPU: 0."""
+    Without this term the model fell short on an H200 by about these two handles
+    (docs/PERF.md, «Estimates against measurements»). `None` means no GPU: 0."""
     if compute_capability is None:
         return 0
     per_handle = 32 * MiB if tuple(compute_capability) == (9, 0) else (4096 * 2 + 16 * 8) * 1024

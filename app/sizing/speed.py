@@ -9,8 +9,8 @@ count. In order:
 - two or more runs whose step compute differs (by more than MIN_SPREAD): a fitted step
   time, seconds per step = fixed + per-compute × compute per card-step ("fitted_measured",
   see fit_step_time). A step has a part that does not grow with arithmetic (kernel
-  launches, the optimizer's and the loop's fixed work): on an H200 at a launch-bound size
-  16 layers ran 0.70× as fast as 8 where compute scaling says 0.53× (docs/PERF.md).
+  launches, the optimizer's and the loop's fixed work), which compute scaling misses at a
+  launch-bound size (measured on an H200: docs/PERF.md, «Estimates against measurements»).
   Used when that fixed part is at least MIN_FIXED_SHARE of the nearest run's step;
 - else the nearest measured size, scaled by compute per token ("scaled_measured").
 A nearest run further than MAX_SCALE_DISTANCE is not used at all (the card's reference

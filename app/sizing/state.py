@@ -134,3 +134,24 @@ def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, 
         w, g = w // split, g // split
         opt = opt if lean == "offload" and device != "cpu" else opt // split
     return State(w, g, opt, host, in_bw, shard, in_step)
+
+
+# What torch.save adds to a checkpoint beside the tensors' bytes: the payload's other
+# entries (config, RNG states, data position) and each tensor's record, taken a little above
+# what was measured (docs/PERF.md, «A checkpoint's size on disk»).
+CHECKPOINT_EXTRA_BYTES = 40 * 1024
+# Per parameter: a .pt file needs ≈ 1.2 KB, a sharded run's .dcp folder over two processes
+# ≈ 16 KB (each of a tensor's three states written per process, and its metadata): the
+# larger, since the sizing does not know which form a Kaggle run will write.
+CHECKPOINT_BYTES_PER_TENSOR = 18 * 1024
+
+
+def checkpoint_bytes(s: Shape, precision: str, lean: str = "off") -> int:
+    """One checkpoint's size on disk, a .pt file or a sharded run's .dcp folder alike: the
+    training state without its gradients — the weights (fp32, or bf16 under the lean state
+    in bf16) and the optimizer's moments, whole (every shard of a sharded run) — plus
+    torch.save's records: 12 bytes a weight normally, 6 with the lean state's 8-bit moments."""
+    whole = training_state(s, precision, lean, cards=1, sharded=False, device="gpu")
+    tensors = len(param_sizes(s))
+    return whole.weights + whole.optimizer + whole.optimizer_host + CHECKPOINT_EXTRA_BYTES + \
+        CHECKPOINT_BYTES_PER_TENSOR * tensors

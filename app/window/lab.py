@@ -3,7 +3,9 @@ Kaggle accounts, this computer's card), which run is followed and which runs are
 each poll means for the window, and the actions (start, continue, retry, stop, quit).
 
 ui/main_window.py shows what `Lab` decides and forwards the user's actions to it; the
-decisions are tested here without a window (tests/test_lab.py).
+decisions are tested here without a window (tests/test_lab.py). Lab announces what changed
+(`Lab.events`, app/window/events.py): the history, a run's state, the followed run, the run
+the GPU monitor watches; the window's views subscribe, so no action handler refreshes them.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ..runs import (
 )
 from ..runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
 from ..runs.files import folder_gone
+from .events import LabEvents
 
 log = logging.getLogger(__name__)
 
@@ -164,6 +167,7 @@ class Lab:
     def __init__(self, runs: RunManager | None = None, extra_prepared: list[str] | None = None,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self.runs = runs if runs is not None else RunManager()
+        self.events = LabEvents()  # what changed, for the views that subscribe
         self.extra_prepared = list(extra_prepared or [])
         self.followed: str | None = None
         self.monitored: str | None = None  # the local run the GPU monitor watches
@@ -245,12 +249,15 @@ class Lab:
 
     def follow(self, run_id: str) -> list[RunRecord] | None:
         """Follow a run: the runs it continues and itself, oldest first (one curve); None
-        when it is not in the history."""
+        when it is not in the history. Announced (`followed`, then `monitored`: a run
+        followed that trains here is the one the GPU monitor watches)."""
         try:
             chain = self.runs.registry.lineage(run_id)
         except KeyError:
             return None
         self.followed = run_id
+        self.events.followed.emit(chain)
+        self.monitor_target()
         return chain
 
     def initial_run(self) -> str | None:
@@ -268,6 +275,7 @@ class Lab:
         here = [r for r in self.runs.registry.active() if r.target_kind == "local"]
         rec = next((r for r in here if r.id == self.followed), here[-1] if here else None)
         self.monitored = rec.id if rec is not None else None
+        self.events.monitored.emit(rec)
         return rec
 
     def followed_state(self) -> tuple[RunRecord | None, Failure | None]:
@@ -294,7 +302,10 @@ class Lab:
                 if r.target_kind == "local" and r.status in (st.STARTING, st.RUNNING)]
 
     def poll(self) -> Tick:
-        """One look at the runs: statuses, events, a Kaggle leg to follow into."""
+        """One look at the runs: statuses, events, a Kaggle leg to follow into. Announced:
+        each run updated and the followed one (`run`), a Kaggle leg followed into
+        (`followed`), the GPU monitor's run (`monitored`) when a run started or ended, the
+        history when it is due."""
         try:
             updates = self.runs.poll()
         except Exception as e:  # a locked database, a vanished folder: try again next tick
@@ -318,7 +329,28 @@ class Lab:
         tick.follow = nxt.id if nxt is not None else None
         tick.history_due = tick.monitor_changed or (
             any(u.events for u in updates) and self._clock() - self._history_at > HISTORY_EVERY_S)
+        self._announce_poll(tick)
         return tick
+
+    def _announce_poll(self, tick: Tick) -> None:
+        if tick.follow is not None:
+            self.follow(tick.follow)
+        # The followed run is announced on every poll: its speed and time left move on.
+        for run_id in dict.fromkeys([*(u.run.id for u in tick.updates), *([self.followed] if self.followed else [])]):
+            self.events.run.emit(run_id)
+        if tick.history_due:
+            self.events.history.emit()
+
+    def refresh(self) -> None:
+        """The history may have changed where the lab cannot see it (`ternit` in a terminal,
+        another computer): announced, for the views to read it again."""
+        self.events.history.emit()
+
+    def run_changed(self, run_id: str | None) -> None:
+        """A run's state changed where no poll sees it yet (the heat guard paused it):
+        announced."""
+        if run_id:
+            self.events.run.emit(run_id)
 
     def history(self, limit: int = 200) -> list[HistoryRow]:
         self._history_at = self._clock()
@@ -349,8 +381,15 @@ class Lab:
                 rec = self.runs.start(config)
         except ACTION_ERRORS as e:
             raise ActionError(str(e)) from e
+        return self._started(rec, kaggle)
+
+    def _started(self, rec: RunRecord, kaggle: bool) -> Started:
+        """A run just created or started: in the history and followed (announced both)."""
         if kaggle:
             self.launching.add(rec.id)
+        self.events.history.emit()
+        self.follow(rec.id)
+        if kaggle:
             return Started(rec, True, t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
         return Started(rec, False, t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
 
@@ -371,8 +410,11 @@ class Lab:
         return thread
 
     def launch_ended(self, run_id: str, error: str) -> str:
-        """A background Kaggle start ended: what to tell the user."""
+        """A background Kaggle start ended: what to tell the user (and the run's new state,
+        announced)."""
         self.launching.discard(run_id)
+        self.events.history.emit()
+        self.events.run.emit(run_id)
         if error:
             return t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}")
         rec = self.runs.registry.get(run_id)
@@ -381,8 +423,10 @@ class Lab:
         return t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle")
 
     def stop(self, run_id: str) -> str:
-        """Stop a run; what happens now, for the status bar."""
+        """Stop a run; what happens now, for the status bar (its new state, announced)."""
         rec = self.runs.stop(run_id)
+        self.events.run.emit(run_id)
+        self.events.history.emit()
         if rec.target_kind == "kaggle":  # nothing saves now: the runner's message says what happens
             return f"{rec.name}: {rec.last_message or ''}"
         return t(f"{rec.name}: сохранение…", f"{rec.name}: saving…")
@@ -395,10 +439,7 @@ class Lab:
             rec = self.runs.retry(run_id, launch=not kaggle)
         except ACTION_ERRORS as e:
             raise ActionError(str(e)) from e
-        if kaggle:  # uploading and pushing must not freeze the window
-            self.launching.add(rec.id)
-            return Started(rec, True, t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
-        return Started(rec, False, t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        return self._started(rec, kaggle)  # a Kaggle one uploads in a thread: the window goes on
 
     def continue_info(self, run_id: str) -> ContinueFrom:
         """What «Продолжить» fills the form with: the checkpoint's config and step."""
