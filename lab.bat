@@ -6,9 +6,12 @@ setlocal
 cd /d "%~dp0"
 set "LAB_PY="
 rem A Python that answers, not only a name on PATH (Windows' "python" may be the Store's stub).
-py -3 --version >nul 2>nul && set "LAB_PY=py -3"
+rem (errorlevel, not &&: Wine's cmd runs what follows && after a command it did not find)
+py -3 --version >nul 2>nul
+if not errorlevel 1 set "LAB_PY=py -3"
 if not defined LAB_PY (
-    python --version >nul 2>nul && set "LAB_PY=python"
+    python --version >nul 2>nul
+    if not errorlevel 1 set "LAB_PY=python"
 )
 if not defined LAB_PY (
     echo Python 3.11 or newer is needed: install it from https://www.python.org/downloads/ ^(tick "Add python.exe to PATH"^), then run this again.

@@ -186,7 +186,10 @@ _WHAT = {
     "file": ("Файл не подходит", "The file cannot be used", "выберите текстовый файл в UTF-8",
              "choose a UTF-8 text file"),
     "value": ("Значение не подходит", "A value is refused", "исправьте его", "correct it"),
-    "device": ("Видеокарта недоступна", "No GPU available", "выберите устройство cpu", "choose the cpu device"),
+    # The trainer's line (in brackets) says what to install for the card (trainer/cuda_build.py).
+    "device": ("Видеокарта недоступна", "The GPU cannot be used",
+               "установите сборку torch, названную в скобках, или выберите устройство cpu",
+               "install the torch build named in brackets, or choose the cpu device"),
 }
 
 
