@@ -16,15 +16,15 @@ from app.runs import process
 from tests import trainer_run as tr
 from trainer.distributed import backend_for
 
-pytestmark = pytest.mark.windows
 
-
+@pytest.mark.windows
 def test_cards_talk_through_gloo_where_torch_has_no_nccl(monkeypatch):
     if os.name != "nt":
         monkeypatch.setattr(dist, "is_nccl_available", lambda: False)  # as on Windows
     assert backend_for("cuda") == "gloo" and backend_for("cpu") == "gloo"
 
 
+@pytest.mark.windows
 def test_a_two_card_run_is_launched_by_torchrun_or_on_windows_by_the_trainers_own_launcher(tmp_path):
     plan = process.plan_launch(tmp_path, "0,1")
     assert plan.processes == 2 and plan.argv[-4:] == ["--run", str(tmp_path), "--device", "cuda"]
@@ -35,6 +35,8 @@ def test_a_two_card_run_is_launched_by_torchrun_or_on_windows_by_the_trainers_ow
 
 
 def test_two_ranks_started_by_the_launcher_train_together(tiny_data, tmp_path):
+    """Not in CI's Windows set (two more torch starts under Wine, ≈ 2 min there); it passed
+    under the Wine kit by hand (docs/PERF.md, issue 22)."""
     run = tr.write_run(tmp_path / "run", tiny_data, steps_to=4, eval_every=2, eval_segments=2)
     env = {**tr.trainer_env(), "CUDA_VISIBLE_DEVICES": ""}
     done = subprocess.run([sys.executable, "-m", "trainer.ranks", "2", "--run", str(run), "--device", "cpu"],
