@@ -36,6 +36,7 @@ FUNCTIONS = (
     "nvmlDeviceGetMaxClockInfo",
     "nvmlDeviceGetComputeRunningProcesses",
     "nvmlDeviceGetComputeRunningProcesses_v2",
+    "nvmlDeviceGetCudaComputeCapability",
 )
 
 
@@ -64,6 +65,7 @@ class FakeCard:
     clock_sm: int = 1500
     clock_mem: int = 7000
     processes: list[tuple[int, float | None]] = field(default_factory=list)  # (pid, MiB|None)
+    capability: tuple[int, int] = (8, 6)  # CUDA compute capability (an RTX 30x0)
     lost: bool = False
     # pynvml function name -> NVML error code raised by that call on this card
     errors: dict[str, int] = field(default_factory=dict)
@@ -180,6 +182,9 @@ class FakeNvml:
     def nvmlDeviceGetComputeRunningProcesses(self, h: Any) -> list[Any]:
         return self._procs("nvmlDeviceGetComputeRunningProcesses", h)
 
+    def nvmlDeviceGetCudaComputeCapability(self, h: Any) -> tuple[int, int]:
+        return self._card("nvmlDeviceGetCudaComputeCapability", h).capability
+
     def nvmlDeviceGetComputeRunningProcesses_v2(self, h: Any) -> list[Any]:
         return self._procs("nvmlDeviceGetComputeRunningProcesses_v2", h)
 
@@ -189,22 +194,20 @@ def two_cards() -> list[FakeCard]:
     return [
         FakeCard(name="Tesla T4", uuid="GPU-t4-0", total_mb=15360, used_mb=4200, temp=62,
                  slowdown=85, shutdown=90, util=97, power_mw=68_000, power_limit_mw=70_000,
-                 fan=0, errors={"nvmlDeviceGetFanSpeed": NOT_SUPPORTED}),
+                 fan=0, errors={"nvmlDeviceGetFanSpeed": NOT_SUPPORTED}, capability=(7, 5)),
         FakeCard(name="Tesla T4", uuid="GPU-t4-1", total_mb=15360, used_mb=4100, temp=58,
                  slowdown=85, shutdown=90, util=95, power_mw=66_000, power_limit_mw=70_000,
-                 fan=0, errors={"nvmlDeviceGetFanSpeed": NOT_SUPPORTED}),
+                 fan=0, errors={"nvmlDeviceGetFanSpeed": NOT_SUPPORTED}, capability=(7, 5)),
     ]
 
 
 def pc_with_cards(monkeypatch: Any, cards: list[FakeCard]) -> FakeNvml:
     """This PC as NVML sees it: `cards`, every one visible to a trainer (conftest hides them
-    all), the lab's NVML session and the sizing's card cache made anew."""
+    all) and the lab's NVML session made anew."""
     from app.gpu import nvml
-    from app.sizing.gpus import local_card
 
     fake = FakeNvml(cards)
     fake.install(monkeypatch)
     monkeypatch.setattr(nvml, "_session", None)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    local_card.cache_clear()
     return fake

@@ -260,7 +260,7 @@ def test_run_list_columns_in_both_languages():
     code, out, _ = run_cli(["run", "list"], "ru")
     head, row = out.splitlines()[:2]
     assert code == 0 and head.split() == ["прогон", "состояние", "где", "шаги", "val", "loss", "токены", "веса"]
-    assert rec.id in row and "5.2500" in row and "3,84 тыс." in row and "35,2 тыс." in row
+    assert rec.id in row and "5,2500" in row and "3,84 тыс." in row and "35,2 тыс." in row
     assert " tok" not in out and not row.endswith(" w")
     code, out, _ = run_cli(["run", "list"], "en")
     assert out.splitlines()[0].split() == ["run", "status", "where", "steps", "val", "loss", "tokens", "weights"]

@@ -32,10 +32,7 @@ T4 = FakeCard(name="Tesla T4", uuid="GPU-t4", total_mb=15360)
 @pytest.fixture
 def cards(monkeypatch):
     """A PC whose NVML answers with an RTX 3050 and a T4."""
-    from app.sizing.gpus import local_card
-
-    yield pc_with_cards(monkeypatch, [RTX_3050, T4])
-    local_card.cache_clear()
+    return pc_with_cards(monkeypatch, [RTX_3050, T4])
 
 
 def test_the_pc_s_card_is_offered_chosen_and_sizes_the_run(cards, tiny_data):
@@ -69,6 +66,10 @@ def test_no_driver_a_card_gone_or_no_card_leave_the_cpu(cards, monkeypatch):
     assert load_form_context().local_gpu is None
     cards.init_error = None
     cards.cards[0] = FakeCard(name="gone", lost=True)
+    monkeypatch.setattr(nvml, "_session", None)
+    ctx = load_form_context()  # the card that answers, by its own index
+    assert (ctx.local_gpu, ctx.local_gpu_index) == ("Tesla T4", 1)
+    cards.cards[1] = FakeCard(name="gone too", lost=True)
     monkeypatch.setattr(nvml, "_session", None)
     assert load_form_context().local_gpu is None
     cards.cards.clear()
@@ -267,3 +268,62 @@ def test_a_kaggle_retry_uploads_in_a_thread_and_stop_says_what_happens(fake, tin
     said = lab.stop(again.run.id)
     assert not said.endswith("сохранение…") and "Stop session" in said  # nothing saves: how to stop it
     lab.shutdown()
+
+
+# ---- which cards this PC has (issue 27) ----------------------------------------------------
+
+def test_cuda_visible_devices_is_read_as_cuda_reads_it():
+    from app.gpu.cards import visible_indices
+
+    uuids = ["GPU-aaa-0", "GPU-bbb-1", None]
+    assert visible_indices(None, uuids) == [0, 1, 2]
+    assert visible_indices("1,0", uuids) == [1, 0]  # CUDA's order is the variable's
+    assert visible_indices("GPU-bbb", uuids) == [1]  # a UUID, or a unique prefix of one
+    assert visible_indices("0,-1,1", uuids) == [0]  # a negative id hides it and all after
+    assert visible_indices("0,7,1", uuids) == [0]  # so does a card that is not there
+    assert visible_indices("0,0", uuids) == [0] and visible_indices("GPU-", uuids) == []
+
+
+@pytest.mark.parametrize("pc", ["a card", "no card"])
+def test_a_local_run_offers_this_pc_s_cards_and_the_cpu_the_catalogue_only_to_estimate(monkeypatch, tiny_data, pc):
+    """A card of the catalogue chosen on a PC without it gave its figures to the estimate,
+    left «Старт» on and trained on the CPU without a word: it is an estimate, said so, and
+    Start says why not."""
+    pc_with_cards(monkeypatch, [RTX_3050] if pc == "a card" else [])
+    ctx = load_form_context(extra_prepared=[str(tiny_data)])
+    form = RunForm(ctx)
+    form.set("constellations", ["tiny"])
+    labels = dict(form.gpu_choices())
+    runnable = {k for k, label in labels.items() if not label.startswith("оценка для")}
+    assert runnable == ({"local", "cpu", "t4x2"} if pc == "a card" else {"cpu", "t4x2"})
+    assert labels["rtx5070ti"] == "оценка для RTX 5070 Ti (16 ГБ)" and labels["rtx3050"].startswith("оценка для")
+    assert form.can_start(), form.start_blockers()  # the default: this PC's card, else its CPU
+    form.set("gpu", "rtx5070ti")
+    assert form.values["machine"] == "local" and form.estimate() is not None  # a plan, sized
+    [why] = form.start_blockers()
+    assert "«RTX 5070 Ti (16 ГБ)» — только оценка" in why
+    assert ("«Карта этого компьютера: NVIDIA GeForce RTX 3050» или процессор" if pc == "a card" else
+            "выберите процессор") in why
+
+
+def test_the_lab_refuses_a_local_run_on_a_card_this_pc_has_not(monkeypatch, tiny_data):
+    """However the run.json came (the CLI, a file, a retry): a card index this PC does not
+    have is refused before a folder or a row exists; one it has, and the CPU, are taken."""
+    from app.runs import RunError
+    from tests.test_runs_local import config
+
+    cards = pc_with_cards(monkeypatch, [RTX_3050])
+    m = RunManager()
+    for gpu in ("1", "0,1"):
+        with pytest.raises(RunError, match="Видеокарты 1 на этом компьютере нет \\(есть: 0: NVIDIA GeForce RTX 3050"):
+            m.create({**config(tiny_data), "target": {"kind": "local", "gpu": gpu}})
+    assert m.registry.list_runs() == []
+    rec = m.create({**config(tiny_data), "target": {"kind": "local", "gpu": "0"}})
+    cards.cards.clear()  # the card gone before the run is launched
+    from app.gpu import nvml
+
+    monkeypatch.setattr(nvml, "_session", None)
+    with pytest.raises(RunError, match="только процессор"):
+        m.launch(rec.id)
+    assert m.registry.get(rec.id).status == st.FAILED and m.registry.get(rec.id).pid is None
+    assert m.create(config(tiny_data)).target_gpu == "cpu"

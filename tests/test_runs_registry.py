@@ -338,6 +338,9 @@ def test_launch_plans_pick_cpu_one_gpu_or_torchrun(tmp_path, monkeypatch):
     assert plan_launch(tmp_path, "auto", gpu_count=0).device == "auto"
     with pytest.raises(ValueError):
         plan_launch(tmp_path, "gpu0")
+    from bench.fake_nvml import FakeCard, pc_with_cards
+
+    pc_with_cards(monkeypatch, [FakeCard(uuid=f"GPU-{i}") for i in range(3)])
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,-1,2")
     assert visible_gpu_count() == 2
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")

@@ -49,7 +49,7 @@ def test_reference_speeds_for_the_default_model():
     a, b = est(), est(gpu="t4")
     assert a["tokens_per_s"] == pytest.approx(102_000)
     assert b["tokens_per_s"] == pytest.approx(49_000)
-    assert a["tokens_per_s_source"] == "estimate from the 2×T4 reference"
+    assert a["tokens_per_s_source"] == "an estimate from the lab's measurement on Kaggle 2×T4"
     assert a["tokens_per_s_basis"]["is_measurement"] is False
 
 
@@ -179,13 +179,10 @@ def test_the_local_card_takes_its_memory_from_the_caller():
 
 
 def test_no_local_card_means_unknown_memory_not_a_guess(monkeypatch):
-    from app.sizing.gpus import local_card
-    from bench.fake_nvml import FakeNvml
+    from bench.fake_nvml import pc_with_cards
 
-    FakeNvml([]).install(monkeypatch)  # a driver with no card (as on a machine without one)
-    local_card.cache_clear()
+    pc_with_cards(monkeypatch, [])  # a driver with no card (as on a machine without one)
     e = est(gpu="local")
-    local_card.cache_clear()
     assert e["card_memory_mb"] is None and e["fits"] is None and e["max_batch"] is None
     assert any("memory is unknown" in a for a in e["advice"])
 
@@ -378,7 +375,11 @@ def test_cli_human_output_and_errors(capsys):
 
     assert main(["estimate", "--gpu", "rtx3050", "--lang", "ru"]) == 0
     out = capsys.readouterr().out
-    assert "27 738 112" in out.replace("\u202f", " ") and "оценка, не замер" in out
+    assert "27 738 112" in out.replace("\u202f", " ") and "— оценка" in out
+    # Speed, time and the limit once, as rows (the advice under them said them again).
+    assert out.count("6\u202f144") == 1 and "Скорость ≈" not in out and "займут" not in out
+    time_row = next(line for line in out.splitlines() if line.startswith("Время"))
+    assert "обучение ≈" in time_row and "проверок на отложенной выборке ≈" in time_row
     assert main(["estimate", "--width", "500", "--lang", "en"]) == 2
     assert "does not divide" in capsys.readouterr().err
     # A model whose weights and optimizer alone overflow the card: no "largest batch 0".
@@ -473,16 +474,13 @@ def test_advice_kinds_name_each_sentence():
 
 def test_the_local_card_is_read_through_nvml(monkeypatch):
     from app.sizing.gpus import local_card
-    from bench.fake_nvml import FakeCard, FakeNvml
+    from bench.fake_nvml import FakeCard, pc_with_cards
 
-    FakeNvml([FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192)]).install(monkeypatch)
-    local_card.cache_clear()
-    try:
-        card = local_card()
-        assert card is not None and card.name == "NVIDIA GeForce RTX 3050" and card.memory_mb == 8192
-        e = est(gpu="local")
-    finally:
-        local_card.cache_clear()
+    pc_with_cards(monkeypatch, [FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192)])
+    card = local_card()
+    assert card is not None and card.name == "NVIDIA GeForce RTX 3050" and card.memory_mb == 8192
+    assert card.compute_capability == (8, 6)
+    e = est(gpu="local")
     assert e["card_memory_mb"] == 8192 and e["fits"] is True
     assert e["tokens_per_s"] == pytest.approx(0.7 * 49_000)
     assert e["advice"][0].startswith("Speed ≈ 34,300 tokens/s on NVIDIA GeForce RTX 3050 (")
@@ -525,3 +523,19 @@ def test_many_passes_over_tiny_data_read_as_a_number():
     few = estimate(**{**DEFAULT, "gpu": "t4x2", "lang": "en", "data_tokens": 100_000_000})
     assert any("2.5 passes" in a for a in few["advice"])
 
+
+
+def test_the_time_says_what_it_is_made_of():
+    """Issue 27: 20,000 steps at 1.67 B weights on an RTX 5070 Ti said ≈ 58 min where its own
+    149 ms a step gives ≈ 50 min. The difference is the 100 held-out evaluations (96
+    segments of 1,024 tokens each, forward only), now said in the breakdown."""
+    from app.sizing.advice import time_parts
+
+    e = est(gpu="rtx5070ti", layers=26, width=2304, heads=18, batch=1, steps_to=20_000)
+    assert e.evaluations == 100  # every 200 steps, the last at 20,000
+    train_s = e.seconds_to_steps - e.eval_seconds
+    assert train_s / 20_000 == pytest.approx(0.149, rel=1e-3)
+    assert e.eval_seconds == pytest.approx(100 * 96 * 1024 / 3 / e.tokens_per_s)
+    assert time_parts(e, "ru") == ("обучение ≈ 50 мин + 100 проверок на отложенной выборке ≈ 8 мин; "
+                                   "запуск и сохранение чекпоинтов сверх того")
+    assert "(training ≈ 50 min + 100 held-out evaluations ≈ 8 min;" in e.advice_texts()[1]

@@ -35,7 +35,7 @@ def test_rows_statuses_and_actions(qtbot):
     assert table.rowCount() == 3
     assert table.item(0, 2).text() == "идёт" and table.item(1, 2).text() == "остановлен по лимиту"
     assert "alice/ternit-c" in table.item(2, 3).text() and "(этап 2)" in table.item(2, 1).text()
-    assert table.item(0, 5).text() == "2.5000" and table.item(0, 6).text() == "1,28 млн"
+    assert table.item(0, 5).text() == "2,5000" and table.item(0, 6).text() == "1,28 млн"
     assert table.item(0, 7).text() == "27,7 млн"
 
     view.select("a")

@@ -200,3 +200,61 @@ def test_the_plot_follows_a_dark_palette_and_keeps_off_the_right_edge(qtbot):
     qtbot.addWidget(light)
     assert light.widget.backgroundBrush().color().lightness() > 200
     assert light.layout().contentsMargins().right() > 0
+
+
+def _settled_y(plot, qtbot) -> tuple[float, float]:
+    """The y-range once pyqtgraph's auto-range has run (it updates on the next paint)."""
+    plot.widget.repaint()
+    qtbot.wait(1)
+    plot.plot.vb.updateAutoRange()
+    return tuple(plot.plot.viewRange()[1])
+
+
+def test_a_held_out_point_keeps_the_axis_on_the_curves_own_range(plot, qtbot):
+    """Issue 27: the first held-out point stretched the y-axis down to 0 (its one-point band
+    had no path, and pyqtgraph took the empty box at the origin as the band's extent), and a
+    run falling from 8.30 to 8.10 was a flat line at the top. The axis follows the curves
+    and the band, with a margin."""
+    tr = plot.trace("live", "x")
+    tr.add_events("r", [start(0, "A")] + [{"event": "step", "step": s, "loss": 8.3 - 0.2 * s / 100,
+                                           "tokens_seen": s * 100} for s in range(1, 101)])
+    tr.redraw(full=True)
+    tr.add_events("r", [{"event": "eval", "step": 100, "val_loss": 8.12, "val_ci95": [8.05, 8.19]}])
+    tr.redraw()
+    low, high = _settled_y(plot, qtbot)
+    assert 7.5 < low < 8.05 and 8.3 < high < 8.9
+    tr.add_events("r", [{"event": "eval", "step": 50, "val_loss": 8.2, "val_ci95": [7.9, 8.5]}])
+    tr.redraw()
+    low, high = _settled_y(plot, qtbot)
+    assert 7.3 < low < 7.9 and 8.5 < high < 9.1  # the wider interval is in view too
+
+
+def test_zoom_to_recent_shows_the_last_quarter_with_its_own_y_range(plot, qtbot, tmp_path):
+    """«Конец крупно»: the slow fall at the end of a long run is not lost under the start's
+    drop; points arriving live move the view along; a drag of the user's own ends it."""
+    import json
+
+    events = tmp_path / "events.jsonl"
+
+    def write(evs: list[dict]) -> None:
+        with events.open("a") as f:
+            f.writelines(json.dumps(e) + "\n" for e in evs)
+
+    write([start(0, "A")] + [{"event": "step", "step": s, "loss": 3 + 7 * math.exp(-s / 60),
+                              "tokens_seen": s * 100} for s in range(1, 1001)])
+    plot.follow("live", [("r", events)], label="x")
+    low, high = _settled_y(plot, qtbot)
+    assert high > 9
+    plot.recent.setChecked(True)
+    x_low, x_high = plot.plot.viewRange()[0]
+    assert 700 < x_low < 760 and 1000 <= x_high < 1030
+    low, high = _settled_y(plot, qtbot)
+    assert 2.9 < low < 3.0 and 3.0 < high < 3.1
+    write([{"event": "step", "step": s, "loss": 3.0, "tokens_seen": s * 100} for s in range(1001, 1401)])
+    assert plot.poll()
+    assert 1400 <= plot.plot.viewRange()[0][1] < 1430
+    assert plot.view_settings()["recent"] is True
+    plot.plot.vb.sigRangeChangedManually.emit([True, True])  # the user dragged the plot
+    assert not plot.recent.isChecked()
+    plot.apply_view_settings({"recent": True})
+    assert plot.recent.isChecked()

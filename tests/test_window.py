@@ -111,11 +111,11 @@ def test_language_setting_switches_the_window_and_is_remembered(qtbot, window):
     from app.base import paths
 
     type_into(qtbot, window.form_view, "layers", "12")
-    window.plot.apply_view_settings({"x": "tokens", "log": True, "raw": False})
+    window.plot.apply_view_settings({"x": "tokens", "log": True, "recent": True, "raw": False})
     window.language_actions["en"].trigger()
     assert window.form_view.start_button.text() == "Start"
     # The plot's bar keeps the user's choices through the rebuild.
-    assert window.plot.view_settings() == {"x": "tokens", "log": True, "raw": False}
+    assert window.plot.view_settings() == {"x": "tokens", "log": True, "recent": True, "raw": False}
     assert window.plot.x_axis.currentText() == "by tokens"
     assert window.form_view.labels["width"].text() == "Width d"
     assert window.form_view.form.values["layers"] == 12  # the form kept its values

@@ -18,7 +18,6 @@ pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Ru
 
 @pytest.fixture
 def window(qtbot, tiny_data, monkeypatch):
-    from app.sizing.gpus import local_card
     from ui.main_window import MainWindow
 
     pc_with_cards(monkeypatch, [FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192),
@@ -29,7 +28,6 @@ def window(qtbot, tiny_data, monkeypatch):
     yield w
     end_left_trainers(w.runs)  # never leave a trainer behind
     w.close()
-    local_card.cache_clear()
 
 
 def test_the_pc_s_card_is_offered_sizes_the_run_and_the_trainer_gets_it(qtbot, window):

@@ -200,15 +200,25 @@ def test_tab_shows_a_chains_samples_live_writes_stops_and_evaluates(qtbot, windo
     qtbot.waitUntil(lambda: bool(tab.child.session.text) or not tab.busy, timeout=WAIT_MS)
     tab.stop()
     assert not tab.busy and gone(pid)
-    # The window rebuilt in another language mid-generation: the old tab's child goes with it.
+    # The window rebuilt in another language mid-generation (issue 27: the prompt and the
+    # text were cleared): the generation goes on in the new tab, the prompt and the settings
+    # kept, the tab still in front.
+    tab.prompt.setPlainText("the dog")
+    tab.tokens.setValue(40)
+    tab.temperature.setValue(1.2)
     qtbot.mouseClick(tab.write_button, qtbot_left())
     pid = tab.child.pid()
     window.set_language("en")
-    qtbot.waitUntil(lambda: gone(pid), timeout=10_000)
-    assert window.tabs.tabText(window.tabs.indexOf(window.text_tab)) == "Text"
+    tab = window.text_tab
+    assert window.tabs.tabText(window.tabs.indexOf(tab)) == "Text" and window.tabs.currentWidget() is tab
+    assert tab.busy and tab.child.pid() == pid and not gone(pid)
+    assert (tab.prompt.toPlainText(), tab.tokens.value(), tab.temperature.value()) == ("the dog", 40, 1.2)
+    qtbot.waitUntil(lambda: not tab.busy, timeout=WAIT_MS)
+    written = tab.child.session.text
+    assert not tab.child.session.error and tab.output.toPlainText() == "the dog" + written
     window.set_language("ru")
     tab = window.text_tab
-    window.tabs.setCurrentWidget(tab)
+    assert tab.output.toPlainText() == "the dog" + written and tab.prompt.toPlainText() == "the dog"
     assert tab.feed.run_id == child.id  # still the selected run
 
     # Evaluation on the user's text file: bits per byte with its interval.

@@ -38,10 +38,10 @@ from PySide6.QtWidgets import (
 
 from app.base.i18n import t
 from app.base.state import StateError, open_state
-from app.data import manage
+from app.data import manage, readers
 from app.data.library import Library, LibraryError
 
-from . import palette, settings
+from . import palette, settings, wheel_guard
 from .background import run_in_thread
 from .cli_task import CliTask, TaskBar
 from .status_message import StatusMessage
@@ -81,16 +81,16 @@ class AddDialog(QDialog):
             "Pick a constellation from the list or type a new name: it is created. A constellation "
             "is a group of datasets the form trains on."))
         form.addRow(t("Созвездие", "Constellation"), self.constellation)
-        hint = QLabel(t("Лаборатория прочтёт файлы (.txt, .md, .jsonl и они же в .gz) и запомнит их "
-                        "хэши; сами файлы не меняются и никуда не копируются.",
-                        "The lab reads the files (.txt, .md, .jsonl and those in .gz) and remembers their "
-                        "hashes; the files themselves are not changed or copied."))
+        hint = QLabel(t("Лаборатория прочтёт ", "The lab reads ") + readers.what_is_read() + t(
+            ". Она запомнит хэши файлов; сами файлы не меняются и никуда не копируются.",
+            ". It remembers the files' hashes; the files themselves are not changed or copied."))
         hint.setWordWrap(True)
         form.addRow(hint)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         form.addRow(buttons)
+        wheel_guard.guard(self)
 
 
 class DataDialog(QDialog):
@@ -179,8 +179,10 @@ class DataDialog(QDialog):
         bottom_col.addWidget(self.datasets)
         row = QHBoxLayout()
         self.add_file_button = self._button(row, t("Добавить файл…", "Add a file…"), t(
-            "Добавить текстовый файл (.txt, .md, .jsonl, .gz) в созвездие — новое или существующее.",
-            "Add a text file (.txt, .md, .jsonl, .gz) to a constellation, new or existing."),
+            "Добавить текстовый файл (с любым именем: .txt, .md, .jsonl, .gz или без расширения) в "
+            "созвездие — новое или существующее.",
+            "Add a text file (of any name: .txt, .md, .jsonl, .gz or no extension) to a constellation, "
+            "new or existing."),
             lambda: self.pick_and_add(folder=False))
         self.add_folder_button = self._button(row, t("Добавить папку…", "Add a folder…"), t(
             "Добавить папку с текстовыми файлами (со вложенными папками) в созвездие — новое или существующее.",
@@ -471,7 +473,8 @@ class DataDialog(QDialog):
         else:
             path, _ = QFileDialog.getOpenFileName(
                 self, t("Текстовый файл", "A text file"), str(Path.home()),
-                t("Текст (*.txt *.md *.jsonl *.gz);;Все файлы (*)", "Text (*.txt *.md *.jsonl *.gz);;All files (*)"))
+                # Every file first: the lab reads text from a file of any name (app.data.readers).
+                t("Все файлы (*);;Текст (*.txt *.md *.jsonl *.gz)", "All files (*);;Text (*.txt *.md *.jsonl *.gz)"))
         if not path or self.library is None:
             return
         selected = self.selected_constellation()

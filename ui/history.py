@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 
 from app.base import run_status as st
 from app.base.i18n import t
-from app.base.numbers import count_text
+from app.base.numbers import count_text, loss_text
 from app.form.tooltips import wrap_tip
 from app.runs import HistoryRow
 from app.runs.history_names import display_names
@@ -276,7 +276,7 @@ class HistoryView(QWidget):
                                 t("Наложить на график для сравнения", "Overlay on the plot to compare"))
                 self.table.setItem(r, 0, tick)
                 name = names[row.id]
-                best = f"{row.best_val_loss:.4f}" if row.best_val_loss is not None else "—"
+                best = loss_text(row.best_val_loss)
                 where = row.where + (f" · {row.kernel_ref}" if row.kernel_ref else "")
                 cells = [name, row.status_label, where, row.steps, best,
                          count_text(row.tokens_seen), count_text(row.params), row.created]

@@ -24,10 +24,12 @@ from app.base.i18n import t
 from app.runs.events import EventTail
 from app.runs.series import DATA_CHANGED, LEG, PAUSE, LossSeries, Marker, SeriesBuilder
 
-from . import palette
+from . import palette, wheel_guard
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
 SMOOTHING = 0.9  # EMA weight of the past: about the last 10 steps
+PLOT_MIN_HEIGHT = 180  # px: the axes, their labels and a readable curve
+RECENT_SHARE = 0.25  # «Конец крупно»: the last quarter of the run's x-range
 
 
 class _Buffer:
@@ -178,9 +180,11 @@ class RunTrace:
             line = pg.PlotDataItem(xs, np.array([s.val_loss[i] for i in idx]),
                                    pen=pg.mkPen(color, width=2, style=Qt.PenStyle.DashLine),
                                    symbol="o", symbolSize=6, symbolBrush=color, symbolPen=None, name=name)
-            for item in (band, line):
-                self.plot.addItem(item)
-                self._val_items.append(item)
+            # The band's extent is its edges' (lo, hi above): its own box, empty at the origin
+            # for a single point, stretched the y-axis down to 0 at the first evaluation.
+            self.plot.addItem(band, ignoreBounds=True)
+            self.plot.addItem(line)
+            self._val_items += [band, line]
 
     def _draw_markers(self) -> None:
         for item in self._marker_items:
@@ -205,6 +209,11 @@ class RunTrace:
     def remove(self) -> None:
         for item in [self.raw_curve, self.smooth_curve, *self._val_items, *self._marker_items]:
             self.plot.removeItem(item)
+
+    def x_extent(self) -> tuple[float, float] | None:
+        """The first and last x of the train curve as drawn (steps or tokens)."""
+        x = self.tokens.view() if self.x_tokens else self.steps.view()
+        return (float(x[0]), float(x[-1])) if len(x) else None
 
     @property
     def points(self) -> int:
@@ -236,7 +245,12 @@ def _marker_pen(kind: str) -> Any:
 
 
 class LossPlot(QWidget):
-    """The plot with its switches: steps/tokens, log scale, raw curve on/off."""
+    """The plot with its switches: steps/tokens, log scale, zoom to recent, raw curve on/off.
+
+    The y-axis is pyqtgraph's auto-range over the curves' own extent (train, validation and
+    its band's edges) with pyqtgraph's margin; «Конец крупно» shows the last quarter of the
+    x-range with the y-axis fitted to what is visible there.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -254,14 +268,23 @@ class LossPlot(QWidget):
         self.log_y = QCheckBox(t("лог. шкала", "log scale"))
         self.log_y.setToolTip(t("Логарифмическая шкала потерь: видно и начало, и медленный спад",
                                 "Logarithmic loss axis: shows both the start and the slow decline"))
+        self.recent = QCheckBox(t("конец крупно", "zoom to recent"))
+        self.recent.setToolTip(t(
+            "Последняя четверть прогона, шкала потерь — по видимой части: медленный спад в конце "
+            "не теряется на фоне быстрого начала. Сдвиг графика мышью выключает",
+            "The last quarter of the run, the loss axis fitted to what is visible: the slow fall "
+            "at the end is not lost beside the fast start. Dragging the plot turns it off"))
         self.show_raw = QCheckBox(t("сырые точки", "raw points"))
         self.show_raw.setChecked(True)
         self.show_raw.setToolTip(t("Потери каждого шага; толстая линия — сглаженные",
                                    "The loss of every step; the thick line is smoothed"))
         bar.addWidget(self.title, 1)
-        for w in (self.x_axis, self.log_y, self.show_raw):
+        for w in (self.x_axis, self.log_y, self.recent, self.show_raw):
             bar.addWidget(w)
         self.widget = pg.PlotWidget()
+        # Room for the axes and a curve at the window's smallest: less, and the tick labels
+        # ran into each other over a flat strip.
+        self.widget.setMinimumHeight(PLOT_MIN_HEIGHT)
         self.plot: pg.PlotItem = self.widget.getPlotItem()
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         # PlotItem applies its own downsampling and clip-to-view to every item it adds, so
@@ -284,8 +307,11 @@ class LossPlot(QWidget):
         layout.addWidget(self.widget, 1)
         self.x_axis.currentIndexChanged.connect(self._axis_changed)
         self.log_y.toggled.connect(self._log_toggled)
+        self.recent.toggled.connect(self._recent_toggled)
+        self.plot.vb.sigRangeChangedManually.connect(lambda _mask: self.recent.setChecked(False))
         self.show_raw.toggled.connect(self._raw_toggled)
         self.set_title(t("Потери", "Loss"))
+        wheel_guard.guard(self)  # the wheel zooms the plot, not the axis choice beside it
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
         super().changeEvent(event)
@@ -320,13 +346,15 @@ class LossPlot(QWidget):
 
     def view_settings(self) -> dict[str, Any]:
         """The user's choices on the plot's bar (kept when the window is rebuilt)."""
-        return {"x": self.x_axis.currentData(), "log": self.log_y.isChecked(), "raw": self.show_raw.isChecked()}
+        return {"x": self.x_axis.currentData(), "log": self.log_y.isChecked(), "recent": self.recent.isChecked(),
+                "raw": self.show_raw.isChecked()}
 
     def apply_view_settings(self, view: dict[str, Any]) -> None:
         i = self.x_axis.findData(view.get("x"))
         if i >= 0:
             self.x_axis.setCurrentIndex(i)
         self.log_y.setChecked(bool(view.get("log")))
+        self.recent.setChecked(bool(view.get("recent")))
         self.show_raw.setChecked(bool(view.get("raw", True)))
 
     @property
@@ -339,6 +367,7 @@ class LossPlot(QWidget):
             trace.x_tokens = self.x_tokens
             trace.redraw(full=True)
         self.plot.enableAutoRange()
+        self._follow_view()
 
     def _log_toggled(self, on: bool) -> None:
         self.plot.setLogMode(x=False, y=on)
@@ -346,6 +375,26 @@ class LossPlot(QWidget):
         # (pyqtgraph's FillBetweenItem keeps the paths it was made with): remake them.
         for trace in self.traces.values():
             trace.redraw(full=True)
+
+    def _recent_toggled(self, on: bool) -> None:
+        # autoVisible: the y auto-range counts only the points inside the x-range shown.
+        self.plot.setAutoVisible(y=on)
+        if on:
+            self._follow_view()
+        else:
+            self.plot.enableAutoRange()
+
+    def _follow_view(self) -> None:
+        """«Конец крупно»: the x-range on the last quarter of the runs shown, moved on as points
+        arrive; the y-axis follows by itself (auto-range over the visible points)."""
+        if not self.recent.isChecked():
+            return
+        extents = [e for e in (tr.x_extent() for tr in self.traces.values()) if e is not None]
+        if not extents:
+            return
+        first, last = min(e[0] for e in extents), max(e[1] for e in extents)
+        self.plot.setXRange(last - RECENT_SHARE * (last - first), last, padding=0.02)
+        self.plot.enableAutoRange(axis="y")
 
     def _raw_toggled(self, on: bool) -> None:
         for trace in self.traces.values():
@@ -386,6 +435,7 @@ class LossPlot(QWidget):
         tr = self.trace(key, label, primary)
         tr.load(series)
         tr.redraw(full=True)
+        self._follow_view()
         return tr
 
     def follow(self, key: str, runs: list[tuple[str, Path]], label: str | None = None) -> RunTrace:
@@ -393,6 +443,7 @@ class LossPlot(QWidget):
         tr = self.trace(key, label, primary=True)
         tr.follow(runs)
         tr.redraw(full=True)
+        self._follow_view()
         return tr
 
     def poll(self) -> bool:
@@ -402,4 +453,6 @@ class LossPlot(QWidget):
             if tr.poll():
                 tr.redraw()
                 got = True
+        if got:
+            self._follow_view()
         return got

@@ -24,7 +24,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QMainWindow,
     QMessageBox,
-    QScrollArea,
     QSplitter,
     QTabWidget,
     QVBoxLayout,
@@ -38,11 +37,12 @@ from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
 from app.window.lab import ActionError, Lab, Started
 
-from . import monitor_tab, settings, tooltips, window_memory
+from . import monitor_tab, qt_language, settings, tooltips, window_memory
 from .background import run_in_thread
 from .cli_task import CliTask
 from .close_question import ask_about_running
 from .export_weights import export_metrics, export_weights
+from .form_column import FormColumn
 from .history import HistoryView
 from .notifier import Notifier
 from .prepare_row import PrepareRow
@@ -69,6 +69,7 @@ class MainWindow(QMainWindow):
                  remember_layout: bool = True) -> None:
         super().__init__()
         tooltips.install()  # every tooltip of the window to app.form.tooltips' rule (≤ 60 × 12)
+        qt_language.install()  # Qt's own words (file dialogs, «ОК»/«Отмена») in the interface language
         self.remember_layout = remember_layout
         self.menu: Menu | None = None
         self.pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
@@ -139,12 +140,8 @@ class MainWindow(QMainWindow):
         self.form_view = RunFormView(ctx, continue_provider=self.continue_info)
         self.form_view.start_requested.connect(self.start_run)
         self.form_view.prepare_requested.connect(self.prepare_data)
-        scroll = QScrollArea()
-        scroll.setWidget(self.form_view)
-        scroll.setWidgetResizable(True)
-        # The form wraps its texts to the column: no sideways scrolling.
-        scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        scroll.setMinimumWidth(520)
+        left = FormColumn(self.form_view)  # the form scrolls, its footer («Старт») under it
+        self.form_scroll = left.scroll
         self.banner = RunBanner()
         self.banner.stop_clicked.connect(lambda: self.followed and self.stop_run(self.followed))
         self.banner.retry_clicked.connect(lambda: self.followed and self.retry_run(self.followed))
@@ -178,12 +175,6 @@ class MainWindow(QMainWindow):
         right.setStretchFactor(1, 2)
         right.setSizes([620, 330])
         self.right_split = right
-        left = QWidget()
-        left_col = QVBoxLayout(left)
-        left_col.setContentsMargins(0, 0, 0, 0)
-        left_col.setSpacing(0)
-        left_col.addWidget(scroll, 1)
-        left_col.addWidget(self.form_view.footer)
         self.prepare_row.build(self.form_view)
         main = QSplitter()
         main.addWidget(left)
@@ -201,7 +192,8 @@ class MainWindow(QMainWindow):
         self.menu = build_menu(self.menuBar(), self, self.form_view, calls, self.menu)
 
     def _memory_parts(self) -> window_memory.Parts:
-        return window_memory.Parts(self, self.main_split, self.right_split, self.history, self.tabs, self.monitor)
+        return window_memory.Parts(self, self.main_split, self.right_split, self.history, self.tabs, self.text_tab,
+                                   self.monitor)
 
     def _restore_layout(self, layout: Any, geometry: bool) -> None:
         if window_memory.restore_layout(self._memory_parts(), layout, geometry):
@@ -220,6 +212,7 @@ class MainWindow(QMainWindow):
 
         self._plot = LossPlot()
         self._right_col.replaceWidget(self.plot_slot, self._plot)
+        self.plot_slot.hide()  # at once: deleted later, it was painted over the plot's bar meanwhile
         self.plot_slot.deleteLater()
         self.monitor = monitor_tab.build_monitor(
             self.tabs, self.pending_tab == "gpu", self.notify, self.statusBar().showMessage,
@@ -252,16 +245,18 @@ class MainWindow(QMainWindow):
     def set_language(self, lang: str) -> None:
         """Switch the interface language now (and remember it); the form keeps its values."""
         settings.save_language(lang)
+        qt_language.install()
         form = self.form_view.form
         followed, overlays = self.followed, set(self.overlays)
         view = self._plot.view_settings() if self._plot is not None else None
         # splitters, tab, history columns: as the user left them
         layout = window_memory.layout_now(self._memory_parts(), self.pending_tab == "gpu")
-        old = self.centralWidget()
+        old, old_text = self.centralWidget(), self.text_tab
         if self.monitor is not None:
             self.monitor.stop()
         self.lab.forget_failures()  # their advice is in the old language
         self._build(form.ctx)
+        self.text_tab.carry_over(old_text)  # the prompt, the text written, a generation going
         self._restore_layout(layout, geometry=False)
         old.deleteLater()
         self.form_view.form = form

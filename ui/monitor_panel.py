@@ -33,7 +33,7 @@ from app.gpu.history import History
 from app.gpu.sampler import Sampler
 from app.gpu.samples import OK, Snapshot
 
-from . import palette
+from . import palette, wheel_guard
 from .monitor_bridge import SamplerBridge
 from .monitor_gpu_card import GpuCard
 
@@ -97,6 +97,7 @@ class MonitorPanel(QWidget):
         self.guard_threshold.valueChanged.connect(self._guard_settings_changed)
         self.guard_hold.valueChanged.connect(self._guard_settings_changed)
         self._update_guard_label()
+        wheel_guard.guard(self)  # the wheel scrolls the tab, not the guard's numbers
 
     def _paint(self) -> None:
         palette.set_style(self.alerts_label, palette.style("error", "font-weight: bold;"))

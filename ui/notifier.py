@@ -3,7 +3,12 @@ message where the desktop has a tray, and always the status bar."""
 
 from __future__ import annotations
 
-from PySide6.QtWidgets import QMainWindow, QStyle, QSystemTrayIcon
+from typing import TYPE_CHECKING
+
+from PySide6.QtWidgets import QMainWindow
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QSystemTrayIcon
 
 TRAY_MS = 10_000
 
@@ -17,6 +22,9 @@ class Notifier:
         self.tray: QSystemTrayIcon | None = None
 
     def notify(self, title: str, text: str) -> None:
+        # Qt's tray classes load with the first message, not with the window's first frame.
+        from PySide6.QtWidgets import QStyle, QSystemTrayIcon
+
         self.sent.append((title, text))
         if self.tray is None and QSystemTrayIcon.isSystemTrayAvailable():
             icon = self.window.style().standardIcon(QStyle.StandardPixmap.SP_ComputerIcon)

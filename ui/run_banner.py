@@ -10,6 +10,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWi
 
 from app.base import run_status as st
 from app.base.i18n import t
+from app.base.numbers import int_text, loss_text
 from app.runs import RunRecord
 
 from . import palette
@@ -78,11 +79,12 @@ class RunBanner(QWidget):
         self.title.setText(rec.name)
         parts = [st.label(rec.status)]
         if rec.last_step is not None:
-            parts.append(t(f"шаг {rec.last_step}", f"step {rec.last_step}") + (f" / {rec.steps_to}" if rec.steps_to else ""))
+            parts.append(t("шаг ", "step ") + int_text(rec.last_step)
+                         + (f" / {int_text(rec.steps_to)}" if rec.steps_to else ""))
         if rec.last_loss is not None:
-            parts.append(f"loss {rec.last_loss:.4f}")
+            parts.append(f"loss {loss_text(rec.last_loss)}")
         if rec.best_val_loss is not None:
-            parts.append(f"val {rec.best_val_loss:.4f}")
+            parts.append(f"val {loss_text(rec.best_val_loss)}")
         self.detail.setText("  ·  ".join(parts))
         self.live.setText(live if rec.active else "")
         self.live.setVisible(bool(self.live.text()))

@@ -14,6 +14,7 @@ from typing import Any
 from PySide6.QtCore import QEvent, Qt, Signal
 from PySide6.QtGui import QKeySequence, QShortcut
 from PySide6.QtWidgets import (
+    QApplication,
     QButtonGroup,
     QCheckBox,
     QComboBox,
@@ -36,7 +37,7 @@ from app.form.checks import RUNNING
 from app.form.run_form import ContinueFrom, FormContext, RunForm
 from app.form.tooltips import wrap_tip
 
-from . import palette, settings
+from . import palette, settings, wheel_guard
 from .help_page import HelpPage
 
 log = logging.getLogger(__name__)
@@ -63,6 +64,7 @@ class RunFormView(QWidget):
         self.help_page: HelpPage | None = None
         self._updating = False
         self.start_shortcut = ""  # the window's key for «Старт», said in its tooltip
+        self._why = ""  # every reason «Старт» cannot go now ("": it can)
         self._build()
         self.refresh()
 
@@ -135,6 +137,10 @@ class RunFormView(QWidget):
         help_key = QShortcut(QKeySequence(QKeySequence.StandardKey.HelpContents), self)
         help_key.setContext(Qt.ShortcutContext.WidgetWithChildrenShortcut)
         help_key.activated.connect(self._help_for_focus)
+        wheel_guard.guard(self)  # the wheel scrolls the form, not the combo box under it
+        app = QApplication.instance()
+        if app is not None:
+            app.focusChanged.connect(self._focus_moved)
 
     def _collapsible(self, box: QGroupBox, section: str) -> QFormLayout:
         """A section folded under a ▸/▾ button (its fields are rarely changed); returns the
@@ -268,10 +274,7 @@ class RunFormView(QWidget):
         message.setVisible(False)
         col.addWidget(message)
         self.messages[name] = message
-        tip = self.form.tooltip(name)
-        for w in (label, widget):
-            w.setToolTip(tip)
-        layout.addRow(label, holder)
+        layout.addRow(label, holder)  # its tooltip comes with the first refresh (_show_values)
 
     def _fill_constellations(self) -> None:
         _clear(self.constellation_layout)
@@ -318,7 +321,22 @@ class RunFormView(QWidget):
             self.form.set_text(name, text)
         else:
             self.form.set(name, text)
+        self._hold_sizes_height()
         self.refresh(keep_text=name)
+
+    def _hold_sizes_height(self) -> None:
+        """While a field is typed in, the estimate keeps at least the height it has: an
+        emptied number folded it to a line, the form grew shorter, its scroll area clamped
+        the position and the form jumped up, the numbers being watched out of view. The
+        space is given back when the field is left (`_focus_moved`)."""
+        box = self.size_box
+        box.setMinimumHeight(max(box.minimumHeight(), box.height() if box.isVisible() else 0))
+
+    def _focus_moved(self, old: QWidget | None, new: QWidget | None) -> None:
+        # Another control took the focus from a field: the space goes back. The focus gone
+        # nowhere (another application's window came up) keeps it, the form where it was.
+        if new is not None and old is not None and self.size_box.minimumHeight() and old in self.inputs.values():
+            self.size_box.setMinimumHeight(0)
 
     def _edited(self, name: str, value: Any) -> None:
         if self._updating:
@@ -445,9 +463,10 @@ class RunFormView(QWidget):
                 w.setEnabled(not locked)
             elif isinstance(w, QComboBox) and name in ("gpu", "machine"):
                 choices = form.gpu_choices() if name == "gpu" else form.machine_choices()
-                w.clear()
-                for key, label in choices:
-                    w.addItem(label, key)
+                if [(w.itemData(i), w.itemText(i)) for i in range(w.count())] != choices:
+                    w.clear()  # refilled only when they changed: every refresh did, at every key typed
+                    for key, label in choices:
+                        w.addItem(label, key)
                 i = w.findData(v[name])
                 if i < 0:
                     w.addItem(str(v[name]), v[name])
@@ -463,8 +482,9 @@ class RunFormView(QWidget):
             if locked:
                 tip = wrap_tip(tip + t("\n\nЗаблокировано: берётся из чекпоинта.",
                                        "\n\nLocked: taken from the checkpoint."))
-            w.setToolTip(tip)
-            label.setToolTip(tip)
+            for widget in (w, label):
+                if widget.toolTip() != tip:  # set anew only when it changed: each one is rewrapped
+                    widget.setToolTip(tip)
 
     def _show_issues(self) -> None:
         issues = self.form.issues()
@@ -487,22 +507,41 @@ class RunFormView(QWidget):
         blockers = [i.text for i in issues if i.level == "error"]
         running = [i.text for i in issues if i.level == RUNNING]
         self.start_button.setEnabled(not blockers and not running)
+        shown = why = ""
         if blockers:
             why = t("Старт недоступен: ", "Start is disabled: ") + "; ".join(blockers)
+            # Under the button the first reason and how many more (each is under its field,
+            # all of them in the button's tooltip): the whole list took the form's room at a
+            # small window, and the form shrank to a sliver above it.
+            more = len(blockers) - 1
+            shown = why if not more else (t("Старт недоступен: ", "Start is disabled: ") + blockers[0] + t(
+                f" — и ещё {more} (у полей выше)", f" — and {more} more (by their fields above)"))
             self.why.setStyleSheet(palette.style("error"))
-        else:  # the run just started: said as news under the button, the form left as it is
-            why = "; ".join(running)
+        elif running:  # the run just started: said as news under the button, the form left as it is
+            shown = why = "; ".join(running)
             self.why.setStyleSheet(palette.style("note"))
-        self.why.setText(why)
-        if why:
-            self.start_button.setToolTip(why)
-        else:
-            key = f" ({self.start_shortcut})" if self.start_shortcut else ""
-            self.start_button.setToolTip(t("Запустить обучение", "Start training") + key)
+        self.why.setText(shown)
+        self._why = why
+        self._show_start_tip()
         self.why.setVisible(bool(why))
         needs_prep = bool(self.form.values["constellations"]) and self.form.prepared_for_selection() is None
         self.prepare_button.setVisible(needs_prep)
         self.start_button.setText(t("Продолжить", "Continue") if self.form.continuing else t("Старт", "Start"))
+
+    def _show_start_tip(self) -> None:
+        """«Старт»'s tooltip: every reason it cannot start, else what it does and its key."""
+        if self._why:
+            self.start_button.setToolTip(self._why)
+        else:
+            key = f" ({self.start_shortcut})" if self.start_shortcut else ""
+            self.start_button.setToolTip(t("Запустить обучение", "Start training") + key)
+
+    def set_start_shortcut(self, key: str) -> None:
+        """The window's key for «Старт», named in its tooltip (the menu's action follows the
+        button through `changed`)."""
+        self.start_shortcut = key
+        self._show_start_tip()
+        self.changed.emit()
 
     def _show_sizes(self) -> None:
         _clear(self.size_layout)
@@ -527,13 +566,15 @@ class RunFormView(QWidget):
 
 
 def _clear(layout: QVBoxLayout) -> None:
-    """Empty a layout now: the old widgets leave the window at once (deleteLater alone
-    would leave them painted under the new ones until the event loop comes round)."""
+    """Empty a layout now: the old widgets are hidden at once (deleteLater alone would leave
+    them painted under the new ones until the event loop comes round). Hidden, not given
+    no parent: each would become a window of its own, and their going took the focus out of
+    the field being typed in (the window lost its active state)."""
     while layout.count():
         item = layout.takeAt(0)
         w = item.widget()
         if w is not None:
-            w.setParent(None)
+            w.hide()
             w.deleteLater()
 
 

@@ -1,17 +1,22 @@
-"""A window's message line as a person notices it: a framed panel with a sign («ⓘ», «⚠»),
+"""A window's message line as a person notices it: a framed panel with a sign («ℹ», «⚠»),
 the text a size up and in the palette's colours, hidden while there is nothing to say —
-not small black text at a dialog's bottom (the data window's «no text in the folder»)."""
+not small black text at a dialog's bottom (the data window's «no text in the folder»).
+
+The sign is one the label's font has (an empty box stood in for «ⓘ», which the usual Linux
+fonts lack: issue 27), else a plain letter."""
 
 from __future__ import annotations
 
 import html
 
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetrics
 from PySide6.QtWidgets import QLabel, QWidget
 
 from . import palette
 
-_SIGNS = {"info": "ⓘ", "warning": "⚠", "error": "⚠"}
+# Per level, the signs to use, best first; the last is in every font.
+_SIGNS = {"info": ("ℹ", "i"), "warning": ("⚠", "!"), "error": ("⚠", "!")}
 
 
 class StatusMessage(QLabel):
@@ -31,7 +36,12 @@ class StatusMessage(QLabel):
         self.setVisible(bool(self._plain))
         self.paint()
         body = html.escape(self._plain).replace("\n", "<br>")
-        super().setText(f"<b>{_SIGNS.get(level, '')}</b>&nbsp; {body}" if self._plain else "")
+        super().setText(f"<b>{self.sign()}</b>&nbsp; {body}" if self._plain else "")
+
+    def sign(self) -> str:
+        """The level's sign that this label's font can draw."""
+        metrics = QFontMetrics(self.font())
+        return next((s for s in _SIGNS.get(self.level, ("",)) if not s or metrics.inFontUcs4(ord(s))), "")
 
     def paint(self) -> None:
         """In the palette's colours (again). Its own style sheet keeps Qt's PaletteChange from

@@ -35,7 +35,7 @@ from app.text import playground as play
 from app.text import training_samples as view
 from app.text.generation import GenerationError
 
-from . import palette
+from . import palette, wheel_guard
 from .text_child import ChildRun
 
 POLL_MS = 1000
@@ -67,6 +67,7 @@ class TextTab(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(split)
+        wheel_guard.guard(self)  # the wheel scrolls the playground, not its numbers
         self.timer = QTimer(self)
         self.timer.setInterval(poll_ms)
         self.timer.timeout.connect(self.poll)
@@ -170,6 +171,24 @@ class TextTab(QWidget):
         self._sync_buttons()
         return grid
 
+    def carry_over(self, old: TextTab) -> None:
+        """Take what the user had in `old` (the window rebuilt in another language): the
+        prompt, the settings, the continuation written and the evaluation's result, and a
+        generation still going, which goes on writing here."""
+        self.prompt.setPlainText(old.prompt.toPlainText())
+        self.tokens.setValue(old.tokens.value())
+        self.temperature.setValue(old.temperature.value())
+        self.top_k.setValue(old.top_k.value())
+        self.device.setCurrentIndex(max(0, self.device.findData(old.device.currentData())))
+        self.eval_result.setText(old.eval_result.text())
+        child, old.child = old.child, None
+        if child is None:
+            return
+        child.changed.disconnect(old._show_child)
+        child.ended.disconnect(old._sync_buttons)
+        child.setParent(self)  # the old tab's deletion would end the process with it
+        self._adopt(child, old._prompt_shown)
+
     # -- the run's samples ------------------------------------------------------------------
 
     def current_run(self) -> str | None:
@@ -194,7 +213,7 @@ class TextTab(QWidget):
             return
         samples = self.feed.samples
         if not samples:
-            self.samples_note.setText(view.empty_text(self.feed.run_id is not None))
+            self.samples_note.setText(view.empty_text(self._selected_config()))
             self.samples_view.clear()
             return
         names = {}
@@ -208,6 +227,15 @@ class TextTab(QWidget):
         at = bar.value()
         self.samples_view.setHtml(view.samples_html(samples, names, palette.table()))
         bar.setValue(at)  # reading an older step: new ones on top do not move the view back
+
+    def _selected_config(self) -> dict | None:
+        """The followed run's run.json ({} when it cannot be read); None: no run."""
+        if self.feed.run_id is None:
+            return None
+        try:
+            return self.runs.registry.get(self.feed.run_id).config()
+        except (KeyError, OSError, ValueError):  # gone or unreadable: the general words
+            return {}
 
     def showEvent(self, event) -> None:  # noqa: N802 (Qt's name)
         super().showEvent(event)
@@ -277,12 +305,16 @@ class TextTab(QWidget):
 
     def _start(self, argv: list[str], stdin: str, session: play.Session) -> None:
         self.stop()
-        self._prompt_shown = stdin
         if session.kind == "sample":
             self.output.clear()
-        self.child = ChildRun(argv, stdin, session, self)
-        self.child.changed.connect(self._show_child)
-        self.child.ended.connect(self._sync_buttons)
+        self._adopt(ChildRun(argv, stdin, session, self), stdin)
+
+    def _adopt(self, child: ChildRun, prompt: str) -> None:
+        """Show `child` (started for `prompt`) here, as it writes."""
+        self._prompt_shown = prompt
+        self.child = child
+        child.changed.connect(self._show_child)
+        child.ended.connect(self._sync_buttons)
         self._show_child()
         self._sync_buttons()
 

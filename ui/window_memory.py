@@ -25,6 +25,7 @@ class Parts:
     right_split: QSplitter
     history: HistoryView
     tabs: QTabWidget
+    text_tab: QWidget  # «Текст»
     monitor: QWidget | None  # the «Видеокарта» tab, once built
 
 
@@ -49,20 +50,25 @@ def restore_layout(parts: Parts, layout: WindowLayout, geometry: bool) -> bool:
     if layout.tab == "gpu" and parts.monitor is None:
         return True
     if layout.tab is not None:
-        parts.tabs.setCurrentIndex(parts.tabs.indexOf(parts.monitor) if layout.tab == "gpu" else 0)
+        parts.tabs.setCurrentWidget(_tabs(parts).get(layout.tab) or parts.history)
     return False
+
+
+def _tabs(parts: Parts) -> dict[str, QWidget | None]:
+    """The bottom tabs by app.window.layout.TABS' names (the GPU tab once built)."""
+    return {"history": parts.history, "text": parts.text_tab, "gpu": parts.monitor}
 
 
 def layout_now(parts: Parts, gpu_pending: bool) -> WindowLayout:
     """The window's layout as the user has it now (`gpu_pending`: the «Видеокарта» tab is
     to come to the front once built)."""
-    gpu = parts.monitor is not None and parts.tabs.currentWidget() is parts.monitor
+    front = parts.tabs.currentWidget()
+    tab = "gpu" if gpu_pending else next((k for k, w in _tabs(parts).items() if w is front), "history")
     return WindowLayout(
         states={"geometry": bytes(parts.window.saveGeometry().data()),
                 "splitter.main": bytes(parts.main_split.saveState().data()),
                 "splitter.right": bytes(parts.right_split.saveState().data())},
-        tab="gpu" if gpu or gpu_pending else "history",
-        columns=dict(parts.history.user_widths), sort=parts.history.sort_order())
+        tab=tab, columns=dict(parts.history.user_widths), sort=parts.history.sort_order())
 
 
 def save_layout(parts: Parts, gpu_pending: bool, form_view: RunFormView) -> bool:

@@ -85,8 +85,7 @@ def build_menu(bar: QMenuBar, parent: QWidget, form_view: RunFormView, calls: Me
     about.triggered.connect(lambda: show_about(parent))
     bar.addMenu(t("Справка", "Help")).addAction(about)
     menu.about_action = about
-    form_view.start_shortcut = key_text(start)
-    form_view.refresh()  # its tooltip names the key; the action follows (changed)
+    form_view.set_start_shortcut(key_text(start))  # its tooltip names the key
     return menu
 
 
@@ -158,12 +157,13 @@ def start_by_key(form_view: RunFormView) -> None:
 
 
 def _kaggle_action(window: QWidget, calls: MenuCalls) -> QAction:
-    """«Аккаунты…» (ui/kaggle_accounts.py); the form's accounts are read again after it."""
-    from .kaggle_accounts import AccountsDialog
-
+    """«Аккаунты…» (ui/kaggle_accounts.py, loaded when first opened, not with the window's
+    first frame); the form's accounts are read again after it."""
     action = QAction(t("Аккаунты…", "Accounts…"), window)
 
     def open_dialog() -> None:
+        from .kaggle_accounts import AccountsDialog
+
         AccountsDialog(window).exec()
         calls.reload_context()
 

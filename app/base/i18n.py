@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 
-from . import settings
+from . import paths, settings
 
 LANGUAGES = ("ru", "en")
 _override: str | None = None
@@ -37,18 +37,18 @@ def current_language() -> str:
 
 def _language_from_settings() -> str:
     global _cached
-    path = settings.path()
+    path = paths.config_file(settings.FILE)  # asked at every label: no folder made, one stat
     try:
-        mtime = path.stat().st_mtime
+        mtime = os.stat(path).st_mtime
     except OSError:
         return "ru"
-    if _cached is not None and _cached[:2] == (str(path), mtime):
+    if _cached is not None and _cached[:2] == (path, mtime):
         return _cached[2]
     # A file that is not a JSON object (hand-edited, torn) reads as {}: the default, not a
     # crash of every text the lab shows.
     stored = settings.load().get("language")
     lang = stored if stored in LANGUAGES else "ru"
-    _cached = (str(path), mtime, lang)
+    _cached = (path, mtime, lang)
     return lang
 
 

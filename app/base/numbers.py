@@ -48,6 +48,12 @@ def decimal_text(x: float, digits: int = 1, lang: str | None = None, sign: bool 
     return decimal_mark(f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}", lang)
 
 
+def loss_text(x: float | None, lang: str | None = None) -> str:
+    """A loss as the history, the run's header, the notifications and `ternit run` show it:
+    four decimals with the language's mark (5.3702 / «5,3702»); None → "—"."""
+    return "—" if x is None else decimal_text(x, 4, lang)
+
+
 def format_value(value: Any, lang: str | None = None) -> str:
     """A field's value the way a reader of that language expects it: 1 024 / 1,024 (a
     no-break space in Russian), 0,001 / 0.001, вкл./on; None (no value) → "—"."""

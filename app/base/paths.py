@@ -6,6 +6,7 @@ and for tests).
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 from pathlib import Path
@@ -23,12 +24,37 @@ def data_dir() -> Path:
     return path
 
 
-def config_dir() -> Path:
-    """The lab's config folder (settings, Kaggle credentials), created on first use."""
-    home = os.environ.get("TERNIT_HOME")
-    path = Path(home) / "config" if home else Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
-    path.mkdir(parents=True, exist_ok=True)
+def config_dir(create: bool = True) -> Path:
+    """The lab's config folder (settings, Kaggle credentials), created on first use
+    (`create=False`: only where it is, for a reader that takes a missing file as empty)."""
+    env = os.environ
+    path = _config_path(env.get("TERNIT_HOME"), *(env.get(k) for k in _PLATFORM_ENV))
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def config_file(name: str) -> str:
+    """A file's path in the config folder, as a string, the folder not made: for a reader
+    asked very often (the interface language, at every label)."""
+    env = os.environ
+    return _config_file(name, env.get("TERNIT_HOME"), *(env.get(k) for k in _PLATFORM_ENV))
+
+
+@functools.lru_cache(maxsize=8)
+def _config_file(name: str, home: str | None, *platform_env: str | None) -> str:
+    return str(_config_path(home, *platform_env) / name)
+
+
+# What platformdirs reads for the config folder on Linux, macOS and Windows.
+_PLATFORM_ENV = ("XDG_CONFIG_HOME", "HOME", "APPDATA", "LOCALAPPDATA", "USERPROFILE")
+
+
+@functools.lru_cache(maxsize=8)
+def _config_path(home: str | None, *_platform_env: str | None) -> Path:
+    """The config folder for these environment values: worked out once for them, since the
+    language is asked for at every label."""
+    return Path(home) / "config" if home else Path(platformdirs.user_config_dir(APP_NAME, appauthor=False))
 
 
 def runs_dir() -> Path:

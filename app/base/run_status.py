@@ -54,6 +54,23 @@ LABELS = {
 }
 
 
+def end_text(event: dict, lang: str | None = None) -> str:
+    """How a run ended, from the trainer's `end` event, in the interface language: «достигнут
+    шаг 30» (the trainer's own line is English, «reached step 30»)."""
+    reason, step, message = event.get("reason"), event.get("step"), str(event.get("message") or "")
+    texts = {
+        "steps_reached": (f"достигнут шаг {step}", f"reached step {step}"),
+        "time_limit": (f"остановлен по лимиту времени на шаге {step}", f"stopped by the time limit at step {step}"),
+        "stopped": (f"остановлен по запросу на шаге {step}"
+                    + (" (в папке прогона есть файл STOP)" if "STOP exists" in message else " (сигнал)"),
+                    message or f"stopped on request at step {step}"),  # the trainer's line says which request
+    }
+    if reason not in texts:
+        return f"{reason}: {message}" if message else str(reason)
+    ru, en = texts[reason]
+    return pick({"ru": ru, "en": en}, lang)
+
+
 def label(status: str, lang: str | None = None) -> str:
     """The status as the history shows it, in the interface language."""
     return pick(LABELS[status], lang) if status in LABELS else status

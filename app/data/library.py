@@ -242,12 +242,9 @@ class Library:
             # A binary or empty file added by mistake would otherwise sit in the library
             # (and in its constellation) as a dataset of nothing.
             why = "; ".join(f"{f.relpath}: {f.note}" for f in files[:3] if f.note)
-            raise LibraryError(t(
-                f"в {p} нет текста ({why}): ничего не добавлено. Лаборатория читает текст в UTF-8 "
-                "или Windows-1251 в файлах с любым именем (.jsonl — поле \"text\"), и они же в .gz",
-                f"{p} holds no text ({why}): nothing was added. The lab reads UTF-8 or Windows-1251 "
-                "text in files of any name (.jsonl: a \"text\" field), and those in .gz",
-            ), exit_code=2)
+            raise LibraryError(t(f"в {p} нет текста ({why}): ничего не добавлено. Лаборатория читает ",
+                                 f"{p} holds no text ({why}): nothing was added. The lab reads ")
+                               + readers.what_is_read(), exit_code=2)
         # The dataset and its constellation stand or fall together: an add cancelled (or
         # failing) between the two must not leave half of it in the library.
         with self.state.transaction():

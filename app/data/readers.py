@@ -49,6 +49,15 @@ def _count_replace(exc: UnicodeError) -> tuple[str, int]:
 codecs.register_error("ternit_count_replace", _count_replace)
 
 
+def what_is_read() -> str:
+    """What the lab reads from a dataset, in words (the add dialog, the refusal of a file with
+    no text): the rule is `format_of` with `explicit` and the reader's binary check."""
+    return t("текст в UTF-8 или Windows-1251 из файлов с любым именем, с расширением или без (в .jsonl — "
+             "поле \"text\"), и они же сжатые в .gz; двоичные и скрытые файлы пропускаются",
+             "UTF-8 or Windows-1251 text from files of any name, with an extension or none (in .jsonl, the "
+             "\"text\" field), and the same compressed as .gz; binary and hidden files are skipped")
+
+
 def format_of(path: Path, explicit: bool = False) -> str | None:
     """'text' or 'jsonl' for a file the lab reads, else None. A file named explicitly with an
     unknown suffix is read as plain text (the user said it holds text)."""

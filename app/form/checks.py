@@ -179,6 +179,8 @@ class FormChecks:
         """Where it runs: a Kaggle account that works, a limit inside Kaggle's session."""
         out: list[Issue] = []
         v = self.values
+        if not self.is_kaggle():
+            out += self._local_card_issues()
         if self.is_kaggle():
             if not self.ctx.accounts:
                 out.append(Issue("machine", "error", t(
@@ -206,6 +208,25 @@ class FormChecks:
                     f"{KAGGLE_END_MARGIN_MIN:g} min go to the checkpoint and the outputs: the limit must be at "
                     f"most {top:g} min (630 is usual)")))
         return out
+
+    def _local_card_issues(self) -> list[Issue]:
+        """A run on this computer trains on what the form shows: one of its cards or its CPU,
+        never a catalogue card it does not have (that trained on the CPU without a word)."""
+        gpu, here = self.values["gpu"], self.ctx.local_gpu
+        instead = (t(f"«{gpu_label('local', 'ru')}: {here}» или процессор", f"«{gpu_label('local', 'en')}: {here}» or the CPU")
+                   if here else t("процессор", "the CPU"))
+        if gpu == "local" and not here:
+            return [Issue("gpu", "error", t(
+                f"На этом компьютере нет видеокарты, которую видит драйвер NVIDIA: выберите {instead}",
+                f"This computer has no card the NVIDIA driver sees: choose {instead}"))]
+        if gpu not in ("local", "cpu"):
+            label = gpu_label(gpu)
+            return [Issue("gpu", "error", t(
+                f"«{label}» — только оценка: такой карты на этом компьютере нет, и обучение на ней не "
+                f"запустить. Для запуска выберите {instead} (или Kaggle 2×T4)",
+                f"«{label}» is an estimate only: this computer has no such card, and a run cannot train "
+                f"on it. To start, choose {instead} (or Kaggle 2×T4)"))]
+        return []
 
     def _memory_issues(self) -> list[Issue]:
         """Batch does not fit the card in the chosen combination of «Экономный режим»."""

@@ -33,6 +33,7 @@ from ..data.prepared import Prepared
 from ..kaggle import settings as kaggle_settings
 from ..kaggle.machine import Account, auto_explanation
 from ..kaggle.room import OutputRoom, output_room
+from ..sizing.advice import ROW_KINDS
 from ..sizing.result import Estimate
 from . import fields as F
 from . import sizes
@@ -48,6 +49,12 @@ KAGGLE_GPUS = ("t4x2",)  # Kaggle's only GPU shape now (P100 retired, no single 
 LOCAL_MACHINE = "local"
 
 GPU_CHOICES: tuple[str, ...] = ("t4x2", "local", "cpu", "rtx3050", "rtx5070ti")
+
+
+def planning_only(gpu: str) -> bool:
+    """A «Видеокарта» choice that only sizes a plan: a card of the catalogue, neither this
+    PC's («local», the CPU) nor Kaggle's, which a run goes to."""
+    return gpu not in ("local", "cpu", *KAGGLE_GPUS)
 
 
 @dataclass(frozen=True)
@@ -122,9 +129,6 @@ class FormContext:
             if self.constellations.get(name) is None:
                 self.constellations[name] = tokens
 
-
-# Advice sentences whose facts the panel already shows as rows of their own.
-ROW_ADVICE_KINDS = frozenset({"speed", "time", "limit"})
 
 
 class RunForm(FormChecks):
@@ -278,6 +282,8 @@ class RunForm(FormChecks):
             label = gpu_label(k)
             if k == "local" and self.ctx.local_gpu:
                 label = f"{label}: {self.ctx.local_gpu}"
+            elif planning_only(k):  # a card of the catalogue, not this PC's: sizes a plan, never trains
+                label = t(f"оценка для {label}", f"estimate for {label}")
             out.append((k, label))
         return out
 
@@ -469,7 +475,7 @@ class RunForm(FormChecks):
         if room is not None:
             rows.append(sizes.checkpoint_row(room))
         # app.sizing's advice, less what the rows above already say (speed, time, limit).
-        for i, sentence in enumerate(est.advice_texts(ROW_ADVICE_KINDS)):
+        for i, sentence in enumerate(est.advice_texts(ROW_KINDS)):
             rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", sentence, "ok"))
         return rows
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..base.i18n import current_language, t
 from ..base.numbers import bytes_decimal_text, count_text, decimal_mark, decimal_text, duration_text
-from ..sizing.advice import fix_phrase
+from ..sizing.advice import fix_phrase, time_parts
 from ..sizing.result import Estimate
 from .fields import format_value
 
@@ -47,7 +47,7 @@ def time_row(est: Estimate, steps_to: int) -> SizeRow:
     """The time to «Шагов до»; an estimate, and said so, until this shape is measured."""
     source = est.tokens_per_s_source
     speed_t = t(f"{format_value(int(est.tokens_per_s))} ток/с", f"{format_value(int(est.tokens_per_s))} tok/s")
-    note = ", ".join(x for x in (source, speed_t) if x)
+    note = ", ".join(x for x in (time_parts(est, current_language()), source, speed_t) if x)
     if not est.is_measurement and not any(w in source.lower() for w in ("оценк", "estimat")):
         note += t(" — оценка, не замер", " — an estimate, not a measurement")
     return SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),

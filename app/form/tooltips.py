@@ -9,6 +9,7 @@ which the tooltip's last line names (app/form/fields.py).
 
 from __future__ import annotations
 
+import functools
 import re
 import textwrap
 
@@ -33,6 +34,7 @@ def is_rich(text: str) -> bool:
     return text.lstrip().startswith("<")
 
 
+@functools.lru_cache(maxsize=2048)  # pure; the form asks again for the same texts at every refresh
 def wrap_tip(text: str, width: int = WIDTH, max_lines: int = MAX_LINES) -> str:
     """`text` broken into lines of at most `width` characters (a single unbreakable token
     may be longer), the author's own line breaks kept; more than `max_lines` lines are cut

@@ -77,6 +77,7 @@ class StaticInfo:
     shutdown_c: float | None
     max_clock_sm_mhz: float | None
     max_clock_mem_mhz: float | None
+    capability: tuple[int, int] | None = None  # CUDA compute capability; None: an old driver
 
 
 class NvmlSession:
@@ -235,10 +236,15 @@ class NvmlSession:
             return value if isinstance(value, str) or value is None else value / scale
 
         name = read("name", "nvmlDeviceGetName")
-        memory = None
+        memory = capability = None
         try:
             memory = self.call(index, "memory", "nvmlDeviceGetMemoryInfo")
         except (Unsupported, FieldError):
+            pass
+        try:
+            major, minor = self.call(index, "capability", "nvmlDeviceGetCudaComputeCapability")
+            capability = (int(major), int(minor))
+        except (Unsupported, FieldError, TypeError, ValueError):
             pass
         info = StaticInfo(
             name=_text(name) if name is not None else f"GPU {index}",
@@ -260,6 +266,7 @@ class NvmlSession:
             max_clock_mem_mhz=read(
                 "max_clock_mem", "nvmlDeviceGetMaxClockInfo", getattr(pynvml, "NVML_CLOCK_MEM", 2)
             ),
+            capability=capability,
         )
         # A name or total memory that failed only this time is worth another look next time.
         if name is not None and (memory is not None or (index, "memory") in self._unsupported):

@@ -41,8 +41,8 @@ def _parser() -> argparse.ArgumentParser:
     p = Parser(prog="ternit kaggle", description=t("Аккаунты Kaggle, квота и ядра.", "Kaggle accounts, quota and kernels."))
     sub = p.add_subparsers(dest="cmd", required=True, title=t("команды", "commands"))
     a = sub.add_parser("add-account", help=t(
-        "добавить аккаунт: имя и токен API (kaggle.com → Settings → API → Generate New Token), "
-        "или kaggle.json / имя и ключ (Create Legacy API Key)",
+        "добавить аккаунт: имя и токен API (kaggle.com → `Settings → API → Generate New Token`), "
+        "или kaggle.json / имя и ключ (`Create Legacy API Key`)",
         "add an account: a username and an API token (kaggle.com → Settings → API → Generate New Token), "
         "or kaggle.json / a username and key (Create Legacy API Key)"))
     a.add_argument("--username", metavar=t("ИМЯ", "NAME"), help=t("имя пользователя Kaggle", "the Kaggle username"))

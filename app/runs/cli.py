@@ -25,7 +25,7 @@ from typing import Any
 from ..base import run_status as st
 from ..base.cli_args import Parser
 from ..base.i18n import t
-from ..base.numbers import count_text, int_text
+from ..base.numbers import count_text, int_text, loss_text
 from ..base.state import StateError
 from ..data.for_run import fill_data
 from ..data.library import LibraryError
@@ -217,11 +217,11 @@ class Progress:
         elif kind == "error":
             print(t("ошибка", "error") + f" ({ev.get('kind')}): {ev.get('message')}", file=self.out, flush=True)
         elif kind == "end":
-            print(t("конец", "end") + f": {ev.get('reason')} — {ev.get('message')}", file=self.out, flush=True)
+            print(t("конец", "end") + ": " + st.end_text(ev), file=self.out, flush=True)
 
 
 def _num(v: Any) -> str:
-    return f"{v:.4f}" if isinstance(v, (int, float)) else str(v)
+    return loss_text(v) if isinstance(v, (int, float)) else str(v)
 
 
 def _rate(v: Any) -> str:
@@ -272,7 +272,7 @@ def _leave_on_sigterm() -> Any:
 
 def _outcome(m: RunManager, rec: RunRecord) -> int:
     steps = f"{rec.last_step or 0}/{rec.steps_to}" if rec.steps_to else str(rec.last_step or 0)
-    best = f", val loss {rec.best_val_loss:.4f}" if rec.best_val_loss is not None else ""
+    best = f", val loss {loss_text(rec.best_val_loss)}" if rec.best_val_loss is not None else ""
     print(f"{rec.id}: {st.label(rec.status)} — " + t("шаг", "step") + f" {steps}{best}", flush=True)
     if rec.status == st.FAILED and rec.last_message:
         print(rec.last_message, file=sys.stderr)
@@ -370,7 +370,7 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         print(_list_line(t("прогон", "run"), t("состояние", "status"), t("где", "where"), t("шаги", "steps"),
                          "val loss", t("токены", "tokens"), t("веса", "weights")))
         for r in rows:
-            best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
+            best = loss_text(r.best_val_loss)
             print(_list_line(r.id, r.status_label, r.where, r.steps, best,
                              count_text(r.tokens_seen), count_text(r.params)))
         return EXIT_OK

@@ -20,6 +20,7 @@ from typing import Any
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.numbers import loss_text
 from . import kaggle_bridge
 from . import process as proc
 from .checkpoints import usable_checkpoint
@@ -73,7 +74,7 @@ class RunEnded:
         if self.failure is not None:
             return self.failure.advice
         step = f"{r.last_step}/{r.steps_to}" if r.steps_to else str(r.last_step or 0)
-        best = f"{r.best_val_loss:.4f}" if r.best_val_loss is not None else "—"
+        best = loss_text(r.best_val_loss, lang)
         if r.status == st.TIME_LIMIT and self.next_leg is not None:
             return t(
                 f"Остановлен по лимиту на шаге {step}; обучение продолжается с чекпоинта на аккаунте "
@@ -199,6 +200,7 @@ class RunManager:
                 raw.setdefault("target", {})[key] = value
         cfg = normalize_config(raw, base)
         check_config(cfg)
+        _check_cards(cfg)
         return self.registry.create_run(cfg, parent_id=parent_id)
 
     def start(
@@ -228,6 +230,10 @@ class RunManager:
                 raise RunError(str(e)) from e
             return self.registry.get(rec.id)
         (rec.path / STOP_FILE).unlink(missing_ok=True)
+        absent = proc.absent_cards(rec.target_gpu or "auto")  # a card gone since the run was made
+        if absent:
+            self.registry.set_status(rec.id, st.FAILED, absent)
+            raise RunError(absent)
         try:
             plan = proc.plan_launch(
                 rec.path, rec.target_gpu or "auto", gpu_count=self.gpu_count,
@@ -508,3 +514,12 @@ def _log_tail(path: Path, max_bytes: int = 16384) -> str:
         return ""
     lines = [ln for ln in lines if not (ln.startswith('{"event"') or ln.startswith('{"event" '))]
     return lines[-1][:300] if lines else ""
+
+
+def _check_cards(cfg: dict[str, Any]) -> None:
+    """A local run names only cards this PC has (RunError before anything is created)."""
+    target = cfg.get("target") or {}
+    if target.get("kind", "local") == "local":
+        absent = proc.absent_cards(str(target.get("gpu", "auto")))
+        if absent:
+            raise RunError(absent)

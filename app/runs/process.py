@@ -18,8 +18,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psutil
-
 from ..base.children import child_env
 from ..base.i18n import t
 from .files import LOG
@@ -43,30 +41,31 @@ class LaunchPlan:
 
 
 def visible_gpu_count() -> int:
-    """GPUs this PC offers to a trainer, without importing torch.
+    """GPUs this PC offers to a trainer (app.gpu.cards), without importing torch."""
+    from ..gpu.cards import this_pc_cards  # here: a lab that never starts a local run opens no NVML
 
-    CUDA_VISIBLE_DEVICES, when set, is what torch will see; otherwise NVML is asked (a
-    missing driver or library simply means no GPU).
-    """
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        ids = [x for x in env.split(",") if x.strip()]
-        # "-1" (or any negative id) hides that device and every one after it.
-        count = 0
-        for x in ids:
-            if x.strip().startswith("-"):
-                break
-            count += 1
-        return count
-    from ..gpu.nvml import session  # here: a lab that never starts a local run opens no NVML
+    return len(this_pc_cards())
 
-    try:
-        nvml = session()  # the lab's one NVML session (shared with the GPU monitor)
-        nvml.ensure()
-        return int(nvml.count)
-    except Exception:  # the session reports, never raises; be as forgiving here
-        log.warning("NVML could not count the cards; the trainer starts on the CPU", exc_info=True)
-        return 0
+
+def absent_cards(gpu: str) -> str | None:
+    """Why a local run's target.gpu cannot train here: a card it names is not one of this
+    PC's (app.gpu.cards), said with what the PC has; None when every named card is here (or
+    it names none: "auto", "cpu"). The trainer told to use a missing card would stop, or
+    with "auto" train on another device than the one the run showed."""
+    ids = [x.strip() for x in str(gpu or "").split(",") if x.strip()]
+    if not ids or not all(x.isdigit() for x in ids):
+        return None
+    from ..gpu.cards import this_pc_cards
+
+    cards = this_pc_cards()
+    missing = [x for x in ids if int(x) not in {c.index for c in cards}]
+    if not missing:
+        return None
+    have = ", ".join(f"{c.index}: {c.name}" for c in cards)
+    return t(f"Видеокарты {', '.join(missing)} на этом компьютере нет (есть: {have or 'только процессор'}). "
+             "Выберите карту этого компьютера или процессор.",
+             f"This computer has no GPU {', '.join(missing)} (it has: {have or 'the CPU only'}). "
+             "Choose one of its cards or the CPU.")
 
 
 def plan_launch(
@@ -167,6 +166,8 @@ def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
 
 
 def process_start_time(pid: int) -> float | None:
+    import psutil  # here (and below): the window's first frame starts no process and asks none
+
     try:
         return psutil.Process(pid).create_time()
     except (psutil.Error, OSError):
@@ -183,6 +184,8 @@ def is_alive(pid: int | None, started_at: float | None = None) -> bool:
             return True
         _children.pop(pid, None)
         return False
+    import psutil
+
     try:
         p = psutil.Process(pid)
         if p.status() == psutil.STATUS_ZOMBIE:
@@ -240,7 +243,9 @@ def terminate(pid: int | None, started_at: float | None = None) -> bool:
 
 
 def _end_tree(pid: int) -> bool:
-    """End a process and every process it started (torchrun's ranks), children first."""
+    """End a process and every process it started (the ranks), children first."""
+    import psutil
+
     try:
         root = psutil.Process(pid)
         tree = [*root.children(recursive=True), root]

@@ -18,8 +18,6 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import psutil
-
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
@@ -236,6 +234,8 @@ class Registry:
             return rec  # never started: stays "created"
         pid = start.get("pid")
         if rec.target_kind == "local" and isinstance(pid, int):
+            import psutil  # here: the window's first frame needs none
+
             try:
                 p = psutil.Process(pid)
                 if p.create_time() <= float(start.get("time") or 0) + 1:

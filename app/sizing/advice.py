@@ -21,6 +21,27 @@ def advice(e: Estimate, facts: GpuFacts, lang: str, limit_min: float | None, loc
     return [*_speed_and_time(e, facts, lang, limit_min, local_name), _memory(e, lang), *_data(e, lang)]
 
 
+# The advice sentences a view that shows speed, time and the limit as rows of its own leaves
+# out (the form's panel, `ternit estimate`'s table): said once.
+ROW_KINDS = frozenset({"speed", "time", "limit"})
+
+
+def time_parts(e: Estimate, lang: str) -> str:
+    """What the time is made of: the training steps and the held-out evaluations (each
+    reads eval_segments × n tokens forward); the start, checkpoint saves and text samples
+    are not in it."""
+    train = duration_text(e.seconds_to_steps - e.eval_seconds, lang)
+    if not e.evaluations:
+        return _t(lang, f"обучение ≈ {train}", f"training ≈ {train}")
+    evals = duration_text(e.eval_seconds, lang)
+    n = int_text(e.evaluations, lang)
+    return _t(lang,
+              f"обучение ≈ {train} + {n} {plural_ru(e.evaluations, 'проверка', 'проверки', 'проверок')} на "
+              f"отложенной выборке ≈ {evals}; запуск и сохранение чекпоинтов сверх того",
+              f"training ≈ {train} + {n} held-out evaluation{'s' if e.evaluations != 1 else ''} ≈ {evals}; "
+              "start-up and checkpoint saves on top")
+
+
 def _speed_and_time(e: Estimate, facts: GpuFacts, lang: str, limit_min: float | None,
                     local_name: str | None) -> list[Advice]:
     card = facts.on[lang] if facts.name != "local" or not local_name else _t(lang, "на ", "on ") + local_name
@@ -36,9 +57,10 @@ def _speed_and_time(e: Estimate, facts: GpuFacts, lang: str, limit_min: float | 
     steps, per = e.steps, e.tokens_per_step
     out.append(Advice("time", _t(lang,
         f"{int_text(steps, lang)} {plural_ru(steps, 'шаг', 'шага', 'шагов')} по {int_text(per, lang)} "
-        f"{plural_ru(per, 'токену', 'токена', 'токенов')} займут ≈ {duration_text(e.seconds_to_steps, lang)}{note}.",
+        f"{plural_ru(per, 'токену', 'токена', 'токенов')} займут ≈ {duration_text(e.seconds_to_steps, lang)} "
+        f"({time_parts(e, lang)}){note}.",
         f"{int_text(steps, lang)} steps of {int_text(per, lang)} tokens take ≈ "
-        f"{duration_text(e.seconds_to_steps, lang)}{note}.")))
+        f"{duration_text(e.seconds_to_steps, lang)} ({time_parts(e, lang)}){note}.")))
     if e.limit_stops_at_step is not None and limit_min is not None:
         at = int_text(e.limit_stops_at_step, lang)
         out.append(Advice("limit", _t(lang,

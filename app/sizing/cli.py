@@ -23,6 +23,7 @@ from ..base.cli_args import Parser
 from ..base.i18n import current_language, t
 from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text
 from ..data.library import LibraryError
+from .advice import ROW_KINDS, time_parts
 from .estimate import estimate
 from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events
@@ -126,7 +127,8 @@ def human(e: Estimate, lang: str) -> str:
         (t("Токенов за шаг", "Tokens per step", lang), int_text(e.tokens_per_step, lang)),
         (t("Скорость, токенов/с", "Speed, tokens/s", lang),
          f"{int_text(round(e.tokens_per_s), lang)}  ({e.tokens_per_s_source})"),
-        (t("Время", "Time", lang), duration_text(e.seconds_to_steps, lang) + speed_note),
+        (t("Время", "Time", lang), duration_text(e.seconds_to_steps, lang) + speed_note
+         + f"  ({time_parts(e, lang)})"),
         (t("Лимит остановит на шаге", "Limit stops at step", lang),
          "—" if e.limit_stops_at_step is None else int_text(e.limit_stops_at_step, lang)),
         (t("Экономный режим", "Economical mode", lang),
@@ -151,7 +153,7 @@ def human(e: Estimate, lang: str) -> str:
     width = max(len(r[0]) for r in rows)
     lines = [f"{k:<{width}}  {v}" for k, v in rows]
     lines.append("")
-    lines += [f"• {a}" for a in e.advice_texts()]
+    lines += [f"• {a}" for a in e.advice_texts(ROW_KINDS)]  # speed, time and limit: rows above
     return "\n".join(lines)
 
 

@@ -246,8 +246,9 @@ def _context(gpu: str, s: Shape, precision: str, measured: Iterable[dict[str, An
 
 
 def _timing(ctx: _Ctx, tps: float, steps_to: int, start_step: int, limit_min: float | None,
-            eval_every: int, eval_segments: int) -> tuple[float, float, int | None]:
-    """(seconds to steps_to, of which evaluation, the step the limit stops at or None)."""
+            eval_every: int, eval_segments: int) -> tuple[float, float, int, int | None]:
+    """(seconds to steps_to, of which evaluation, the number of evaluations, the step the
+    limit stops at or None)."""
     lang, s = ctx.lang, ctx.s
     if steps_to < 1 or start_step < 0 or steps_to <= start_step:
         raise ValueError(_t(lang, f"«Шагов до» должно быть больше начального шага ({start_step}), а не {steps_to}",
@@ -266,7 +267,7 @@ def _timing(ctx: _Ctx, tps: float, steps_to: int, start_step: int, limit_min: fl
                                 f"limit_min must be above 0, not {limit_min:g}"))
         if limit_min * 60 < seconds:
             limit_step = start_step + int(limit_min * 60 / (seconds / steps))
-    return seconds, eval_s, limit_step
+    return seconds, eval_s, evals, limit_step
 
 
 def estimate(
@@ -313,7 +314,8 @@ def estimate(
     chosen = _choose(options, wanted)
     c = chosen.combination
     speed, tps = _speed(ctx, c)
-    seconds, eval_s, limit_step = _timing(ctx, tps, steps_to, start_step, limit_min, eval_every, eval_segments)
+    seconds, eval_s, evals, limit_step = _timing(ctx, tps, steps_to, start_step, limit_min, eval_every,
+                                                 eval_segments)
     factor, calib_run = _calibration(ctx, c)
     mem = ctx.memory(c)
     params = param_count(layers, width, context, vocab)
@@ -324,7 +326,7 @@ def estimate(
         combination=c, auto=wanted is None, params=params,
         flops_per_token=flops_per_token(layers, width, context, vocab), tokens_per_step=per_step,
         speed=speed, tokens_per_s=tps, tokens_per_s_source=speed.source[lang], steps=steps,
-        seconds_to_steps=seconds, eval_seconds=eval_s, limit_stops_at_step=limit_step,
+        seconds_to_steps=seconds, eval_seconds=eval_s, evaluations=evals, limit_stops_at_step=limit_step,
         memory=_memory_mb(mem, factor, ctx.facts), memory_peak_phase=mem.peak_phase,
         calibration_factor=factor, calibration_run=calib_run, card_memory_mb=ctx.card_mb, fits=chosen.fits,
         max_batch=None if ctx.card_mb is None else _max_batch(ctx, c, factor),

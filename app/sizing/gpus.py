@@ -46,8 +46,10 @@ class LargeReference:
 # (≈ 6,900 tokens/s), in its economical mode at "practically the normal speed".
 NOTE_5070TI = LargeReference(
     FULL_SHAPE, 1024 / 0.149,
-    {"ru": "оценка по второму эталону — заметке лаборатории (1,67 млрд весов на RTX 5070 Ti, ≈ 149 мс на шаг)",
-     "en": "estimate from the second reference, the lab's note (1.67 B weights on an RTX 5070 Ti, ≈ 149 ms a step)"},
+    {"ru": "оценка по замеру большой модели: 1,67 млрд весов на RTX 5070 Ti шли ≈ 149 мс на шаг "
+           "(заметка лаборатории)",
+     "en": "an estimate from a large model's measurement: 1.67 B weights on an RTX 5070 Ti took ≈ 149 ms a step "
+           "(the lab's note)"},
 )
 
 
@@ -163,40 +165,16 @@ class LocalCard:
     compute_capability: tuple[int, int] | None = None
 
 
-@functools.lru_cache(maxsize=1)
 def local_card() -> LocalCard | None:
-    """The first NVIDIA card through NVML, or None (no driver, no card, any NVML error).
-    Asked once per process: a card's name and memory do not change while the lab runs."""
-    try:
-        import pynvml  # nvidia-ml-py; imported here so the lab starts without a driver
-    except ImportError:
+    """This PC's first card a run started here would train on (app.gpu.cards, the one answer
+    to which cards this PC has), or None: no driver, no card, every card hidden or its memory
+    unknown."""
+    from ..gpu.cards import this_pc_cards
+
+    cards = this_pc_cards()
+    if not cards or cards[0].memory_mb is None:
         return None
-    try:
-        pynvml.nvmlInit()
-    except Exception as exc:  # noqa: BLE001 - no driver or library: no local card, not a failure
-        log.info("no local card for the sizing: NVML did not start (%s: %s)", type(exc).__name__, exc)
-        return None
-    try:
-        if pynvml.nvmlDeviceGetCount() < 1:
-            return None
-        h = pynvml.nvmlDeviceGetHandleByIndex(0)
-        name = pynvml.nvmlDeviceGetName(h)
-        name = name.decode() if isinstance(name, bytes) else str(name)
-        mem = pynvml.nvmlDeviceGetMemoryInfo(h).total / 2**20
-        try:
-            cc = tuple(pynvml.nvmlDeviceGetCudaComputeCapability(h))
-        except Exception as exc:  # noqa: BLE001 - old drivers lack it
-            log.debug("no compute capability from NVML: %s", exc)
-            cc = None
-        return LocalCard(name, float(mem), cc)  # type: ignore[arg-type]
-    except Exception:  # noqa: BLE001 - a card NVML cannot read: sized as no card
-        log.warning("the local card could not be read through NVML", exc_info=True)
-        return None
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except Exception as exc:  # noqa: BLE001 - going away anyway
-            log.debug("nvmlShutdown failed: %s", exc)
+    return LocalCard(cards[0].name, cards[0].memory_mb, cards[0].capability)
 
 
 def known_card(name: str) -> GpuFacts | None:

@@ -66,8 +66,9 @@ class Estimate:
     tokens_per_s: float  # the speed's figure with the combination's own costs
     tokens_per_s_source: str
     steps: int
-    seconds_to_steps: float
+    seconds_to_steps: float  # training and its evaluations; not the start-up, checkpoints or samples
     eval_seconds: float
+    evaluations: int  # held-out evaluations on the way (every eval_every steps and at the end)
     limit_stops_at_step: int | None
     memory: MemoryMb
     memory_peak_phase: str

@@ -340,8 +340,8 @@ def _from_reference(s: Shape, gpu: str, facts: GpuFacts, level: str, local_name:
 
 def _reference_source(kind: str, facts: GpuFacts, ref_facts: GpuFacts, local_name: str | None) -> dict[str, str]:
     if kind == "reference":
-        short = ref_facts.short or ref_facts.label
-        src = {"ru": f"оценка по эталону {short['ru']}", "en": f"estimate from the {short['en']} reference"}
+        on = ref_facts.on
+        src = {"ru": f"оценка по замеру лаборатории {on['ru']}", "en": f"an estimate from the lab's measurement {on['en']}"}
         if ref_facts is not facts:  # a local card recognised by name
             src = {k: f"{local_name}: {v}" for k, v in src.items()}
         return src

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.config import TrainingConfig
+
 from ..base.i18n import t
 from ..base.numbers import int_text, plural_ru
 from ..runs.events import EventTail, parse_lines
@@ -166,15 +168,30 @@ def continuation_html(prompt: str, text: str, colors: dict | None = None) -> str
             f"{_escape(text)}</p>")
 
 
-def empty_text(run_selected: bool) -> str:
-    """What the list says when it has nothing to show."""
-    if not run_selected:
+def empty_text(config: dict[str, Any] | None) -> str:
+    """What the list says when it has nothing to show: `config` is the selected run's
+    run.json (None: no run selected). In words a newcomer has, not run.json's keys."""
+    if config is None:
         return t("Выберите прогон во вкладке «История»: здесь будут его образцы текста.",
                  "Select a run in the «History» tab: its text samples appear here.")
-    return t("Образцов текста пока нет. Обучение пишет их при каждой оценке (или каждые "
-             "training.sample_every шагов), если training.sample_tokens больше 0.",
-             "No text samples yet. Training writes them at each evaluation (or every "
-             "training.sample_every steps) when training.sample_tokens is above 0.")
+    defaults = TrainingConfig()
+    training = config.get("training") or {}
+    if not _whole(training.get("sample_tokens"), defaults.sample_tokens):
+        return t("Этот прогон образцов текста не пишет (их длина в его настройках — 0). Как пишет "
+                 "модель, покажет «Написать» справа.",
+                 "This run writes no text samples (their length is 0 in its settings). «Write» on the "
+                 "right shows how the model writes.")
+    every = _whole(training.get("sample_every"), defaults.sample_every) or _whole(
+        training.get("eval_every"), defaults.eval_every)
+    return t(f"Образцов текста пока нет. Обучение пишет их каждые {int_text(every)} "
+             f"{plural_ru(every, 'шаг', 'шага', 'шагов')} и в конце: модель продолжает начала нескольких "
+             "текстов из отложенной выборки.",
+             f"No text samples yet. Training writes them every {int_text(every)} step(s) and at the end: "
+             "the model continues the openings of a few held-out texts.")
+
+
+def _whole(value: Any, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
 
 
 def summary_text(samples: list[Sample]) -> str:

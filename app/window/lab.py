@@ -11,7 +11,6 @@ the GPU monitor watches; the window's views subscribe, so no action handler refr
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 import threading
 import time
@@ -24,7 +23,6 @@ from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
 from ..base.state import StateError
-from ..data import manage as data_manage
 from ..data.prepared import Prepared, scan_prepared
 from ..form.run_form import ActiveRun, ContinueFrom, FormContext, RunForm, continue_now
 from ..runs import (
@@ -70,42 +68,19 @@ def load_form_context(runs: RunManager | None = None, extra_prepared: list[str] 
     return ctx
 
 
-def first_visible_card() -> int | None:
-    """The NVML index of the first card a trainer started from here may use: 0, or the first
-    id CUDA_VISIBLE_DEVICES names; None when that variable hides every card."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is None:
-        return 0
-    first = env.split(",")[0].strip()
-    if not first or first.startswith("-"):
-        return None  # "" or "-1": every GPU hidden from the trainer, local runs use the CPU
-    return int(first) if first.isdigit() else 0  # a UUID: NVML's order is the best guess
-
-
 def add_local_gpu(ctx: FormContext) -> None:
-    """This PC's card (NVML through app.gpu) as the form's «Карта этого компьютера»: its name,
-    its memory (for the sizing panel) and its index (what a local run's target.gpu names).
-    No driver, no card or NVML failing: the CPU, and the reason in the log."""
-    index = first_visible_card()
-    if index is None:
-        return
-    from ..gpu.nvml import OK, Lost, SessionBroken, session
+    """This PC's card (app.gpu.cards: the first one a run started here would train on) as
+    the form's «Карта этого компьютера»: its name, its memory (for the sizing panel) and its
+    index (what a local run's target.gpu names). No driver, no card or NVML failing: the
+    CPU, and the reason in the log."""
+    from ..gpu.cards import this_pc_cards
 
-    nvml = session()
-    if nvml.ensure() != OK:
-        log.info("no local card for the form: %s (%s)", nvml.reason, nvml.detail)
+    cards = this_pc_cards()
+    if not cards:
         return
-    if index >= nvml.count:  # `count` is a property: calling it hid every card (issue 15)
-        log.info("no local card for the form: NVML lists %d card(s), the first visible is %d", nvml.count, index)
-        return
-    try:
-        info = nvml.static(index)
-    except (Lost, SessionBroken) as e:  # a card that fell off the bus: the CPU, said in the log
-        log.warning("the local card %d did not answer NVML: %s", index, e)
-        return
-    ctx.local_gpu = info.name
-    ctx.local_gpu_index = index
-    ctx.local_card_memory_mb = info.mem_total_mb
+    ctx.local_gpu = cards[0].name
+    ctx.local_gpu_index = cards[0].index
+    ctx.local_card_memory_mb = cards[0].memory_mb
 
 
 def _add_library(ctx: FormContext) -> None:
@@ -475,6 +450,8 @@ class Lab:
             parent_dir = (form.continuing.config.get("data") or {}).get("dir")
             if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
                 tokenizer = Path(parent_dir) / "tokenizer.json"
+        from ..data import manage as data_manage  # here: the window's first frame prepares nothing
+
         return data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer)
 
     def run_folder(self, run_id: str) -> str:

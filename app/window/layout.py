@@ -21,7 +21,7 @@ from typing import Any
 KEY = "window"
 # Names of the Qt state blobs: the main window, its two splitters, the data window.
 STATES = ("geometry", "splitter.main", "splitter.right", "data.geometry", "data.splitter")
-TABS = ("history", "gpu")
+TABS = ("history", "text", "gpu")  # the bottom tabs, in their order
 ORDERS = ("asc", "desc")
 # Qt's blobs are a few hundred bytes; anything far larger is not one of them.
 MAX_STATE_BYTES = 16_384
