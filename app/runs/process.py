@@ -1,10 +1,11 @@
 """Starting the trainer as its own process, and telling whether it still runs.
 
 The trainer is never run inside the window's process (the window never imports torch):
-`python -m trainer --run DIR`, or torchrun when this PC has several GPUs. The process is
-put in its own session, so closing the window (or a Ctrl+C in the terminal that ran
-`ternit run start`) does not stop the training; the lab re-attaches to it later through
-events.jsonl and the pid kept in the registry.
+`python -m trainer --run DIR`, or torchrun when this PC has several GPUs (on Windows the
+trainer's own launcher, trainer/ranks.py). The process is put in its own session (Windows:
+its own process group, without a console), so closing the window (or a Ctrl+C in the
+terminal that ran `ternit run start`) does not stop the training; the lab re-attaches to it
+later through events.jsonl and the pid kept in the registry.
 """
 
 from __future__ import annotations
