@@ -90,7 +90,7 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
     if kind in ("lagged", "growth"):
         return model, _one_pass_class(kind)(model, t, cpu, precision, "fused")
     # The trainer's own lean steps: "on" (gradients held) and "fused" (two backward passes).
-    return model, LeanOptimizer(model, t, cpu, precision, "fused" if kind == "fused" else "on")
+    return model, LeanOptimizer(model, t, cpu, precision, "fused" if kind == "fused" else "held")
 
 
 def _one_pass_class(kind: str) -> type:
@@ -170,7 +170,8 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
             used.append(opt.one_pass_step(loss))
             norms.append(opt.last_norm)
         else:
-            loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip)
+            loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip,
+                              getattr(opt, "step_kind", "normal"))
             norms.append(opt.last_norm if kind != "normal" else math.nan)
         losses.append(float(loss.detach()))
     out = {"kind": kind, "norms": norms, "losses": losses,

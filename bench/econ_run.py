@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer import economical
-from trainer.config import RunConfig, TrainingConfig
+from trainer.config import RunConfig
 from trainer.data import Prefetcher, PreparedData, eval_offsets
+from trainer.hardware import plan_here
 from trainer.memory import measure_step, model_tensors, optimizer_tensors
 from trainer.model import GPT
-from trainer.optim import Schedule, make_optimizer, make_scaler, pick_precision
+from trainer.optim import Schedule
 from trainer.step import train_step
+from trainer.wrapping import build_parts
 
 from .econ_stats import iqr
 from .opcount import count_step
@@ -83,15 +84,19 @@ class ModeRun:
         self.cfg, self.level, self.lean, self.data, self.device = cfg, level, lean, data, device
         self.warmup, self.total, self.observed = warmup, warmup + 1 + steps, observed
         torch.manual_seed(t.seed)
-        self.model = GPT(cfg.model)
+        # What the trainer would run for this mode here (the step is timed eagerly).
+        mode = replace(cfg, training=replace(t, economical=level, lean_state=lean, compile="off"))
+        self.plan = plan_here(mode, device)
+        self.model = GPT(cfg.model, self.plan.economical.value)
         self.model.init_weights(t.seed)
         if perturb is not None:
             perturb_weights(self.model, perturb)
-        economical.apply(self.model, level)
         self.model.to(device)
-        self.precision = pick_precision(t.precision, device)
-        self.optimizer = make_optimizer_for(self.model, t, device, self.precision, lean)
-        self.scaler = make_scaler(self.precision, device)
+        self.precision = self.plan.precision.value
+        # The trainer's optimizer for the mode: fused AdamW, or the lean state's 8-bit AdamW
+        # (which also turns the weights to bf16 under bf16 and hooks the backward pass).
+        parts = build_parts(self.model, self.plan, t, device)
+        self.optimizer, self.scaler = parts.optimizer, parts.scaler
         warm = min(t.warmup_steps, self.total // 10)
         self.schedule = Schedule.fresh(replace(t, steps_to=self.total, warmup_steps=warm))
         self.fetch = Prefetcher(data.train, cfg.model.context, t.batch_per_card, t.seed, 0, device)
@@ -115,6 +120,7 @@ class ModeRun:
             self.precision,
             self.device,
             t.grad_clip,
+            self.plan.step.value,
         )
 
     def step(self, step: int) -> None:
@@ -190,18 +196,6 @@ class ModeRun:
             self.model, self.data, self.cfg, self.device, segments
         )
         return result
-
-
-def make_optimizer_for(
-    model: GPT, t: TrainingConfig, device: torch.device, precision: str, lean: str
-) -> torch.optim.Optimizer:
-    """The trainer's optimizer for the mode: fused AdamW, or the lean state's 8-bit AdamW
-    (which also turns the weights to bf16 under bf16 and hooks the backward pass)."""
-    if lean == "off":
-        return make_optimizer(model, t, device)
-    from trainer.lean import LeanOptimizer  # bitsandbytes only where the lean state runs
-
-    return LeanOptimizer(model, t, device, precision, lean)
 
 
 def library_temporaries_bytes(model: GPT) -> int:

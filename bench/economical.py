@@ -68,6 +68,7 @@ from typing import Any
 import torch
 
 from trainer.config import (
+    ECONOMICAL_LEVELS,
     LEAN_MODES,
     ConfigError,
     ModelConfig,
@@ -336,7 +337,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--level",
-        choices=["off", "selective", "full"],
+        choices=list(ECONOMICAL_LEVELS),
         help="the economical level (default: the config's; without the lean state, selective "
         "where the config says off)",
     )

@@ -149,7 +149,7 @@ class Variant:
 
     @property
     def fused(self) -> bool:
-        return bool(getattr(self.optimizer, "fused", False))
+        return getattr(self.optimizer, "step_kind", None) == "fused"
 
     def step(self, batch: tuple[torch.Tensor, torch.Tensor], lr: float, timed: bool) -> None:
         for g in self.optimizer.param_groups:
@@ -162,7 +162,7 @@ class Variant:
         w0 = time.perf_counter()
         if self.fused:  # the trainer's own step: two backward passes, the update inside
             loss = train_step(self.model, self.optimizer, make_scaler("fp32", cpu), batch, lr,
-                              self.precision, cpu, self.clip)
+                              self.precision, cpu, self.clip, "fused")
             opt_s = None
         else:
             with autocast(self.precision, cpu):

@@ -83,8 +83,8 @@ def run_case(case: dict, smoke: bool) -> dict:
     """One case, in this process (called in a child by main)."""
     import torch
 
-    from trainer.config import ModelConfig, TrainingConfig
-    from trainer.economical import apply as apply_economical
+    from trainer.config import ConfigError, ModelConfig, RunConfig, TrainingConfig
+    from trainer.hardware import plan_here
     from trainer.model import GPT, count_parameters
     from trainer.optim import make_optimizer, make_scaler
     from trainer.step import train_step
@@ -101,13 +101,16 @@ def run_case(case: dict, smoke: bool) -> dict:
     cfg = ModelConfig(**case["model"])
     t = TrainingConfig(batch_per_card=case["batch"], lean_state=case["lean"], economical=case["economical"],
                        precision=precision, seed=1)
+    try:  # the trainer's own plan for the case on this card: its step kind, or why not
+        step_kind = plan_here(RunConfig(model=cfg, training=t), device).step.value
+    except ConfigError as e:
+        return {**out, "skipped": str(e)[:300]}
     with torch.device(device):
-        model = GPT(cfg)
+        model = GPT(cfg, case["economical"])
     with torch.no_grad():
         for p in model.parameters():
             p.normal_(0.0, 0.02)
     out["params"] = count_parameters(model)
-    apply_economical(model, case["economical"])
     if case["lean"] != "off":
         try:
             from trainer.lean import LeanOptimizer, check_device
@@ -115,7 +118,7 @@ def run_case(case: dict, smoke: bool) -> dict:
             check_device(device)
         except Exception as e:  # noqa: BLE001 — a missing or CPU-only bitsandbytes: said, skipped
             return {**out, "skipped": str(e)[:300]}
-        optimizer = LeanOptimizer(model, t, device, precision, case["lean"])
+        optimizer = LeanOptimizer(model, t, device, precision, step_kind)
     else:
         optimizer = make_optimizer(model, t, device)
     scaler = make_scaler(precision, device)
@@ -132,7 +135,7 @@ def run_case(case: dict, smoke: bool) -> dict:
         for _ in range(case["steps"]):
             _sync(device)
             began = time.perf_counter()
-            loss = train_step(module, optimizer, scaler, (x, y), 1e-4, precision, device, 1.0)
+            loss = train_step(module, optimizer, scaler, (x, y), 1e-4, precision, device, 1.0, step_kind)
             _sync(device)
             times.append(time.perf_counter() - began)
             losses.append(float(loss))

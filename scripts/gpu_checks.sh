@@ -3,7 +3,7 @@
 # time-boxed, and the whole script keeps to a budget (BUDGET seconds, default 530: under 9
 # minutes, one device call): a part gets its box or what is left of the budget, whichever
 # is less, and is skipped with a line when under 20 s are left. Parts run in the order of
-# PARTS (default: large compile economical monitor probe — this checks first).
+# PARTS (default: plan large compile economical monitor probe).
 # STEPS=512 halves the economical benchmark's part (its default here is 256: it was
 # measured at 1024 on an H200 already, docs/gpu-2026-11-30/).
 #     bash scripts/gpu_checks.sh OUT_DIR
@@ -17,6 +17,8 @@
 # `python3 -m pip install -q --no-index --no-deps --target /tmp/site platformdirs-*.whl`
 # and `export PYTHONPATH=/tmp/site`).
 # In order of importance:
+#   plan.json    the trainer's machine (torch) and the lab's (NVML) plan the whole grid alike
+#                on this card (scripts/gpu_check_plan.py; seconds, no training)
 #   large.jsonl  the seed's full shape (1,667,801,088 weights, batch 1, bf16) ~30 steps: the
 #                normal mode uncapped; the lean state the estimate picks (true, level off)
 #                and "fused" + selective capped to 16 GB, "offload" capped to 6.2 GB; peak
@@ -39,7 +41,7 @@ WORK=$(mktemp -d)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHON="$PY"
 BUDGET=${BUDGET:-530}
-PARTS=${PARTS:-large compile economical monitor probe}
+PARTS=${PARTS:-plan large compile economical monitor probe}
 SMOKE=${SMOKE:-0}
 STARTED=$SECONDS
 # box SECONDS: the time this part may take, within what is left of the budget (0: skip).
@@ -61,6 +63,10 @@ large_flags=""
 nvidia-smi --query-gpu=name,driver_version,memory.total,temperature.gpu --format=csv > "$OUT/nvidia-smi.csv" 2>&1
 for part in $PARTS; do
   case $part in
+    plan)
+      [ "$SMOKE" = 1 ] && { echo "plan: skipped (SMOKE: needs a card)"; continue; }
+      run_part plan 30 $PY scripts/gpu_check_plan.py "$OUT/plan.json" > "$OUT/plan.log" 2>&1
+      tail -2 "$OUT/plan.log" | cut -c1-400 ;;
     large)
       run_part large 200 $PY scripts/gpu_check_large.py "$OUT/large.jsonl" --part large $large_flags > "$OUT/large.log" 2>&1
       tail -3 "$OUT/large.log" | cut -c1-400 ;;
@@ -88,7 +94,7 @@ for part in $PARTS; do
     trainer)  # bit-exact resume + the trainer step vs a plain loop + MFU (measured on an H200 already)
       run_part trainer 130 $PY scripts/gpu_check_trainer.py "$WORK/trainer" > "$OUT/trainer.log" 2>&1
       cp "$WORK/trainer/gpu_check_trainer.json" "$OUT/trainer.json" 2>/dev/null ;;
-    *) echo "unknown part $part (large compile economical monitor probe trainer)" ;;
+    *) echo "unknown part $part (plan large compile economical monitor probe trainer)" ;;
   esac
 done
 echo "gpu_checks: $((SECONDS - STARTED)) s of the ${BUDGET} s budget"

@@ -30,7 +30,6 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer import economical  # noqa: E402
 from trainer.config import ModelConfig, TrainingConfig  # noqa: E402
 from trainer.model import GPT  # noqa: E402
 from trainer.optim import make_optimizer, make_scaler, pick_precision  # noqa: E402
@@ -47,9 +46,8 @@ def case(
     warmup: int = 6,
 ) -> dict:
     torch.manual_seed(0)
-    model = GPT(m)
+    model = GPT(m, level)
     model.init_weights(0)
-    economical.apply(model, level)
     model.to(device)
     t = TrainingConfig(batch_per_card=batch)
     precision = pick_precision("auto", device)

@@ -23,7 +23,7 @@ import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
 
-from trainer import economical, sharding
+from trainer import sharding
 from trainer.config import ModelConfig, TrainingConfig
 from trainer.memory import StoragePeak, optimizer_tensors
 from trainer.model import GPT
@@ -55,11 +55,10 @@ def fsdp_resizes_counted(tracker: StoragePeak) -> Any:
 
 def step_peak(per_block: bool, level: str, precision: str) -> dict[str, Any]:
     torch.manual_seed(0)
-    model = GPT(ModelConfig(**SHAPE))
+    model = GPT(ModelConfig(**SHAPE), level)
     model.init_weights(1)
-    economical.apply(model, level)
     if per_block:
-        sharding.shard(model, precision, level)
+        sharding.shard(model, precision)
     else:  # the levels' former sharding: one unit, gathered for the whole step
         from torch.distributed.fsdp import MixedPrecisionPolicy
 

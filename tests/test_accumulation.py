@@ -35,7 +35,7 @@ def _max_diff(a, b) -> float:
     return max(float((p - q).detach().abs().max()) for p, q in zip(a.parameters(), b.parameters(), strict=True))
 
 
-def _step_both(make_opt, precision: str = "fp32") -> tuple[float, float, float]:
+def _step_both(make_opt, precision: str = "fp32", kind: str = "normal") -> tuple[float, float, float]:
     """One step as two micro-steps and as one batch of both: (their largest weight
     difference, how far the step moved the weights, the two losses' difference)."""
     from trainer.optim import make_scaler
@@ -44,9 +44,9 @@ def _step_both(make_opt, precision: str = "fp32") -> tuple[float, float, float]:
     start, split, whole = _model(), _model(), _model()
     (x1, y1), (x2, y2) = _batches(2)
     scaler = make_scaler(precision, CPU)
-    ls = train_step(split, make_opt(split), scaler, [(x1, y1), (x2, y2)], 1e-3, precision, CPU, 1.0)
+    ls = train_step(split, make_opt(split), scaler, [(x1, y1), (x2, y2)], 1e-3, precision, CPU, 1.0, kind)
     lw = train_step(whole, make_opt(whole), scaler, (torch.cat([x1, x2]), torch.cat([y1, y2])), 1e-3,
-                    precision, CPU, 1.0)
+                    precision, CPU, 1.0, kind)
     return _max_diff(split, whole), _max_diff(whole, start), abs(float(ls) - float(lw))
 
 
@@ -69,10 +69,10 @@ def test_lean_state_updates_once_from_the_summed_gradient():
     opts = []
 
     def make(m):
-        opts.append(LeanOptimizer(m, t, CPU, "fp32", "on"))
+        opts.append(LeanOptimizer(m, t, CPU, "fp32", "held"))
         return opts[-1]
 
-    diff, moved, _ = _step_both(make)
+    diff, moved, _ = _step_both(make, kind="held")
     assert moved > 5e-4
     # Two updates (a hook firing on the first micro-step) would differ by about lr.
     assert diff < 1e-4
@@ -168,12 +168,15 @@ def test_accumulation_resumes_bit_exact_with_the_economical_mode(tmp_path, tiny_
 
 def test_lean_state_with_accumulation_resumes_bit_exact(tmp_path, tiny_data):
     pytest.importorskip("bitsandbytes")
-    kw = {"tokens_per_step": 2 * B * N, "steps_to": 6, "eval_every": 6, "lean_state": "fused"}
+    # The held step (lean_state true) accumulates; a fused one is refused with micro-steps
+    # (trainer.plan: its promise, no gradients held, would not hold; tests/test_plan.py).
+    kw = {"tokens_per_step": 2 * B * N, "steps_to": 6, "eval_every": 6, "lean_state": True}
     whole = write_run(tmp_path / "whole", tiny_data, {"width": 64}, **kw, checkpoint_every_min=0,
                       keep_checkpoints=6)
     p = run_trainer(whole)
     assert p.returncode == 0, p.stderr
-    assert 'lean_state "fused" with 2 micro-steps' in p.stderr  # steps from the held gradients
+    start = events(whole, "start")[0]
+    assert start["step_kind"] == "held" and start["accumulation"] == 2 and start["built"]["step"] == "held"
     parted = write_run(tmp_path / "parted", tiny_data, {"width": 64}, **kw)  # from the whole run's step 2
     p = run_trainer(parted, "--resume", str(whole / "checkpoints" / "step-00000002.pt"))
     assert p.returncode == 0, p.stderr

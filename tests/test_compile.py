@@ -67,9 +67,13 @@ def test_compiled_run_resumes_bit_exact_and_crosses_to_eager(tmp_path, tiny_data
 
 
 def test_a_failed_compilation_is_said_and_training_goes_on_eagerly(tmp_path, tiny_data, monkeypatch):
-    # inductor with no working C++ compiler: what a CPU without one meets at the first step.
+    # inductor with a C++ compiler that is there but does not work (a missing one is refused
+    # by the plan: test_compile_choices_and_refusals): what such a CPU meets at the first step.
     monkeypatch.setenv("TERNIT_COMPILE_BACKEND", "inductor")
-    monkeypatch.setenv("CXX", str(tmp_path / "no-such-g++"))
+    broken = tmp_path / "broken-g++"
+    broken.write_text("#!/bin/sh\nexit 1\n")
+    broken.chmod(0o755)
+    monkeypatch.setenv("CXX", str(broken))
     run = write_run(tmp_path / "run", tiny_data, **KW, compile="on")
     p = run_trainer(run)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -84,22 +88,39 @@ def test_a_failed_compilation_is_said_and_training_goes_on_eagerly(tmp_path, tin
     assert events(run, "end")[-1]["state_sha256"] == events(eager, "end")[-1]["state_sha256"]
 
 
-def test_compile_choices_and_refusals(tmp_path, tiny_data):
-    from trainer.compiling import decide
+def test_compile_choices_and_refusals(tmp_path, tiny_data, monkeypatch):
     from trainer.config import ConfigError, from_dict
+    from trainer.distributed import World
+    from trainer.hardware import this_machine
+    from trainer.plan import Machine, Refusal, plan
 
-    cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    assert decide("auto", cpu, "off", "none") == (False, None)  # no gain measured on the CPU
-    assert decide("auto", cuda, "off", "ddp") == (True, None)
-    assert decide(True, cpu, "off", "none") == (True, None)
-    use, note = decide("auto", cuda, "fused", "none")
-    assert not use and "lean_state" in note
-    assert decide("auto", cuda, "on", "none") == (True, None)  # gradients held: nothing to lose
+    def compiles(machine: Machine, **training) -> str:
+        p = plan(from_dict({"training": training}), machine)
+        return p.code if isinstance(p, Refusal) else p.compile.value
+
+    cpu = Machine(bitsandbytes=True, compiler=True)
+    card = Machine(device="cuda", capability=(8, 6), bf16=True, bitsandbytes=True, triton=True)
+    assert compiles(cpu) == "off"  # auto: no gain measured on the CPU
+    assert compiles(card) == "on"
+    assert compiles(cpu, compile=True) == "on"
+    assert compiles(card, lean_state="fused") == "off"  # auto leaves the fused step eager, and says why
+    assert compiles(card, lean_state=True) == "on"  # gradients held: nothing to lose
+    assert compiles(card, compile="on", lean_state="fused") == "compile_on_lean"
+    # A compiler that is not there: auto says so, "on" is refused (not quietly eager).
+    no_triton = Machine(device="cuda", capability=(8, 6), bf16=True)
+    assert compiles(no_triton) == "off" and compiles(no_triton, compile="on") == "compile_no_compiler"
+    assert compiles(Machine(), compile="on") == "compile_no_compiler"
     with pytest.raises(ConfigError, match="training.compile must be one of"):
         from_dict({"training": {"compile": "fast"}})
     assert from_dict({"training": {"compile": False}}).training.compile is False
+    # The trainer's machine: inductor needs the C++ compiler $CXX names; another backend none.
+    monkeypatch.setenv("TERNIT_COMPILE_BACKEND", "inductor")
+    monkeypatch.setenv("CXX", str(tmp_path / "no-such-g++"))
+    assert this_machine(torch.device("cpu"), World()).compiler is False
+    monkeypatch.setenv("TERNIT_COMPILE_BACKEND", "aot_eager")
+    assert this_machine(torch.device("cpu"), World()).compiler is True
 
-    # Refused when run.json is read: before the lean state's library is imported at all.
+    # Refused before the lean state's library is imported at all: one line, exit 2.
     run = write_run(tmp_path / "lean", tiny_data, **KW, compile="on", lean_state="fused")
     p = run_trainer(run)
     assert p.returncode == 2

@@ -49,16 +49,23 @@ def test_the_sizing_and_the_form_count_with_the_contract():
 
 
 def test_width_and_heads_one_rule():
-    from app.sizing.formulas import Shape
-    from trainer.config import heads_that_work
+    """The shape rules are the contract's (trainer.config.shape_problem); the sizing and the
+    form ask it and say its refusal in their language, restating nothing."""
+    from app.base.plan_texts import text
+    from app.sizing import estimate
 
     assert C.heads_divide(512, 8) and not C.heads_divide(500, 8) and not C.heads_divide(8, 0)
     assert C.heads_that_work(30) == [1, 2, 3, 5, 6, 10, 15, 30]
-    assert heads_that_work is C.heads_that_work
     with pytest.raises(C.ConfigError, match="choose heads from 1, 2, 4, 5, 10"):
         C.validate(C.RunConfig(model=C.ModelConfig(width=500, heads=8)))
-    with pytest.raises(ValueError, match="choose heads from 1, 2, 4, 5, 10"):
-        Shape(width=500, heads=8).check("en")
+    refused = C.shape_problem(8, 500, 8, 1024, 4000, 6)
+    assert refused.code == "heads_divide" and refused.params["choices"][:5] == [1, 2, 4, 5, 10]
+    with pytest.raises(ValueError, match="choose heads from 1, 2, 4, 5, 10") as e:
+        estimate(width=500, heads=8, lang="en")
+    assert e.value.refusal == refused
+    assert text(refused, "ru").startswith("ширина 500 не делится на число голов 8: подойдут 1, 2, 4, 5, 10")
+    assert C.shape_problem(8, 512, 8, 1024, C.MAX_VOCAB, 6) is None  # uint16 ids: 65,536 tokens
+    assert C.shape_problem(8, 512, 8, 1024, C.MAX_VOCAB + 1, 6).code == "vocab_over"
 
 
 @pytest.mark.parametrize("value, level", [(False, "off"), (None, "off"), (True, "selective"), ("off", "off"),
@@ -87,21 +94,20 @@ def test_a_value_the_trainer_refuses_fails_the_same_way_everywhere(value):
                                          ("on", "on"), ("offload", "offload")])
 def test_lean_state_has_one_reader(value, name):
     from app.base import memory_saving as MS
-    from app.sizing import state
 
-    assert C.lean_mode(value) == name == MS.lean_state_level(value) == state.lean_state_name(value)
-    assert MS.LEAN_STATES == state.LEAN_STATES == C.LEAN_MODES
+    assert C.lean_mode(value) == name == MS.lean_state_level(value)
+    assert MS.LEAN_STATES == C.LEAN_MODES
 
 
 @pytest.mark.parametrize("value", ["half", 1, 0, "", "Offload"])
 def test_a_lean_state_the_trainer_refuses_fails_the_same_way_everywhere(value):
     from app.base import memory_saving as MS
-    from app.sizing import state
+    from app.sizing import estimate
 
     with pytest.raises(C.ConfigError, match="training.lean_state must be"):
         C.lean_mode(value)
     with pytest.raises(ValueError, match="training.lean_state must be"):
-        state.lean_state_name(value)
+        estimate(lean_state=value, lang="en")
     assert MS.lean_state_level(value) is None
 
 
@@ -112,3 +118,14 @@ def test_the_form_reads_the_contract_without_torch():
 
     code = "import sys, app.form.fields, app.form.run_form, app.sizing; assert 'torch' not in sys.modules, 'torch loaded'"
     subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parent.parent, check=True, timeout=60)
+
+
+def test_the_data_and_the_trainer_agree_on_the_largest_vocabulary():
+    """uint16 ids are 0…65,535: a vocabulary of 65,536 tokens, in one place (the contract's
+    MAX_VOCAB); preparing data once stopped at 65,535 while the trainer took 65,536."""
+    from app.data.prepare import PrepareError, validate_vocab
+
+    assert C.MAX_VOCAB == 2**16
+    validate_vocab(C.MAX_VOCAB)
+    with pytest.raises(PrepareError, match="65536"):
+        validate_vocab(C.MAX_VOCAB + 1)

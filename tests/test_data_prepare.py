@@ -198,7 +198,9 @@ def test_reused_tokenizer_is_kept_byte_for_byte(lib, tmp_path, two_constellation
         prepare(["world"], tokenizer=tmp_path / "junk.json", library=lib)
 
 
-@pytest.mark.parametrize("vocab", [0, 255, 65536, 100_000])
+# 65,536 tokens is the largest vocabulary whose ids (0…65,535) fit uint16: the trainer's
+# own limit (trainer.config.MAX_VOCAB), which preparing data takes too.
+@pytest.mark.parametrize("vocab", [0, 255, 65537, 100_000])
 def test_vocabulary_outside_uint16_or_bytes_is_refused(lib, vocab):
     with pytest.raises(PrepareError, match=str(vocab)) as e:
         prepare(["demo"], vocab=vocab, library=lib)

@@ -28,9 +28,9 @@ def batch(cfg: ModelConfig, size: int, seed: int = 0) -> tuple[torch.Tensor, tor
 
 
 def model_in(level: str, cfg: ModelConfig = SMALL) -> GPT:
-    m = GPT(cfg)
+    m = GPT(cfg, level)
     m.init_weights(3)
-    return economical.apply(m, level)
+    return m
 
 
 def loss_and_grads_scaled(
@@ -79,17 +79,16 @@ def test_chunked_loss_matches_the_full_loss_with_uneven_slices():
         assert economical.chunked_lm_loss(h, w, t).item() == pytest.approx(ref.item(), rel=1e-6)
 
 
-def test_state_dict_is_the_same_in_every_mode_and_off_restores_the_normal_hooks():
+def test_state_dict_is_the_same_in_every_mode_and_the_level_is_the_models_own():
     normal = model_in("off").state_dict()
     for level in ("selective", "full", True):
         sd = model_in(level).state_dict()
         assert list(sd) == list(normal)
         assert all(torch.equal(sd[k], normal[k]) for k in sd)
-    m = model_in("selective")
-    economical.apply(m, "off")
-    assert m.loss_fn is lm_loss
-    with pytest.raises(ValueError, match="unknown economical level"):
-        economical.apply(GPT(SMALL), "sometimes")
+    # The level is read once, by the contract's one reader; the forward pass says what runs.
+    assert model_in(True).level == "selective" and all(b.level == "selective" for b in model_in(True).blocks)
+    with pytest.raises(ValueError, match="training.economical must be true, false or one of off, selective, full"):
+        GPT(SMALL, "sometimes")
 
 
 def test_loss_trajectory_and_evaluation_agree_between_modes():

@@ -228,7 +228,7 @@ def test_english_texts(ctx):
     set_language("en")
     form = RunForm(ctx)
     form.set_text("width", "500")
-    assert "heads that work: 1, 2, 4, 5" in texts(form, "heads")[0]
+    assert "choose heads from 1, 2, 4, 5" in texts(form, "heads")[0]
     form.set_text("width", "512")
     assert {r.label for r in form.size_rows()} >= {"How many weights", "Tokens per step", "Data"}
 

@@ -94,64 +94,39 @@ def check_damage_is_refused(run, folder) -> None:
     assert "extra.pt is missing" in ckpt.damage(folder)
 
 
-def test_fsdp_refusals_are_one_line(tmp_path, tiny_data):
-    from trainer.compiling import decide
-    from trainer.config import ConfigError, TrainingConfig
-    from trainer.distributed import World
-    from trainer.sharding import decide as decide_sharding
+def test_fsdp_choices_and_refusals():
+    """The plan (trainer/plan.py) decides FSDP, for the trainer and the sizing alike
+    (tests/test_plan.py holds the sizing to it over the whole grid)."""
+    from trainer.config import ConfigError, from_dict
+    from trainer.plan import Machine, Refusal, plan
 
-    two = World(rank=0, local_rank=0, size=2)
-    with pytest.raises(ConfigError, match="lean_state cannot be combined with FSDP"):
-        decide_sharding(TrainingConfig(sharding="fsdp"), two, torch.device("cpu"), 1000, "on")
-    assert decide_sharding(TrainingConfig(), two, torch.device("cpu"), 10**9, "off") == "ddp"  # auto on the CPU
-    assert decide_sharding(TrainingConfig(sharding="fsdp"), World(), torch.device("cpu"), 10, "off") == "none"
-    with pytest.raises(ConfigError, match="compile \"on\" cannot be combined"):
-        decide("on", torch.device("cpu"), "off", "fsdp")
-    assert decide("auto", torch.device("cuda"), "off", "fsdp")[0] is False
-    from trainer.config import from_dict
+    def shards(machine: Machine, width: int = 64, **training) -> str:
+        p = plan(from_dict({"model": {"width": width, "layers": 24}, "training": training}), machine)
+        return p.code if isinstance(p, Refusal) else p.sharding.value
 
+    two_cpu = Machine(processes=2, bitsandbytes=True, compiler=True)
+    t4x2 = Machine(processes=2, device="cuda", card_memory_mb=15_360, capability=(7, 5), bitsandbytes=True,
+                   triton=True, compiler=True)
+    assert shards(two_cpu, sharding="fsdp", lean_state=True) == "lean_under_fsdp"
+    assert shards(two_cpu, 1440) == "ddp"  # auto on the CPU: no card to weigh the state against
+    assert shards(Machine(), sharding="fsdp") == "none"  # one process: said, nothing to share
+    assert shards(two_cpu, sharding="fsdp", compile="on") == "compile_on_fsdp"
+    # auto on a card: FSDP when 16 bytes a weight are over half of it, unless the lean state
+    # runs (which FSDP does not take: DDP, where it fits as the sizing says).
+    # 24 × 1440 is 604 M weights: 9.7 GB of normal state, over half a T4's 15 GB.
+    assert shards(t4x2, 512) == "ddp" and shards(t4x2, 1440) == "fsdp" and shards(t4x2, 1440, lean_state=True) == "ddp"
+    p = plan(from_dict({"model": {"layers": 24, "width": 1440, "heads": 12}, "training": {"compile": "auto"}}), t4x2)
+    assert p.compile.value == "off" and p.compile.reason.code == "compile_fsdp"  # auto stays eager, and says why
+    assert p.samples.value == "off" and p.samples.reason.code == "samples_fsdp"
     with pytest.raises(ConfigError, match="training.sharding must be one of auto, ddp, fsdp"):
         from_dict({"training": {"sharding": "zero3"}})
 
 
-def test_the_sizing_offers_no_combination_the_trainer_refuses():
-    """One rule (trainer.config.sharding_refusal) for the trainer's refusal and the sizing's
-    list: every combination sizing offers passes the trainer's check, and every one it
-    leaves out is refused by it."""
-    from app.sizing.combos import Combination, combinations, running
-    from trainer.config import (
-        ECONOMICAL_LEVELS,
-        LEAN_MODES,
-        ConfigError,
-        TrainingConfig,
-        sharding_refusal,
-    )
-    from trainer.distributed import World
-    from trainer.sharding import decide
-
-    for cards in (1, 2):
-        offered = set(combinations(cards))
-        for sharded in ((False, True) if cards > 1 else (False,)):
-            for lean in LEAN_MODES:
-                world = World(rank=0, local_rank=0, size=cards) if cards > 1 else World()
-                t = TrainingConfig(sharding="fsdp" if sharded else "ddp")
-                try:
-                    decide(t, world, torch.device("cpu"), 1000, lean)
-                    refused = False
-                except ConfigError as e:
-                    refused = True
-                    assert str(e) == sharding_refusal(running(sharded, cards), lean)
-                for level in ECONOMICAL_LEVELS:
-                    assert (Combination(level, lean, sharded) in offered) is not refused, (cards, sharded, lean)
-    assert Combination("selective", "on", True) not in combinations(2)  # what auto picked before
-    assert Combination("selective", "off", True) in combinations(2)
-
-
 @pytest.mark.parametrize("level", ["selective", "full"])
 def test_fsdp_under_an_economical_level_shards_per_block_and_resumes_bit_exact(tmp_path, tiny_data, level):
-    """The economical levels run each block through a method of its own, registered with
-    FSDP (trainer.economical.FORWARD): per-block sharding as in the normal mode, and a
-    resumed run is the uninterrupted one bit for bit."""
+    """The economical levels run inside each block's own forward pass (trainer.model.Block),
+    which FSDP gathers around: per-block sharding as in the normal mode, and a resumed run
+    is the uninterrupted one bit for bit."""
     kw = {**KW, "economical": level, "eval_every": 8}
     # A checkpoint kept at every step: the continuation starts from the whole run's own.
     whole = write_run(tmp_path / "whole", tiny_data, **kw, checkpoint_every_min=0, keep_checkpoints=STEPS)

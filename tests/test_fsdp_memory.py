@@ -2,7 +2,8 @@
 whole model's: the peak of live storages of a training step (trainer.memory.StoragePeak,
 told of FSDP's storage resizes) on two gloo processes, against app.sizing's estimate of
 the sharded step and against the whole model sharded as one unit (how the levels ran
-before trainer.economical.FORWARD was registered with FSDP). One two-process run."""
+before each block's own forward pass ran its level, which FSDP's per-block hooks gather
+around). One two-process run."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _estimate(shape: dict, level: str) -> int:
     from app.sizing.memory import estimate_memory
 
     s = Shape(shape["layers"], shape["width"], shape["heads"], shape["context"], shape["vocab"], shape["batch"])
-    return estimate_memory(s, "fp16", cards=2, economical=level, sharded=True, device="cpu").peak
+    return estimate_memory(s, "fp16", cards=2, economical=level, sharding="fsdp", device="cpu").peak
 
 
 @pytest.mark.parametrize("level", LEVELS)

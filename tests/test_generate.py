@@ -167,7 +167,7 @@ def test_ternit_sample_streams_and_json(trained):
 @pytest.mark.parametrize("args, words", [
     (("sample", "no-such-run"), "не файл чекпоинта и не прогон"),
     (("sample", "X", "--tokens", "много"), "неверное значение"),
-    (("sample", "X", "--top-p", "1.5"), "top-p 1.5 не подходит"),
+    (("sample", "X", "--top-p", "1.5"), "top-p 1,5 не подходит"),
     (("eval", "X", "missing.txt"), "файла missing.txt нет"),
 ])
 def test_bad_input_is_one_line_and_exit_2(args, words):

@@ -131,12 +131,12 @@ def test_lean_gradients_and_losses_follow_the_normal_mode():
     # The first gradients of each (registered first: before the lean update's own hook).
     first_n, first_l = _first_grads(normal), _first_grads(lean)
     opt_n = make_optimizer(normal, t, cpu)
-    opt_l = LeanOptimizer(lean, t, cpu, "fp32", "fused")
+    opt_l = LeanOptimizer(lean, t, cpu, "fp32", "fused")  # the plan's step kind
     scaler = make_scaler("fp32", cpu)
     losses = []
     for i, batch in enumerate(_batches(5)):
         ln = train_step(normal, opt_n, scaler, batch, t.lr, "fp32", cpu, t.grad_clip)
-        ll = train_step(lean, opt_l, scaler, batch, t.lr, "fp32", cpu, t.grad_clip)
+        ll = train_step(lean, opt_l, scaler, batch, t.lr, "fp32", cpu, t.grad_clip, "fused")
         losses.append((float(ln), float(ll)))
         if i == 0:
             assert first_n.keys() == first_l.keys() and len(first_n) == 10
@@ -161,22 +161,19 @@ def test_held_and_fused_steps_clip_exactly_and_agree_bit_for_bit(precision):
     t = TrainingConfig(lr=3e-3, grad_clip=1.0)
     cpu = torch.device("cpu")
     held, fused, ref = _tiny_model(), _tiny_model(), _tiny_model()
-    opt_h = LeanOptimizer(held, t, cpu, precision, "on")
+    opt_h = LeanOptimizer(held, t, cpu, precision, "held")
     opt_f = LeanOptimizer(fused, t, cpu, precision, "fused")
-    opt_r = LeanOptimizer(ref, t, cpu, precision, "on")
+    opt_r = LeanOptimizer(ref, t, cpu, precision, "held")
     scaler = make_scaler(precision, cpu)
     for i, batch in enumerate(_batches(4)):
         spike = 50.0 if i == 2 else 1.0
-        for model in (held, fused):
-            model.loss_fn = _scaled_loss(spike)
-        train_step(held, opt_h, scaler, batch, t.lr, precision, cpu, t.grad_clip)
-        train_step(fused, opt_f, scaler, batch, t.lr, precision, cpu, t.grad_clip)
+        train_step(_Scaled(held, spike), opt_h, scaler, batch, t.lr, precision, cpu, t.grad_clip, "held")
+        train_step(_Scaled(fused, spike), opt_f, scaler, batch, t.lr, precision, cpu, t.grad_clip, "fused")
         assert opt_h.last_norm == opt_f.last_norm
         for a, b in zip(held.parameters(), fused.parameters(), strict=True):
             assert torch.equal(a, b)
         # The reference: the same optimizer stepped after torch's own clip_grad_norm_.
-        ref.loss_fn = _scaled_loss(spike)
-        loss = ref(*batch) if precision == "fp32" else _bf16_loss(ref, batch)
+        loss = (ref(*batch) if precision == "fp32" else _bf16_loss(ref, batch)) * spike
         loss.backward()
         norm = float(torch.nn.utils.get_total_norm([p.grad.float() for p in ref.parameters()]))
         # bf16: the two models' weights drift apart by roundings of the coefficient's last bit
@@ -193,10 +190,15 @@ def test_held_and_fused_steps_clip_exactly_and_agree_bit_for_bit(precision):
             assert torch.allclose(a.float(), b.float(), rtol=0.02, atol=2e-3)
 
 
-def _scaled_loss(factor: float):  # noqa: ANN202
-    from trainer.model import lm_loss
+class _Scaled(torch.nn.Module):
+    """The model's loss times `factor`: a step whose gradient norm spikes."""
 
-    return lambda h, w, y: lm_loss(h, w, y) * factor
+    def __init__(self, model: torch.nn.Module, factor: float) -> None:
+        super().__init__()
+        self.model, self.factor = model, factor
+
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return self.model(x, y) * self.factor
 
 
 def _bf16_loss(model, batch):  # noqa: ANN001, ANN202

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from bench.opcount import OpCounter, count_step
-from trainer import economical
 from trainer.config import ModelConfig, TrainingConfig
 from trainer.model import GPT
 from trainer.optim import make_optimizer, make_scaler
@@ -19,9 +18,8 @@ CPU = torch.device("cpu")
 
 def step_work(m: ModelConfig, batch: int, level: str, precision: str = "fp32") -> dict:
     torch.manual_seed(0)
-    model = GPT(m)
+    model = GPT(m, level)
     model.init_weights(0)
-    economical.apply(model, level)
     optimizer = make_optimizer(model, TrainingConfig(), CPU)
     scaler = make_scaler(precision, CPU)
     x = torch.randint(0, m.vocab, (2, batch, m.context))

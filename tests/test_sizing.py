@@ -198,7 +198,12 @@ def test_cpu_is_fp32_with_ram_and_a_rate_estimate():
 def test_gpu_table_has_the_six_names_with_their_facts():
     assert set(GPUS) == {"t4x2", "t4", "rtx3050", "rtx5070ti", "local", "cpu"}
     assert GPUS["t4x2"].cards == 2 and GPUS["t4"].memory_mb == 15_360
-    assert GPUS["t4"].precision == "fp16" and GPUS["rtx5070ti"].precision == "bf16"
+    # What auto picks there is the plan's (trainer.plan.precision_choice), from the card's facts.
+    from app.sizing.gpus import machine_for
+    from trainer.plan import precision_choice
+
+    assert precision_choice("auto", machine_for("t4")).value == "fp16"
+    assert precision_choice("auto", machine_for("rtx5070ti")).value == "bf16"
     for g in GPUS.values():
         assert g.label["ru"] and g.label["en"]
 
@@ -367,7 +372,7 @@ def test_cli_json_prints_the_same_object(capsys):
     assert out == json.loads(json.dumps(est(limit_min=630, data_tokens=120_000_000).as_json()))
     assert main(["estimate", "--economical", "--gpu", "t4", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["economical"] == {
-        "level": "selective", "lean_state": "off", "sharding": False, "auto": False}
+        "level": "selective", "lean_state": "off", "sharding": "none", "auto": False}
 
 
 def test_cli_human_output_and_errors(capsys):
@@ -394,7 +399,7 @@ def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, 
     in Russian by default, each one line with exit code 2."""
     from app.cli.main import main
 
-    cases = [(["--vocab", "70000"], "словарь 70000 больше 65\u00a0536"),
+    cases = [(["--vocab", "70000"], "словарь 70\u202f000 больше 65\u202f536"),
              (["--width", "500"], "ширина 500 не делится на число голов 8: подойдут 1, 2, 4, 5, 10"),
              (["--batch", "0"], "батч: нужно не меньше 1"),
              (["--steps-to", "0"], "«Шагов до» должно быть больше"),

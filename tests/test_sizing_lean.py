@@ -19,6 +19,8 @@ FULL = dict(layers=26, width=2304, heads=18, context=1024, vocab=4000, batch=1, 
 # The normal mode's shape keeps its big loss tensors; the economical levels' a longer context.
 SHAPES = {"off": Shape(2, 64, 4, 64, 300, 4), "selective": Shape(2, 64, 4, 128, 300, 8),
           "full": Shape(2, 64, 4, 128, 300, 8)}
+# The step kind each lean state makes in these fp32/bf16 runs on one process (trainer.plan).
+STEP_OF = {"off": "normal", "on": "held", "fused": "fused", "offload": "offload"}
 
 
 def _peaks(shape: Shape, precision: str, level: str, lean: str) -> list[dict]:
@@ -36,25 +38,22 @@ def _peaks(shape: Shape, precision: str, level: str, lean: str) -> list[dict]:
     try:
         torch.manual_seed(0)
         model = GPT(ModelConfig(context=shape.context, width=shape.width, heads=shape.heads,
-                                layers=shape.layers, vocab=shape.vocab))
+                                layers=shape.layers, vocab=shape.vocab), level)
         model.init_weights(1)
-        if level != "off":
-            from trainer.economical import apply
-
-            apply(model, level)
         dev = torch.device("cpu")
+        step = STEP_OF[lean]
         if lean == "off":
             opt = make_optimizer(model, TrainingConfig(), dev)
         else:
             from trainer.lean import LeanOptimizer
 
-            opt = LeanOptimizer(model, TrainingConfig(), dev, precision, lean)
+            opt = LeanOptimizer(model, TrainingConfig(), dev, precision, step)
         scaler = make_scaler(precision, dev)
         x = torch.randint(0, shape.vocab, (shape.batch, shape.context))
         y = torch.randint(0, shape.vocab, (shape.batch, shape.context))
         out = []
         for _ in range(2):
-            _, info = measure_step(lambda: train_step(model, opt, scaler, (x, y), 1e-3, precision, dev, 1.0),
+            _, info = measure_step(lambda: train_step(model, opt, scaler, (x, y), 1e-3, precision, dev, 1.0, step),
                                    alive=[*model_tensors(model), *optimizer_tensors(opt)])
             out.append(info)
         return out
@@ -71,7 +70,7 @@ def test_each_combination_predicts_the_trainers_measured_peak_within_10_percent(
     shape = SHAPES[level]
     for precision in ("fp32", "bf16"):
         first, steady = _peaks(shape, precision, level, lean)
-        m = estimate_memory(shape, precision, economical=level, lean_state=lean, device="cpu")
+        m = estimate_memory(shape, precision, economical=level, step=STEP_OF[lean], device="cpu")
         # The trainer reports the first step on the CPU; later steps hold the moments too.
         assert m.first_step_peak == pytest.approx(first["peak_bytes"], rel=0.10), precision
         assert m.peak == pytest.approx(steady["peak_bytes"], rel=0.10), precision
@@ -83,7 +82,7 @@ def test_each_combination_predicts_the_trainers_measured_peak_within_10_percent(
 
 def test_the_lean_state_is_smaller_part_by_part():
     s = FULL_SHAPE
-    normal, lean = training_state(s, "bf16"), training_state(s, "bf16", "on")
+    normal, lean = training_state(s, "bf16"), training_state(s, "bf16", "held")
     p = 1_667_801_088
     assert (normal.weights, normal.gradients, normal.optimizer) == (4 * p, 4 * p, 8 * p)
     assert lean.weights == 2 * p and lean.gradients == 2 * p  # bf16, held for the exact clip
@@ -93,9 +92,9 @@ def test_the_lean_state_is_smaller_part_by_part():
     off = training_state(s, "bf16", "offload")
     assert off.gradients == 0 and off.optimizer_host == lean.optimizer and off.optimizer < lean.optimizer / 50
     # fp16 (a T4): fp32 weights, gradients held for the GradScaler, moments still 8-bit.
-    t4 = training_state(s, "fp16", "on")
+    t4 = training_state(s, "fp16", "held")
     assert (t4.weights, t4.gradients) == (4 * p, 4 * p)
-    shard = training_state(s, "fp16", "on", cards=2, sharded=True)
+    shard = training_state(s, "fp16", "held", cards=2, sharding="fsdp")
     assert (shard.weights, shard.gradients, shard.optimizer) == (t4.weights // 2, t4.gradients // 2, t4.optimizer // 2)
 
 
@@ -127,7 +126,7 @@ def test_the_full_model_fits_kaggles_two_t4_by_sharding():
     assert auto.fits is True and auto.combination.sharded
     assert all(not o.fits for o in auto.options if not o.combination.sharded)
     j = auto.as_json()
-    assert j["economical"]["sharding"] is True
+    assert j["economical"]["sharding"] == "fsdp" and j["plan"]["sharding"]["value"] == "fsdp"
     assert j["memory_mb"]["sharded_buffers"] > 0 and j["memory_mb"]["ddp_buckets"] == 0
 
 
@@ -138,17 +137,19 @@ def test_economical_auto_json(capsys):
             "4000", "--batch", "1", "--gpu", "rtx5070ti", "--economical", "auto", "--no-measured", "--json"]
     assert main(argv) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["economical"] == {"level": "off", "lean_state": "on", "sharding": False, "auto": True}
+    assert out["economical"] == {"level": "off", "lean_state": "on", "sharding": "none", "auto": True}
     assert out["lean_state"] == "on" and out["fits"] is True
     for key in ("weights", "gradients", "optimizer", "optimizer_host", "activations", "allocated_peak", "total"):
         assert key in out["memory_mb"]
     assert len(out["combinations"]) == 12 and sum(c["fits"] for c in out["combinations"]) == 9
     assert main([*argv[:-3], "--lean-state", "offload", "--economical", "full", "--no-measured", "--json"]) == 0
     off = json.loads(capsys.readouterr().out)
-    assert off["economical"] == {"level": "full", "lean_state": "offload", "sharding": False, "auto": False}
+    assert off["economical"] == {"level": "full", "lean_state": "offload", "sharding": "none", "auto": False}
     assert off["memory_mb"]["optimizer_host"] > 3000 and off["memory_mb"]["optimizer"] < 100
-    assert main([*argv[:-3], "--sharding", "--json"]) == 2  # one card: nothing to shard over
-    assert "sharded" in capsys.readouterr().err
+    # One card: nothing to shard over, and the plan says so (training.sharding is for 2+).
+    assert main([*argv[:-3], "--sharding", "--json"]) == 0
+    one = json.loads(capsys.readouterr().out)["plan"]["sharding"]
+    assert one["value"] == "none" and one["asked"] == "fsdp" and one["reason"]["code"] == "one_process"
 
 
 def test_large_models_on_the_5070ti_use_the_notes_reference():
@@ -239,9 +240,15 @@ def test_a_lean_estimate_without_lean_runs_starts_from_the_normal_runs_plus_its_
 
 
 def test_the_fused_steps_second_pass_is_charged_only_where_the_step_is_fused():
-    """Under fp16 (a T4) the lean step is never fused (the GradScaler holds the gradients),
-    so "fused" costs what true costs; under bf16 it pays a second backward pass."""
+    """Under fp16 (a T4) the lean step cannot be fused (the GradScaler must see every
+    gradient first): the plan refuses "fused" there rather than run it as true, and the
+    sizing with it; under bf16 it pays a second backward pass."""
+    from app.base.plan_texts import RefusalError
+
     t4 = dict(gpu="t4", lang="en", measured=[])
-    assert estimate(**t4, lean_state="fused").tokens_per_s == estimate(**t4, lean_state="on").tokens_per_s
+    with pytest.raises(RefusalError, match="under fp16 \\(what precision auto chose for this card\\)") as e:
+        estimate(**t4, lean_state="fused")
+    assert e.value.refusal.code == "fused_fp16"
+    assert "fused" not in {o.combination.lean_state for o in estimate(**t4, economical="auto").options}
     card = dict(gpu="rtx5070ti", lang="en", measured=[])
     assert estimate(**card, lean_state="fused").tokens_per_s < estimate(**card, lean_state="on").tokens_per_s

@@ -79,12 +79,8 @@ def _peaks(shape: Shape, precision: str, level: str) -> tuple[int, int]:
     torch.manual_seed(0)
     cfg = ModelConfig(context=shape.context, width=shape.width, heads=shape.heads,
                       layers=shape.layers, vocab=shape.vocab)
-    model = GPT(cfg)
+    model = GPT(cfg, level)
     model.init_weights(1)
-    if level != "off":
-        from trainer.economical import apply
-
-        apply(model, level)
     dev = torch.device("cpu")
     opt = make_optimizer(model, TrainingConfig(), dev)
     scaler = make_scaler(precision, dev)

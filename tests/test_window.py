@@ -95,9 +95,9 @@ def test_form_in_the_window_validates_as_the_user_types(qtbot, window):
     assert view.start_button.isEnabled(), view.why.text()
     type_into(qtbot, view, "width", "500")
     assert not view.start_button.isEnabled()
-    assert "подойдут головы 1, 2, 4, 5, 10" in view.messages["heads"].text()
+    assert "не делится на число голов 8: подойдут 1, 2, 4, 5, 10" in view.messages["heads"].text()
     # The button's tooltip says the same, wrapped by the one tooltip rule (app.form.tooltips).
-    assert "d = 500" in view.why.text() and view.start_button.toolTip() == wrap_tip(view.why.text())
+    assert "ширина 500" in view.why.text() and view.start_button.toolTip() == wrap_tip(view.why.text())
     type_into(qtbot, view, "width", "512")
     assert view.start_button.isEnabled() and not view.messages["heads"].isVisible()
     # Every field's widget carries its tooltip with the current default.

@@ -3,26 +3,29 @@
 At the lab's sizes a step on a fast card waits mostly for kernel launches, which
 compilation cuts by fusing the element-wise work between the matrix products. On the CPU
 it measured no gain and costs a compilation, so `auto` means on for a CUDA card and off on
-the CPU (the figures: docs/PERF.md, «Figures the code's docstrings carried»).
+the CPU (the figures: docs/PERF.md, «Figures the code's docstrings carried»). Whether a
+run compiles is the plan's choice (trainer/plan.py: `auto` says why it chose, `on`
+compiles or is refused); this module makes the compiled step.
 
 What is compiled is a wrapper (`torch.compile(module)`) used only by the training step;
 the model itself is untouched, so its state dict keeps its plain names (no `_orig_mod.`
 prefix) and checkpoints cross between compiled and eager runs; evaluation and samples
 run eagerly (their shapes vary, and each new shape would be a recompilation).
 
-Compilation happens at the first step. If it fails (no C++ compiler for inductor on the
-CPU, no Triton for a card, an operator the compiler cannot take), the step is run again
+Compilation happens at the first step. The plan refuses `on` where the compiler it needs
+is missing (no C++ compiler for inductor on the CPU, no Triton for a card); if it fails
+all the same (a compiler that does not work, an operator it cannot take), the step is run again
 eagerly and the run goes on without compilation, saying why (a `warning` event and a
 trainer.log line). That is safe to repeat: a failure inside the compiled forward or
 backward pass comes before the optimizer has touched anything.
 
-Combinations:
+Combinations (the plan's rules):
 - the economical levels (custom autograd functions, activation checkpointing) compile;
-- the lean state "fused" (and "offload") is refused with `on` (and `auto` leaves it
-  eager): the compiled backward pass is one autograd node that produces every gradient
-  at once, before the per-parameter hooks run, so its promise (no full set of gradients
-  held) would silently not hold. The lean state true holds the gradients anyway and
-  steps after the backward pass: it compiles;
+- the fused steps (lean_state "fused", "offload") are refused with `on` (and `auto`
+  leaves them eager): the compiled backward pass is one autograd node that produces every
+  gradient at once, before the per-parameter hooks run, so their promise (no full set of
+  gradients held) would not hold. The held step (lean_state true) holds the gradients
+  anyway and steps after the backward pass: it compiles;
 - FSDP sharding is refused with `on` (`auto` stays eager): its per-block hooks gather
   and free weights around each block, which whole-model compilation would trace through
   or break at; compiling each block separately is the way, not done in this version.
@@ -31,41 +34,18 @@ Combinations:
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch import nn
 
-from .config import compile_blocker, compile_conflict, compile_mode
-
-# The compiler's backend; "inductor" unless this says otherwise. The tests set
-# "aot_eager" (the same graph capture and autograd split, without inductor's C++ build,
-# which takes ≈ 45 s cold on the CPU); a user may set it to work around a broken backend.
-BACKEND_ENV = "TERNIT_COMPILE_BACKEND"
-
-
-def decide(value: bool | str, device: torch.device, lean: str, sharding: str) -> tuple[bool, str | None]:
-    """Whether to compile, and a note for the log when `auto` chose eager for a reason
-    worth saying. `on` with a combination that cannot be compiled is a ConfigError."""
-    mode = compile_mode(value)
-    if mode == "off":
-        return False, None
-    blocker = compile_blocker(lean)  # with "on", refused already when run.json was read
-    if blocker is None and sharding == "fsdp":
-        blocker = "FSDP sharding gathers and frees each block's weights in hooks that whole-model compilation does not follow"
-    if blocker and mode == "on":
-        raise compile_conflict(blocker)
-    if blocker:
-        return False, f"compile: off ({blocker})"
-    if mode == "auto" and device.type != "cuda":
-        return False, None
-    return True, None
+from .plan import compile_backend
 
 
 def backend() -> str:
-    return os.environ.get(BACKEND_ENV, "").strip() or "inductor"
+    """torch.compile's backend (trainer.plan.compile_backend: the environment's choice)."""
+    return compile_backend()
 
 
 def wrap(module: nn.Module) -> nn.Module:

@@ -14,9 +14,17 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from .reasons import Refusal
+
 
 class ConfigError(ValueError):
-    """A run.json that cannot be trained: the message says what to change."""
+    """A run.json that cannot be trained: the message says what to change. It carries the
+    refusal as a code with parameters (trainer/reasons.py), so the lab words it in Russian
+    from the same facts; a plain message is the code "invalid"."""
+
+    def __init__(self, problem: str | Refusal) -> None:
+        self.refusal = problem if isinstance(problem, Refusal) else Refusal("invalid", {"message": problem})
+        super().__init__(self.refusal.text())
 
 
 @dataclass
@@ -102,6 +110,9 @@ TARGET_KINDS = ("local", "kaggle")
 # 1,000,000), refused here rather than by a failed allocation at step 1.
 STATE_BYTES_PER_WEIGHT = 16
 MAX_STATE_BYTES = 2**40
+# Token ids are stored as uint16 (the prepared data's train.bin/val.bin): ids 0…65,535, so
+# a vocabulary of at most 65,536 tokens.
+MAX_VOCAB = 2**16
 # Kaggle ends a GPU session after 12 hours whatever runs in it, and a leg needs time at its
 # end for the final checkpoint and for Kaggle to save the outputs: a Kaggle run's
 # training.limit_min may be at most the session less that margin (the lab's default quota
@@ -165,7 +176,7 @@ def _section(name: str, cls: type, raw: Any) -> Any:
 def from_dict(raw: dict[str, Any]) -> RunConfig:
     """Build and validate a RunConfig from the parsed run.json."""
     if not isinstance(raw, dict):
-        raise ConfigError("run.json must hold one JSON object")
+        raise ConfigError(Refusal("not_an_object"))
     top = {"name", "resume_from", *_SECTIONS}
     unknown = sorted(set(raw) - top)
     if unknown:
@@ -184,18 +195,9 @@ def from_dict(raw: dict[str, Any]) -> RunConfig:
 def validate(cfg: RunConfig) -> None:
     """Rules that need no data: sizes, ranges and choices."""
     m, t = cfg.model, cfg.training
-    for key in ("context", "width", "heads", "layers", "vocab"):
-        if getattr(m, key) < 1:
-            raise ConfigError(f"model.{key} must be at least 1, not {getattr(m, key)}")
-    if not heads_divide(m.width, m.heads):
-        raise ConfigError(
-            f"model.width {m.width} does not divide by model.heads {m.heads}: "
-            f"choose heads from {', '.join(map(str, heads_that_work(m.width)))}"
-        )
-    if m.vocab > 65536:
-        raise ConfigError(f"model.vocab {m.vocab} is over 65,536: token ids are stored as uint16")
-    if t.batch_per_card < 1:
-        raise ConfigError(f"training.batch_per_card must be at least 1, not {t.batch_per_card}")
+    problem = shape_problem(m.layers, m.width, m.heads, m.context, m.vocab, t.batch_per_card)
+    if problem:
+        raise ConfigError(problem)
     if t.steps_to < 1:
         raise ConfigError(f"training.steps_to must be at least 1, not {t.steps_to}")
     if t.limit_min <= 0:
@@ -220,22 +222,31 @@ def validate(cfg: RunConfig) -> None:
         accumulation(cfg, cards)
     state = parameter_count(m) * STATE_BYTES_PER_WEIGHT
     if state > MAX_STATE_BYTES:
-        raise ConfigError(
-            f"the model has {parameter_count(m):,} weights: their training state alone (weights, gradients, "
-            f"optimizer) needs about {state / 2**30:,.0f} GiB, beyond any machine the lab trains on; "
-            "lower model.width or model.layers"
-        )
+        raise ConfigError(Refusal("state_too_big", {"params": parameter_count(m), "gib": state / 2**30}))
     if t.precision not in PRECISIONS:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)
-    lean = lean_mode(t.lean_state)
+    lean_mode(t.lean_state)
     sharding_mode(t.sharding)
-    blocker = compile_blocker(lean)
-    if compile_mode(t.compile) == "on" and blocker:  # before any library is imported
-        raise compile_conflict(blocker)
+    compile_mode(t.compile)
     if cfg.target.kind not in TARGET_KINDS:
-        raise ConfigError(f"target.kind must be local or kaggle, not {cfg.target.kind!r}")
+        raise ConfigError(Refusal("target_kind", {"kind": cfg.target.kind}))
     check_kaggle_limit(cfg)
+
+
+def shape_problem(layers: int, width: int, heads: int, context: int, vocab: int, batch: int) -> Refusal | None:
+    """Why the trainer refuses a model shape (and batch per card), or None: every size at
+    least 1, the width split into equal heads, ids that fit uint16. The form and the sizing
+    ask this, and word the refusal in their language."""
+    for key, value in (("model.context", context), ("model.width", width), ("model.heads", heads),
+                       ("model.layers", layers), ("model.vocab", vocab), ("training.batch_per_card", batch)):
+        if value < 1:
+            return Refusal("at_least_one", {"key": key, "value": value})
+    if not heads_divide(width, heads):
+        return Refusal("heads_divide", {"width": width, "heads": heads, "choices": heads_that_work(width)})
+    if vocab > MAX_VOCAB:
+        return Refusal("vocab_over", {"vocab": vocab, "most": MAX_VOCAB})
+    return None
 
 
 def kaggle_limit_max() -> float:
@@ -277,19 +288,15 @@ def accumulation(cfg: RunConfig, cards: int) -> int:
     t, n = cfg.training, cfg.model.context
     wanted = t.tokens_per_step
     if wanted < 0:
-        raise ConfigError(f"training.tokens_per_step must be 0 (automatic) or more, not {wanted}")
+        raise ConfigError(Refusal("tokens_per_step_negative", {"wanted": wanted}))
     micro = cards * t.batch_per_card * n
     if wanted == 0:
         return 1
     if wanted % micro == 0:
         return wanted // micro
     near, batches = nearest_valid(wanted, cards, t.batch_per_card, n)
-    other = f" (or batch_per_card to {', '.join(map(str, batches))})" if batches else ""
-    raise ConfigError(
-        f"training.tokens_per_step {wanted:,} is not a whole number of micro-steps of "
-        f"{cards} card(s) × batch_per_card {t.batch_per_card} × context {n} = {micro:,} tokens: "
-        f"set tokens_per_step to {' or '.join(f'{v:,}' for v in near)}{other}, or to 0 for automatic"
-    )
+    raise ConfigError(Refusal("tokens_per_step", {"wanted": wanted, "cards": cards, "batch": t.batch_per_card,
+                                                  "context": n, "micro": micro, "near": near, "batches": batches}))
 
 
 def nearest_valid(wanted: int, cards: int, batch: int, context: int) -> tuple[list[int], list[int]]:
@@ -343,22 +350,6 @@ def lean_mode(value: bool | str | None) -> str:
 COMPILE_MODES = ("auto", "on", "off")
 
 
-def compile_blocker(lean: str) -> str | None:
-    """Why the lean state `lean` does not compile (trainer/compiling.py), or None: the
-    fused step updates each parameter from its gradient hook, and a compiled backward pass
-    makes every gradient at once before those hooks run."""
-    if lean not in FUSED_LEAN_MODES:
-        return None
-    return (f'training.lean_state "{lean}" steps each parameter from its gradient hook, and a '
-            "compiled backward pass makes every gradient at once before those hooks run (the full "
-            "set of gradients that lean state exists to avoid; lean_state true compiles)")
-
-
-def compile_conflict(blocker: str) -> ConfigError:
-    """The one line for `compile: "on"` with a combination that does not compile."""
-    return ConfigError(f'training.compile "on" cannot be combined here: {blocker}; set compile to "off" or "auto"')
-
-
 SHARDING_MODES = ("auto", "ddp", "fsdp")
 
 
@@ -373,46 +364,26 @@ def sharding_mode(value: str) -> str:
     raise ConfigError(f"training.sharding must be one of {', '.join(SHARDING_MODES)}, not {value!r}")
 
 
-# The lean states each way of running over processes takes ("none": one process); the
-# trainer refuses the rest before a step (trainer.sharding.decide) and the sizing never
-# offers them (app.sizing.combos). DDP averages the gradients at the end of the backward pass, after
-# a fused step's hooks have updated the weights; FSDP hands each process shards
-# (DTensors) of every parameter, which the per-parameter 8-bit optimizer does not take.
-LEAN_MODES_UNDER = {"none": LEAN_MODES, "ddp": ("off", "on"), "fsdp": ("off",)}
-
-
-def sharding_refusal(sharding: str, lean: str) -> str | None:
-    """Why the trainer refuses the lean state `lean` under `sharding` ("none", "ddp" or
-    "fsdp"), in one line; None when it runs them together."""
-    if lean in LEAN_MODES_UNDER[sharding]:
-        return None
-    if sharding == "ddp":
-        return (
-            f'training.lean_state "{lean}" updates each weight inside the backward pass, which DDP\'s '
-            "gradient averaging over the processes would come after: use lean_state true (the gradients "
-            "held), or run on one process"
-        )
-    return (
-        "training.lean_state cannot be combined with FSDP sharding: FSDP gives each process shards of "
-        "every weight, which the lean state's 8-bit optimizer does not update; set lean_state to false "
-        "(FSDP shards the normal state over the processes instead) or run on one process"
-    )
-
-
 def load(path: str | Path) -> RunConfig:
     """Read and validate a run.json file."""
+    return from_dict(read_json(path))
+
+
+def read_json(path: str | Path) -> Any:
+    """A run.json file's JSON, not yet checked: a file that is missing, unreadable, not
+    UTF-8 or not JSON is a ConfigError whose refusal names it (the lab reads run.json files
+    through this too, and says the refusal in its language)."""
     path = Path(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path} does not exist: write a run.json there first") from None
+        raise ConfigError(Refusal("file_missing", {"path": str(path)})) from None
     except json.JSONDecodeError as e:
-        raise ConfigError(f"{path} is not valid JSON (line {e.lineno}: {e.msg})") from None
+        raise ConfigError(Refusal("file_not_json", {"path": str(path), "line": e.lineno, "msg": e.msg})) from None
     except UnicodeDecodeError as e:
-        raise ConfigError(f"{path} is not UTF-8 text (byte {e.start}): save it as UTF-8") from None
+        raise ConfigError(Refusal("file_not_utf8", {"path": str(path), "byte": e.start})) from None
     except OSError as e:
-        raise ConfigError(f"{path} cannot be read ({type(e).__name__}: {e})") from None
-    return from_dict(raw)
+        raise ConfigError(Refusal("file_unreadable", {"path": str(path), "error": f"{type(e).__name__}: {e}"})) from None
 
 
 def weight_count(layers: int, width: int, context: int, vocab: int) -> int:
@@ -455,20 +426,42 @@ def default(path: str) -> Any:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m trainer.config RUN.json`: check a run.json as the trainer will (no torch
-    imported, nothing trained); exit 0, or 2 with the reason on stderr. The lab runs it
+    """`python -m trainer.config RUN.json [--machine NAME] [--json]`: check a run.json as
+    the trainer will (no torch imported, nothing trained); with --machine, the plan of what
+    it would run on that machine of the lab's catalogue (trainer.plan.KNOWN_CARDS: the
+    names `ternit estimate --gpu` knows), each choice with its reason. Exit 0, or 2 with
+    the refusal (on stderr; with --json as {"refusal": …} on stdout). The lab asks the same
     before sending a run to Kaggle, where a bad value would fail only after the upload."""
+    import argparse
     import sys
 
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m trainer.config RUN.json", file=sys.stderr)
+    from .plan import KNOWN_CARDS, known_machine, plan
+
+    parser = argparse.ArgumentParser(prog="python -m trainer.config", description=(
+        "Check a run.json as the trainer will; with --machine, print what it would run there."))
+    parser.add_argument("run_json", metavar="RUN.json")
+    parser.add_argument("--machine", choices=list(KNOWN_CARDS), help="a machine of the lab's catalogue")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+
+    def refused(refusal: Refusal) -> int:
+        if args.json:
+            print(json.dumps({"refusal": refusal.as_json()}, ensure_ascii=False))
+        print(f"error: {refusal.text()}", file=sys.stderr)
         return 2
+
     try:
-        load(args[0])
+        cfg = load(args.run_json)
     except ConfigError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        return refused(e.refusal)
+    if args.machine is None:
+        if args.json:
+            print(json.dumps({"plan": None}))
+        return 0
+    result = plan(cfg, known_machine(args.machine))
+    if isinstance(result, Refusal):
+        return refused(result)
+    print(json.dumps({"plan": result.as_json()}, ensure_ascii=False) if args.json else "\n".join(result.lines()))
     return 0
 
 

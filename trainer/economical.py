@@ -40,16 +40,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from functools import partial
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .model import GELU_APPROXIMATE, norm
-
-LEVELS = ("off", "selective", "full")
+from .config import ECONOMICAL_LEVELS
+from .functional import GELU_APPROXIMATE, lm_loss, norm
 
 # What each level costs, printed with the benchmark's report (figures: docs/PERF.md). On a
 # GPU the step time is not measured for this version: the extra arithmetic (what a busy
@@ -249,22 +247,13 @@ def _recomputed_attention(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
     )
 
 
-# The name of the method each block gets in an economical level: the block's forward pass
-# as the level runs it. It is a method of the block (not a function of the model given
-# the block) so that FSDP can treat it as a forward pass of its own
-# (torch.distributed.fsdp.register_fsdp_forward_method, trainer/sharding.py): each block's
-# weights are then gathered just for it and again for its backward pass.
-FORWARD = "economical_forward"
-
-
-def _economical_block(
-    block: nn.Module,
-    attention: Callable[[nn.Module, torch.Tensor], torch.Tensor],
-    chunks: tuple[int, int],
-    x: torch.Tensor,
-) -> torch.Tensor:
-    x = x + attention(block, x)
-    return x + tiled_mlp(x, block.mlp.up.weight, block.mlp.down.weight, chunks)
+def block_forward(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """A trainer.model.Block's forward pass in its economical level (`block.level`, with
+    its MLP's row slices `block.mlp_chunks`), for the training step; the block's own
+    forward calls it (so FSDP's hooks on the block gather its weights around it as
+    around the normal pass)."""
+    x = x + _attention_of(block.level)(block, x)
+    return x + tiled_mlp(x, block.mlp.up.weight, block.mlp.down.weight, block.mlp_chunks)
 
 
 def _attention_of(level: str) -> Callable[[nn.Module, torch.Tensor], torch.Tensor]:
@@ -272,37 +261,7 @@ def _attention_of(level: str) -> Callable[[nn.Module, torch.Tensor], torch.Tenso
         return _attention
     if level == "full":
         return _recomputed_attention
-    raise ValueError(f"unknown economical level {level!r} (known: {', '.join(LEVELS)})")
-
-
-def _run_block(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    if not torch.is_grad_enabled():  # evaluation: nothing is kept anyway
-        return block(x)
-    return getattr(block, FORWARD)(x)
-
-
-def apply(model: nn.Module, level: str | bool) -> nn.Module:
-    """Switch `model` (a trainer.model.GPT) to an economical level, in place.
-
-    Only the model's hooks change (`run_block`, `loss_fn`, and each block's `FORWARD`
-    method); parameters, buffers and the state dict stay exactly as they were."""
-    if level is True:
-        level = "selective"
-    if level is False or level == "off":
-        from .model import lm_loss
-
-        for block in model.blocks:
-            block.__dict__.pop(FORWARD, None)
-        model.run_block = lambda block, x: block(x)
-        model.loss_fn = lm_loss
-        return model
-    attention, chunks = _attention_of(str(level)), mlp_chunks(len(model.blocks))
-    for block in model.blocks:
-        # An instance attribute: nn.Module keeps a plain callable in the block's __dict__.
-        setattr(block, FORWARD, partial(_economical_block, block, attention, chunks))
-    model.run_block = _run_block
-    model.loss_fn = partial(chunked_lm_loss, layers=len(model.blocks))
-    return model
+    raise ValueError(f"unknown economical level {level!r} (known: {', '.join(ECONOMICAL_LEVELS)})")
 
 
 # ---- the loss without the full logits ------------------------------------------------
@@ -389,8 +348,6 @@ def chunked_lm_loss(
     else:
         compute_dtype = torch.promote_types(h.dtype, weight.dtype)
     if not torch.is_grad_enabled() or not (h.requires_grad or weight.requires_grad):
-        from .model import lm_loss
-
         return lm_loss(h, weight, targets)
     rows = chunk_rows(h.numel() // h.size(-1), weight.size(0), h.size(-1), layers)
     with torch.autocast(device_type, enabled=False):

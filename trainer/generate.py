@@ -33,23 +33,7 @@ from . import cuda_build
 from .config import ModelConfig
 from .model import GPT, norm
 from .optim import autocast, pick_precision
-
-
-@dataclass
-class Sampling:
-    """How the next token is chosen: temperature 0 = always the likeliest (greedy)."""
-
-    temperature: float = 0.8
-    top_k: int = 40  # 0: no limit
-    top_p: float = 1.0  # 1: no limit
-
-    def check(self) -> None:
-        if not (self.temperature >= 0 and math.isfinite(self.temperature)):
-            raise ValueError(f"temperature must be 0 or more, not {self.temperature}")
-        if self.top_k < 0:
-            raise ValueError(f"top-k must be 0 (no limit) or more, not {self.top_k}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top-p must be above 0 and at most 1, not {self.top_p}")
+from .sampling import Sampling
 
 
 class Cache:

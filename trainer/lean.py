@@ -23,8 +23,9 @@ saving makes it fit a 16 GB card. The lean state keeps:
     post-accumulate-grad hook squares and frees the gradient at once), the second updates
     each parameter from its hook with the exact coefficient and frees its gradient (the
     scheme of LOMO, Lv et al. 2023). Its price is one more backward pass (≈ ⅔ of a step's
-    arithmetic). With several micro-steps a step holds the first ones' gradients anyway, so
-    it is held, said in the log.
+    arithmetic). With several micro-steps a step would hold the first ones' gradients anyway,
+    so the plan refuses that combination (trainer/plan.py), as it refuses a fused step under
+    fp16.
   A step clipped by the previous step's norm instead (one backward pass, no gradients
   held) was measured and rejected: a spike of the norm passes unclipped, and the held-out
   loss ended 0.15–0.27 worse than exact clipping on real text (docs/LEAN.md). The norm is
@@ -53,7 +54,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import FUSED_LEAN_MODES, ConfigError, TrainingConfig
+from .config import ConfigError, TrainingConfig
+from .plan import FUSED_STEPS
+
+# The step kinds the lean state makes (trainer.plan.STEP_KINDS less "normal").
+LEAN_STEPS = ("held", "fused", "offload")
 
 BLOCK = 256  # bitsandbytes' block size for its 8-bit optimizer state
 MIN_8BIT = 4096  # bitsandbytes' min_8bit_size: smaller parameters keep fp32 moments
@@ -112,27 +117,28 @@ def stochastic_round_(dest: torch.Tensor, value: torch.Tensor, generator: torch.
 
 
 class LeanOptimizer(torch.optim.Optimizer):
-    """8-bit AdamW, one bitsandbytes optimizer per parameter. trainer.step drives it:
-    `step_held()` after a backward pass that kept the gradients ("on"), or `norm_pass()`
-    and `update_pass()` around two backward passes ("fused", "offload"); under fp16 the
-    trainer's GradScaler path calls `step()` as for any optimizer.
+    """8-bit AdamW, one bitsandbytes optimizer per parameter, for the plan's step kind
+    (trainer/plan.py): "held" — `step_held()` after a backward pass that kept the gradients,
+    or under fp16 the trainer's GradScaler path calling `step()` as for any optimizer;
+    "fused" and "offload" — `norm_pass()` and `update_pass()` around two backward passes
+    (trainer/step.py runs each kind).
 
     It is a torch Optimizer over the model's parameters so that the trainer's code
     (GradScaler, learning-rate setting, checkpoints, the memory count) treats it as any
     other: `state[p]` is bitsandbytes' state of `p`."""
 
     def __init__(self, model: nn.Module, t: TrainingConfig, device: torch.device, precision: str,
-                 mode: str) -> None:
+                 step: str) -> None:
+        if step not in LEAN_STEPS or (step in FUSED_STEPS and precision == "fp16"):
+            # The plan never asks it (trainer.plan refuses a fused step under fp16, whose
+            # GradScaler must see every gradient before any weight moves).
+            raise ValueError(f"no lean {step!r} step under {precision}")
         bnb = import_library()
+        self.step_kind = step
         self.bf16 = precision == "bf16"
-        # Under fp16 the GradScaler unscales, checks and clips: the trainer's normal path.
-        self.clips_itself = precision != "fp16"
-        self.fused = self.clips_itself and mode in FUSED_LEAN_MODES
-        # Several processes: trainer.sharding.decide has refused what does not combine
-        # (trainer.config.sharding_refusal), before anything was built.
         if self.bf16:  # no fp32 master copy: the weights themselves are bf16
             model.to(torch.bfloat16)
-        self.offload = mode == "offload" and device.type == "cuda"
+        self.offload = step == "offload" and device.type == "cuda"
         self.device, self.seed = device, t.seed
         self.updates = 0  # updates made (the stochastic rounding's seed)
         self.last_norm: float | None = None  # the last step's global gradient norm (the benchmarks read it)
@@ -153,7 +159,7 @@ class LeanOptimizer(torch.optim.Optimizer):
                 self.inner[p] = (opt, target)
                 self.state[p] = opt.state[target]  # the same dict, filled at the first update
         self._hooks = []
-        if self.fused:
+        if step in FUSED_STEPS:
             for i, p in enumerate(self.order):
                 self._hooks.append(p.register_post_accumulate_grad_hook(self._hook(i)))
 
@@ -177,8 +183,7 @@ class LeanOptimizer(torch.optim.Optimizer):
 
     @torch.no_grad()
     def step_held(self, clip: float) -> None:
-        """The step after a backward pass that kept every gradient ("on", or a fused step
-        of several micro-steps): the exact norm, then each parameter updated and its
+        """The step after a backward pass that kept every gradient (the "held" step): the exact norm, then each parameter updated and its
         gradient freed in turn (the peak is the gradients plus one update's temporaries)."""
         self._sq = [None if p.grad is None else _square_norm(p.grad) for p in self.order]
         coef = self._coefficient(clip)

@@ -13,17 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .config import ModelConfig, heads_divide
-
-# The exact (erf) GELU: on the CPU it is about 2% faster per training step than the tanh
-# approximation (measured side by side, docs/PERF.md), and on a GPU the two cost the same.
-# trainer.economical recomputes it with the same setting.
-GELU_APPROXIMATE = "none"
-
-
-def norm(x: torch.Tensor) -> torch.Tensor:
-    """Layer norm without a learnable scale or shift."""
-    return F.layer_norm(x, (x.size(-1),))
+from . import economical
+from .config import ModelConfig, economical_level, heads_divide
+from .functional import GELU_APPROXIMATE, lm_loss, norm
 
 
 class Attention(nn.Module):
@@ -54,29 +46,38 @@ class MLP(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, width: int, heads: int) -> None:
+    """Attention then MLP, each on the normed residual stream. In an economical level
+    (trainer/economical.py) the training step's pass keeps fewer activations and
+    recomputes the rest; evaluation and generation (no gradients) run the normal pass."""
+
+    def __init__(self, width: int, heads: int, level: str = "off", mlp_chunks: tuple[int, int] = (1, 1)) -> None:
         super().__init__()
         self.attn = Attention(width, heads)
         self.mlp = MLP(width)
+        self.level, self.mlp_chunks = level, mlp_chunks
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.level != "off" and torch.is_grad_enabled():
+            return economical.block_forward(self, x)
         x = x + self.attn(norm(x))
         return x + self.mlp(norm(x))
 
 
 class GPT(nn.Module):
-    def __init__(self, cfg: ModelConfig) -> None:
+    """The model of `cfg`, trained in the economical `level` ("off", "selective", "full";
+    run.json's training.economical): the level changes what the forward pass keeps for
+    the backward pass, never the parameters, their names or the results."""
+
+    def __init__(self, cfg: ModelConfig, level: str | bool = "off") -> None:
         super().__init__()
         if not heads_divide(cfg.width, cfg.heads):
             raise ValueError(f"width {cfg.width} does not divide by heads {cfg.heads}")
         self.cfg = cfg
+        self.level = economical_level(level)
         self.tok = nn.Embedding(cfg.vocab, cfg.width)
         self.pos = nn.Embedding(cfg.context, cfg.width)
-        self.blocks = nn.ModuleList(Block(cfg.width, cfg.heads) for _ in range(cfg.layers))
-        # How blocks are run in the forward pass; the economical mode replaces it with
-        # one that recomputes activations in the backward pass (trainer.economical).
-        self.run_block = lambda block, x: block(x)
-        self.loss_fn = lm_loss
+        chunks = economical.mlp_chunks(cfg.layers)
+        self.blocks = nn.ModuleList(Block(cfg.width, cfg.heads, self.level, chunks) for _ in range(cfg.layers))
 
     def init_weights(self, seed: int) -> None:
         """GPT-2 initialisation from a seed of its own, so it does not depend on other RNG use."""
@@ -92,7 +93,7 @@ class GPT(nn.Module):
         t = idx.size(1)
         x = self.tok(idx) + self.pos(torch.arange(t, device=idx.device))
         for block in self.blocks:
-            x = self.run_block(block, x)
+            x = block(x)
         return norm(x)
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
@@ -100,7 +101,10 @@ class GPT(nn.Module):
         h = self.hidden(idx)
         if targets is None:
             return F.linear(h, self.tok.weight)
-        return self.loss_fn(h, self.tok.weight, targets)
+        if self.level == "off":
+            return lm_loss(h, self.tok.weight, targets)
+        # The economical levels' loss never holds the (tokens, vocab) logits.
+        return economical.chunked_lm_loss(h, self.tok.weight, targets, layers=len(self.blocks))
 
     @torch.no_grad()
     def segment_losses(self, idx: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -110,12 +114,6 @@ class GPT(nn.Module):
             logits.view(-1, logits.size(-1)), targets.reshape(-1), reduction="none"
         )
         return per_token.view(targets.shape).mean(dim=1)
-
-
-def lm_loss(h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy of the tied output layer, computed in fp32 for stability."""
-    logits = F.linear(h, weight)
-    return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1))
 
 
 def count_parameters(model: nn.Module) -> int:

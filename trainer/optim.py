@@ -62,16 +62,13 @@ class Schedule:
 
 
 def pick_precision(requested: str, device: torch.device) -> str:
-    """bf16 on compute capability ≥ 8, fp16 (with a GradScaler) on 7.x, fp32 on the CPU.
+    """The plan's precision (trainer.plan.precision_choice) on `device`, for the tools that
+    run the model outside a training run (generation, the benchmarks)."""
+    from .plan import Machine, native_bf16, precision_choice
 
-    torch.cuda.is_bf16_supported() answers True on a T4 (7.5) where bf16 is emulated and
-    slow, so the capability is asked directly."""
-    if requested != "auto":
-        return requested
-    if device.type != "cuda":
-        return "fp32"
-    major, _ = torch.cuda.get_device_capability(device)
-    return "bf16" if major >= 8 else "fp16"
+    cc = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
+    machine = Machine(device=device.type, capability=cc, bf16=native_bf16(device.type, cc))
+    return precision_choice(requested, machine).value
 
 
 def autocast(precision: str, device: torch.device):

@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .sampling import DEFAULT_NUM, DEFAULT_SEED, DEFAULT_TOKENS, Sampling, request_problem
 from .tokenizer import Tokenizer, TokenizerError
 
 EXIT_OK, EXIT_INPUT = 0, 2
@@ -44,12 +45,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample")
     s.add_argument("checkpoint", type=Path)
-    s.add_argument("--tokens", type=int, default=200)
-    s.add_argument("--temperature", type=float, default=0.8)
-    s.add_argument("--top-k", type=int, default=40)
-    s.add_argument("--top-p", type=float, default=1.0)
-    s.add_argument("--seed", type=int, default=1337)
-    s.add_argument("--num", type=int, default=1)
+    d = Sampling()  # the defaults and their check: trainer.sampling
+    s.add_argument("--tokens", type=int, default=DEFAULT_TOKENS)
+    s.add_argument("--temperature", type=float, default=d.temperature)
+    s.add_argument("--top-k", type=int, default=d.top_k)
+    s.add_argument("--top-p", type=float, default=d.top_p)
+    s.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    s.add_argument("--num", type=int, default=DEFAULT_NUM)
     e = sub.add_parser("eval")
     e.add_argument("checkpoint", type=Path)
     e.add_argument("file", type=Path)
@@ -75,15 +77,12 @@ def open_tokenizer(path: Path | None, data: dict[str, Any]) -> Tokenizer:
 
 
 def run_sample(args: argparse.Namespace, loaded: Any, tok: Tokenizer) -> None:
-    from .generate import Sampling, crop, generate
+    from .generate import crop, generate
 
     s = Sampling(args.temperature, args.top_k, args.top_p)
-    try:
-        s.check()
-        if args.tokens < 1 or args.num < 1:
-            raise ValueError("--tokens and --num must be at least 1")
-    except ValueError as e:
-        raise InputError("value", str(e)) from None
+    problem = request_problem(s, args.tokens, args.num)
+    if problem:
+        raise InputError("value", problem.text())
     text = sys.stdin.read()
     ids = tok.encode(text)
     if not ids:

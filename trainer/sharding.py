@@ -8,13 +8,15 @@ run.json `training.sharding`:
   gathering one block's weights at a time for its forward and backward passes and
   reduce-scattering its gradients; under bf16/fp16 the gathered weights are 16-bit
   (MixedPrecisionPolicy: half the traffic) and the gradients are reduced in fp32;
-- "auto" (the default): fsdp when the whole state (16 bytes a weight) would take more
-  than half of one card, else ddp. DDP is kept wherever it fits because it is the faster
+- "auto" (the default; trainer/plan.py decides it and says why): fsdp when the whole
+  state (16 bytes a weight) would take more than half of one card and the lean state is
+  off, else ddp. DDP is kept wherever it fits because it is the faster
   of the two when the state fits (one all-reduce overlapping the backward pass, no
   all-gather of the weights in every pass) and the long-tested path for the lab's
   default model (0.44 GB of state); at the full model (1.67 B weights, 26.7 GB of state)
-  no single card of the lab's holds it, and fsdp is the only way on two of them. On the
-  CPU (gloo, the tests) auto is ddp.
+  no single card of the lab's holds it, and fsdp is the only way on two of them. The
+  lean state runs under DDP only (true; the fused steps on one process). On the CPU
+  (gloo, the tests) auto is ddp.
 
 FSDP's checkpoints are saved and loaded through `torch.distributed.checkpoint` (DCP: a
 folder `step-XXXXXXXX.dcp/` in which every process writes its own shards, with the run's
@@ -22,13 +24,12 @@ counters in `extra.pt`; trainer/checkpoint.py keeps its SHA-256 manifest beside 
 validates it on load), so a run saved on two processes continues on one and back: DCP
 re-shards on load, and one process reads the whole state from it.
 
-What FSDP does not combine with here, refused in one line before anything is built:
-the lean state (its per-parameter step in the backward pass would need FSDP's sharded
-gradients, which arrive only after the reduce-scatter), and compilation `on`
-(trainer/compiling.py). The economical levels run each block through a method of its
-own (trainer.economical.FORWARD, not block.forward), which `shard` registers with FSDP
-(`register_fsdp_forward_method`), so under every level only one block's weights are
-gathered at a time (plus the one FSDP fetches ahead), as app.sizing.state models it.
+What FSDP does not combine with here, refused by the plan in one line before anything is
+built: the lean state (its per-parameter step in the backward pass would need FSDP's
+sharded gradients, which arrive only after the reduce-scatter), and compilation `on`
+(trainer/compiling.py). The economical levels run inside each block's own forward pass
+(trainer.model.Block), so under every level only one block's weights are gathered at a
+time (plus the one FSDP fetches ahead), as app.sizing.state models it.
 """
 
 from __future__ import annotations
@@ -40,40 +41,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import (
-    STATE_BYTES_PER_WEIGHT,
-    ConfigError,
-    TrainingConfig,
-    sharding_mode,
-    sharding_refusal,
-)
-from .distributed import World
-from .economical import FORWARD
-
-# auto shards when the whole state would take more than this share of one card.
-AUTO_SHARE = 0.5
+from .config import TrainingConfig
 
 
-def decide(t: TrainingConfig, world: World, device: torch.device, params: int, lean: str) -> str:
-    """"none" (one process), "ddp" or "fsdp"; a ConfigError for a combination refused."""
-    asked = sharding_mode(t.sharding)
-    if not world.active:
-        return "none"
-    chosen = asked
-    if asked == "auto":
-        chosen = "ddp"
-        if device.type == "cuda":
-            card = torch.cuda.get_device_properties(device).total_memory
-            if params * STATE_BYTES_PER_WEIGHT > AUTO_SHARE * card:
-                chosen = "fsdp"
-    refusal = sharding_refusal(chosen, lean)  # the rule the sizing's combinations follow too
-    if refusal:
-        raise ConfigError(refusal)
-    return chosen
-
-
-def shard(model: nn.Module, precision: str, level: str) -> str:
-    """Apply FSDP2 to a trainer.model.GPT in place; returns a line for the log."""
+def shard(model: nn.Module, precision: str) -> str:
+    """Apply FSDP2 to a trainer.model.GPT in place (FSDP's way: the module is the sharded
+    model from then on); returns a line for the log."""
     from torch.distributed.fsdp import (
         MixedPrecisionPolicy,
         fully_shard,
@@ -84,16 +57,9 @@ def shard(model: nn.Module, precision: str, level: str) -> str:
     mp = MixedPrecisionPolicy(param_dtype=dtype, reduce_dtype=torch.float32) if dtype else MixedPrecisionPolicy()
     for block in model.blocks:
         fully_shard(block, mp_policy=mp)
-        if level != "off":
-            # The level runs the block through its own method (trainer.economical.FORWARD),
-            # not block.forward, whose hooks alone FSDP knows: registered, that method
-            # gathers the block's weights before it and frees them after, and the
-            # backward pass gathers them again (the pre-backward hook FSDP puts on the
-            # method's output), as for the normal forward.
-            register_fsdp_forward_method(block, FORWARD)
     units = f"{len(model.blocks)} blocks + the embeddings"
-    if level != "off":
-        units += f" (per block under the economical level {level} too)"
+    if model.level != "off":  # the level runs inside each block's forward pass: gathered per block
+        units += f" (per block under the economical level {model.level} too)"
     fully_shard(model, mp_policy=mp)
     # Evaluation calls this method, not forward: FSDP gathers the weights around it too.
     register_fsdp_forward_method(model, "segment_losses")
@@ -240,8 +206,3 @@ def local_tensors(tensors: Iterable[Any]) -> list[torch.Tensor]:
         if isinstance(t, torch.Tensor):
             out.append(t.to_local() if hasattr(t, "to_local") else t)
     return out
-
-
-def check_world(world: World) -> None:
-    if not world.active:
-        raise ConfigError("FSDP needs two or more processes (torchrun --nproc_per_node=2)")

@@ -1,4 +1,8 @@
-"""One training step: forward, backward, clip, optimizer update.
+"""One training step: forward, backward, clip, optimizer update, of the plan's kind
+(trainer/plan.py, STEP_KINDS): "normal" (AdamW after the backward pass, through the
+GradScaler), "held" (the lean state's update after a backward pass that held the
+gradients; under fp16 through the GradScaler), "fused" and "offload" (the lean state's
+update inside a second backward pass).
 
 Kept apart from the loop so the benchmarks (bench.step, the economical-mode benchmark)
 time exactly the step the trainer runs.
@@ -17,6 +21,7 @@ import torch
 from torch import nn
 
 from .optim import autocast
+from .plan import FUSED_STEPS
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
@@ -30,17 +35,22 @@ def train_step(
     precision: str,
     device: torch.device,
     grad_clip: float,
+    kind: str = "normal",
 ) -> torch.Tensor:
-    """Run one update over `batch` (one (inputs, targets) pair, or a list of them: the
-    micro-steps of one update); returns the mean loss (a detached scalar tensor, not yet
-    synchronised)."""
+    """Run one update of `kind` over `batch` (one (inputs, targets) pair, or a list of
+    them: the micro-steps of one update); returns the mean loss (a detached scalar tensor,
+    not yet synchronised). `optimizer` is the one the plan's kind takes (trainer.lean's
+    LeanOptimizer for all but "normal")."""
     for group in optimizer.param_groups:
         group["lr"] = lr
     micro = batch if isinstance(batch, list) else [batch]
-    if getattr(optimizer, "clips_itself", False):
-        # The lean state (trainer/lean.py) clips exactly and updates one parameter at a time.
-        if optimizer.fused and len(micro) == 1:
-            return _fused_step(model, optimizer, micro[0], precision, device, grad_clip)
+    if kind in FUSED_STEPS:
+        if len(micro) != 1:  # the plan refuses it: the first micro-steps' gradients would be held
+            raise ValueError(f"a {kind} step takes one micro-step, not {len(micro)}")
+        return _fused_step(model, optimizer, micro[0], precision, device, grad_clip)
+    if kind == "held" and not scaler.is_enabled():
+        # The lean state clips exactly and updates one parameter at a time; under fp16 the
+        # GradScaler's check comes first, by the path below.
         losses = _backward_all(model, micro, precision, device, len(micro), None)
         optimizer.step_held(grad_clip)
         return _mean(losses)

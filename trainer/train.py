@@ -17,13 +17,10 @@ import numpy as np
 import torch
 
 from . import checkpoint as ckpt
-from . import cuda_build, wrapping
+from . import compiling, cuda_build, wrapping
 from .config import (
-    FUSED_LEAN_MODES,
     ConfigError,
     RunConfig,
-    accumulation,
-    economical_level,
     lean_mode,
     load,
     parameter_count,
@@ -33,9 +30,11 @@ from .control import Control, Options, TrainingFailure
 from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
 from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, OutputError, say
+from .hardware import plan_here
 from .lock import LockError, RunLock
 from .model import GPT, count_parameters
-from .optim import Schedule, autocast, pick_precision
+from .optim import Schedule, autocast
+from .plan import Plan
 from .samples import Sampler, TokenizerError
 from .step import train_step
 
@@ -74,11 +73,14 @@ class Trainer:
     def __init__(self, cfg: RunConfig, opts: Options, world: World, device: torch.device) -> None:
         self.cfg, self.opts, self.world, self.device = cfg, opts, world, device
         t = cfg.training
-        self.precision = pick_precision(t.precision, device)
         self.events = EventLog(opts.run_dir / "events.jsonl" if world.is_main else None, echo=world.is_main)
         self.control = Control(opts.run_dir, t.limit_min * 60, opts.stop_at_step)
-        # Micro-steps per optimizer step (training.tokens_per_step); checked in build().
-        self.accumulation = 1
+        # What this run executes here (trainer/plan.py), decided by take_plan() before
+        # anything is built; the choices below are its.
+        self.plan: Plan | None = None
+        self.precision = "fp32"
+        self.sharding = "none"  # "ddp" or "fsdp" over processes
+        self.accumulation = 1  # micro-steps per optimizer step (training.tokens_per_step)
         self.tokens_per_step = t.batch_per_card * world.size * cfg.model.context
         self.data: PreparedData | None = None
         self.step = 0
@@ -95,51 +97,55 @@ class Trainer:
         self.cpu_peak_mb: float | None = None
         self.cpu_alloc_mb: float | None = None
         self.sampler: Sampler | None = None  # samples during training (trainer.samples)
-        self.sharding = "none"  # "ddp" or "fsdp" over processes (trainer/wrapping.py sets it)
-        self.compiled: Any = None  # trainer.compiling.CompiledStep when compilation is on
+        self.compiled: compiling.CompiledStep | None = None  # when the plan compiles
 
     # ---- set-up -------------------------------------------------------------------------
-    def plan_accumulation(self) -> None:
-        """The step's micro-steps on this many processes, refused (ConfigError, exit 2)
-        before anything trains when tokens_per_step does not divide."""
+    def take_plan(self) -> None:
+        """Decide what this run executes on this machine (trainer/plan.py; emit_start logs
+        every choice with its reason); a refusal is a ConfigError (one line, exit 2) before
+        anything is read or built."""
+        decided = plan_here(self.cfg, self.device, self.world)
+        self.plan = decided
+        self.precision, self.sharding = decided.precision.value, decided.sharding.value
+        self.accumulation = decided.micro_steps.value
         t = self.cfg.training
-        self.accumulation = accumulation(self.cfg, self.world.size)
         self.tokens_per_step = self.accumulation * t.batch_per_card * self.world.size * self.cfg.model.context
-        lean = lean_mode(t.lean_state)
-        if self.accumulation > 1 and lean in FUSED_LEAN_MODES and self.precision != "fp16":
-            self.say(f'lean_state "{lean}" with {self.accumulation} micro-steps: their gradients add up '
-                     f"in the weights' precision ({self.precision}) until the step, so each step is "
-                     "made from the held gradients (as lean_state true), with one backward pass each")
 
     def build(self) -> None:
-        cfg, t = self.cfg, self.cfg.training
-        self.plan_accumulation()
+        """The model and the parts the step runs with, as the plan says."""
+        cfg, t, p = self.cfg, self.cfg.training, self.plan
+        assert p is not None, "take_plan() first"
         if t.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=True)
             torch.backends.cudnn.benchmark = False
-        lean = lean_mode(t.lean_state)
-        if lean != "off":  # before anything is built: a missing library is one line, exit 2
+        if p.lean:  # before anything is built: a library that fails here is one line, exit 2
             from .lean import check_device
 
             check_device(self.device)
-        self.model = GPT(cfg.model)
+        self.model = GPT(cfg.model, p.economical.value)
         self.model.init_weights(t.seed)
-        level = economical_level(t.economical)
-        if level != "off":
-            from .economical import apply as apply_economical
-
-            apply_economical(self.model, level)
         self.model.to(self.device)
         self.params = count_parameters(self.model)
         assert self.params == parameter_count(cfg.model), "model and formula disagree"
-        # Optimizer, scaler, DDP or FSDP, the compiled step (trainer/wrapping.py).
-        wrapping.setup(self)
+        parts = wrapping.build_parts(self.model, p, t, self.device)
+        self.module, self.optimizer, self.scaler = parts.module, parts.optimizer, parts.scaler
+        for note in parts.notes:
+            self.say(note)
+        if p.compile.value == "on":
+            self.compiled = compiling.CompiledStep(self.module, self.compile_failed,
+                                                   lambda: self.optimizer.zero_grad(set_to_none=True))
+            self.say(f"compile: on (torch.compile, backend {compiling.backend()}; the first step compiles)")
         self.schedule = Schedule.fresh(t)
+
+    def compile_failed(self, why: str) -> None:
+        self.warn("compile_failed", f"torch.compile failed at the first step ({why}); training goes on without "
+                  "compilation (set training.compile to \"off\" to skip the attempt)")
 
     def open_data(self) -> None:
         self.data = open_prepared(self.cfg.data.dir)
         check_data(self.cfg, self.data)
-        if self.world.is_main:
+        assert self.plan is not None, "take_plan() first"
+        if self.world.is_main and self.plan.samples.value == "on":
             try:
                 self.sampler = Sampler.open(self.data.dir, self.data.val, self.cfg.training, self.cfg.model.vocab)
             except TokenizerError as e:  # samples are a view, not the training: go on without
@@ -217,6 +223,9 @@ class Trainer:
         say(f"[rank {self.world.rank}] {message}" if self.world.active else message)
 
     def emit_start(self) -> None:
+        assert self.plan is not None
+        for line in ["plan:", *self.plan.lines()]:  # every choice with its reason
+            self.say(line)
         self.say(f"parameters: {fmt_int(self.params)}")
         self.say(
             f"device: {self.device} × {self.world.size}, precision {self.precision}, "
@@ -238,10 +247,14 @@ class Trainer:
             resumed_from=self.resumed_from,
             data_id=self.data.data_id if self.data else None,
             data_changed=self.data_changed,
-            economical=economical_level(self.cfg.training.economical),
+            economical=self.plan.economical.value,
             lean_state=lean_mode(self.cfg.training.lean_state),
             sharding=self.sharding,
-            compile="on" if self.compiled is not None else "off",
+            compile=self.plan.compile.value,
+            step_kind=self.plan.step.value,
+            # Every choice with its reason, and what the parts built from it are.
+            plan=self.plan.as_json(),
+            built=wrapping.describe(self.module, self.optimizer, self.scaler, self.compiled, self.sampler),
             pid=os.getpid(),
         )
 
@@ -338,15 +351,15 @@ class Trainer:
         return self.cpu_alloc_mb, self.cpu_peak_mb
 
     def run_step(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-        t = self.cfg.training
+        t, kind = self.cfg.training, self.plan.step.value  # the plan's step kind (trainer/step.py)
         args = (self.optimizer, self.scaler, batch, self.schedule.at(self.step), self.precision, self.device, t.grad_clip)
 
         def step(module: torch.nn.Module) -> torch.Tensor:
-            return train_step(module, *args)
+            return train_step(module, *args, kind=kind)
 
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        elif self.cpu_peak_mb is None and self.sharding != "fsdp" and self.compiled is None:
+        elif self.cpu_peak_mb is None and self.sharding != "fsdp" and not self.compiling():
             # (Not measured with DTensor shards, nor compiled: dynamo never compiles a
             # function first called under the counting dispatch mode.)
             # The first step of a process on the CPU is measured by tracking live tensor
@@ -354,11 +367,22 @@ class Trainer:
             from .memory import measure_step, model_tensors, optimizer_tensors
 
             alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *(x for b in batch for x in b)]
-            loss, report = measure_step(lambda: wrapping.step_with(self, step), alive=alive)
+            loss, report = measure_step(lambda: self.step_with(step), alive=alive)
             self.cpu_peak_mb = report["peak_bytes"] / 2**20
             self.cpu_alloc_mb = report["end_bytes"] / 2**20
             return loss
-        return wrapping.step_with(self, step)
+        return self.step_with(step)
+
+    def compiling(self) -> bool:
+        """The step runs compiled (the plan's compile on, and no failure at the first step)."""
+        return self.compiled is not None and not self.compiled.failed
+
+    def step_with(self, step: Any) -> torch.Tensor:
+        """`step(module)` with the compiled module where the plan compiles (made at the
+        first step, eager from then on if that failed), else with the eager one."""
+        if self.compiled is None:
+            return step(self.module)
+        return self.compiled.run(step)
 
     def wait_while_paused(self) -> None:
         pause = self.opts.run_dir / "PAUSE"
@@ -498,6 +522,7 @@ def _run(trainer: Trainer, opts: Options) -> int:
 def _run_steps(trainer: Trainer, opts: Options) -> int:
     cfg = trainer.cfg
     try:
+        trainer.take_plan()
         if not opts.dry_run or cfg.data.dir:
             trainer.open_data()
         trainer.build()

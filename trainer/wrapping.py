@@ -1,18 +1,23 @@
-"""How the trainer's model is wrapped for the step: DDP or FSDP over processes
-(trainer/sharding.py), torch.compile (trainer/compiling.py), and the sharded run's
-checkpoints. Kept apart from the loop (trainer/train.py), which calls these hooks."""
+"""The parts the training step runs with, built from the plan (trainer/plan.py): the
+module the step calls (the model, its DDP wrapper, or the model sharded by FSDP2:
+trainer/sharding.py), the optimizer the step kind takes, the loss scaler; and the sharded
+run's checkpoints. Each function takes its inputs and returns what it made; the loop
+(trainer/train.py) holds them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
 from . import checkpoint as ckpt
-from . import compiling, sharding
-from .config import economical_level, lean_mode
+from . import sharding
+from .config import TrainingConfig
 from .optim import make_optimizer, make_scaler
+from .plan import Plan
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -20,61 +25,54 @@ if TYPE_CHECKING:
     from .train import Trainer
 
 
-def setup(tr: Trainer) -> None:
-    """After the model is built and on its device: sharding, optimizer, scaler, the DDP
-    wrapper and the compiled step (tr.sharding, tr.optimizer, tr.scaler, tr.ddp,
-    tr.compiled). Refusals are ConfigErrors (one line, exit 2) before any step."""
-    t = tr.cfg.training
-    lean, level = lean_mode(t.lean_state), economical_level(t.economical)
-    tr.sharding = sharding.decide(t, tr.world, tr.device, tr.params, lean)
-    use_compile, note = compiling.decide(t.compile, tr.device, lean, tr.sharding)
-    if tr.sharding == "fsdp":
-        tr.say(sharding.shard(tr.model, tr.precision, level))
-        tr.optimizer = sharding.make_optimizer(tr.model, t)
-        tr.scaler = sharding.make_scaler(tr.precision, tr.device)
-        tr.ddp = tr.model
-        if tr.sampler is not None:  # rank 0 alone would call a model whose weights all ranks hold
-            tr.sampler = None
-            tr.say("samples during training are off under FSDP: the weights are spread over the processes "
-                   "(ternit sample works on the checkpoints)")
+@dataclass
+class Parts:
+    """What the step runs with: `module` is what it calls (the model itself, its DDP
+    wrapper, or the model sharded in place by FSDP2); `notes` are lines for the log."""
+
+    module: nn.Module
+    optimizer: torch.optim.Optimizer
+    scaler: torch.amp.GradScaler
+    notes: list[str] = field(default_factory=list)
+
+
+def build_parts(model: nn.Module, plan: Plan, t: TrainingConfig, device: torch.device) -> Parts:
+    """The optimizer, scaler and the module the step calls, as `plan` says, for `model`
+    (built and on its device)."""
+    precision, how = plan.precision.value, plan.sharding.value
+    if how == "fsdp":  # sharded first: the optimizer is made over the shards
+        note = sharding.shard(model, precision)
+        return Parts(model, sharding.make_optimizer(model, t), sharding.make_scaler(precision, device), [note])
+    if plan.lean:
+        from .lean import LeanOptimizer  # bitsandbytes only where the lean state runs
+
+        optimizer: torch.optim.Optimizer = LeanOptimizer(model, t, device, precision, plan.step.value)
     else:
-        if lean != "off":
-            from .lean import LeanOptimizer
-
-            tr.optimizer = LeanOptimizer(tr.model, t, tr.device, tr.precision, lean)
-        else:
-            tr.optimizer = make_optimizer(tr.model, t, tr.device)
-        tr.scaler = make_scaler(tr.precision, tr.device)
-        tr.ddp = (
-            DistributedDataParallel(tr.model, device_ids=[tr.device.index] if tr.device.type == "cuda" else None)
-            if tr.world.active
-            else tr.model
-        )
-    if tr.world.active:
-        tr.say(f"processes: {tr.world.size}, sharding {tr.sharding}")
-    tr.compiled = None
-    if note:
-        tr.say(note)
-    if use_compile:
-        tr.compiled = compiling.CompiledStep(tr.ddp, lambda why: compile_failed(tr, why),
-                                             lambda: tr.optimizer.zero_grad(set_to_none=True))
-        tr.say(f"compile: on (torch.compile, backend {compiling.backend()}; the first step compiles)")
+        optimizer = make_optimizer(model, t, device)
+    module = model
+    if how == "ddp":  # around the model as the optimizer left it (the lean state's bf16 weights)
+        module = DistributedDataParallel(model, device_ids=[device.index] if device.type == "cuda" else None)
+    return Parts(module, optimizer, make_scaler(precision, device))
 
 
-def compile_failed(tr: Trainer, why: str) -> None:
-    tr.warn("compile_failed", f"torch.compile failed at the first step ({why}); training goes on without compilation "
-            "(set training.compile to \"off\" to skip the attempt)")
+def describe(module: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+             compiled: Any, sampler: Any) -> dict[str, Any]:
+    """What the built parts are, in the plan's words (the `start` event's "built"): read
+    from the objects themselves, so that a part that differs from its plan shows."""
+    from torch.distributed.fsdp import FSDPModule
 
-
-def step_with(tr: Trainer, step: Any) -> torch.Tensor:
-    """Run `step(module)` with the compiled module where compilation is on (made at the
-    first step, eager from then on if that failed), else with the eager one."""
-    if tr.compiled is None:
-        return step(tr.ddp)
-    loss = tr.compiled.run(step)
-    if tr.compiled.failed:
-        tr.compiled = None
-    return loss
+    model = module.module if isinstance(module, DistributedDataParallel) else module
+    return {
+        "sharding": "fsdp" if isinstance(module, FSDPModule) else
+                    "ddp" if isinstance(module, DistributedDataParallel) else "none",
+        "step": getattr(optimizer, "step_kind", "normal"),
+        "optimizer": type(optimizer).__name__,
+        "loss_scaling": scaler.is_enabled(),
+        "weights": str(next(model.parameters()).dtype).removeprefix("torch."),
+        "economical": getattr(model, "level", "off"),
+        "compile": "on" if compiled is not None else "off",
+        "samples": "on" if sampler is not None else "off",
+    }
 
 
 # ---- checkpoints of a sharded run ---------------------------------------------------------

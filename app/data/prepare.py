@@ -32,6 +32,8 @@ from typing import Any
 
 import psutil
 
+from trainer.config import MAX_VOCAB
+
 from ..base import paths
 from ..base.atomic import fsync_dir, fsync_file
 from ..base.i18n import said, t
@@ -53,7 +55,9 @@ FORMAT = 1
 PIPELINE = "ternit-prepare-2"  # change when the same inputs would give different files (2: cp1251 text)
 DEFAULT_VOCAB = 4000
 DEFAULT_CONTEXT = 1024
-MIN_VOCAB, MAX_VOCAB = 256, 65535  # uint16 ids
+# At least every byte; at most what uint16 ids hold, 0…65,535: 65,536 tokens, the trainer's
+# own limit (trainer.config.MAX_VOCAB, the one place it is stated).
+MIN_VOCAB = 256
 TOKENIZER_SAMPLE_CHARS = 100_000_000  # BPE is trained on at most about this much text (its memory grows with the unique words seen)
 REQUIRED = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
 
@@ -127,7 +131,7 @@ def load_tokenizer(path: Path, sha: str | None = None):
             f"{path} — не токенизатор Hugging Face tokenizers ({exc})",
             f"{path} is not a Hugging Face tokenizers file ({exc})",
         )) from exc
-    if tok.get_vocab_size() > MAX_VOCAB + 1:
+    if tok.get_vocab_size() > MAX_VOCAB:
         raise PrepareError(t(
             f"в токенизаторе {path} {tok.get_vocab_size()} токенов: номера не помещаются в uint16",
             f"the tokenizer {path} has {tok.get_vocab_size()} tokens: ids do not fit uint16",

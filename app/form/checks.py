@@ -11,16 +11,17 @@ from typing import Any
 from trainer.config import (
     KAGGLE_END_MARGIN_MIN,
     KAGGLE_SESSION_MIN,
-    heads_that_work,
     kaggle_limit_max,
+    shape_problem,
 )
+from trainer.reasons import Refusal
 
 from .. import sizing
 from ..base.i18n import current_language, t
 from ..base.numbers import count_text, format_value
+from ..base.plan_texts import text as refusal_text
 from . import fields as F
 from . import sizes
-from .tokens_per_step import problem as tokens_problem
 
 AUTO_MACHINE = "auto"  # «Авто»: the lab picks the Kaggle account
 
@@ -38,6 +39,25 @@ class Issue:
     text: str
 
 
+
+
+# The run.json key a refusal of the contract or the plan is about (where the form shows it);
+# a refusal that names its key says so in its parameters ("key").
+REFUSAL_KEYS = {
+    "heads_divide": "model.heads", "vocab_over": "model.vocab", "state_too_big": "model.width",
+    "tokens_per_step": "training.tokens_per_step", "tokens_per_step_negative": "training.tokens_per_step",
+    "lean_under_ddp": "training.lean_state", "lean_under_fsdp": "training.lean_state",
+    "lean_no_library": "training.lean_state", "fused_fp16": "training.lean_state",
+    "fused_micro_steps": "training.lean_state",
+}
+
+
+def refusal_issue(refusal: Refusal) -> Issue:
+    """A refusal as an error on the field of the key it is about (else on Start), in the
+    interface's language (app.base.plan_texts: the contract's codes, not a restated rule)."""
+    key = refusal.params.get("key") or REFUSAL_KEYS.get(refusal.code)
+    field = next((s.name for s in F.FIELDS if key and s.path == key), "start")
+    return Issue(field, "error", refusal_text(refusal))
 
 
 def gpu_label(key: str, lang: str | None = None) -> str:
@@ -88,12 +108,12 @@ class FormChecks:
                 if issue:
                     out.append(issue)
         v = self.values
-        if isinstance(v["width"], int) and isinstance(v["heads"], int) and v["heads"] > 0 and v["width"] > 0:
-            if v["width"] % v["heads"]:
-                ok = ", ".join(map(str, heads_that_work(v["width"])))
-                out.append(Issue("heads", "error", t(
-                    f"d = {v['width']} не делится на {v['heads']} голов без остатка: подойдут головы {ok}",
-                    f"d = {v['width']} does not divide by {v['heads']} heads: heads that work: {ok}")))
+        shape = [v[k] for k in ("layers", "width", "heads", "context", "batch_per_card")]
+        if not out and all(isinstance(x, int) and not isinstance(x, bool) for x in shape):
+            layers, width, heads, context, batch = shape
+            refused = shape_problem(layers, width, heads, context, self.vocab(), batch)  # the trainer's rule
+            if refused:
+                out.append(refusal_issue(refused))
         name = str(v.get("name") or "").strip()
         if not name:
             out.append(Issue("name", "error", t("Дайте прогону название", "Give the run a name")))
@@ -106,7 +126,7 @@ class FormChecks:
         return [*self._field_issues(), *self._data_issues(), *self._prepared_issues(),
                 *self._continue_issues(), *self._machine_issues(),
                 # Runs going now: the same one again (a double click on Start), or another on this PC.
-                *self._tokens_issues(), *self._active_run_issues(), *self._memory_issues()]
+                *self._plan_issues(), *self._active_run_issues(), *self._memory_issues()]
 
     def _data_issues(self) -> list[Issue]:
         """The constellations: ticked, known, prepared (with the checkpoint's tokenizer)."""
@@ -236,13 +256,15 @@ class FormChecks:
         return [Issue("batch_per_card", "error",
                       sizes.batch_issue(est, self.values["batch_per_card"], gpu_label(self.values["gpu"])))]
 
-    def _tokens_issues(self) -> list[Issue]:
-        """«Токенов за шаг» that is no whole number of micro-steps on this machine."""
-        v = self.values
-        if not (isinstance(v["batch_per_card"], int) and v["batch_per_card"] > 0 and isinstance(v["context"], int)):
-            return []
-        why = tokens_problem(self._tokens_per_step(), self.cards(), v["batch_per_card"], v["context"])
-        return [Issue("tokens_per_step", "error", why)] if why else []
+    def _plan_issues(self) -> list[Issue]:
+        """What the plan (trainer/plan.py) refuses for these settings on the chosen machine —
+        «Токенов за шаг» that is no whole number of micro-steps there, a lean state the cards'
+        sharing or the precision does not take, … — on the field it is about. The sizing
+        asked it for the estimate (app.sizing.estimate), so the form says what the trainer
+        would."""
+        self.estimate()
+        refused = self.plan_refusal()
+        return [refusal_issue(refused)] if refused is not None else []
 
     def _active_run_issues(self) -> list[Issue]:
         if not self.ctx.active_runs or not self.model_ok() or self.prepared_for_selection() is None:

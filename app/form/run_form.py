@@ -18,6 +18,7 @@ from trainer.config import (
     default,
     weight_count,
 )
+from trainer.reasons import Refusal
 
 from .. import sizing
 from ..base.i18n import current_language, t
@@ -29,6 +30,7 @@ from ..base.numbers import (
     parse_number,
     plural_ru,
 )
+from ..base.plan_texts import RefusalError
 from ..data.prepared import Prepared
 from ..kaggle import settings as kaggle_settings
 from ..kaggle.machine import Account, auto_explanation
@@ -39,7 +41,6 @@ from . import fields as F
 from . import sizes
 from .checks import AUTO_MACHINE, FormChecks, Issue, gpu_label
 from .sizes import SizeRow
-from .tokens_per_step import micro_steps
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,8 @@ class RunForm(FormChecks):
         self.values: dict[str, Any] = F.defaults()
         self.texts: dict[str, str] = {}  # what the user typed where it did not parse
         self.continuing: ContinueFrom | None = None
-        self._estimated: tuple[Any, Estimate | None] | None = None  # (the values' key, their estimate)
+        # (the values' key, their estimate, or the plan's refusal of them on the machine)
+        self._estimated: tuple[Any, Estimate | None, Refusal | None] | None = None
         self._start_defaults()
 
     # -- starting points ---------------------------------------------------------------
@@ -430,19 +432,29 @@ class RunForm(FormChecks):
             lang=current_language(), local_name=self.ctx.local_gpu, card_memory_mb=local_memory or None,
             eval_every=int(base_training.get("eval_every") or 200),
             eval_segments=int(base_training.get("eval_segments") or 96),
-            tokens_per_step=self._tokens_per_step(),
+            tokens_per_step=self._tokens_per_step(), precision=str(v.get("precision") or "auto"),
+            # A continued run keeps its parent's other training keys (the form has no field for them).
+            compile=base_training.get("compile", "auto"), sharding=base_training.get("sharding", "auto"),
         )
         # Start's checks and every field's messages ask again for the same values: one
         # estimate (all the economical combinations) per set of values.
         key = (id(self.ctx.measured), len(self.ctx.measured), json.dumps(kwargs, sort_keys=True, default=str))
         if self._estimated is not None and self._estimated[0] == key:
             return self._estimated[1]
+        refused = None
         try:
             result = sizing.estimate(**kwargs, measured=self.ctx.measured or None)
+        except RefusalError as e:  # the trainer's rule (the contract's or the plan's): the issues say it
+            result, refused = None, e.refusal
         except (ValueError, KeyError):  # a size the sizing refuses: the field issues say why
             result = None
-        self._estimated = (key, result)
+        self._estimated = (key, result, refused)
         return result
+
+    def plan_refusal(self) -> Refusal | None:
+        """Why the trainer would refuse these settings on the chosen machine (the plan's or
+        the contract's refusal, met by the last estimate), or None."""
+        return self._estimated[2] if self._estimated is not None else None
 
     def size_rows(self) -> list[SizeRow]:
         """The «Как выбрать размер» panel, line by line."""
@@ -459,7 +471,7 @@ class RunForm(FormChecks):
         if batch_ok:
             cards = self.cards()
             per_step = est.tokens_per_step if est else (self._tokens_per_step() or v["batch_per_card"] * cards * n)
-            micro = micro_steps(self._tokens_per_step(), cards, v["batch_per_card"], n) or 1
+            micro = est.plan.micro_steps.value if est else 1  # the plan's micro-steps
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
                                 t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
                                   f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")

@@ -19,10 +19,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainer.config import lean_mode
+from trainer.plan import precision_choice
 
 from ..base.i18n import t
 from ..base.numbers import bytes_decimal_text
 from ..sizing.formulas import Shape
+from ..sizing.gpus import machine_for
 from ..sizing.state import checkpoint_bytes
 
 # Left in /kaggle/working for the rest of a leg's outputs (events.jsonl, trainer.log,
@@ -66,12 +68,13 @@ class OutputRoom:
 
 
 def config_checkpoint_bytes(config: dict[str, Any]) -> int:
-    """One checkpoint's size for a run.json on Kaggle's T4s (fp16 unless it says otherwise)."""
+    """One checkpoint's size for a run.json on Kaggle's T4s, in the precision the plan gives
+    it there (trainer.plan.precision_choice: auto is fp16 on a T4)."""
     m, tr = config.get("model") or {}, config.get("training") or {}
     shape = Shape(int(m.get("layers", 8)), int(m.get("width", 512)), int(m.get("heads", 8)),
                   int(m.get("context", 1024)), int(m.get("vocab", 4000)))
-    precision = tr.get("precision", "auto")
-    return checkpoint_bytes(shape, "fp16" if precision == "auto" else precision, lean_mode(tr.get("lean_state", False)))
+    precision = precision_choice(str(tr.get("precision", "auto")), machine_for("t4x2")).value
+    return checkpoint_bytes(shape, precision, lean_mode(tr.get("lean_state", False)))
 
 
 def output_room(config: dict[str, Any], output_bytes: int) -> OutputRoom:

@@ -17,10 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainer.config import TARGET_KINDS, ConfigError, read_json
+from trainer.reasons import Refusal
+
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
 from ..base.numbers import loss_text
+from ..base.plan_texts import text as refusal_text
 from . import kaggle_bridge
 from . import process as proc
 from .checkpoints import usable_checkpoint
@@ -35,6 +39,7 @@ from .events import Event, EventTail, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, kaggle_failed, vanished
 from .files import STOP_FILE
 from .history import HistoryRow, history
+from .plan_check import check_plan
 from .registry import Registry, RunNotFound, RunRecord
 from .series import LossSeries, loss_series
 
@@ -100,17 +105,12 @@ def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Pa
     if isinstance(source, dict):
         return copy.deepcopy(source), None
     path = Path(source)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunError(t(f"Файла {path} нет.", f"{path} does not exist.")) from None
-    except json.JSONDecodeError as e:
-        raise RunError(t(f"{path}: не JSON (строка {e.lineno}: {e.msg}).", f"{path} is not valid JSON (line {e.lineno}: {e.msg}).")) from None
-    except UnicodeDecodeError as e:
-        raise RunError(t(f"{path}: не текст UTF-8 (байт {e.start}); сохраните его в UTF-8.",
-                         f"{path} is not UTF-8 text (byte {e.start}); save it as UTF-8.")) from None
+    try:  # the trainer's own reading of a run.json, its refusal said in the interface's language
+        raw = read_json(path)
+    except ConfigError as e:
+        raise RunError(refusal_text(e.refusal)) from None
     if not isinstance(raw, dict):
-        raise RunError(t(f"{path}: нужен один JSON-объект.", f"{path} must hold one JSON object."))
+        raise RunError(refusal_text(Refusal("not_an_object")))
     return raw, path.resolve().parent
 
 
@@ -127,8 +127,8 @@ def normalize_config(config: dict[str, Any], base: Path | None = None) -> dict[s
             raise RunError(f"{section} must be an object, not {cfg[section]!r}")
     target = cfg.setdefault("target", {})
     kind = target.get("kind", "local")
-    if kind not in ("local", "kaggle"):
-        raise RunError(t(f"target.kind: local или kaggle, а не {kind!r}", f"target.kind must be local or kaggle, not {kind!r}"))
+    if kind not in TARGET_KINDS:  # the contract's rule, said in the interface's language
+        raise RunError(refusal_text(Refusal("target_kind", {"kind": kind})))
     data = cfg.setdefault("data", {})
     d = data.get("dir")
     if d and not Path(d).is_absolute():
@@ -499,6 +499,10 @@ def check_config(config: dict[str, Any]) -> None:
         problem = proc.config_problem(path)
     if problem:
         raise RunError(problem)
+    try:  # what it runs on its target's machine (trainer/plan.py): refused there, refused now
+        check_plan(config)
+    except ValueError as e:  # the plan's refusal in the interface's language, or a target.gpu refused
+        raise RunError(t(f"тренер не запустит этот прогон: {e}", f"the trainer would refuse this run: {e}")) from None
 
 
 def _log_tail(path: Path, max_bytes: int = 16384) -> str:

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from trainer.config import ECONOMICAL_LEVELS
 from trainer.streams import UTF8_ENV
 
 from .estimate import estimate
@@ -164,7 +165,7 @@ def main(argv: list[str]) -> int:
         econ: list[dict[str, Any]] = []
         if args.economical:
             for size in SIZES:
-                for level in ("selective", "full"):
+                for level in ECONOMICAL_LEVELS[1:]:  # the levels that recompute
                     # 4× the batch: activations, not the optimizer's step, make the peak.
                     big = (*size[:6], size[6] * 4)
                     m = run_once(root, f"{size[0]}-{level}", big, data, 3, args.device, level, args.threads)

@@ -2,7 +2,8 @@
 
     ternit estimate --layers 8 --width 512 --heads 8 --context 1024 --vocab 4000 --batch 6 \
         --gpu t4x2 --steps-to 20000 [--limit-min 630] [--data-tokens N] [--json] \
-        [--economical [off|selective|full|auto]] [--lean-state off|on|fused|offload] [--sharding]
+        [--economical [off|selective|full|auto]] [--lean-state off|on|fused|offload]
+        [--sharding [auto|ddp|fsdp]] [--precision P] [--compile auto|on|off]
     ternit estimate --plateau RUN_DIR [--json]     # has validation reached a plateau?
 
 Measured runs in the lab's runs folder (or --runs DIR) calibrate speed and memory unless
@@ -17,11 +18,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
+from trainer.config import COMPILE_MODES, ECONOMICAL_LEVELS, LEAN_MODES, PRECISIONS, SHARDING_MODES
 
 from ..base.cli_args import Parser
 from ..base.i18n import current_language, t
 from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text
+from ..base.plan_texts import plan_rows
 from ..data.library import LibraryError
 from .advice import ROW_KINDS, time_parts
 from .estimate import estimate
@@ -29,7 +31,6 @@ from .gpus import GPUS
 from .history import measured_from_run_dir, measured_runs, read_events
 from .plateau import plateau
 from .result import Estimate
-from .state import LEAN_STATES
 
 
 def parser() -> argparse.ArgumentParser:
@@ -60,24 +61,29 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--constellations", default=None, metavar="A,B",
                    help=t("посчитать данные этих созвездий (подготовленные найдутся или подготовятся)",
                           "count these constellations' data (found prepared, or prepared now)"))
-    p.add_argument("--economical", nargs="?", const="selective", default="off", choices=(*ECONOMICAL, "auto"),
+    p.add_argument("--economical", nargs="?", const="selective", default="off",
+                   choices=(*ECONOMICAL_LEVELS, "auto"),
                    help=t("пересчёт активаций (selective, если без значения, или full); auto — весь "
                           "экономный режим: самое быстрое сочетание пересчёта и облегчённого состояния, "
                           "что помещается на карту",
                           "activation recompute (selective when given alone, or full); auto: the whole "
                           "economical mode, the fastest combination of recompute and lean state that "
                           "fits the card"))
-    p.add_argument("--lean-state", choices=LEAN_STATES, default="off",
+    p.add_argument("--lean-state", choices=LEAN_MODES, default="off",
                    help=t("облегчённое состояние: on — моменты в 8 битах, веса и градиенты в bf16; fused — "
                           "без градиентов (второй обратный проход); offload — fused и моменты в памяти ПК (off)",
                           "lean state: on, 8-bit moments, bf16 weights and gradients; fused, no "
                           "gradients held (a second backward pass); offload, fused with the moments in host "
                           "memory (off)"))
-    p.add_argument("--sharding", action="store_true",
-                   help=t("разделить состояние между картами цели (FSDP2, training.sharding)",
-                          "shard the state over the target's cards (FSDP2, training.sharding)"))
-    p.add_argument("--precision", choices=("auto", "fp32", "bf16", "fp16"), default="auto",
+    p.add_argument("--sharding", nargs="?", const="fsdp", default="auto", choices=SHARDING_MODES,
+                   help=t("как карты цели делят состояние (training.sharding): auto, ddp или fsdp — "
+                          "разделить (FSDP2; так и без значения)",
+                          "how the target's cards share the state (training.sharding): auto, ddp, or "
+                          "fsdp: sharded (FSDP2; also when given alone)"))
+    p.add_argument("--precision", choices=PRECISIONS, default="auto",
                    help=t("точность вычислений (auto)", "precision (auto)"))
+    p.add_argument("--compile", choices=COMPILE_MODES, default="auto",
+                   help=t("torch.compile (training.compile; auto)", "torch.compile (training.compile; auto)"))
     p.add_argument("--card-memory-mb", type=float, default=None, metavar="MIB",
                    help=t("своя память карты вместо известной (МиБ)", "override the card's memory (MiB)"))
     p.add_argument("--runs", type=Path, default=None, metavar=t("ПАПКА", "DIR"),
@@ -148,6 +154,9 @@ def human(e: Estimate, lang: str) -> str:
     else:
         best = t(f" (наибольший батч {e.max_batch})", f" (largest batch {e.max_batch})", lang)
     rows.append((t("Помещается", "Fits", lang), fits + best))
+    # What the trainer runs there, and why (its micro-steps are the tokens per step's row).
+    for label, value, why in plan_rows(e.plan, lang, leave_out=("micro_steps",)):
+        rows.append((t("План: ", "Plan: ", lang) + label, f"{value}  ({why})"))
     if e.tokens_per_weight is not None:
         rows.append((t("Токенов на вес", "Tokens per weight", lang), decimal_text(e.tokens_per_weight, 1, lang)))
     width = max(len(r[0]) for r in rows)
@@ -208,8 +217,8 @@ def main(argv: list[str]) -> int:
             layers=args.layers, width=args.width, heads=args.heads, context=args.context,
             vocab=vocab or 4000, batch=args.batch, gpu=args.gpu, steps_to=args.steps_to,
             start_step=args.start_step, limit_min=args.limit_min, data_tokens=data_tokens,
-            economical=args.economical, lean_state=args.lean_state, sharded=args.sharding,
-            precision=args.precision, measured=measured, lang=lang, card_memory_mb=args.card_memory_mb,
+            economical=args.economical, lean_state=args.lean_state, sharding=args.sharding,
+            precision=args.precision, compile=args.compile, measured=measured, lang=lang, card_memory_mb=args.card_memory_mb,
         )
     except ValueError as err:  # estimate() words its errors in `lang`
         print(f"ternit estimate: {err}", file=sys.stderr)

@@ -1,13 +1,15 @@
 """The economical combinations: an activation level (off / selective / full) × a lean state
-(off / on / offload) × the state sharded over the target's cards or not; what each costs
-in step time beyond the normal step, and which is the fastest that fits (`--economical auto`).
+(off / on / fused / offload) × how the target's cards share the state (DDP, or sharded by
+FSDP); exactly those the plan (trainer/plan.py) accepts on the machine, each with the plan
+that runs it; what each costs in step time beyond the normal step, and which is the
+fastest that fits (`--economical auto`).
 
 Costs that are not measured here are said as such where they are shown:
 - the recomputation of the economical levels: its arithmetic (speed.economical_factor);
 - the lean state on a GPU: no extra time (the lab's note); on the CPU bitsandbytes'
   update is slow: LEAN_CPU_S_PER_WEIGHT a weight and step per thread (issue 13's
   measurement);
-- the "fused" step (and "offload", which is fused): a second backward pass, FUSED_EXTRA of
+- the plan's "fused" step (and "offload", which is fused): a second backward pass, FUSED_EXTRA of
   the step's own time (the backward pass is ≈ 2 of a step's 3 units of arithmetic; the
   GPU's figure is this arithmetic share, not measured);
 - offload: both 8-bit moments (≈ 2 bytes a weight) copied to the card and back every step
@@ -20,14 +22,14 @@ The figures behind these: docs/PERF.md, «Figures the code's docstrings carried�
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
-from trainer.config import sharding_refusal
+from trainer.config import ECONOMICAL_LEVELS, LEAN_MODES, RunConfig
+from trainer.plan import FUSED_STEPS, Machine, Plan, Refusal, plan
 
 from ..base.memory_saving import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
-from .state import LEAN_STATES, steps_in_backward
 
 LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread
 FUSED_EXTRA = 2 / 3  # the fused step's second backward pass, a share of the step's time
@@ -38,18 +40,24 @@ SHARDED = {"ru": ", разделённое между картами (run.json: 
 
 @dataclass(frozen=True)
 class Combination:
-    """What «Экономный режим» sets: run.json's training.economical, training.lean_state and
-    training.sharding (FSDP2 over the cards)."""
+    """What «Экономный режим» sets: run.json's training.economical, training.lean_state, and
+    how the processes share the state (the plan's sharding: "none" on one process, "ddp",
+    or "fsdp": run.json's training.sharding)."""
 
     level: str = "off"
     lean_state: str = "off"
-    sharded: bool = False
+    sharding: str = "none"
+
+    @property
+    def sharded(self) -> bool:
+        """The state sharded over the cards (FSDP2)."""
+        return self.sharding == "fsdp"
 
     def as_json(self) -> dict[str, Any]:
-        return {"level": self.level, "lean_state": self.lean_state, "sharding": self.sharded}
+        return {"level": self.level, "lean_state": self.lean_state, "sharding": self.sharding}
 
     def is_normal(self) -> bool:
-        return self == Combination()
+        return self.level == "off" and self.lean_state == "off" and not self.sharded
 
     def text(self, lang: str) -> str:
         """«Выборочный» + «8 бит» (+ на обе карты), for the advice."""
@@ -62,30 +70,51 @@ class Combination:
         return out + SHARDED["en"] if self.sharded else out
 
 
-def combinations(cards: int) -> list[Combination]:
-    """Every combination a target offers, the normal mode first (sharding: 2+ cards), but
-    none the trainer refuses (trainer.config.sharding_refusal: the one rule for both)."""
-    shard = (False, True) if cards > 1 else (False,)
-    return [Combination(level, lean, sh) for sh in shard for lean in LEAN_STATES for level in ECONOMICAL
-            if sharding_refusal(running(sh, cards), lean) is None]
+def with_choice(cfg: RunConfig, level: str, lean: str, sharding: str | None = None) -> RunConfig:
+    """`cfg` with the economical level, the lean state and (given) the sharding asked for."""
+    t = dataclasses.replace(cfg.training, economical=level, lean_state=lean,
+                            sharding=cfg.training.sharding if sharding is None else sharding)
+    return dataclasses.replace(cfg, training=t)
 
 
-def running(sharded: bool, cards: int) -> str:
-    """How the trainer runs a combination on `cards` cards: "fsdp", "ddp" or "none"."""
-    return "fsdp" if sharded else ("ddp" if cards > 1 else "none")
+def shardings_to_try(cfg: RunConfig, machine: Machine) -> tuple[str, ...]:
+    """The training.sharding values the offer covers: the one asked when it is ddp or fsdp;
+    for "auto" on several cards both (auto resolves to one of them, and `--economical auto`
+    may pick the other, writing it into run.json)."""
+    asked = cfg.training.sharding
+    if machine.processes > 1 and asked == "auto":
+        return ("ddp", "fsdp")
+    return (asked,)
 
 
-def extra_step_seconds(c: Combination, params: int, kind: str, pcie_gb_s: float, threads: int = 1,
-                       step_s: float = 0.0, precision: str = "bf16") -> float:
-    """Seconds a step costs beyond its arithmetic (`step_s`, the step's own time), on a
-    device of `kind` ("cpu"/"gpu") in `precision` (under fp16 no step is fused: no
-    second backward pass)."""
-    extra = FUSED_EXTRA * step_s if steps_in_backward(c.lean_state, precision) else 0.0
-    if c.lean_state != "off" and kind == "cpu":
+def offered(cfg: RunConfig, machine: Machine) -> list[tuple[Combination, Plan]]:
+    """Every combination of level × lean state × sharding that the plan accepts for `cfg`
+    (its other training keys: precision, compile, tokens per step …) on `machine`, with
+    that plan; the normal mode first. Exactly the plan's: none it refuses, none it would
+    run otherwise (the same sharding and step kind)."""
+    out: list[tuple[Combination, Plan]] = []
+    for sharding in shardings_to_try(cfg, machine):
+        for lean in LEAN_MODES:
+            for level in ECONOMICAL_LEVELS:
+                p = plan(with_choice(cfg, level, lean, sharding), machine)
+                if isinstance(p, Refusal):
+                    continue
+                c = Combination(level, lean, p.sharding.value)
+                if all(c != have for have, _ in out):
+                    out.append((c, p))
+    return out
+
+
+def extra_step_seconds(step: str, sharding: str, params: int, kind: str, pcie_gb_s: float, threads: int = 1,
+                       step_s: float = 0.0) -> float:
+    """Seconds a step of the plan's `step` kind under its `sharding` costs beyond its
+    arithmetic (`step_s`, the step's own time), on a device of `kind` ("cpu"/"gpu")."""
+    extra = FUSED_EXTRA * step_s if step in FUSED_STEPS else 0.0
+    if step != "normal" and kind == "cpu":
         extra += LEAN_CPU_S_PER_WEIGHT * params / max(1, threads)
     if kind != "cpu" and pcie_gb_s > 0:
-        if c.lean_state == "offload":
+        if step == "offload":
             extra += 2 * 2.03 * params / (pcie_gb_s * 1e9)
-        if c.sharded:
+        if sharding == "fsdp":
             extra += (2 + 2 + 4) * params / 2 / (pcie_gb_s * 1e9)
     return extra

@@ -1,6 +1,7 @@
 """The «Как выбрать размер» panel's numbers: one Estimate (result.py), whose as_json() is
 what `ternit estimate --json` prints. Everything here is arithmetic on the form's fields
-(no torch, no Qt)."""
+(no torch, no Qt), for what the plan (trainer/plan.py) runs on the chosen machine: its
+precision, sharding and step kind, or its refusal."""
 
 from __future__ import annotations
 
@@ -9,24 +10,26 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import ECONOMICAL_LEVELS as ECONOMICAL
+from trainer.config import (
+    ECONOMICAL_LEVELS,
+    ConfigError,
+    RunConfig,
+    economical_level,
+    from_dict,
+    lean_mode,
+)
+from trainer.plan import Libraries, Machine, Plan, Refusal, plan, precision_choice
 
 from ..base.i18n import current_language
+from ..base.plan_texts import RefusalError
 from .advice import advice
-from .combos import Combination, combinations, extra_step_seconds
+from .combos import Combination, extra_step_seconds, offered, with_choice
 from .formulas import Shape, flops_per_token, param_count
 from .formulas import tokens_per_step as micro_step_tokens
-from .gpus import GPUS, GpuFacts, cpu_threads, local_card, ram_mb
-from .memory import (
-    Memory,
-    MiB,
-    cublas_workspace_bytes,
-    economical_level,
-    estimate_memory,
-)
+from .gpus import GPUS, GpuFacts, cpu_threads, local_card, machine_for, ram_mb
+from .memory import Memory, MiB, cublas_workspace_bytes, estimate_memory
 from .result import Estimate, MemoryMb, Option
 from .speed import Speed, estimate_speed, measured_shape, nearest_measured
-from .state import lean_state_name
 
 TOKENS_PER_WEIGHT = 20  # the guide: about 20 tokens of data per weight
 MAX_BATCH_SEARCH = 65_536
@@ -38,23 +41,14 @@ def _t(lang: str, ru: str, en: str) -> str:
     return en if lang == "en" else ru
 
 
-def _precision(requested: str, facts: GpuFacts, cc: tuple[int, int] | None) -> str:
-    if requested != "auto":
-        if requested not in ("fp32", "bf16", "fp16"):
-            raise ValueError(f"precision must be auto, fp32, bf16 or fp16, not {requested!r}")
-        return requested
-    if facts.kind == "cpu":
-        return "fp32"
-    if cc is not None:  # the local card: as trainer.optim.pick_precision decides
-        return "bf16" if cc[0] >= 8 else "fp16"
-    return facts.precision
-
-
 def _card_memory(gpu: str, facts: GpuFacts, card_memory_mb: Any) -> tuple[float | None, str | None, Any]:
-    """(MiB per card, the local card's name, its compute capability)."""
+    """(MiB per card, the local card's name, its compute capability). For this computer's
+    card the capability is NVML's even when the memory is given (the plan's precision and
+    the cuBLAS workspace depend on it)."""
     value = card_memory_mb() if callable(card_memory_mb) else card_memory_mb
     if value is not None:
-        return float(value), None, None
+        card = local_card() if gpu == "local" else None
+        return float(value), None, card.compute_capability if card else None
     if facts.memory_mb is not None:
         return facts.memory_mb, None, None
     if facts.kind == "cpu":
@@ -84,7 +78,9 @@ class _Ctx:
     s: Shape
     gpu: str
     facts: GpuFacts
-    precision: str
+    machine: Machine  # what the plan decides from
+    base: RunConfig  # the run's keys but the economical choice (combos.with_choice adds it)
+    precision: str  # the plan's (the same for every combination)
     card_mb: float | None
     local_name: str | None
     workspace: int
@@ -98,10 +94,11 @@ class _Ctx:
     def device(self) -> str:
         return "cpu" if self.facts.kind == "cpu" else "gpu"
 
-    def memory(self, c: Combination, batch: int | None = None) -> Memory:
+    def memory(self, c: Combination, step: str, batch: int | None = None) -> Memory:
+        """Combination `c` run by the plan's `step` kind (its sharding is the plan's too)."""
         s = self.s if batch is None else dataclasses.replace(self.s, batch=batch)
         return estimate_memory(s, self.precision, self.facts.cards, c.level, self.workspace,
-                               c.lean_state, c.sharded, self.device)
+                               step, c.sharding, self.device)
 
     def fits(self, allocated_mb: float) -> bool | None:
         if self.card_mb is None:
@@ -109,7 +106,7 @@ class _Ctx:
         return allocated_mb + _framework_mb(self.facts, allocated_mb) <= self.card_mb
 
 
-def _calibration(ctx: _Ctx, c: Combination) -> tuple[float, str | None]:
+def _calibration(ctx: _Ctx, c: Combination, step: str) -> tuple[float, str | None]:
     """measured mem_peak_mb / this model's prediction for the nearest measured run in the
     same level and lean state."""
     near = nearest_measured(ctx.s, ctx.gpu, c.level, ctx.measured, key="mem_peak_mb", lean=c.lean_state)
@@ -117,7 +114,7 @@ def _calibration(ctx: _Ctx, c: Combination) -> tuple[float, str | None]:
         return 1.0, None
     m, _ = near
     pred = estimate_memory(measured_shape(m), ctx.precision, ctx.facts.cards, c.level, ctx.workspace,
-                           c.lean_state, c.sharded, ctx.device)
+                           step, c.sharding, ctx.device)
     # The trainer measures every step on a GPU, only the first step on the CPU.
     pred_mb = (pred.first_step_peak if ctx.facts.kind == "cpu" else pred.peak) / MiB
     if pred_mb <= 0:
@@ -125,7 +122,7 @@ def _calibration(ctx: _Ctx, c: Combination) -> tuple[float, str | None]:
     return float(m["mem_peak_mb"]) / pred_mb, str(m.get("run", "?"))
 
 
-def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
+def _speed(ctx: _Ctx, c: Combination, step: str) -> tuple[Speed, float]:
     """The speed's basis and tokens/s in combination `c`, its own costs added where the
     basis is not a run in that lean state (combos.extra_step_seconds). With no run in that
     lean state, the normal mode's runs (plus the costs) beat the card's reference."""
@@ -140,18 +137,18 @@ def _speed(ctx: _Ctx, c: Combination) -> tuple[Speed, float]:
                 "ru": normal.source["ru"] + " (обычное состояние) + цена облегчённого состояния",
                 "en": normal.source["en"] + " (the normal state) + the lean state's cost"})
     per_step = ctx.step_tokens  # the optimizer's extra cost comes once per step, not per micro-step
-    lean_costs = Combination(c.level, "off", c.sharded) if same_state else c
     threads = cpu_threads() if facts.kind == "cpu" else 1
-    extra = extra_step_seconds(lean_costs, param_count(s.layers, s.width, s.context, s.vocab),
-                               facts.kind, facts.pcie_gb_s, threads, per_step / speed.tokens_per_s,
-                               ctx.precision)
+    extra = extra_step_seconds("normal" if same_state else step, c.sharding,
+                               param_count(s.layers, s.width, s.context, s.vocab), facts.kind, facts.pcie_gb_s,
+                               threads, per_step / speed.tokens_per_s)
     return speed, per_step / (per_step / speed.tokens_per_s + extra)
 
 
-def _option(ctx: _Ctx, c: Combination) -> Option:
-    factor, _ = _calibration(ctx, c)
-    alloc = ctx.memory(c).peak / MiB * factor
-    return Option(c, alloc, alloc + _framework_mb(ctx.facts, alloc), ctx.fits(alloc), _speed(ctx, c)[1])
+def _option(ctx: _Ctx, c: Combination, p: Plan) -> Option:
+    step = p.step.value
+    factor, _ = _calibration(ctx, c, step)
+    alloc = ctx.memory(c, step).peak / MiB * factor
+    return Option(c, p, alloc, alloc + _framework_mb(ctx.facts, alloc), ctx.fits(alloc), _speed(ctx, c, step)[1])
 
 
 def _fastest_fitting(options: Iterable[Option]) -> Option | None:
@@ -159,11 +156,6 @@ def _fastest_fitting(options: Iterable[Option]) -> Option | None:
     return max(fitting, key=lambda o: o.tokens_per_s) if fitting else None
 
 
-def _choose(options: list[Option], wanted: Combination | None) -> Option:
-    """The wanted combination, or (auto) the fastest that fits, else the lightest."""
-    if wanted is not None:
-        return next(o for o in options if o.combination == wanted)
-    return _fastest_fitting(options) or min(options, key=lambda o: o.total_mb)
 
 
 def _fits_with(options: list[Option], chosen: Option) -> Combination | None:
@@ -174,19 +166,19 @@ def _fits_with(options: list[Option], chosen: Option) -> Combination | None:
     c = chosen.combination
     for o in options:
         oc = o.combination
-        if (oc.lean_state, oc.sharded) == (c.lean_state, c.sharded) and ECONOMICAL.index(oc.level) > ECONOMICAL.index(
-                c.level) and o.fits:
+        if (oc.lean_state, oc.sharding) == (c.lean_state, c.sharding) and ECONOMICAL_LEVELS.index(
+                oc.level) > ECONOMICAL_LEVELS.index(c.level) and o.fits:
             return oc
     best = _fastest_fitting(options)
     return None if best is None else best.combination
 
 
-def _max_batch(ctx: _Ctx, c: Combination, factor: float) -> int:
+def _max_batch(ctx: _Ctx, c: Combination, step: str, factor: float) -> int:
     """The largest batch per card whose total fits (0: not even batch 1). Memory grows
     with the batch, so a doubling search then a bisection finds it exactly."""
 
     def fits(b: int) -> bool:
-        return bool(ctx.fits(ctx.memory(c, b).peak / MiB * factor))
+        return bool(ctx.fits(ctx.memory(c, step, b).peak / MiB * factor))
 
     if not fits(1):
         return 0
@@ -215,33 +207,31 @@ def _memory_mb(mem: Memory, factor: float, facts: GpuFacts) -> MemoryMb:
     )
 
 
-def _unoffered(c: Combination, cards: int, lang: str) -> str:
-    """Why the asked combination is not among the target's (combos.combinations)."""
-    if c.sharded and cards > 1:  # the trainer's refusal (trainer.config.sharding_refusal)
-        return _t(lang, "облегчённое состояние не сочетается с разделением между картами (FSDP): "
-                  "выберите обычное состояние — FSDP разделит его между картами",
-                  "the lean state cannot be combined with sharding over the cards (FSDP): choose "
-                  "the normal state, which FSDP shards over the cards")
-    return _t(lang, "разделить состояние можно только между несколькими картами",
-              "the state can be sharded only over several cards")
-
-
-def _wanted(economical: bool | str, lean_state: bool | str, sharded: bool) -> Combination | None:
-    """The asked combination; None for `economical="auto"`."""
-    if economical == "auto":
-        return None
-    return Combination(economical_level(economical), lean_state_name(lean_state), sharded)
+def _base_config(s: Shape, precision: str, compile_: str, sharding: str, tokens_per_step: int,
+                 lang: str) -> RunConfig:
+    """The run.json the estimate is for (its model and the training keys that shape a
+    step), checked by the contract: a shape the trainer refuses is refused here, in `lang`."""
+    raw = {"model": {"layers": s.layers, "width": s.width, "heads": s.heads, "context": s.context, "vocab": s.vocab},
+           "training": {"batch_per_card": s.batch, "precision": precision, "compile": compile_,
+                        "sharding": sharding, "tokens_per_step": tokens_per_step}}
+    try:
+        return from_dict(raw)
+    except ConfigError as e:
+        raise RefusalError(e.refusal, lang) from None
 
 
 def _context(gpu: str, s: Shape, precision: str, measured: Iterable[dict[str, Any]] | None, lang: str,
-             card_memory_mb: Any, local_name: str | None, step_tokens: int = 0) -> _Ctx:
+             card_memory_mb: Any, local_name: str | None, step_tokens: int = 0, compile_: str = "auto",
+             sharding: str = "auto", libraries: Libraries | None = None) -> _Ctx:
     if gpu not in GPUS:
         raise ValueError(f"unknown gpu {gpu!r} (known: {', '.join(GPUS)})")
-    s.check(lang)
+    base = _base_config(s, precision, compile_, sharding, step_tokens, lang)
     facts = GPUS[gpu]
     card_mb, found_name, cc = _card_memory(gpu, facts, card_memory_mb)
-    return _Ctx(s, gpu, facts, _precision(precision, facts, cc), card_mb, local_name or found_name,
-                _workspace(facts, cc), list(measured or []), lang,
+    # The CPU's RAM is for the fit, not the plan (which weighs a card's memory only).
+    machine = machine_for(gpu, card_mb if facts.kind != "cpu" else None, cc, libraries)
+    return _Ctx(s, gpu, facts, machine, base, precision_choice(base.training.precision, machine).value, card_mb,
+                local_name or found_name, _workspace(facts, cc), list(measured or []), lang,
                 step_tokens or micro_step_tokens(s.batch, facts.cards, s.context))
 
 
@@ -284,8 +274,9 @@ def estimate(
     data_tokens: int | None = None,
     economical: bool | str = False,
     lean_state: bool | str = "off",
-    sharded: bool = False,
+    sharding: str = "auto",
     precision: str = "auto",
+    compile: str = "auto",  # noqa: A002 — run.json's training.compile
     measured: Iterable[dict[str, Any]] | None = None,
     lang: str | None = None,
     card_memory_mb: float | Callable[[], float | None] | None = None,
@@ -294,42 +285,55 @@ def estimate(
     eval_every: int = 200,
     eval_segments: int = 96,
     tokens_per_step: int = 0,
+    libraries: Libraries | None = None,
 ) -> Estimate:
-    """Weights, compute, speed, time, memory and data for a run, with advice sentences.
+    """Weights, compute, speed, time, memory and data for a run, with advice sentences, as
+    the plan (trainer/plan.py) runs it on `gpu`.
 
     `economical` is a level (or true/false), or "auto": the fastest combination of level ×
-    `lean_state` × sharding (FSDP2 over a multi-card target's cards) that fits the card, the
-    lightest when none does. `steps_to` is the step the run ends at; `start_step` the step
+    lean state × sharding (FSDP2 over a multi-card target's cards) the plan accepts that fits
+    the card, the lightest when none does. `sharding`, `precision`, `compile` are run.json's
+    training keys. `steps_to` is the step the run ends at; `start_step` the step
     it starts from (a continued run), so the time is for steps_to − start_step steps and
     `limit_stops_at_step` is a step number on the same scale. `card_memory_mb` (MiB, or a
     callable giving it) overrides the card's memory: the window passes the local card's
-    total from NVML. Raises ValueError for a shape the trainer would refuse."""
+    total from NVML; `libraries`, what the machine has (default: Kaggle's image for Kaggle,
+    this computer's otherwise). Raises RefusalError (a ValueError, in `lang`) for what the
+    trainer would refuse: a shape, or the asked combination on this machine."""
     lang = lang or current_language()
     s = Shape(layers, width, heads, context, vocab, batch)
-    ctx = _context(gpu, s, precision, measured, lang, card_memory_mb, local_name, tokens_per_step)
-    wanted = _wanted(economical, lean_state, sharded)
-    options = [_option(ctx, c) for c in combinations(ctx.facts.cards)]
-    if wanted is not None and wanted not in (o.combination for o in options):
-        raise ValueError(_unoffered(wanted, ctx.facts.cards, lang))
-    chosen = _choose(options, wanted)
-    c = chosen.combination
-    speed, tps = _speed(ctx, c)
+    ctx = _context(gpu, s, precision, measured, lang, card_memory_mb, local_name, tokens_per_step, compile,
+                   sharding, libraries)
+    options = [_option(ctx, c, p) for c, p in offered(ctx.base, ctx.machine)]
+    if economical == "auto":
+        if not options:  # nothing runs here: say why the run as asked does not
+            refused = plan(ctx.base, ctx.machine)
+            raise RefusalError(refused if isinstance(refused, Refusal) else Refusal("invalid", {"message": "?"}), lang)
+        chosen = _fastest_fitting(options) or min(options, key=lambda o: o.total_mb)
+    else:
+        level, lean = economical_level(economical), lean_mode(lean_state)
+        asked = plan(with_choice(ctx.base, level, lean), ctx.machine)
+        if isinstance(asked, Refusal):
+            raise RefusalError(asked, lang)
+        chosen = _option(ctx, Combination(level, lean, asked.sharding.value), asked)
+    c, step = chosen.combination, chosen.plan.step.value
+    speed, tps = _speed(ctx, c, step)
     seconds, eval_s, evals, limit_step = _timing(ctx, tps, steps_to, start_step, limit_min, eval_every,
                                                  eval_segments)
-    factor, calib_run = _calibration(ctx, c)
-    mem = ctx.memory(c)
+    factor, calib_run = _calibration(ctx, c, step)
+    mem = ctx.memory(c, step)
     params = param_count(layers, width, context, vocab)
     per_step = ctx.step_tokens
     steps = steps_to - start_step
     e = Estimate(
         gpu=gpu, gpu_label=ctx.facts.label[lang], cards=ctx.facts.cards, precision=ctx.precision,
-        combination=c, auto=wanted is None, params=params,
+        combination=c, plan=chosen.plan, auto=economical == "auto", params=params,
         flops_per_token=flops_per_token(layers, width, context, vocab), tokens_per_step=per_step,
         speed=speed, tokens_per_s=tps, tokens_per_s_source=speed.source[lang], steps=steps,
         seconds_to_steps=seconds, eval_seconds=eval_s, evaluations=evals, limit_stops_at_step=limit_step,
         memory=_memory_mb(mem, factor, ctx.facts), memory_peak_phase=mem.peak_phase,
         calibration_factor=factor, calibration_run=calib_run, card_memory_mb=ctx.card_mb, fits=chosen.fits,
-        max_batch=None if ctx.card_mb is None else _max_batch(ctx, c, factor),
+        max_batch=None if ctx.card_mb is None else _max_batch(ctx, c, step, factor),
         fits_with=_fits_with(options, chosen), options=tuple(options),
         tokens_wanted=TOKENS_PER_WEIGHT * params, tokens_read=steps * per_step, data_tokens=data_tokens,
         tokens_per_weight=data_tokens / params if data_tokens else None,

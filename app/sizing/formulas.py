@@ -21,18 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainer.config import heads_divide, heads_that_work, weight_count
-
-from ..base.i18n import t
-from ..base.numbers import format_value
-
-# Token ids are stored as uint16 (the prepared data's train.bin/val.bin): ids 0…65535.
-MAX_VOCAB = 65536
+from trainer.config import weight_count
 
 
 @dataclass(frozen=True)
 class Shape:
-    """The model and batch fields of the run form."""
+    """The model and batch fields of the run form. Whether the trainer takes them is the
+    contract's rule (trainer.config.shape_problem), asked where a shape enters the sizing."""
 
     layers: int = 8
     width: int = 512
@@ -40,26 +35,6 @@ class Shape:
     context: int = 1024
     vocab: int = 4000
     batch: int = 6  # per card
-
-    def check(self, lang: str | None = None) -> None:
-        """Refuse, in the interface language, a shape the trainer would refuse
-        (trainer.config.validate's rules)."""
-        for key, ru in (("layers", "слои"), ("width", "ширина"), ("heads", "головы"), ("context", "контекст"),
-                        ("vocab", "словарь"), ("batch", "батч")):
-            if getattr(self, key) < 1:
-                raise ValueError(t(f"{ru}: нужно не меньше 1, а не {getattr(self, key)}",
-                                   f"{key} must be at least 1, not {getattr(self, key)}", lang))
-        if not heads_divide(self.width, self.heads):
-            ok = ", ".join(map(str, heads_that_work(self.width)))
-            raise ValueError(t(f"ширина {self.width} не делится на число голов {self.heads}: подойдут {ok}",
-                               f"width {self.width} does not divide by heads {self.heads}: choose heads from {ok}",
-                               lang))
-        if self.vocab > MAX_VOCAB:
-            raise ValueError(t(
-                f"словарь {self.vocab} больше {format_value(MAX_VOCAB, 'ru')}: номера токенов хранятся в uint16, "
-                "тренер такую модель не примет",
-                f"vocab {self.vocab} is over {format_value(MAX_VOCAB, 'en')}: token ids are stored as uint16, the trainer "
-                "refuses such a model", lang))
 
 
 def param_count(layers: int, width: int, context: int, vocab: int) -> int:

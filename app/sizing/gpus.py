@@ -8,7 +8,9 @@ runs on a card, those replace these figures (app.sizing.speed).
 
 Memory is per card, in MiB, as NVML reports the card's total; what the framework itself
 takes (CUDA context, the caching allocator's slack) is modelled in app.sizing.memory and
-shown apart.
+shown apart. A card's processes, memory and compute capability are the run.json
+contract's catalogue (trainer.plan.KNOWN_CARDS: what the plan decides from, and what
+`python -m trainer.config --machine` knows); this table adds the lab's speeds and words.
 """
 
 from __future__ import annotations
@@ -18,6 +20,16 @@ import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from trainer.plan import (
+    KAGGLE_LIBRARIES,
+    KNOWN_CARDS,
+    Card,
+    Libraries,
+    Machine,
+    installed_libraries,
+    machine_of,
+)
 
 from .formulas import Shape
 
@@ -53,20 +65,19 @@ NOTE_5070TI = LargeReference(
 )
 
 
+# The user's own card: one process on a CUDA card whose memory and capability NVML gives.
+LOCAL_CARD = Card(1, "cuda", None, None)
+
+
 @dataclass(frozen=True)
 class GpuFacts:
     name: str
     label: dict[str, str]
-    kind: str  # "gpu" or "cpu"
-    cards: int
-    # Per card, MiB; None: asked at estimate time (the local card from NVML, the CPU's RAM).
-    memory_mb: float | None
+    card: Card  # processes, device, memory (MiB per card; None: asked at estimate time), capability
     # Tokens/s of DEFAULT_SHAPE on all cards; None for the CPU (computed from a FLOP rate).
     tokens_per_s: float | None
     measured: bool  # tokens_per_s is a measurement (True) or an estimate from specifications
     basis: dict[str, str]  # where the speed comes from, in words
-    compute_capability: tuple[int, int] | None
-    precision: str  # what "auto" picks there: bf16 (cc ≥ 8), fp16 (7.x, with a GradScaler), fp32
     # Framework memory not counted by the allocator: CUDA context and kernels (MiB per card).
     context_mb: float = 400.0
     # The caching allocator reserves more than it hands out: this share of the allocated peak.
@@ -86,22 +97,40 @@ class GpuFacts:
     def text(self, lang: str) -> str:
         return self.label[lang]
 
+    @property
+    def kind(self) -> str:
+        """"gpu" or "cpu"."""
+        return "cpu" if self.card.device == "cpu" else "gpu"
+
+    @property
+    def cards(self) -> int:
+        return self.card.processes
+
+    @property
+    def memory_mb(self) -> float | None:
+        """Per card, MiB; None: asked at estimate time (the local card from NVML, the CPU's RAM)."""
+        return self.card.memory_mb
+
+    @property
+    def compute_capability(self) -> tuple[int, int] | None:
+        return self.card.capability
+
 
 GPUS: dict[str, GpuFacts] = {
     "t4x2": GpuFacts(
         "t4x2",
         {"ru": "Kaggle 2×T4", "en": "Kaggle 2×T4"},
-        "gpu", 2, 15_360.0, 102_000.0, True,
+        KNOWN_CARDS["t4x2"], 102_000.0, True,
         {"ru": "замер лаборатории на 2×T4", "en": "the lab's 2×T4 measurement"},
-        (7, 5), "fp16", short={"ru": "2×T4", "en": "2×T4"}, on={"ru": "на Kaggle 2×T4", "en": "on Kaggle 2×T4"},
+        short={"ru": "2×T4", "en": "2×T4"}, on={"ru": "на Kaggle 2×T4", "en": "on Kaggle 2×T4"},
         pcie_gb_s=12.0,  # PCIe 3.0 ×16 on Kaggle's machines: an assumption, not measured
     ),
     "t4": GpuFacts(
         "t4",
         {"ru": "одна T4", "en": "one T4"},
-        "gpu", 1, 15_360.0, T4_TOKENS_PER_S, True,
+        KNOWN_CARDS["t4"], T4_TOKENS_PER_S, True,
         {"ru": "замер лаборатории на одной T4", "en": "the lab's one-T4 measurement"},
-        (7, 5), "fp16", aliases=("tesla t4",), short={"ru": "одной T4", "en": "one-T4"}, on={"ru": "на одной T4", "en": "on one T4"},
+        aliases=("tesla t4",), short={"ru": "одной T4", "en": "one-T4"}, on={"ru": "на одной T4", "en": "on one T4"},
         pcie_gb_s=12.0,
     ),
     # Slower than one T4 (the guide): its memory bandwidth is 224 GB/s against the T4's
@@ -110,18 +139,18 @@ GPUS: dict[str, GpuFacts] = {
     "rtx3050": GpuFacts(
         "rtx3050",
         {"ru": "RTX 3050 (8 ГБ)", "en": "RTX 3050 (8 GB)"},
-        "gpu", 1, 8_192.0, 0.7 * T4_TOKENS_PER_S, False,
+        KNOWN_CARDS["rtx3050"], 0.7 * T4_TOKENS_PER_S, False,
         {"ru": "оценка по характеристикам (0,7 × T4)", "en": "an estimate from specifications (0.7 × T4)"},
-        (8, 6), "bf16", aliases=("rtx 3050",), on={"ru": "на RTX 3050", "en": "on an RTX 3050"},
+        aliases=("rtx 3050",), on={"ru": "на RTX 3050", "en": "on an RTX 3050"},
     ),
     # 896 GB/s (2.8 × T4) and about 2.7 × the T4's fp16 tensor throughput; 2.5 × T4 allows
     # for a small model using a big card less fully. Not measured.
     "rtx5070ti": GpuFacts(
         "rtx5070ti",
         {"ru": "RTX 5070 Ti (16 ГБ)", "en": "RTX 5070 Ti (16 GB)"},
-        "gpu", 1, 16_384.0, 2.5 * T4_TOKENS_PER_S, False,
+        KNOWN_CARDS["rtx5070ti"], 2.5 * T4_TOKENS_PER_S, False,
         {"ru": "оценка по характеристикам (2,5 × T4)", "en": "an estimate from specifications (2.5 × T4)"},
-        (12, 0), "bf16", aliases=("rtx 5070 ti",), on={"ru": "на RTX 5070 Ti", "en": "on an RTX 5070 Ti"},
+        aliases=("rtx 5070 ti",), on={"ru": "на RTX 5070 Ti", "en": "on an RTX 5070 Ti"},
         large=NOTE_5070TI,
     ),
     # The user's own card: memory from NVML (or the caller), speed from a known card of the
@@ -129,9 +158,9 @@ GPUS: dict[str, GpuFacts] = {
     "local": GpuFacts(
         "local",
         {"ru": "Карта этого компьютера", "en": "This computer's card"},
-        "gpu", 1, None, T4_TOKENS_PER_S, False,
+        LOCAL_CARD, T4_TOKENS_PER_S, False,
         {"ru": "неизвестная карта: принята скорость одной T4", "en": "unknown card: assumed as fast as one T4"},
-        None, "bf16", on={"ru": "на своей видеокарте", "en": "on this computer's GPU"},
+        on={"ru": "на своей видеокарте", "en": "on this computer's GPU"},
     ),
     # No reference run: a FLOP rate per thread (measured on the lab's build machine, an
     # AVX-512 core; half of it without AVX-512), slowed for narrow models (small_width,
@@ -139,9 +168,9 @@ GPUS: dict[str, GpuFacts] = {
     "cpu": GpuFacts(
         "cpu",
         {"ru": "процессор (CPU)", "en": "the CPU"},
-        "cpu", 1, None, None, False,
+        KNOWN_CARDS["cpu"], None, False,
         {"ru": "оценка по скорости процессора", "en": "an estimate from the CPU's arithmetic rate"},
-        None, "fp32", context_mb=350.0, cache_slack=0.0, on={"ru": "на процессоре", "en": "on the CPU"},
+        context_mb=350.0, cache_slack=0.0, on={"ru": "на процессоре", "en": "on the CPU"},
     ),
 }
 
@@ -227,9 +256,11 @@ def small_rows(facts: GpuFacts) -> float:
 PF_AVX512F_INSTRUCTIONS_AVAILABLE = 41  # winnt.h; Windows 10 20H1 and later know it
 
 
+@functools.lru_cache(maxsize=1)
 def cpu_has_avx512() -> bool:
-    """Whether this CPU has AVX-512F: /proc/cpuinfo's flags on Linux, Windows' own
-    IsProcessorFeaturePresent there (an older Windows answers False: AVX2 is assumed)."""
+    """Read once per process (every estimate asks it, for each combination): /proc/cpuinfo's
+    flags on Linux, Windows' own IsProcessorFeaturePresent there (an older Windows answers
+    False: AVX2 is assumed)."""
     if os.name == "nt":
         import ctypes
 
@@ -261,3 +292,16 @@ def ram_mb() -> float | None:
 
 
 MemorySource = float | int | Callable[[], float | None] | None
+
+
+def machine_for(gpu: str, memory_mb: float | None = None, capability: tuple[int, int] | None = None,
+                libraries: Libraries | None = None) -> Machine:
+    """The plan's Machine (trainer.plan) for the sizing's choice `gpu`: a card of the
+    contract's catalogue (a Kaggle one with Kaggle's libraries, the others with this
+    computer's), or "local"; `memory_mb` and `capability` (NVML's, or the caller's)
+    override the catalogue's, `libraries` the ones it would have."""
+    card = GPUS[gpu].card
+    if libraries is None:
+        # Asked each time (≈ 1 ms): a library installed while the lab runs counts at once.
+        libraries = KAGGLE_LIBRARIES if card.kaggle else installed_libraries()
+    return machine_of(card, libraries, gpu, memory_mb, capability)

@@ -45,9 +45,10 @@ from dataclasses import dataclass
 
 # The levels and their one reader are run.json's contract (trainer.config).
 from trainer.config import economical_level
+from trainer.plan import FUSED_STEPS
 
 from .formulas import Shape, param_count
-from .state import lean_state_name, steps_in_backward, training_state, weights_bf16
+from .state import training_state, weights_bf16
 
 MiB = 2**20
 
@@ -188,19 +189,22 @@ def cublas_workspace_bytes(compute_capability: tuple[int, int] | None) -> int:
 
 
 def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool | str = False,
-                    workspace: int = 0, lean_state: bool | str = "off", sharded: bool = False,
+                    workspace: int = 0, step: str = "normal", sharding: str | None = None,
                     device: str = "gpu") -> Memory:
     """Bytes per card of one training step's parts and peak; `workspace` is the GPU's
-    cuBLAS share (cublas_workspace_bytes), alive through the whole step. `lean_state` and
-    `sharded` (FSDP2 over `cards`) shape the training state (app.sizing.state); `device`
-    is "cpu" or "gpu" (the lean update's temporaries differ)."""
+    cuBLAS share (cublas_workspace_bytes), alive through the whole step. The plan's `step`
+    kind and `sharding` (trainer/plan.py: "none", "ddp", or "fsdp" over `cards`; None:
+    DDP on several cards) shape the training state (app.sizing.state); `device` is "cpu"
+    or "gpu" (the lean update's temporaries differ)."""
     level = economical_level(economical)
-    lean = lean_state_name(lean_state)
-    st = training_state(s, precision, lean, cards, sharded, device)
+    if sharding is None:
+        sharding = "ddp" if cards > 1 else "none"
+    sharded = sharding == "fsdp" and cards > 1
+    st = training_state(s, precision, step, cards, sharding, device)
     weights, grads, opt = st.weights, st.gradients, st.optimizer
     p = param_count(s.layers, s.width, s.context, s.vocab)
     matrices = 12 * s.layers * s.width**2 + s.vocab * s.width
-    ddp = 4 * p if cards > 1 and not sharded else 0
+    ddp = 4 * p if sharding == "ddp" and cards > 1 else 0
     # Normal mode: the linears keep their 16-bit weight copies for the backward pass. In
     # the economical levels the blocks recompute them, and autocast's cache is gone once
     # the forward's autocast region closes. bf16 weights need no copies. Nor do weights
@@ -208,7 +212,7 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     # (MixedPrecisionPolicy; autocast's cast of them is no copy), freed after the
     # block's forward and gathered again for its backward (trainer/sharding.py, in every
     # level): those gathered blocks are st.sharded_buffers.
-    bf16_weights = weights_bf16(lean, precision)
+    bf16_weights = weights_bf16(step, precision)
     gathered_16bit = sharded and cards > 1 and precision != "fp32"
     copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights
                               and not gathered_16bit) else 0
@@ -226,7 +230,7 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     # output layer's gradient already.
     log_softmax = 4 * s.batch * s.context * s.vocab if level == "off" else 0
     held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
-    if steps_in_backward(lean, precision):
+    if step in FUSED_STEPS:
         held = max(held, saved + copies + st.in_backward)
         if level != "off":
             # The fused step's first backward pass keeps its graph for the second, and with

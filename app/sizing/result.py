@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from trainer.plan import Plan
+
 from .combos import Combination
 from .speed import Speed
 
@@ -32,17 +34,19 @@ class MemoryMb:
 
 @dataclass(frozen=True)
 class Option:
-    """One combination's memory and speed, for `--economical auto` and the advice."""
+    """One combination's memory and speed, for `--economical auto` and the advice, with the
+    plan that runs it (its step kind and sharding are what the memory is for)."""
 
     combination: Combination
+    plan: Plan
     allocated_mb: float
     total_mb: float
     fits: bool | None
     tokens_per_s: float
 
     def as_json(self) -> dict[str, Any]:
-        return {**self.combination.as_json(), "allocated_mb": self.allocated_mb, "total_mb": self.total_mb,
-                "fits": self.fits, "tokens_per_s": self.tokens_per_s}
+        return {**self.combination.as_json(), "step": self.plan.step.value, "allocated_mb": self.allocated_mb,
+                "total_mb": self.total_mb, "fits": self.fits, "tokens_per_s": self.tokens_per_s}
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,7 @@ class Estimate:
     cards: int
     precision: str
     combination: Combination
+    plan: Plan  # what the trainer runs for it on this machine, each choice with its reason
     auto: bool  # the combination was picked by `economical="auto"`
     params: int
     flops_per_token: int
@@ -101,8 +106,9 @@ class Estimate:
     def as_json(self) -> dict[str, Any]:
         sp = self.speed
         out: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)
-                               if f.name not in ("combination", "auto", "speed", "memory", "calibration_factor",
-                                                 "calibration_run", "fits_with", "options", "advice")}
+                               if f.name not in ("combination", "plan", "auto", "speed", "memory",
+                                                 "calibration_factor", "calibration_run", "fits_with", "options",
+                                                 "advice")}
         out.update(
             economical={**self.combination.as_json(), "auto": self.auto},
             lean_state=self.combination.lean_state,
@@ -125,6 +131,9 @@ class Estimate:
             # What each sentence is about, so a view that shows some of them as rows of its
             # own can leave those out of the advice.
             advice_kinds=[a.kind for a in self.advice],
+            # What the trainer would run (`python -m trainer.config RUN.json --machine GPU
+            # --json` prints the same): every choice with its reason.
+            plan=self.plan.as_json(),
         )
         return out
 

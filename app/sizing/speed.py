@@ -24,11 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from trainer.config import lean_mode
+
 from ..base.numbers import decimal_mark, plural_ru
 from .formulas import Shape, param_count, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
 from .memory import economical_level
-from .state import lean_state_name
 
 # Runs are fitted only when their step compute spans more than this ratio: closer sizes
 # pin the fixed part down no better than their own noise (a few per cent run to run).
@@ -103,7 +104,7 @@ def measured_shape(m: dict[str, Any]) -> Shape:
 
 def _same_lean(m: dict[str, Any], lean: str | None) -> bool:
     """A run in the asked lean state (`None`: any; a run from before the lean state: off)."""
-    return lean is None or lean_state_name(m.get("lean_state", False)) == lean
+    return lean is None or lean_mode(m.get("lean_state", False)) == lean
 
 
 def _candidates(
@@ -243,7 +244,7 @@ def estimate_speed(
     (combos.extra_step_seconds) when the figure is not from a run in that lean state."""
     facts = GPUS[gpu]
     level = economical_level(economical)
-    lean = lean_state_name(lean_state)
+    lean = lean_mode(lean_state)
     measured = list(measured or ())  # read twice below: a generator would be spent
     near = nearest_measured(s, gpu, level, measured, lean=lean)
     if near is not None and near[1] > MAX_SCALE_DISTANCE:

@@ -1,22 +1,23 @@
 """The training state's bytes per card — weights, gradients, optimizer moments — for each
-lean state (run.json `training.lean_state`, trainer/lean.py) and for the state sharded over
-the cards (FSDP2, `training.sharding`).
+step kind of the plan (trainer/plan.py: "normal", or the lean state's "held", "fused",
+"offload"; run.json `training.lean_state`, trainer/lean.py) and for the state sharded over
+the cards (the plan's sharding "fsdp": FSDP2).
 
-Normal (lean "off"): fp32 weights 4·P, fp32 gradients 4·P, AdamW's two fp32 moments 8·P.
-Lean ("on"; trainer/lean.py, bitsandbytes' AdamW8bit):
+Normal: fp32 weights 4·P, fp32 gradients 4·P, AdamW's two fp32 moments 8·P.
+Lean (trainer/lean.py, bitsandbytes' AdamW8bit):
   moments: a parameter of at least MIN_8BIT weights keeps two uint8 codes a weight, an
     fp32 absmax per block of BLOCK weights for each moment, and its two 256-entry fp32
     quantization maps (2·n + 8·⌈n/256⌉ + 2048 bytes); a smaller one keeps fp32 moments (8·n).
     Checked byte for byte against the trainer's storage count (tests/test_sizing_lean.py);
   weights: bf16 (2·P) where the precision is bf16, else fp32 (4·P, their own master copy);
-  gradients: "on" holds them in the weights' precision until the backward pass ends (2·P
-    under bf16, 4·P in fp32), then updates one parameter after another, freeing each
+  gradients: "held" keeps them in the weights' precision until the backward pass ends (2·P
+    under bf16, 4·P in fp32; under fp16, a T4, the fp32 gradients wait for the
+    GradScaler's check), then updates one parameter after another, freeing each
     gradient, with one parameter's temporaries at a time (update_temporaries); "fused" and
     "offload" update inside the second of two backward passes and free each gradient at
     once, so no set of them is held: what is held instead is the tied token embedding's
     gradient (V·d, its hook fires last) and, while one parameter is updated, that
-    parameter's temporaries. Under fp16 (a T4) the step waits for the GradScaler's check:
-    the fp32 gradients are held as in the normal mode;
+    parameter's temporaries (the plan makes these steps only outside fp16);
   "offload": fused, and the moments live in the host's memory between steps; the card
     holds one parameter's at a time (on the CPU it changes nothing).
 Sharded (FSDP2 over the target's cards): weights, gradients and moments are divided by the
@@ -30,19 +31,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import trainer.config as contract
+from trainer.plan import FUSED_STEPS
 
 from .formulas import Shape
 
 BLOCK = 256  # trainer.lean.BLOCK: bitsandbytes' block size
 MIN_8BIT = 4096  # trainer.lean.MIN_8BIT: smaller parameters keep fp32 moments
-LEAN_STATES = contract.LEAN_MODES
-
-
-def lean_state_name(value: bool | str | None) -> str:
-    """run.json's `training.lean_state` as a name (the contract's one reader; a bad value
-    is its ConfigError, a ValueError)."""
-    return contract.lean_mode(value)
 
 
 def param_sizes(s: Shape) -> list[int]:
@@ -58,15 +52,9 @@ def moment_bytes(n: int) -> int:
     return 2 * n + 8 * (-(-n // BLOCK)) + 2 * 256 * 4
 
 
-def weights_bf16(lean: str, precision: str) -> bool:
+def weights_bf16(step: str, precision: str) -> bool:
     """The lean state keeps bf16 weights (no fp32 master) under bf16 only."""
-    return lean != "off" and precision == "bf16"
-
-
-def steps_in_backward(lean: str, precision: str) -> bool:
-    """trainer.lean: "fused" and "offload" update inside the (second) backward pass,
-    except under fp16's GradScaler."""
-    return lean in contract.FUSED_LEAN_MODES and precision != "fp16"
+    return step != "normal" and precision == "bf16"
 
 
 def update_temporaries(n: int, precision: str, device: str) -> int:
@@ -98,19 +86,20 @@ class State:
     in_step: int = 0
 
 
-def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, sharded: bool = False,
+def training_state(s: Shape, precision: str, step: str = "normal", cards: int = 1, sharding: str = "none",
                    device: str = "gpu") -> State:
-    """The training state of shape `s` per card (see the module's note)."""
+    """The training state of shape `s` per card for the plan's `step` kind and `sharding`
+    (see the module's note)."""
     sizes = param_sizes(s)
     p = sum(sizes)
-    split = cards if sharded and cards > 1 else 1
+    split = cards if sharding == "fsdp" and cards > 1 else 1
     in_step = 0
-    if lean == "off":
+    if step == "normal":
         w, g, opt, in_bw = 4 * p, 4 * p, 8 * p, 0
     else:
-        w = (2 if weights_bf16(lean, precision) else 4) * p
+        w = (2 if weights_bf16(step, precision) else 4) * p
         opt = sum(moment_bytes(n) for n in sizes)
-        if steps_in_backward(lean, precision):
+        if step in FUSED_STEPS:
             g = 0
             # The first hook: the last block's MLP matrix, while the embedding's gradient waits.
             block_max = 4 * s.width * s.width
@@ -122,7 +111,7 @@ def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, 
             n = max(sizes)
             in_step = update_temporaries(n, precision, device) - (2 * n if precision == "bf16" else 0)
     host = 0
-    if lean == "offload" and device != "cpu":
+    if step == "offload" and device != "cpu":
         # One parameter's moments visit the card at a time: the largest one's.
         host, opt = opt, moment_bytes(max(sizes))
         host //= split
@@ -132,7 +121,7 @@ def training_state(s: Shape, precision: str, lean: str = "off", cards: int = 1, 
         block = 12 * s.width * s.width
         shard = 2 * a * block + 4 * block  # this block and the next gathered, one block's gradients
         w, g = w // split, g // split
-        opt = opt if lean == "offload" and device != "cpu" else opt // split
+        opt = opt if step == "offload" and device != "cpu" else opt // split
     return State(w, g, opt, host, in_bw, shard, in_step)
 
 
@@ -151,7 +140,8 @@ def checkpoint_bytes(s: Shape, precision: str, lean: str = "off") -> int:
     training state without its gradients — the weights (fp32, or bf16 under the lean state
     in bf16) and the optimizer's moments, whole (every shard of a sharded run) — plus
     torch.save's records: 12 bytes a weight normally, 6 with the lean state's 8-bit moments."""
-    whole = training_state(s, precision, lean, cards=1, sharded=False, device="gpu")
+    # Any lean step keeps the same weights and moments (only where the gradients live differs).
+    whole = training_state(s, precision, "normal" if lean == "off" else "held", cards=1, device="gpu")
     tensors = len(param_sizes(s))
     return whole.weights + whole.optimizer + whole.optimizer_host + CHECKPOINT_EXTRA_BYTES + \
         CHECKPOINT_BYTES_PER_TENSOR * tensors

@@ -18,9 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.sampling import DEFAULT_NUM, DEFAULT_SEED, DEFAULT_TOKENS, Sampling, request_problem
+
 from ..base.children import child_env  # the window's QProcess starts the child with it too
 from ..base.i18n import t
 from ..base.numbers import decimal_text, int_text
+from ..base.plan_texts import text as refusal_text
 from ..runs.checkpoints import is_checkpoint, usable_checkpoint
 
 EXIT_INPUT = 2
@@ -41,32 +44,24 @@ class Target:
     run_id: str | None = None
 
 
+_SAMPLING = Sampling()  # the defaults are trainer.sampling's, as `python -m trainer.sample`'s
+
+
 @dataclass
 class Settings:
-    tokens: int = 200
-    temperature: float = 0.8
-    top_k: int = 40
-    top_p: float = 1.0
-    seed: int = 1337
-    num: int = 1
+    tokens: int = DEFAULT_TOKENS
+    temperature: float = _SAMPLING.temperature
+    top_k: int = _SAMPLING.top_k
+    top_p: float = _SAMPLING.top_p
+    seed: int = DEFAULT_SEED
+    num: int = DEFAULT_NUM
     device: str = "auto"
 
     def check(self) -> None:
-        if self.tokens < 1 or self.tokens > 100_000:
-            raise GenerationError(t(f"длина {self.tokens} не подходит: нужно от 1 до 100 000 токенов",
-                                    f"length {self.tokens} refused: it must be 1 to 100,000 tokens"))
-        if not (math.isfinite(self.temperature) and 0 <= self.temperature <= 10):
-            raise GenerationError(t(f"температура {self.temperature} не подходит: нужно от 0 (всегда самый вероятный токен) до 10",
-                                    f"temperature {self.temperature} refused: it must be 0 (always the likeliest token) to 10"))
-        if self.top_k < 0:
-            raise GenerationError(t(f"top-k {self.top_k} не подходит: 0 (без ограничения) или больше",
-                                    f"top-k {self.top_k} refused: 0 (no limit) or more"))
-        if not (0 < self.top_p <= 1):
-            raise GenerationError(t(f"top-p {self.top_p} не подходит: нужно больше 0 и не больше 1",
-                                    f"top-p {self.top_p} refused: it must be above 0 and at most 1"))
-        if self.num < 1 or self.num > 100:
-            raise GenerationError(t(f"число образцов {self.num} не подходит: от 1 до 100",
-                                    f"sample count {self.num} refused: 1 to 100"))
+        """The child's own check (trainer.sampling), said before it starts."""
+        problem = request_problem(Sampling(self.temperature, self.top_k, self.top_p), self.tokens, self.num)
+        if problem:
+            raise GenerationError(refusal_text(problem))
 
 
 def _run_tokenizer(run_dir: Path) -> Path | None:
