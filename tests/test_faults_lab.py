@@ -22,7 +22,7 @@ from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.cli import EXIT_STOPPED
 from tests.test_faults import flip_bytes_in_largest_tensor
-from tests.trainer_run import ROOT
+from tests.trainer_run import ROOT, kill_tree
 
 try:  # POSIX only: on Windows the file still collects, and the tests that need it skip
     import resource
@@ -40,7 +40,7 @@ def no_orphans():
     try:
         for rec in reg.active():
             if rec.target_kind == "local" and proc.is_alive(rec.pid, rec.pid_started_at):
-                os.killpg(rec.pid, signal.SIGKILL)
+                kill_tree(rec.pid)
     finally:
         reg.close()
 
@@ -63,13 +63,13 @@ def ternit(*args: str, timeout: float = 120, **popen) -> subprocess.CompletedPro
 
 # ---- 2. bad run.json refused before a run exists -----------------------------------------
 BAD = [
-    ({"model": {"width": 64, "heads": 5}}, "model.heads"),
+    ({"model": {"width": 64, "heads": 5}}, "не делится на число голов 5"),  # the contract's refusal, in Russian
     ({"model": {"width": "64"}}, "model.width"),
     ({"training": {"lerning_rate": 0.1}}, "training.lerning_rate"),
     ({"training": {"lr": 0}}, "training.lr"),
     ({"training": {"seed": -1}}, "training.seed"),
     ({"training": {"checkpoint_every_min": -5}}, "training.checkpoint_every_min"),
-    ({"model": {"width": 1_000_000, "heads": 8}}, "GiB"),
+    ({"model": {"width": 1_000_000, "heads": 8}}, "model.width: от 1 и не больше"),
     ({"resume_from": 123}, "resume_from"),
 ]
 

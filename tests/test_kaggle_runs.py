@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -206,7 +205,7 @@ def test_restart_and_network_down_resume_following_without_a_second_push(fake, t
             time.sleep(0.02)
         assert _events(rec.path, "step"), "the first lab process never followed the kernel"
     finally:
-        child.send_signal(signal.SIGKILL)  # the lab dies mid-run
+        child.kill()  # the lab dies mid-run (SIGKILL; TerminateProcess on Windows)
         child.wait()
     assert KaggleStore(reg.state).leg(rec.id)["state"] in ("pushed", "running")
 

@@ -5,9 +5,7 @@ a data failure, export. Tiny model (context 32, width 32, 2 heads, 2 layers, voc
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import struct
 import time
 
@@ -19,6 +17,7 @@ from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.checkpoints import latest_checkpoint
 from app.runs.series import LEG
+from tests.trainer_run import kill_tree
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -39,7 +38,7 @@ def no_orphans():
         for rec in reg.active():
             if rec.target_kind == "local" and proc.terminate(rec.pid, rec.pid_started_at):
                 if not proc.wait_exit(rec.pid, 10) and proc.is_alive(rec.pid, rec.pid_started_at):
-                    os.killpg(rec.pid, signal.SIGKILL)
+                    kill_tree(rec.pid)
     finally:
         reg.close()
 
@@ -132,7 +131,7 @@ def test_a_killed_trainer_is_settled_as_failed_after_restart(tiny_data):
     m = RunManager()
     rec = m.start(config(tiny_data, steps_to=100_000, eval_every=1000))
     wait_until(m, rec.id, lambda r: (r.last_step or 0) >= 2)
-    os.killpg(os.getpgid(rec.pid), signal.SIGKILL)  # as if the PC lost power mid-run
+    kill_tree(rec.pid)  # as if the PC lost power mid-run
     proc.wait_exit(rec.pid, 30)
     m.registry.close()
 

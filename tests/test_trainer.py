@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -178,6 +179,7 @@ sys.exit(main(["--run", sys.argv[1], "--resume", sys.argv[2]]))
 """
 
 
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX (Windows' abrupt end, TerminateProcess, is in tests/test_windows_stop.py)")
 def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint(tmp_path, tiny_data, whole):
     # Continued from the whole run's step 10 in a folder of its own: it saves step 11, then
     # dies half-way through writing step 12.

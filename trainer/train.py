@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from . import checkpoint as ckpt
-from . import compiling, wrapping
+from . import compiling, cuda_build, wrapping
 from .config import (
     ConfigError,
     RunConfig,
@@ -44,11 +44,16 @@ EXIT_OK, EXIT_CONFIG, EXIT_TRAINING = 0, 2, 3
 
 
 def pick_device(requested: str, world: World) -> torch.device:
-    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise ConfigError("--device cuda was asked for, but torch sees no CUDA GPU: use --device cpu")
-    return torch.device("cuda", world.local_rank)
+    """A card this torch cannot drive (a CPU build, a driver too old, no code for its
+    architecture) refuses the run before training with the line that says what to install:
+    with --device auto too, a run is never trained on the CPU while a card waits."""
+    try:
+        kind, fallback = cuda_build.pick(requested)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if fallback:
+        raise ConfigError(fallback + " (or train on the CPU: --device cpu)")
+    return torch.device("cuda", world.local_rank) if kind == "cuda" else torch.device("cpu")
 
 
 def fmt_int(n: int) -> str:

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QProcess
+from PySide6.QtCore import QProcess, QProcessEnvironment
 from PySide6.QtWidgets import QFileDialog, QMainWindow
 
+from app.base.children import child_env
 from app.base.i18n import t
 from app.window.lab import ActionError, Lab
 
@@ -31,6 +32,10 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
         status.showMessage(str(e))
         return None
     proc = QProcess(window)
+    env = QProcessEnvironment()
+    for key, value in child_env().items():  # its text in UTF-8, which done() reads
+        env.insert(key, value)
+    proc.setProcessEnvironment(env)
     proc.setProgram(sys.executable)
     proc.setArguments(Lab.export_args(choice.path, out))
     proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)

@@ -10,6 +10,8 @@ import importlib
 import os
 import sys
 
+from trainer.streams import utf8_stdio
+
 # name: (module, what it does in Russian, in English)
 GROUPS: dict[str, tuple[str, str, str]] = {
     "data": ("app.data.cli", "наборы данных, созвездия и подготовленные данные",
@@ -42,6 +44,7 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    utf8_stdio()  # `ternit run list > runs.txt` on Windows: UTF-8, not the ANSI code page
     try:
         return _main(argv)
     except BrokenPipeError:

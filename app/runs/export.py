@@ -12,9 +12,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.children import child_env
 from ..base.i18n import t
 from ..base.numbers import int_text
-from ..base.paths import trainer_root
 from .checkpoints import is_checkpoint
 
 
@@ -35,23 +35,17 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     """Run the exporter and wait for it; the file (or, for "hf", the folder) appears at
     `out` only when complete. `tokenizer`: the prepared data's tokenizer.json for "hf"
     (else the exporter looks in the checkpoint's data folder)."""
-    import os
-
     checkpoint, out = Path(checkpoint).resolve(), Path(out).resolve()
     if not is_checkpoint(checkpoint):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return ExportResult(False, str(checkpoint), str(out), t(f"Чекпоинта {checkpoint} нет.", f"Checkpoint {checkpoint} does not exist."),
                             EXIT_CHECKPOINT)
-    env = dict(os.environ)
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
     argv = [sys.executable, "-m", "trainer.export", str(checkpoint), str(out)]
     if fmt == "hf":
         argv += ["--format", "hf"] + (["--tokenizer", str(tokenizer)] if tokenizer else [])
     try:
         done = subprocess.run(
             argv,
-            capture_output=True, text=True, env=env, timeout=timeout,
+            capture_output=True, encoding="utf-8", errors="replace", env=child_env(), timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         return ExportResult(False, str(checkpoint), str(out), t("Экспорт не уложился во время.", "The export timed out."))

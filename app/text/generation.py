@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,9 +20,9 @@ from typing import Any
 
 from trainer.sampling import DEFAULT_NUM, DEFAULT_SEED, DEFAULT_TOKENS, Sampling, request_problem
 
+from ..base.children import child_env  # the window's QProcess starts the child with it too
 from ..base.i18n import t
 from ..base.numbers import decimal_text, int_text
-from ..base.paths import trainer_root
 from ..base.plan_texts import text as refusal_text
 from ..runs.checkpoints import choose_checkpoint, inspect_checkpoint, is_checkpoint
 
@@ -142,18 +141,6 @@ def eval_argv(target: Target, file: Path, device: str = "auto") -> list[str]:
     return _base(target, "eval", device, str(file))
 
 
-def child_env() -> dict[str, str]:
-    """The child's environment: the trainer importable, its lines unbuffered and in UTF-8
-    (the window's QProcess starts it with the same)."""
-    env = dict(os.environ)
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
-
-
 def start(argv: list[str], prompt: str = "") -> subprocess.Popen:
     """The child, its prompt already on its stdin; stdout read line by line as it comes."""
     proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -203,7 +190,10 @@ _WHAT = {
     "file": ("Файл не подходит", "The file cannot be used", "выберите текстовый файл в UTF-8",
              "choose a UTF-8 text file"),
     "value": ("Значение не подходит", "A value is refused", "исправьте его", "correct it"),
-    "device": ("Видеокарта недоступна", "No GPU available", "выберите устройство cpu", "choose the cpu device"),
+    # The trainer's line (in brackets) says what to install for the card (trainer/cuda_build.py).
+    "device": ("Видеокарта недоступна", "The GPU cannot be used",
+               "установите сборку torch, названную в скобках, или выберите устройство cpu",
+               "install the torch build named in brackets, or choose the cpu device"),
 }
 
 
@@ -225,6 +215,9 @@ def start_text(record: dict[str, Any]) -> str:
     where = t("видеокарта", "GPU") if record.get("device") == "cuda" else t("процессор", "CPU")
     text = t(f"устройство: {where}, чекпоинт шага {int_text(int(record.get('step', 0)))}",
              f"device: {where}, checkpoint of step {int_text(int(record.get('step', 0)))}")
+    if record.get("cpu_because"):  # a card is there, but this torch cannot drive it
+        text += t(f"; на процессоре, а не на видеокарте: {record['cpu_because']}",
+                  f"; on the CPU, not the GPU: {record['cpu_because']}")
     dropped = int(record.get("dropped") or 0)
     if dropped:
         text += t(f"; затравка длиннее контекста: первые {int_text(dropped)} токенов отброшены",
