@@ -1,33 +1,30 @@
-# `make run` starts the window, `make test` runs the whole suite. Both create .venv on
-# first use. TORCH_SPEC says which torch to install first: a home PC gets the normal
-# (CUDA) build from PyPI; CI sets it to the CPU build that lies on disk.
+# `make run` starts the window, `make test` runs the whole suite: both are lab.py's commands
+# (the same set-up on every OS; `lab run` / `lab test` on Windows), which create .venv on
+# first use. TORCH_SPEC, when set, says which torch to install first (CI: the CPU build that
+# lies on disk); unset, lab.py installs the build for this PC's NVIDIA card, or the CPU one.
 PYTHON ?= python3
 VENV ?= .venv
-TORCH_SPEC ?= torch>=2.4
-PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
 # pytest-xdist workers: one per core by default (CI's 2 cores: 2); worksteal evens the tail
 # (a few trainer tests take a minute each)
 TEST_WORKERS ?= auto
+export VENV TEST_WORKERS
+ifdef TORCH_SPEC
+export TORCH_SPEC
+endif
 
-.PHONY: run test lint clean
+.PHONY: run test setup lint clean
 
-$(STAMP): pyproject.toml
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[dev]"
-	touch $(STAMP)
+run:
+	$(PYTHON) lab.py run
 
-run: $(STAMP)
-	$(VENV)/bin/ternit-lab
+test:
+	$(PYTHON) lab.py test
 
-test: $(STAMP)
-	$(VENV)/bin/ruff check .
-	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -n $(TEST_WORKERS) --dist worksteal
+setup:
+	$(PYTHON) lab.py setup
 
-lint: $(STAMP)
-	$(VENV)/bin/ruff check .
+lint: setup
+	$(VENV)/bin/python -m ruff check .
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -341,4 +341,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from trainer.streams import utf8_stdio
+
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
     sys.exit(main())

@@ -397,4 +397,7 @@ def _measure(args: argparse.Namespace, names: list[str], say: Callable[[str], No
 
 
 if __name__ == "__main__":
+    from trainer.streams import utf8_stdio
+
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
     sys.exit(main())

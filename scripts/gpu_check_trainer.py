@@ -37,7 +37,11 @@ def resume_check(out: Path, data: Path, precision: str) -> dict:
     steps = events(whole, "step")
     return {"precision": precision, "whole": a, "resumed": b, "bit_exact": a == b,
             "tokens_per_s_median": sorted(s["tokens_per_s"] for s in steps)[len(steps) // 2],
-            "mem_peak_mb": steps[-1]["mem_peak_mb"]}
+            "mem_peak_mb": steps[-1]["mem_peak_mb"],
+            # issue 24: the events' peak is the highest over every step so far (never falls;
+            # step 2, with AdamW's moments alive, at or above step 1)
+            "mem_peak_first_two_mb": [s["mem_peak_mb"] for s in steps[:2]],
+            "mem_peak_never_falls": all(a["mem_peak_mb"] <= b["mem_peak_mb"] for a, b in zip(steps, steps[1:], strict=False))}
 
 
 def main() -> int:

@@ -1,5 +1,9 @@
 """Shared test set-up: every test runs with the lab's folders, Kaggle's config and HOME in
-temporary folders, Qt offscreen, and no GPU visible."""
+temporary folders, Qt offscreen, and no GPU visible.
+
+The lab's folders are moved by TERNIT_HOME, which app/paths.py honours on every OS: on
+Windows platformdirs ignores HOME and XDG_*, and a test isolated by those alone would write
+into the user's real %LOCALAPPDATA%\\ternit-lab."""
 
 from __future__ import annotations
 
@@ -27,7 +31,9 @@ os.environ.setdefault("TERNIT_CPU_PROBE", "0")
 def isolated_home(tmp_path_factory, monkeypatch):
     """The lab's data/config folders, Kaggle's config and HOME in a fresh temporary folder."""
     home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("TERNIT_HOME", str(home / "lab"))
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("USERPROFILE", str(home))  # Windows' HOME (Path.home(), ~ in paths)
     monkeypatch.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
     monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
@@ -35,7 +41,6 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("KAGGLE_API_TOKEN", raising=False)
     monkeypatch.delenv("KAGGLE_USERNAME", raising=False)
     monkeypatch.delenv("KAGGLE_KEY", raising=False)
-    monkeypatch.delenv("TERNIT_HOME", raising=False)
     monkeypatch.delenv("TERNIT_LANG", raising=False)
     return home
 

@@ -99,7 +99,7 @@ def test_a_micro_step_reads_what_another_card_would():
     (1000, {}, "= 128 tokens: set tokens_per_step to 896 or 1,024"),  # 1 × 4 × 32 per micro-step
     (384, {"kind": "kaggle"}, "2 card(s) × batch_per_card 4 × context 32 = 256 tokens: set tokens_per_step to 256 or 512"),
     (384, {"gpu": "0,1"}, "2 card(s)"),
-    (-5, {}, "0 (automatic) or more"),
+    (-5, {}, "training.tokens_per_step must be at least 0"),
 ])
 def test_a_tokens_per_step_that_does_not_divide_is_refused_by_the_config_check(tmp_path, tiny_data, tokens, target, says):
     import json

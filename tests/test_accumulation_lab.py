@@ -61,10 +61,12 @@ def test_oom_retry_halves_the_batch_and_keeps_the_tokens_per_step(lang):
 
 
 def test_a_continuation_writes_the_parents_tokens_per_step():
+    import torch
+
     reg = Registry()
     parent = reg.create_run(CFG)
     ck = parent.checkpoints_dir / "step-00000030.pt"
-    ck.write_bytes(b"checkpoint")
+    torch.save({"format": 1, "step": 30, "run_id": parent.id}, ck)  # what a payload says, without weights
     (parent.checkpoints_dir / "latest").write_text("step-00000030.pt\n")
     with open(parent.events_path, "a", encoding="utf-8") as f:
         for e in (ev("start", 0, params=1, config=CFG, tokens_per_step=384, world_size=2),
@@ -75,7 +77,7 @@ def test_a_continuation_writes_the_parents_tokens_per_step():
     # One the user set stays as it was.
     mine = {**CFG, "training": {**CFG["training"], "tokens_per_step": 768}}
     other = reg.create_run(mine)
-    (other.checkpoints_dir / "step-00000030.pt").write_bytes(b"checkpoint")
+    torch.save({"format": 1, "step": 30, "run_id": other.id}, other.checkpoints_dir / "step-00000030.pt")
     (other.checkpoints_dir / "latest").write_text("step-00000030.pt\n")
     assert RunManager(reg).continue_config(other.id)["training"]["tokens_per_step"] == 768
 

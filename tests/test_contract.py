@@ -129,3 +129,105 @@ def test_the_data_and_the_trainer_agree_on_the_largest_vocabulary():
     validate_vocab(C.MAX_VOCAB)
     with pytest.raises(PrepareError, match="65536"):
         validate_vocab(C.MAX_VOCAB + 1)
+# ---- the ranges of every number (issue 24, item 1) ------------------------------------------
+def _leaf_keys() -> dict[str, object]:
+    """Every key of run.json by its dotted path, with its default."""
+    from dataclasses import fields, is_dataclass
+
+    out: dict[str, object] = {}
+    for f in fields(C.RunConfig):
+        value = getattr(C.RunConfig(), f.name)
+        if is_dataclass(value):
+            out.update({f"{f.name}.{g.name}": getattr(value, g.name) for g in fields(value)})
+        else:
+            out[f.name] = value
+    return out
+
+
+def test_every_number_of_run_json_has_a_range_with_a_reason():
+    numbers = {k for k, v in _leaf_keys().items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    assert numbers == set(C.RANGES)
+    assert all(r.reason and r.low < r.high for r in C.RANGES.values())
+
+
+@pytest.mark.parametrize("key", sorted(C.RANGES))
+def test_each_range_holds_at_its_ends_and_refuses_beyond_them(key):
+    """The ends themselves pass the range (another rule may still refuse them); just outside
+    is refused with the key, the range and its reason."""
+    r = C.RANGES[key]
+    section, name = key.split(".")
+    is_int = isinstance(C.default(key), int)
+    step = 1 if is_int else 1e-9
+    assert r.holds(r.high) and r.holds(r.low) != r.above
+    for bad in (r.high + step if is_int else r.high * 1.5, r.low - step if is_int else r.low - 1.0):
+        with pytest.raises(C.ConfigError, match=f"^{key} must be .*{r.reason[:20]}"):
+            C.from_dict({section: {name: bad}})
+    huge = 10**30 if is_int else 1e30
+    with pytest.raises(C.ConfigError, match=f"^{key} must be"):
+        C.from_dict({section: {name: huge}})
+
+
+def test_a_step_no_machine_holds_is_refused_with_the_memory_it_needs():
+    small = {"context": 64, "width": 64, "heads": 2, "layers": 2, "vocab": 300}
+    with pytest.raises(C.ConfigError, match=r"batch_per_card 1,000,000,000 .* needs at least 8,583 GiB"):
+        C.from_dict({"model": small, "training": {"batch_per_card": 10**9}})
+    C.from_dict({"model": small, "training": {"batch_per_card": 4096}})
+
+
+def test_tokens_the_history_cannot_count_are_refused():
+    with pytest.raises(C.ConfigError, match="over 2\\*\\*63 tokens"):
+        C.from_dict({"training": {"steps_to": 10**9, "tokens_per_step": 2**40, "batch_per_card": 1},
+                     "model": {"context": 1024}})
+
+
+def test_a_key_given_twice_is_refused_and_null_is_a_missing_section(tmp_path):
+    path = tmp_path / "run.json"
+    path.write_text('{"training": {"lr": 0.001, "lr": 0.5}}', encoding="utf-8")
+    with pytest.raises(C.ConfigError, match="'lr' twice"):
+        C.load(path)
+    path.write_text('{"training": null, "model": null}', encoding="utf-8")
+    assert C.load(path) == C.RunConfig()
+
+
+def test_the_forms_ranges_lie_inside_the_contracts():
+    """The form never offers a value the trainer refuses."""
+    from app.form import fields as F
+
+    for spec in F.FIELDS:
+        r = C.RANGES.get(spec.path or "")
+        if r is None or spec.minimum is None:
+            continue
+        assert r.holds(spec.minimum) and r.holds(spec.maximum), spec.name
+
+
+def _doc_rows() -> dict[str, list[str]]:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "RUN_JSON.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.split("## Keys", 1)[1].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| `") and len(cells) >= 4:
+            rows[cells[0].strip("`")] = cells
+    return rows
+
+
+def test_run_json_md_lists_every_key_with_its_default_and_range():
+    import json
+
+    rows = _doc_rows()
+    keys = _leaf_keys()
+    assert sorted(rows) == sorted(keys), set(rows) ^ set(keys)
+    for key, default in keys.items():
+        _, said_default, said_range, _meaning = rows[key][:4]
+        assert json.loads(said_default.strip("`")) == default, key
+        if key in C.RANGES:
+            assert said_range == C.RANGES[key].text(), key
+
+
+def test_reliability_md_states_every_range_with_its_reason():
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "docs" / "RELIABILITY.md").read_text(encoding="utf-8")
+    for key, r in C.RANGES.items():
+        assert f"| `{key}` | {r.text()} | {r.reason} |" in text, key

@@ -115,7 +115,7 @@ def test_rename_and_remove_a_constellation(qtbot, dialog, tmp_path):
     dialog.refresh()
     dialog._select(dialog.constellations, "старое")
     assert dialog.rename_button.isEnabled() and dialog.remove_constellation_button.isEnabled()
-    with qtbot.waitSignal(dialog.changed, timeout=1000):
+    with qtbot.waitSignal(dialog.changed, timeout=WAIT_MS):
         assert dialog.rename_constellation("старое", "новое")
     assert row_of(dialog.constellations, "старое") is None and row_of(dialog.constellations, "новое")
     assert row_of(dialog.datasets, "a")[3] == "новое"
@@ -125,7 +125,7 @@ def test_rename_and_remove_a_constellation(qtbot, dialog, tmp_path):
     dialog.refresh()
     assert not dialog.rename_constellation("новое", "другое")
     assert "уже есть" in dialog.status.text() and row_of(dialog.constellations, "новое")
-    with qtbot.waitSignal(dialog.changed, timeout=1000):
+    with qtbot.waitSignal(dialog.changed, timeout=WAIT_MS):
         assert dialog.remove_constellation("новое", confirm=False)
     assert row_of(dialog.constellations, "новое") is None
     assert row_of(dialog.datasets, "a") is not None  # the dataset stays in the library
@@ -289,10 +289,34 @@ def test_a_damaged_state_file_is_shown_not_a_crash(qtbot, russian):
     paths.state_db_path().write_bytes(b"not a database " * 50)
     dlg = DataDialog()
     qtbot.addWidget(dlg)
-    assert "state" in dlg.status.text() and dlg.datasets.rowCount() == 0
-    assert not dlg.add_folder_button.isEnabled() and not dlg.check_button.isEnabled()
-    assert dlg.add(str(paths.state_db_path())) is None
+    # Set aside by the lab itself, a new one made, and said: the dialog works on.
+    assert "повреждён" in dlg.status.text() and "отложен" in dlg.status.text(), dlg.status.text()
+    assert list(paths.state_db_path().parent.glob("state.damaged-*.sqlite"))
+    assert dlg.library is not None and dlg.add_folder_button.isEnabled()
     dlg.done(0)
+
+
+def test_a_locked_state_file_is_shown_not_a_crash(qtbot, russian, monkeypatch):
+    import sqlite3
+
+    from app.base import paths, state
+    from ui.data_dialog import DataDialog
+
+    monkeypatch.setattr(state, "BUSY_TIMEOUT_MS", 1500)  # no need to wait the lab's 10 s here
+    monkeypatch.setattr(state, "WAIT_NOTICE_S", 0.5)
+    state.open_state().close()
+    holder = sqlite3.connect(str(paths.state_db_path()), isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        dlg = DataDialog()
+        qtbot.addWidget(dlg)
+        assert "занят" in dlg.status.text() and dlg.datasets.rowCount() == 0, dlg.status.text()
+        assert not dlg.add_folder_button.isEnabled() and not dlg.check_button.isEnabled()
+        assert dlg.add(str(paths.state_db_path())) is None
+        dlg.done(0)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
 
 
 def test_the_form_with_no_constellations_points_to_the_data_window(qtbot, russian):

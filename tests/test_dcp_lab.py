@@ -11,7 +11,7 @@ import pytest
 from app.base import run_status as status
 from app.cli import main as cli
 from app.runs import Registry, RunManager
-from app.runs.checkpoints import damage, intact_checkpoint, latest_checkpoint
+from app.runs.checkpoints import choose_checkpoint, damage, latest_checkpoint
 from tests.test_runs_local import config, no_orphans, one_thread  # noqa: F401 (fixtures)
 from tests.trainer_run import events, torchrun
 from trainer import checkpoint_index as index
@@ -80,8 +80,8 @@ def test_a_changed_shard_is_passed_over_for_the_newest_intact_and_said(sharded, 
     try:
         said = damage(newest)
         assert said and "__1_0.distcp" in said and newest.name in said
-        checked = intact_checkpoint(sharded.path)
-        assert checked.path.name == f"step-{STEPS - 1:08d}.dcp" and checked.skipped == [said]
+        checked = choose_checkpoint(sharded.path)
+        assert checked.path.name == f"step-{STEPS - 1:08d}.dcp" and checked.passed_over == [said]
         reg = Registry()
         notes: list[str] = []
         from app.runs.continuing import continue_config
@@ -153,7 +153,7 @@ def test_the_kaggle_copy_takes_a_dcp_folder_with_its_hash_list(tmp_path, english
         [".metadata", "__0_0.distcp", "__1_0.distcp", "extra.pt", "sub/x"]
     assert index.hash_path(dst).read_text(encoding="utf-8") == index.hash_path(src).read_text(encoding="utf-8")
     assert (run_dir / "checkpoints" / "latest").read_text().strip() == src.name
-    assert intact_checkpoint(run_dir).path == dst and not list((run_dir / "checkpoints").glob(".*tmp"))
+    assert choose_checkpoint(run_dir).path == dst and not list((run_dir / "checkpoints").glob(".*tmp"))
     assert take_checkpoint(run_dir, out, evs)[1] == str(dst)  # already there and intact: kept
 
     # A shard damaged in the download is not copied, and said.

@@ -107,6 +107,7 @@ def test_ternit_export_format_hf_from_a_run_id_finds_the_runs_tokenizer(exported
     reg.close()
     state = C.load(ckpt)
     state["data"]["dir"] = "/kaggle/input/gone"
+    state["run_id"] = rec.id  # as a Kaggle kernel writes it (--run-id), its folder being "run"
     C.save(rec.path, 3, state, 1)
     code, text, err = run_cli(["export", rec.id, str(tmp_path / "a"), "--format", "hf"], "ru")
     assert code == 0, err

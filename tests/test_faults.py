@@ -204,6 +204,7 @@ def test_a_second_trainer_on_a_running_run_is_refused_and_a_killed_one_leaves_no
     assert p.returncode == 0, p.stderr
 
 
+@pytest.mark.windows  # msvcrt's byte-range lock there
 def test_the_lock_refuses_a_second_holder_and_frees_on_release(tmp_path):
     from trainer.lock import LockError, RunLock
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -151,7 +150,7 @@ def test_push_refused_moves_on_and_nothing_is_pushed_twice(fake, tiny_data):
     store.update_leg(rec.id, state="pushing")
     reg2 = Registry()
     runner.poll_kaggle_runs(reg2)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 120  # the follower's answer, however loaded the machine
     while store.leg(rec.id)["state"] == "pushing" and time.monotonic() < deadline:
         time.sleep(0.05)
     assert store.leg(rec.id)["state"] == "pushed"
@@ -206,7 +205,7 @@ def test_restart_and_network_down_resume_following_without_a_second_push(fake, t
             time.sleep(0.02)
         assert _events(rec.path, "step"), "the first lab process never followed the kernel"
     finally:
-        child.send_signal(signal.SIGKILL)  # the lab dies mid-run
+        child.kill()  # the lab dies mid-run (SIGKILL; TerminateProcess on Windows)
         child.wait()
     assert KaggleStore(reg.state).leg(rec.id)["state"] in ("pushed", "running")
 
@@ -269,9 +268,8 @@ def test_no_quota_anywhere_says_when_it_refreshes(fake, tiny_data):
     assert "wait for the quota to refresh" in str(info.value)
     assert expected.startswith("refreshes ") and expected in str(info.value)  # when waiting helps
     assert fake.pushes == []
-    failed = Registry().list_runs(limit=1)[0]
-    f = RunManager(Registry()).failure(failed.id)
-    assert "quota" in f.message and "не дошёл до Kaggle" in f.advice  # not «the trainer process disappeared»
+    reg = Registry()
+    assert reg.list_runs() == [] and not any(reg.runs_root.iterdir())  # refused: no run left behind
 
 
 def test_a_kernel_that_dies_without_the_trainers_error_is_told_as_a_kaggle_failure(fake, tiny_data):

@@ -165,7 +165,8 @@ def test_a_poll_that_fails_is_said_and_new_steps_refresh_the_history_every_few_s
         raise sqlite3.OperationalError("database is locked")
 
     monkeypatch.setattr(lab.runs, "poll", locked)
-    assert "database is locked" in lab.poll().error and "новая попытка" in lab.poll().error
+    error = lab.poll().error
+    assert "занят" in error and "state.sqlite" in error and "новая попытка" in error  # said, with the file
 
 
 def test_lab_announces_what_changed_to_every_listener_without_a_window(tiny_data):
@@ -254,17 +255,24 @@ def test_a_kaggle_retry_uploads_in_a_thread_and_stop_says_what_happens(fake, tin
     lab.launch_in_background(started.run.id, lambda *a: ended.append(a)).join(60)
     assert ended and ended[0][1], ended  # refused: the error comes back for the window
     assert "не запустился" in lab.launch_ended(*ended[0]) and not lab.launching
-    assert lab.runs.failure(started.run.id).retry_label() is not None
+    # Refused before anything ran on Kaggle: no run is left behind, none followed.
+    assert lab.runs.registry.list_runs() == [] and lab.followed is None
 
     fake.accounts["alice"].used_s = 0.0  # the quota refreshed
+    first = lab.start(tiny_config(tiny_data, limit_min=60))
+    ended.clear()
+    lab.launch_in_background(first.run.id, lambda *a: ended.append(a)).join(60)
+    assert ended == [(first.run.id, "")]
+    lab.runs.registry.set_status(first.run.id, st.FAILED, "the kernel ended (ERROR) without the trainer's end event")
+    assert lab.runs.failure(first.run.id).retry_label() is not None
     fake.fail("SaveKernel", 429, retry_after="3")  # Kaggle is busy: the push waits 3 s
     began = time.monotonic()
-    again = lab.retry(started.run.id)
+    again = lab.retry(first.run.id)
     assert time.monotonic() - began < 2.0 and again.kaggle  # nothing uploaded on the caller's thread
     ended.clear()
     lab.launch_in_background(again.run.id, lambda *a: ended.append(a)).join(60)
     assert ended == [(again.run.id, "")] and lab.launch_ended(*ended[0]).endswith("отправлен на Kaggle")
-    assert len(fake.pushes) == 1 and fake.pushes[0]["slug"].startswith("alice/")  # the 429 one is not kept
+    assert len(fake.pushes) == 2 and fake.pushes[1]["slug"].startswith("alice/")  # the 429 one is not kept
     said = lab.stop(again.run.id)
     assert not said.endswith("сохранение…") and "Stop session" in said  # nothing saves: how to stop it
     lab.shutdown()

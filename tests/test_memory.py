@@ -82,3 +82,59 @@ def test_measure_step_counts_forward_backward_and_optimizer():
     # returned 0-d loss.
     assert second["end_bytes"] - second["baseline_bytes"] <= 16
     assert second["peak_bytes"] > second["baseline_bytes"] + second["activation_bytes"] - 1
+
+
+def test_the_step_events_peak_is_the_highest_over_every_step_so_far(tmp_path, tiny_data):
+    """The first step creates AdamW's moments: every later step starts with them alive and
+    peaks higher. The events say the peak so far (never the first step's alone), and what is
+    live after each step."""
+    from tests.trainer_run import events, run_trainer, write_run
+
+    run = write_run(tmp_path / "run", tiny_data, steps_to=4)
+    assert run_trainer(run).returncode == 0
+    peaks = [e["mem_peak_mb"] for e in events(run, "step")]
+    assert all(isinstance(p, float) for p in peaks) and peaks == sorted(peaks)  # a running peak
+    assert peaks[1] > peaks[0], peaks  # step 2 peaks above step 1, and says so
+
+
+def test_step_memory_keeps_the_highest_peak_and_the_latest_live_bytes():
+    from pytest import approx
+
+    from trainer.memory import StepMemory
+
+    mem = StepMemory(torch.device("cpu"))
+    keep: list[torch.Tensor] = []
+
+    def first() -> None:  # 1 MiB made and kept, 2 MiB more for a moment
+        keep.append(torch.zeros(1 << 18))
+        torch.zeros(1 << 19).sum()
+
+    mem.step(first, alive=list)
+    assert mem.peak_mb == approx(3.0, abs=1e-3) and mem.alloc_mb == approx(1.0, abs=1e-3)
+    mem.step(lambda: torch.zeros(1 << 16).sum(), alive=lambda: keep)  # a smaller step: 1.25 MiB
+    assert mem.peak_mb == approx(3.0, abs=1e-3) and mem.alloc_mb == approx(1.0, abs=1e-3)
+    mem.step(lambda: torch.zeros(1 << 20).sum(), alive=lambda: keep)  # 1 MiB alive + 4 MiB more
+    assert mem.peak_mb == approx(5.0, abs=1e-3)
+
+
+def test_the_cpu_count_stops_at_the_steady_state_and_looks_again_now_and_then():
+    """Counted until a step peaks exactly as the one before; then one in RECOUNT_EVERY, and a
+    step that peaks otherwise makes every step counted again."""
+    from trainer.memory import StepMemory
+
+    mem = StepMemory(torch.device("cpu"))
+    size = {"n": 1 << 16}
+    work = lambda: torch.zeros(size["n"]).sum()  # noqa: E731
+    for _ in range(5):
+        mem.step(work, alive=list)
+    assert mem.counted == 2  # the second step repeated the first's peak: steady
+    while mem.steps < mem.RECOUNT_EVERY - 1:
+        mem.step(work, alive=list)
+    assert mem.counted == 2
+    size["n"] = 1 << 18  # the step grows: seen at the next recount, then counted again
+    mem.step(work, alive=list)
+    assert mem.counted == 3 and mem.peak_mb >= 1.0
+    mem.step(work, alive=list)
+    assert mem.counted == 4  # the repeat: steady again
+    mem.step(work, alive=list)
+    assert mem.counted == 4

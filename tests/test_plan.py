@@ -158,6 +158,8 @@ def test_the_russian_table_has_every_code_of_the_contract_and_renders_its_parame
         "sharding_fsdp": {"state_gb": 9.7, "half_gb": 8.1, "processes": 2},
         "sharding_ddp_fits": {"state_gb": 0.4, "half_gb": 8.1, "processes": 2},
         "state_too_big": {"params": 10**12, "gib": 14901.0},
+        "out_of_range": {"key": "model.width", "low": 1, "high": 65536, "above": False, "value": 70000,
+                         "reason": "one width × width matrix"},
     }
     import string
 
@@ -308,7 +310,7 @@ def test_a_local_run_is_planned_for_the_cards_it_will_train_on(monkeypatch):
     assert target_machine({"target": {"kind": "local", "gpu": "cpu"}}).device == "cpu"
 
 
-def test_a_run_json_the_lab_cannot_read_is_said_with_the_trainers_words(tmp_path, capsys, russian):
+def test_a_run_json_the_lab_cannot_read_is_said_with_the_trainers_words(tmp_path, capsys, russian, tiny_data):
     """The file and target errors are the contract's refusals (trainer.config.read_json),
     said in Russian from the same codes: not restated by the lab."""
     from app.cli.main import main
@@ -328,6 +330,6 @@ def test_a_run_json_the_lab_cannot_read_is_said_with_the_trainers_words(tmp_path
     assert main(["run", "start", "--config", str(listed)]) == 2
     assert "в run.json должен быть один JSON-объект" in capsys.readouterr().err
     kind = tmp_path / "kind.json"
-    kind.write_text(json.dumps({"target": {"kind": "cloud"}}), encoding="utf-8")
+    kind.write_text(json.dumps({"target": {"kind": "cloud"}, "data": {"dir": str(tiny_data)}}), encoding="utf-8")
     assert main(["run", "start", "--config", str(kind)]) == 2
     assert "target.kind: local или kaggle, а не 'cloud'" in capsys.readouterr().err

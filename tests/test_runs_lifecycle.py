@@ -3,9 +3,7 @@ killed before it saved a checkpoint of its own, and what the lab then says and o
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 
 import pytest
 
@@ -14,6 +12,7 @@ from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.checkpoints import latest_checkpoint
 from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401 (fixtures)
+from tests.trainer_run import kill_tree
 
 pytestmark = pytest.mark.timeout(150)
 CYRILLIC = re.compile("[А-Яа-яЁё]")
@@ -28,7 +27,7 @@ def test_a_continuation_killed_before_its_first_checkpoint_goes_on_from_the_chai
 
     child = m.start_continue(parent.id, steps_to=100_000)
     wait_until(m, child.id, lambda r: (r.last_step or 0) >= 12)
-    os.killpg(os.getpgid(child.pid), signal.SIGKILL)  # as if the PC lost power mid-run
+    kill_tree(child.pid)  # as if the PC lost power mid-run
     proc.wait_exit(child.pid, 30)
     dead = wait_until(m, child.id, lambda r: r.status == status.FAILED)
     assert latest_checkpoint(dead.path) is None  # its own first checkpoint was 30 min away

@@ -5,8 +5,7 @@ a data failure, export. Tiny model (context 32, width 32, 2 heads, 2 layers, voc
 from __future__ import annotations
 
 import json
-import os
-import signal
+import shutil
 import struct
 import time
 
@@ -18,6 +17,7 @@ from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.checkpoints import latest_checkpoint
 from app.runs.series import LEG
+from tests.trainer_run import kill_tree
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -38,7 +38,7 @@ def no_orphans():
         for rec in reg.active():
             if rec.target_kind == "local" and proc.terminate(rec.pid, rec.pid_started_at):
                 if not proc.wait_exit(rec.pid, 10) and proc.is_alive(rec.pid, rec.pid_started_at):
-                    os.killpg(rec.pid, signal.SIGKILL)
+                    kill_tree(rec.pid)
     finally:
         reg.close()
 
@@ -131,7 +131,7 @@ def test_a_killed_trainer_is_settled_as_failed_after_restart(tiny_data):
     m = RunManager()
     rec = m.start(config(tiny_data, steps_to=100_000, eval_every=1000))
     wait_until(m, rec.id, lambda r: (r.last_step or 0) >= 2)
-    os.killpg(os.getpgid(rec.pid), signal.SIGKILL)  # as if the PC lost power mid-run
+    kill_tree(rec.pid)  # as if the PC lost power mid-run
     proc.wait_exit(rec.pid, 30)
     m.registry.close()
 
@@ -145,11 +145,19 @@ def test_a_killed_trainer_is_settled_as_failed_after_restart(tiny_data):
     assert f.kind == "vanished" and f.checkpoint is None and f.retry_label("en") == "Retry"
 
 
-def test_a_data_failure_names_the_folder(tmp_path, capsys):
+def test_a_data_failure_names_the_folder(tmp_path, tiny_data, capsys):
     missing = tmp_path / "no-such-data"
     path = tmp_path / "run.json"
     path.write_text(json.dumps(config(missing)))
-    assert cli.main(["run", "start", "--config", str(path), "--wait"]) == 1
+    assert cli.main(["run", "start", "--config", str(path), "--wait"]) == 2  # the lab's pre-check
+    assert str(missing) in capsys.readouterr().err and Registry().list_runs() == []
+    # Data that goes away between the start and the trainer's own check: a failed run.
+    shutil.copytree(tiny_data, missing)
+    m = RunManager()
+    rec = m.create(config(missing))
+    shutil.rmtree(missing)
+    m.launch(rec.id)
+    assert cli.main(["run", "wait", rec.id]) == 1
     rec = Registry().list_runs()[0]
     assert rec.status == "failed" and rec.end_reason == "error"
     f = RunManager().failure(rec.id)
@@ -174,7 +182,7 @@ def test_export_failures_are_said_in_the_interface_language_with_no_traceback(ti
     assert "Traceback" not in err and "Не удалось записать" in err and "Выберите другое место" in err
     damaged = tmp_path / "damaged.pt"
     damaged.write_bytes(ckpt.read_bytes()[:1000])
-    assert cli.main(["export", str(damaged), str(tmp_path / "w.safetensors")]) == 1
+    assert cli.main(["export", str(damaged), str(tmp_path / "w.safetensors")]) == 2  # the checkpoint: exit 2
     err = capsys.readouterr().err
-    assert "не читается" in err and "damaged" in err  # the exporter's own line stays as the detail
+    assert "не читается" in err and "damaged.pt" in err and "--resume" not in err
     assert not list(tmp_path.glob("*.safetensors")) and not list(tmp_path.glob(".*.tmp"))

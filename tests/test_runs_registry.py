@@ -297,7 +297,9 @@ def test_continue_config_takes_the_checkpoint_and_locks_the_model(tiny_data):
     with pytest.raises(ContinueError):
         m.continue_config(parent.id)
     ck = parent.checkpoints_dir / "step-00000030.pt"
-    ck.write_bytes(b"checkpoint")
+    import torch
+
+    torch.save({"format": 1, "step": 30, "run_id": parent.id}, ck)  # what a payload says, without weights
     (parent.checkpoints_dir / "latest").write_text("step-00000030.pt\n")
     meta = json.loads((tiny_data / "meta.json").read_text())
     write_events(parent.events_path, [start(data_id=meta["data_id"]) | {"config": cfg}, *steps(1, 30),
@@ -418,9 +420,9 @@ def test_wait_follows_a_kaggle_chain_into_its_next_leg():
     reg.set_status(first.id, status.TIME_LIMIT, "limit. Continuing on Kaggle: leg 2")
     reg.set_status(second.id, status.FINISHED, "reached step 9")
     m = RunManager(reg)
-    final = m.wait(first.id, poll_s=0.01, timeout=5)
+    final = m.wait(first.id, poll_s=0.01, timeout=60)  # settled already: returns at once
     assert (final.id, final.status, final.leg) == (second.id, "finished", 2)
-    assert m.wait(first.id, follow_chain=False, timeout=5).id == first.id
+    assert m.wait(first.id, follow_chain=False, timeout=60).id == first.id
 
 
 def test_stop_falls_back_to_sigterm_when_the_stop_file_is_not_heeded(tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -178,6 +179,7 @@ sys.exit(main(["--run", sys.argv[1], "--resume", sys.argv[2]]))
 """
 
 
+@pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX (Windows' abrupt end, TerminateProcess, is in tests/test_windows_stop.py)")
 def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint(tmp_path, tiny_data, whole):
     # Continued from the whole run's step 10 in a folder of its own: it saves step 11, then
     # dies half-way through writing step 12.
@@ -345,6 +347,7 @@ def test_full_disk_during_the_final_save_is_an_error_event_and_keeps_the_earlier
                        cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=no_room)
     assert p.returncode == 3, p.stderr
     assert "Traceback" not in p.stderr and "could not write checkpoint" in p.stderr
+    assert "the disk holding it is full" in p.stderr and "inline_container" not in p.stderr  # named as a full disk
     err = events(run, "error")[-1]
     assert "step-00000004.pt" in err["message"] and err["checkpoint"].endswith("step-00000002.pt")
     assert "--resume" in err["advice"] and events(run, "end")[-1]["reason"] == "error"

@@ -72,17 +72,21 @@ def test_narrow_table_keeps_the_name_readable(qtbot):
     view.show()
     view.set_rows(_long_rows())
     header = view.table.horizontalHeader()
+    # The layout follows a resize through queued events: waited for, however long a loaded
+    # machine takes to run them (a fixed 50 ms wait was the time, not the event).
     for width in (700, 1000):
         view.resize(width, 300)
-        qtbot.wait(50)
-        assert header.sectionSize(NAME_COLUMN) >= NAME_MIN_PX, width
-        for c in (3, 4):  # «Где», «Шаги»: their contents fit
-            assert header.sectionSize(c) >= view.table.sizeHintForColumn(c)
+        qtbot.waitUntil(lambda w=width: view.table.viewport().width() > 0 and view.width() == w, timeout=60_000)
+        qtbot.waitUntil(lambda: header.sectionSize(NAME_COLUMN) >= NAME_MIN_PX
+                        and all(header.sectionSize(c) >= view.table.sizeHintForColumn(c) for c in (3, 4)),
+                        timeout=60_000)  # «Где», «Шаги»: their contents fit
     view.resize(2400, 300)
-    qtbot.wait(50)
-    used = sum(header.sectionSize(c) for c in range(view.table.columnCount()))
-    assert used >= view.table.viewport().width() - 2  # the name fills the rest
-    assert header.sectionSize(NAME_COLUMN) > 600
+
+    def filled() -> bool:
+        used = sum(header.sectionSize(c) for c in range(view.table.columnCount()))
+        return used >= view.table.viewport().width() - 2 and header.sectionSize(NAME_COLUMN) > 600
+
+    qtbot.waitUntil(filled, timeout=60_000)  # the name fills the rest
 
 
 def test_user_column_width_is_kept_and_double_click_refits(qtbot):

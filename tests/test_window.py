@@ -197,7 +197,7 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
     qtbot.mouseClick(window.banner.stop_button, Qt.MouseButton.LeftButton)
     assert window.banner.stop_button.text() == "Сохранение…"
     qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.STOPPED, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: not window.banner.stop_button.isVisible(), timeout=5_000)
+    qtbot.waitUntil(lambda: not window.banner.stop_button.isVisible(), timeout=WAIT_MS)
     parent = window.runs.registry.get(run_id)
     assert any(title.endswith("остановлен") for title, _ in window.notifications)
 
@@ -269,13 +269,24 @@ def test_failed_run_shows_the_reason_and_which_file(qtbot, window, tiny_data, tm
     cfg.set("gpu", "cpu")
     run_cfg = cfg.run_config()
     run_cfg["data"]["dir"] = str(broken)
-    rec = window.start_run(run_cfg)
-    assert rec is not None
-    qtbot.waitUntil(lambda: window.runs.registry.get(rec.id).status == st.FAILED, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: window.banner.failure.isVisible(), timeout=5_000)
+    # The lab's pre-check (the trainer's own data check) refuses it before a run exists.
+    assert window.start_run(run_cfg) is None
+    assert "val.bin" in window.statusBar().currentMessage() and window.runs.registry.list_runs() == []
+    # Data broken after the start: the trainer's error event, as it writes it, in the banner.
+    import time
+
+    rec = window.runs.registry.create_run(run_cfg)
+    message = f"{broken / 'val.bin'} is empty or not uint16 token ids: prepare the data again"
+    events = [{"event": "error", "time": time.time(), "step": 0, "kind": "data", "message": message,
+               "advice": "fix run.json or the data as the message says", "checkpoint": None},
+              {"event": "end", "time": time.time(), "step": 0, "reason": "error", "state_sha256": None,
+               "message": message}]
+    rec.events_path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    window.runs.registry.ingest(rec.id)
+    window.follow(rec.id)
+    qtbot.waitUntil(lambda: window.banner.failure.isVisible(), timeout=WAIT_MS)
     text = window.banner.failure.text()
     assert "val.bin" in text and "Подготовьте данные заново" in text
-    assert any(title.endswith("ошибка") for title, _ in window.notifications)
 
 
 def test_out_of_memory_shows_the_batch_that_fits_and_retries_in_one_click(qtbot, window, tiny_data):
@@ -330,20 +341,32 @@ def test_prepare_data_button_prepares_the_ticked_constellation(qtbot, window):
     assert "токенов" in label and "не посчитаны" not in label, label
 
 
-def test_a_damaged_state_file_is_reported_not_a_crash(tmp_path):
+def test_a_damaged_state_file_is_set_aside_and_the_window_opens(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "state.sqlite").write_bytes(b"not a database " * 20)
     out = subprocess.run([sys.executable, "-m", "ui.main", "--snapshot", str(tmp_path / "x.png"), "--lang", "en"],
                          cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "TERNIT_HOME": str(tmp_path)})
-    assert out.returncode == 1
-    assert "The lab could not open" in out.stderr and "state.sqlite" in out.stderr
-    assert "Traceback" not in out.stderr
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert (tmp_path / "x.png").is_file() and list((tmp_path / "data").glob("state.damaged-*.sqlite"))
+
+
+def test_the_first_status_line_says_what_became_of_a_damaged_state_file(qtbot, tmp_path, russian):
+    from app.base import paths
+    from ui.main_window import MainWindow
+
+    paths.state_db_path().parent.mkdir(parents=True, exist_ok=True)
+    paths.state_db_path().write_bytes(b"not a database " * 20)
+    w = MainWindow(runs=RunManager())
+    qtbot.addWidget(w)
+    message = w.statusBar().currentMessage()
+    assert "повреждён" in message and "отложен" in message, message
+    w.close()
 
 
 def test_a_kaggle_start_runs_off_the_ui_thread_and_reports_its_failure(qtbot, window, tiny_data):
-    """No Kaggle account here: the start fails in its thread, the window says why and the
-    run's row says failed; the window kept answering meanwhile."""
+    """No Kaggle account here: the start fails in its thread, the window says why and no run
+    is left behind (nothing runs on Kaggle); the window kept answering meanwhile."""
     form = window.form_view.form
     for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 4)):
         form.set(name, value)
@@ -356,4 +379,4 @@ def test_a_kaggle_start_runs_off_the_ui_thread_and_reports_its_failure(qtbot, wi
     run_id, error = done.args
     assert run_id == rec.id and error
     assert "не запустился" in window.statusBar().currentMessage()
-    assert window.runs.registry.get(rec.id).status == st.FAILED
+    assert window.runs.registry.list_runs() == [] and window.followed != rec.id

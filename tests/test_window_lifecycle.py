@@ -45,7 +45,7 @@ def test_start_pressed_twice_starts_one_run_and_says_why_not_a_second(qtbot, win
     # Once it has ended, the same settings start again.
     window.stop_run(run_id)
     qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.STOPPED, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: view.start_button.isEnabled(), timeout=5_000)
+    qtbot.waitUntil(lambda: view.start_button.isEnabled(), timeout=WAIT_MS)
 
 
 def test_a_deleted_data_folder_is_caught_in_the_form_not_by_a_failed_run(qtbot, tiny_data, tmp_path):

@@ -45,7 +45,7 @@ def test_the_heat_guard_keeps_the_training_run_while_another_is_shown(qtbot, win
     qtbot.waitUntil(lambda: window.runs.registry.get(live).status == st.RUNNING, timeout=WAIT_MS)
     rec = window.runs.registry.get(live)
     monitor = window.monitor
-    qtbot.waitUntil(lambda: monitor.watch.pid == rec.pid, timeout=5_000)
+    qtbot.waitUntil(lambda: monitor.watch.pid == rec.pid, timeout=WAIT_MS)
     monitor.guard_hold.setValue(0)
     monitor.guard_check.setChecked(True)
     assert monitor.guard is not None and monitor.run_dir == rec.path
@@ -55,13 +55,17 @@ def test_the_heat_guard_keeps_the_training_run_while_another_is_shown(qtbot, win
     assert (rec.path / "PAUSE").exists()
     title, text = window.notifications[-1]
     assert title == "Обучение на паузе: видеокарта перегрелась" and "ниже 78 °C" in text
-    qtbot.waitUntil(lambda: "видеокарта перегрелась" in window.banner.note.text(), timeout=5_000)
+    qtbot.waitUntil(lambda: "видеокарта перегрелась" in window.banner.note.text(), timeout=WAIT_MS)
     assert window.banner.note.isVisible()
+    # The trainer looks for PAUSE between steps: wait until it holds (its log says so), or a
+    # long step on a loaded machine would outlast the pause and no pause would be marked.
+    qtbot.waitUntil(lambda: "paused: RUN_DIR/PAUSE exists" in rec.log_path.read_text(encoding="utf-8"),
+                    timeout=WAIT_MS)
     # Cool again: the pause is lifted, the banner's note goes, the plot marks the pause.
     monitor.show_snapshot(card_at(60))
     assert not (rec.path / "PAUSE").exists()
     assert "обучение продолжается" in window.statusBar().currentMessage()
-    qtbot.waitUntil(lambda: window.banner.note.text() == "", timeout=5_000)
+    qtbot.waitUntil(lambda: window.banner.note.text() == "", timeout=WAIT_MS)
     trace = window.plot.traces[LIVE]
     qtbot.waitUntil(lambda: any(m.kind == PAUSE for m in trace.series.markers), timeout=WAIT_MS)
 
@@ -77,7 +81,7 @@ def test_the_heat_guard_keeps_the_training_run_while_another_is_shown(qtbot, win
     # The run ends (stopped while paused): the monitor lets it go and lifts the pause.
     window.stop_run(live)
     qtbot.waitUntil(lambda: window.runs.registry.get(live).status == st.STOPPED, timeout=WAIT_MS)
-    qtbot.waitUntil(lambda: monitor.watch.pid is None, timeout=5_000)
+    qtbot.waitUntil(lambda: monitor.watch.pid is None, timeout=WAIT_MS)
     assert not (rec.path / "PAUSE").exists() and monitor.guard is None
 
 

@@ -48,24 +48,46 @@ def events(run_dir: Path, kind: str | None = None) -> list[dict]:
     return [r for r in rows if kind is None or r["event"] == kind]
 
 
+def kill_tree(pid: int) -> None:
+    """End a trainer at once with everything it started, as a power cut would: SIGKILL to its
+    process group on POSIX (the product starts each trainer as a group's leader), the whole
+    process tree on Windows (TerminateProcess; Windows has no process groups to signal)."""
+    import signal
+
+    import psutil
+
+    if os.name == "posix":
+        try:
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        return
+    try:
+        root = psutil.Process(pid)
+        tree = [*root.children(recursive=True), root]
+    except psutil.Error:
+        return
+    for p in tree:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(tree, timeout=30)
+
+
 def end_left_trainers(manager) -> None:
     """A test's teardown: end every trainer the test left going, at once. A local one is
     killed with its process group (nothing of it is read after the test, and a stop would
     first finish torch's import, a step and a save); a Kaggle one is stopped as the window
     does."""
-    import signal
-
     from app.runs import process as proc
 
     for rec in manager.registry.active():
-        if rec.target_kind != "local" or os.name != "posix":
+        if rec.target_kind != "local":
             manager.stop(rec.id)
             proc.wait_exit(rec.pid, 30)
         elif proc.is_alive(rec.pid, rec.pid_started_at):
-            try:  # the product starts each trainer as its own group's leader (start_new_session)
-                os.killpg(rec.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            kill_tree(rec.pid)
             proc.wait_exit(rec.pid, 30)
 
 

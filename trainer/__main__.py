@@ -1,5 +1,5 @@
 """python -m trainer --run RUN_DIR [--resume CKPT|latest] [--device auto|cpu|cuda]
-                     [--stop-at-step N] [--dry-run]
+                     [--stop-at-step N] [--dry-run] [--run-id ID]
 
 Under torchrun put `--` before `trainer`:
     torchrun --standalone --nproc_per_node=2 -m -- trainer --run RUN_DIR
@@ -23,6 +23,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--stop-at-step", type=int, help="stop at this step as if the time limit hit")
     p.add_argument("--dry-run", action="store_true", help="build the model, print and emit start, exit")
+    p.add_argument("--run-id", help="the run's id written into its checkpoints (default: the run folder's name; "
+                                    "a Kaggle kernel's folder is not named by it)")
     return p.parse_args(argv)
 
 
@@ -35,11 +37,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {args.run / 'run.json'} does not exist: write the run's config there first", file=sys.stderr)
         return EXIT_CONFIG
     try:
-        return run(Options(args.run, args.resume, args.device, args.stop_at_step, args.dry_run))
+        return run(Options(args.run, args.resume, args.device, args.stop_at_step, args.dry_run, args.run_id))
     except (ConfigError, LockError) as e:  # nothing was written to the run folder
         print(f"error: {e}", file=sys.stderr)
         return EXIT_CONFIG
 
 
 if __name__ == "__main__":
+    from .streams import utf8_stdio
+
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
     sys.exit(main())

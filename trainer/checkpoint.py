@@ -20,6 +20,7 @@ log, is the SHA-256 of that list. `latest` may name either form.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import random
@@ -39,23 +40,22 @@ from .checkpoint_index import (  # noqa: F401 — re-exported: callers use train
     HASH_SUFFIX,
     LATEST,
     NAME,
+    CheckpointError,
     checkpoint_files,
     damage_text,
     dcp_manifest,
     file_sha256,
     find_damage,
     hash_path,
+    identity,
     is_checkpoint,
     is_dcp,
     newest_first,
     read_pointer,
 )
+from .preflight import resume_path
 
 FORMAT = 1
-
-
-class CheckpointError(ValueError):
-    """A checkpoint that cannot be used: the message says why and what to use instead."""
 
 
 class SaveError(Exception):
@@ -93,27 +93,26 @@ def save(run_dir: Path, step: int, payload: dict[str, Any], keep: int) -> tuple[
     folder = checkpoint_dir(run_dir)
     final = folder / f"step-{step:08d}.pt"
     tmp = folder / f".{final.name}.tmp"
+    writer: _Writes | None = None
     try:
         folder.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as f:
-            torch.save(payload, f)
+            writer = _Writes(f)
+            torch.save(payload, writer)
             f.flush()
             os.fsync(f.fileno())
         # The hash goes down before the checkpoint gets its name: every named checkpoint has one.
         sha = file_sha256(tmp)
         atomic_write_bytes(hash_path(final), f"{sha}  {final.name}\n".encode())
     # A full disk shows as OSError, or as torch's RuntimeError from its zip writer (which
-    # hides the errno): either way the half-written file goes, so it fills nothing more.
+    # hides the errno; the writer keeps it): either way the half-written file goes.
     except (OSError, RuntimeError) as e:
         for leftover in (tmp, hash_path(final).with_name(f".{hash_path(final).name}.tmp")):
             try:
                 leftover.unlink(missing_ok=True)
             except OSError:
                 pass
-        raise SaveError(
-            f"could not write checkpoint {final} ({type(e).__name__}: {e}): "
-            "free disk space, make the run folder writable or move away what is in the way"
-        ) from None
+        raise SaveError(_could_not_write(final, (writer.error if writer else None) or e)) from None
     os.replace(tmp, final)
     _fsync_dir(folder)
     atomic_write_bytes(folder / LATEST, (final.name + "\n").encode())
@@ -139,9 +138,11 @@ def save_dcp(run_dir: Path, step: int, write_shards: Callable[[Path], None], ext
     write_shards(tmp)
     if not main:
         return None
+    writer: _Writes | None = None
     try:
         with open(tmp / EXTRA, "wb") as f:
-            torch.save(extra, f)
+            writer = _Writes(f)
+            torch.save(extra, writer)
             f.flush()
             os.fsync(f.fileno())
         manifest = dcp_manifest(tmp, final.name)
@@ -151,14 +152,41 @@ def save_dcp(run_dir: Path, step: int, write_shards: Callable[[Path], None], ext
         os.replace(tmp, final)
     except (OSError, RuntimeError) as e:
         _remove(tmp)
-        raise SaveError(
-            f"could not write checkpoint {final} ({type(e).__name__}: {e}): "
-            "free disk space, make the run folder writable or move away what is in the way"
-        ) from None
+        raise SaveError(_could_not_write(final, (writer.error if writer else None) or e)) from None
     _fsync_dir(folder)
     atomic_write_bytes(folder / LATEST, (final.name + "\n").encode())
     _prune(folder, keep, final)
     return final, hashlib.sha256(manifest.encode()).hexdigest()
+
+
+class _Writes:
+    """The file torch.save writes into, keeping the OSError of a failed write: torch's zip
+    writer turns it into "enforce fail at inline_container.cc … unexpected pos", errno gone."""
+
+    def __init__(self, f: Any) -> None:
+        self.f, self.error = f, None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.f.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self.f.flush()
+
+
+NO_ROOM = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
+
+
+def _could_not_write(final: Path, error: BaseException) -> str:
+    """Why a checkpoint could not be written, a full disk named as one."""
+    if isinstance(error, OSError) and error.errno in NO_ROOM:
+        return (f"could not write checkpoint {final}: the disk holding it is full ({os.strerror(error.errno)}): "
+                "free disk space")
+    return (f"could not write checkpoint {final} ({type(error).__name__}: {error}): "
+            "free disk space, make the run folder writable or move away what is in the way")
 
 
 def _remove(path: Path) -> None:
@@ -196,10 +224,7 @@ def candidates(run_dir: Path) -> tuple[list[Path], list[str]]:
 
 def resolve(run_dir: Path, spec: str) -> Path:
     """A path to a checkpoint file (`--resume PATH`); `latest` goes through `load_latest`."""
-    path = Path(spec)
-    if not is_checkpoint(path):
-        raise CheckpointError(f"checkpoint {path} does not exist")
-    return path
+    return resume_path(spec)
 
 
 def earlier_intact(path: Path) -> Path | None:
@@ -244,7 +269,7 @@ def load(path: Path, whole: bool = True) -> dict[str, Any]:
         payload = _load_checked(path)
     except CheckpointError as e:
         earlier = earlier_intact(path)
-        offer = f"; the earlier checkpoint {earlier} is intact: --resume {earlier}" if earlier else ""
+        offer = f"; the earlier checkpoint {earlier} is intact: use it instead" if earlier else ""
         raise CheckpointError(f"{e}{offer}") from None
     if payload.get("sharded") and whole:
         return with_tensors(path, payload)
@@ -272,9 +297,15 @@ def load_latest(run_dir: Path) -> tuple[Path, dict[str, Any], list[str]]:
         raise CheckpointError(f"{run_dir} has no checkpoint yet (no checkpoints/latest): start it without --resume")
     for path in found:
         try:
-            return path, _load_checked(path), notes
+            payload = _load_checked(path)
         except CheckpointError as e:
             notes.append(str(e))
+            continue
+        foreign = identity(path, payload).problem
+        if foreign:  # another run's step under this run's name: passed over like a damaged one
+            notes.append(f"checkpoint {path} is not this run's: {foreign}")
+            continue
+        return path, payload, notes
     raise CheckpointError(
         f"no intact checkpoint in {checkpoint_dir(run_dir)}: " + "; ".join(notes)
         + ": start it again without --resume"

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from .reasons import Refusal
+from .reasons import Refusal, number_text
 
 
 class ConfigError(ValueError):
@@ -113,6 +113,73 @@ MAX_STATE_BYTES = 2**40
 # Token ids are stored as uint16 (the prepared data's train.bin/val.bin): ids 0…65,535, so
 # a vocabulary of at most 65,536 tokens.
 MAX_VOCAB = 2**16
+# What one micro-step holds in any mode, on top of the state: its token ids (int64 inputs
+# and targets, 16 bytes a token) and one hidden state of it in 16-bit precision (2 bytes a
+# token per unit of width): even the full economical mode keeps each block's input.
+BATCH_BYTES_PER_TOKEN = 16
+HIDDEN_BYTES_PER_UNIT = 2
+# The run history keeps steps and tokens as SQLite INTEGERs (64-bit, signed).
+SQLITE_INTEGER_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class Range:
+    """The values one number of run.json may take, and why: `low` to `high`, the low end
+    itself excluded where `above` (a limit of 0 minutes trains nothing)."""
+
+    low: float
+    high: float
+    reason: str
+    above: bool = False
+
+    def holds(self, value: float) -> bool:
+        return (value > self.low if self.above else value >= self.low) and value <= self.high
+
+    def text(self) -> str:
+        """The range as RUN_JSON.md states it: "1 … 65,536", "> 0 … 10,080"."""
+        return f"{'> ' if self.above else ''}{number_text(self.low)} … {number_text(self.high)}"
+
+
+BILLION = 10**9
+WEEK_MIN = 7 * 24 * 60
+# Every number of run.json, its range and the reason for it: one table, checked by
+# `validate` (so by `python -m trainer.config`, the trainer's start and the lab's pre-check)
+# and listed in docs/RUN_JSON.md (tests/test_contract.py keeps that list current). The
+# rules between keys (width by heads, tokens per step, the memory no machine holds) follow
+# in `validate`.
+RANGES: dict[str, Range] = {
+    "model.context": Range(1, 2**17, "positions are a learned table; attention over more than 131,072 "
+                           "tokens costs n² per layer, beyond the machines the lab trains on"),
+    "model.width": Range(1, 2**16, "one width × width matrix of 65,536 is 16 GiB in fp32 already"),
+    "model.heads": Range(1, 2**16, "a head takes at least one unit of the width (heads divide it)"),
+    "model.layers": Range(1, 4096, "over 40 times the depth of the largest GPTs; the 1 TiB state "
+                          "check refuses most of it anyway"),
+    "model.vocab": Range(1, MAX_VOCAB, "token ids are stored as uint16"),
+    "training.batch_per_card": Range(1, 2**31 - 1, "a 32-bit tensor dimension; the memory check below "
+                                     "refuses far less on any machine, saying the memory it would need"),
+    "training.tokens_per_step": Range(0, 2**40, "0 is automatic; a trillion tokens in one step is more "
+                                      "than any data the lab prepares"),
+    "training.steps_to": Range(1, BILLION, "a billion steps is a week at 1,600 steps a second, and the "
+                               "history counts steps × tokens per step in SQLite's 64-bit INTEGER"),
+    "training.limit_min": Range(0, WEEK_MIN, "a week of minutes", above=True),
+    "training.lr": Range(0, 1, "AdamW moves each weight by about lr a step: above 1 every weight "
+                         "jumps by more than its own size", above=True),
+    "training.warmup_steps": Range(0, BILLION, "no more steps than training.steps_to may have"),
+    "training.min_lr_ratio": Range(0, 1, "the end of the cosine decay, as a fraction of lr"),
+    "training.weight_decay": Range(0, 10, "decoupled: each step shrinks the weights by lr × "
+                                   "weight_decay"),
+    "training.grad_clip": Range(0, 1e6, "a gradient norm; 0 clips nothing"),
+    "training.seed": Range(0, 2**63 - 1, "torch and numpy take a 64-bit seed"),
+    "training.eval_every": Range(1, BILLION, "no more steps than training.steps_to may have"),
+    "training.eval_segments": Range(1, 10**6, "segments of n tokens from val.bin, which holds fewer "
+                                    "(the validation sample is a small part of the data)"),
+    "training.checkpoint_every_min": Range(0, WEEK_MIN, "a week of minutes; 0 saves after every step"),
+    "training.keep_checkpoints": Range(1, 1000, "each one is the whole training state on disk"),
+    "training.sample_every": Range(0, BILLION, "0 samples with each evaluation"),
+    "training.sample_tokens": Range(0, 100_000, "written one token at a time at every sample: "
+                                    "100,000 is minutes of a card per prompt; 0 writes no samples"),
+}
+
 # Kaggle ends a GPU session after 12 hours whatever runs in it, and a leg needs time at its
 # end for the final checkpoint and for Kaggle to save the outputs: a Kaggle run's
 # training.limit_min may be at most the session less that margin (the lab's default quota
@@ -193,36 +260,37 @@ def from_dict(raw: dict[str, Any]) -> RunConfig:
 
 
 def validate(cfg: RunConfig) -> None:
-    """Rules that need no data: sizes, ranges and choices."""
+    """Rules that need no data: every number in its range (RANGES), then the rules between
+    keys, the choices, and the memory no machine holds."""
     m, t = cfg.model, cfg.training
+    for key, allowed in RANGES.items():
+        value = _value(cfg, key)
+        if not allowed.holds(value):
+            raise ConfigError(Refusal("out_of_range", {"key": key, "low": allowed.low, "high": allowed.high,
+                                                       "above": allowed.above, "value": value,
+                                                       "reason": allowed.reason}))
     problem = shape_problem(m.layers, m.width, m.heads, m.context, m.vocab, t.batch_per_card)
     if problem:
         raise ConfigError(problem)
-    if t.steps_to < 1:
-        raise ConfigError(f"training.steps_to must be at least 1, not {t.steps_to}")
-    if t.limit_min <= 0:
-        raise ConfigError(f"training.limit_min must be above 0, not {t.limit_min}")
-    if not t.lr > 0:
-        raise ConfigError(f"training.lr must be above 0, not {t.lr}")
-    if t.warmup_steps < 0 or t.eval_every < 1 or t.eval_segments < 1 or t.keep_checkpoints < 1:
-        raise ConfigError(
-            "training.warmup_steps must be ≥ 0 and eval_every, eval_segments, keep_checkpoints ≥ 1"
-        )
-    if t.sample_every < 0 or t.sample_tokens < 0:
-        raise ConfigError("training.sample_every and training.sample_tokens must be ≥ 0 (0 tokens: no samples)")
-    if not 0 <= t.seed < 2**63:
-        raise ConfigError(f"training.seed must be a whole number from 0 to 2**63 - 1, not {t.seed}")
-    if t.checkpoint_every_min < 0:
-        raise ConfigError(f"training.checkpoint_every_min must be 0 or more, not {t.checkpoint_every_min:g}")
-    if not 0 <= t.min_lr_ratio <= 1:
-        raise ConfigError(f"training.min_lr_ratio must be from 0 to 1, not {t.min_lr_ratio:g}")
-    if t.weight_decay < 0 or t.grad_clip < 0:
-        raise ConfigError("training.weight_decay and training.grad_clip must be 0 or more")
     for cards in target_cards(cfg):
         accumulation(cfg, cards)
+        tokens = step_tokens(cfg, cards)
+        if t.steps_to * tokens > SQLITE_INTEGER_MAX:
+            raise ConfigError(
+                f"training.steps_to {t.steps_to:,} × {tokens:,} tokens a step is over 2**63 tokens, more than "
+                "the run history counts (SQLite's 64-bit INTEGER): lower training.steps_to or the tokens per step"
+            )
     state = parameter_count(m) * STATE_BYTES_PER_WEIGHT
     if state > MAX_STATE_BYTES:
         raise ConfigError(Refusal("state_too_big", {"params": parameter_count(m), "gib": state / 2**30}))
+    floor = step_floor_bytes(m, t.batch_per_card)
+    if state + floor > MAX_STATE_BYTES:
+        raise ConfigError(
+            f"one micro-step of training.batch_per_card {t.batch_per_card:,} × context {m.context:,} needs at "
+            f"least {_size(floor)} (its token ids and one hidden state of width {m.width:,}) besides "
+            f"the training state's {_size(state)}, beyond any machine the lab trains on; lower "
+            "training.batch_per_card (training.tokens_per_step keeps the step's size with micro-steps)"
+        )
     if t.precision not in PRECISIONS:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)
@@ -231,6 +299,8 @@ def validate(cfg: RunConfig) -> None:
     compile_mode(t.compile)
     if cfg.target.kind not in TARGET_KINDS:
         raise ConfigError(Refusal("target_kind", {"kind": cfg.target.kind}))
+    if cfg.target.kind == "local":
+        gpu_choice(cfg.target.gpu)
     check_kaggle_limit(cfg)
 
 
@@ -247,6 +317,41 @@ def shape_problem(layers: int, width: int, heads: int, context: int, vocab: int,
     if vocab > MAX_VOCAB:
         return Refusal("vocab_over", {"vocab": vocab, "most": MAX_VOCAB})
     return None
+
+def gpu_choice(value: str) -> str | list[str]:
+    """target.gpu read: "auto" (also empty), "cpu", or the card numbers it names ("0,1" →
+    ["0", "1"]); anything else is a ConfigError naming it. The one reader: the lab starts
+    the trainer on these cards (app/runs/process.py)."""
+    gpu = str(value).strip().lower()
+    if gpu in ("", "auto"):
+        return "auto"
+    if gpu == "cpu":
+        return "cpu"
+    ids = [x.strip() for x in gpu.split(",") if x.strip()]
+    if not ids or not all(x.isdigit() for x in ids):
+        raise ConfigError(Refusal("target_gpu", {"value": str(value)}))
+    return ids
+
+
+def _value(cfg: RunConfig, key: str) -> Any:
+    section, name = key.split(".")
+    return getattr(getattr(cfg, section), name)
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 2**30:,.0f} GiB" if nbytes >= 2**30 else f"{nbytes / 2**20:,.1f} MiB"
+
+
+def step_floor_bytes(m: ModelConfig, batch_per_card: int) -> int:
+    """The least memory one micro-step of `batch_per_card` sequences holds in any mode,
+    besides the training state: its token ids and one 16-bit hidden state of them."""
+    return batch_per_card * m.context * (BATCH_BYTES_PER_TOKEN + HIDDEN_BYTES_PER_UNIT * m.width)
+
+
+def step_tokens(cfg: RunConfig, cards: int) -> int:
+    """The tokens one optimizer step trains on with `cards` processes."""
+    t = cfg.training
+    return t.tokens_per_step or cards * t.batch_per_card * cfg.model.context
 
 
 def kaggle_limit_max() -> float:
@@ -274,11 +379,11 @@ def target_cards(cfg: RunConfig) -> tuple[int, ...]:
     unknown here, so the trainer checks it again at its start."""
     if cfg.target.kind == "kaggle":
         return (2,)
-    gpu = cfg.target.gpu.strip()
-    ids = [x for x in gpu.split(",") if x.strip()]
-    if gpu not in ("auto", "cpu", "") and ids and all(x.strip().isdigit() for x in ids):
-        return (len(ids),)
-    return (1,)
+    try:
+        ids = gpu_choice(cfg.target.gpu)
+    except ConfigError:  # refused by validate; here only the count matters
+        return (1,)
+    return (len(ids),) if isinstance(ids, list) else (1,)
 
 
 def accumulation(cfg: RunConfig, cards: int) -> int:
@@ -364,6 +469,27 @@ def sharding_mode(value: str) -> str:
     raise ConfigError(f"training.sharding must be one of {', '.join(SHARDING_MODES)}, not {value!r}")
 
 
+class DuplicateKey(ValueError):
+    """A JSON object that names one key twice (json would keep the last one silently)."""
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+def parse_json(text: str, where: str | Path = "run.json") -> Any:
+    """run.json's text as JSON, with a key given twice in one object refused (a ConfigError
+    naming it) instead of the last one winning silently; the lab reads run.json files
+    through this too. Other JSON errors are json.JSONDecodeError, as json.loads raises."""
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except DuplicateKey as e:
+        raise ConfigError(Refusal("duplicate_key", {"where": str(where), "key": e.args[0]})) from None
 def load(path: str | Path) -> RunConfig:
     """Read and validate a run.json file."""
     return from_dict(read_json(path))
@@ -375,7 +501,7 @@ def read_json(path: str | Path) -> Any:
     through this too, and says the refusal in its language)."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return parse_json(path.read_text(encoding="utf-8"), path)
     except FileNotFoundError:
         raise ConfigError(Refusal("file_missing", {"path": str(path)})) from None
     except json.JSONDecodeError as e:
@@ -430,8 +556,9 @@ def main(argv: list[str] | None = None) -> int:
     the trainer will (no torch imported, nothing trained); with --machine, the plan of what
     it would run on that machine of the lab's catalogue (trainer.plan.KNOWN_CARDS: the
     names `ternit estimate --gpu` knows), each choice with its reason. Exit 0, or 2 with
-    the refusal (on stderr; with --json as {"refusal": …} on stdout). The lab asks the same
-    before sending a run to Kaggle, where a bad value would fail only after the upload."""
+    the refusal (on stderr; with --json as {"refusal": …} on stdout). The lab runs the same
+    rules in its own process before any run exists (app/runs/precheck.py), with the start
+    checks of trainer.preflight, which need the data this command does not."""
     import argparse
     import sys
 
@@ -466,4 +593,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from .streams import utf8_stdio
+
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
     raise SystemExit(main())

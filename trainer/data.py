@@ -10,19 +10,13 @@ one, so a run that changes machine at the same tokens per step keeps its data.
 
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-REQUIRED_FILES = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
-
-
-class DataError(ValueError):
-    """Prepared data that cannot be read: the message names the file and what to do."""
+from .preflight import REQUIRED_FILES, DataError, DataFolder, data_folder  # noqa: F401 — DataError, REQUIRED_FILES re-exported
 
 
 @dataclass
@@ -34,28 +28,17 @@ class PreparedData:
     vocab_size: int
     data_id: str
     tokenizer_sha256: str
+    folder: DataFolder  # what the checks read (trainer.preflight.check_data takes it)
 
 
 def open_prepared(data_dir: str | Path) -> PreparedData:
-    d = Path(data_dir)
-    if not str(data_dir) or not d.is_dir():
-        raise DataError(f"data.dir {str(data_dir)!r} is not a folder: prepare data first (ternit data prepare)")
-    missing = [f for f in REQUIRED_FILES if not (d / f).is_file()]
-    if missing:
-        raise DataError(f"{d} lacks {', '.join(missing)}: prepare the data again (ternit data prepare)")
-    try:
-        meta = json.loads((d / "meta.json").read_text(encoding="utf-8"))
-    except ValueError as e:
-        raise DataError(f"{d / 'meta.json'} is not valid JSON ({e}): prepare the data again") from None
-    arrays = {}
-    for split in ("train", "val"):
-        path = d / f"{split}.bin"
-        if path.stat().st_size < 4 or path.stat().st_size % 2:
-            raise DataError(f"{path} is empty or not uint16 token ids: prepare the data again")
-        arrays[split] = np.memmap(path, dtype=np.uint16, mode="r")
-    tok_sha = hashlib.sha256((d / "tokenizer.json").read_bytes()).hexdigest()
-    data_id = meta.get("data_id") or hashlib.sha256((d / "meta.json").read_bytes()).hexdigest()
-    return PreparedData(d, arrays["train"], arrays["val"], meta, int(meta.get("vocab_size", 0)), data_id, tok_sha)
+    """The prepared data, memory-mapped, after the folder's checks (trainer.preflight: the
+    same the lab makes before it creates a run)."""
+    folder = data_folder(data_dir)
+    d = folder.dir
+    arrays = {split: np.memmap(d / f"{split}.bin", dtype=np.uint16, mode="r") for split in ("train", "val")}
+    return PreparedData(d, arrays["train"], arrays["val"], folder.meta, folder.vocab_size, folder.data_id(),
+                        folder.tokenizer_sha256(), folder)
 
 
 def batch_offsets(n_tokens: int, context: int, batch: int, seed: int, step: int, rank: int) -> np.ndarray:

@@ -24,12 +24,26 @@ class World:
         return self.size > 1
 
 
+def backend_for(device_type: str) -> str:
+    """NCCL between CUDA cards where torch has it (Linux), gloo otherwise.
+
+    Windows' torch has no NCCL: two cards on a Windows PC talk through gloo, which takes
+    CUDA tensors but moves every all-reduce through host memory and the loopback network
+    (card → RAM → TCP → RAM → card) instead of NCCL's direct copies over PCIe or NVLink. The
+    cost is the gradients' all-reduce each step, 4 bytes per weight (≈ 110 MB for 27.7 M
+    weights), at host-copy and loopback speed rather than PCIe's: tens of milliseconds per
+    step at that size, more for bigger models (not measured: no Windows PC with two cards)."""
+    if device_type == "cuda" and dist.is_nccl_available():
+        return "nccl"
+    return "gloo"
+
+
 def init_world(device_type: str) -> World:
     """Join the process group torchrun set up (RANK/WORLD_SIZE in the environment)."""
     size = int(os.environ.get("WORLD_SIZE", "1"))
     if size <= 1:
         return World()
-    backend = "nccl" if device_type == "cuda" else "gloo"
+    backend = backend_for(device_type)
     if device_type == "cuda":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", "0")))
     dist.init_process_group(backend=backend)

@@ -82,9 +82,20 @@ def detach_terminal() -> None:
             _silence(stream)
 
 
+def _encodable(stream: Any, text: str) -> str:
+    """`text` with what the stream's encoding lacks written as escapes (\\u20bd). Redirected
+    streams are UTF-8 (trainer/streams.py); this is for a terminal in a legacy code page: a
+    run never dies on a character, and a character is no full disk."""
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    return text.encode(encoding, "backslashreplace").decode(encoding)
+
+
 def _write_stream(stream: Any, text: str, what: str) -> None:
     try:
-        stream.write(text)
+        try:
+            stream.write(text)
+        except UnicodeEncodeError:  # nothing was written: a text stream encodes before writing
+            stream.write(_encodable(stream, text))
         stream.flush()
     except (OSError, ValueError) as e:
         _silence(stream)

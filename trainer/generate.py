@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from . import checkpoint as ckpt
+from . import cuda_build
 from .config import ModelConfig
 from .model import GPT, norm
 from .optim import autocast, pick_precision
@@ -173,6 +174,7 @@ class Loaded:
     precision: str
     step: int
     data: dict[str, Any]
+    cpu_because: str | None = None  # device auto on the CPU although there is a card: why
 
 
 def _model_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -189,9 +191,11 @@ def _model_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def load_for_generation(path: Path, device: str = "auto") -> Loaded:
     """The checkpoint's model alone (its optimizer state is dropped at once), in eval mode,
     on the CPU or a GPU; the economical level does not matter (it changes no weights)."""
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ckpt.CheckpointError("--device cuda was asked for, but torch sees no CUDA GPU: use --device cpu")
-    dev = torch.device("cuda" if device != "cpu" and torch.cuda.is_available() else "cpu")
+    try:
+        kind, cpu_because = cuda_build.pick(device)
+    except ValueError as e:
+        raise ckpt.CheckpointError(str(e)) from None
+    dev = torch.device(kind)
     payload = ckpt.load(Path(path))
     payload.pop("optimizer", None)
     try:
@@ -200,7 +204,8 @@ def load_for_generation(path: Path, device: str = "auto") -> Loaded:
     except (KeyError, TypeError, RuntimeError, ValueError) as e:
         raise ckpt.CheckpointError(f"{path} holds no model this version can load ({type(e).__name__}: {e})") from None
     model.to(dev).eval()
-    return Loaded(model, dev, pick_precision("auto", dev), int(payload.get("step", 0)), dict(payload.get("data") or {}))
+    return Loaded(model, dev, pick_precision("auto", dev), int(payload.get("step", 0)), dict(payload.get("data") or {}),
+                  cpu_because)
 
 
 # ---- the loss on a text ---------------------------------------------------------------

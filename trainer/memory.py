@@ -212,3 +212,49 @@ def measure_step(
     if "after_forward" in info["marks"]:
         info["activation_bytes"] = info["marks"]["after_forward"] - info["baseline_bytes"]
     return result, info
+
+
+class StepMemory:
+    """The memory figures of a run's step events: what is live after the latest step and the
+    peak over every step so far — not the latest step's alone, nor the first's: the first
+    step creates the optimizer's state, so later steps start with more live and peak higher.
+
+    On a GPU every step, from the allocator's counters. On the CPU StoragePeak counts a step
+    at about 20-25 ms of Python per step whatever the model (docs/PERF.md, «mem_peak_mb over
+    every step»): a tiny model's step a third slower. So steps are counted until one peaks
+    exactly as the one before (the step's shapes and state no longer change: the steady
+    state), then one step in RECOUNT_EVERY, to see a change; a change counts every step again."""
+
+    RECOUNT_EVERY = 100
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self.alloc_mb: float | None = None
+        self.peak_mb: float | None = None
+        self.steps = 0  # steps run through `step`
+        self.counted = 0  # of them, counted on the CPU
+        self._last_peak: int | None = None  # the last counted step's own peak, in bytes
+        self._steady = False
+
+    def step(self, fn: Callable[[], R], alive: Callable[[], Iterable[torch.Tensor]], measure: bool = True) -> R:
+        """Run one training step `fn`, its figures taken; `alive()` names what lives before
+        it (the CPU's count); `measure` False: not counted on the CPU (FSDP's shards, a
+        compiled step: dynamo never compiles a function first called under the counting mode)."""
+        self.steps += 1
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+            result = fn()
+            self._seen(torch.cuda.memory_allocated(self.device), torch.cuda.max_memory_allocated(self.device))
+            return result
+        if not measure or (self._steady and self.steps % self.RECOUNT_EVERY):
+            return fn()
+        result, report = measure_step(fn, alive=alive(), device=self.device)
+        self.counted += 1
+        self._steady = report["peak_bytes"] == self._last_peak
+        self._last_peak = report["peak_bytes"]
+        self._seen(report["end_bytes"], report["peak_bytes"])
+        return result
+
+    def _seen(self, end_bytes: int, peak_bytes: int) -> None:
+        self.alloc_mb = end_bytes / 2**20
+        self.peak_mb = max(self.peak_mb or 0.0, peak_bytes / 2**20)

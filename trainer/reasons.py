@@ -23,6 +23,14 @@ def _shown(value: Any) -> Any:
     return value
 
 
+def number_text(value: Any) -> str:
+    """A range's end or a value as run.json's English texts show it: whole numbers with
+    thousands separators, others as %g."""
+    if isinstance(value, int) or float(value).is_integer() and abs(value) < 2**53:
+        return f"{int(value):,}"
+    return f"{value:g}"
+
+
 @dataclass(frozen=True)
 class Reason:
     """One fact behind a choice: `code` names the sentence, `params` fill it."""
@@ -132,6 +140,11 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
                      "optimizer) needs about {gib:,.0f} GiB, beyond any machine the lab trains on; lower "
                      "model.width or model.layers",
     "target_kind": "target.kind must be local or kaggle, not {kind!r}",
+    "target_gpu": "target.gpu must be auto, cpu or card numbers such as 0 or 0,1, not {value!r}",
+    "out_of_range": lambda p: (
+        f"{p['key']} must be {'above' if p['above'] else 'at least'} {number_text(p['low'])} and at most "
+        f"{number_text(p['high'])}, not {number_text(p['value'])} ({p['reason']})"),
+    "duplicate_key": "{where} names the key {key!r} twice in one object: keep one of them",
     "file_missing": "{path} does not exist: write a run.json there first",
     "file_not_json": "{path} is not valid JSON (line {line}: {msg})",
     "file_not_utf8": "{path} is not UTF-8 text (byte {byte}): save it as UTF-8",

@@ -3,7 +3,8 @@
 
 The child process behind `ternit sample`, `ternit eval` and the window's «Текст» tab (the
 lab's core never imports torch). It speaks JSON lines on stdout, one object per line:
-  {"kind": "start", "device", "precision", "step", "prompt_tokens", "dropped", "sample"}
+  {"kind": "start", "device", "precision", "step", "prompt_tokens", "dropped", "sample",
+   "cpu_because"}   the last only where --device auto runs on the CPU although there is a card
   {"kind": "text", "sample", "text"}                       a piece of text as it is produced
   {"kind": "done", "sample", "text", "tokens", "tokens_per_s", "stopped": "eot"|"length"}
   {"kind": "eval", "loss", "loss_ci95", "perplexity", "bits_per_byte", "bpb_ci95", ...}
@@ -92,7 +93,7 @@ def run_sample(args: argparse.Namespace, loaded: Any, tok: Tokenizer) -> None:
     allowed = min(tok.size, loaded.model.cfg.vocab)
     for i in range(args.num):
         emit("start", sample=i, device=loaded.device.type, precision=loaded.precision, step=loaded.step,
-             prompt_tokens=len(ids), dropped=dropped)
+             prompt_tokens=len(ids), dropped=dropped, **_fallback(loaded))
         stream, parts, count = tok.stream(), [], 0
         began = time.perf_counter()
         for token in generate(loaded.model, prompt, args.tokens, s, args.seed + i, tok.eot, allowed, loaded.precision):
@@ -133,7 +134,12 @@ def run_eval(args: argparse.Namespace, loaded: Any, tok: Tokenizer) -> None:
     score = score_tokens(loaded, lead + ids, byte_counts)
     emit("eval", loss=score.loss, loss_ci95=list(score.loss_ci95), perplexity=score.perplexity,
          bits_per_byte=score.bits_per_byte, bpb_ci95=list(score.bpb_ci95), tokens=score.tokens,
-         bytes=score.bytes, segments=score.segments, device=loaded.device.type, step=loaded.step)
+         bytes=score.bytes, segments=score.segments, device=loaded.device.type, step=loaded.step, **_fallback(loaded))
+
+
+def _fallback(loaded: Any) -> dict[str, str]:
+    """Why --device auto runs on the CPU while there is a card (trainer.cuda_build's line)."""
+    return {"cpu_because": loaded.cpu_because} if loaded.cpu_because else {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -156,4 +162,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from .streams import utf8_stdio
+
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
     sys.exit(main())

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from . import checkpoint as ckpt
-from . import compiling, wrapping
+from . import compiling, cuda_build, wrapping
 from .config import (
     ConfigError,
     RunConfig,
@@ -32,9 +32,11 @@ from .distributed import World, init_world, shutdown, sum_across, sum_tensor
 from .events import EventLog, OutputError, say
 from .hardware import plan_here
 from .lock import LockError, RunLock
+from .memory import StepMemory, model_tensors, optimizer_tensors
 from .model import GPT, count_parameters
 from .optim import Schedule, autocast
 from .plan import Plan
+from .preflight import check_data, check_resume
 from .samples import Sampler, TokenizerError
 from .step import train_step
 
@@ -42,22 +44,16 @@ EXIT_OK, EXIT_CONFIG, EXIT_TRAINING = 0, 2, 3
 
 
 def pick_device(requested: str, world: World) -> torch.device:
-    if requested == "cpu" or (requested == "auto" and not torch.cuda.is_available()):
-        return torch.device("cpu")
-    if not torch.cuda.is_available():
-        raise ConfigError("--device cuda was asked for, but torch sees no CUDA GPU: use --device cpu")
-    return torch.device("cuda", world.local_rank)
-
-
-def check_data(cfg: RunConfig, data: PreparedData) -> None:
-    """The rules that need the data: sizes and vocabulary."""
-    n = cfg.model.context
-    if len(data.train) < n + 2:
-        raise ConfigError(f"model.context {n} is larger than the training data allows ({len(data.train)} tokens): lower the context or add data")
-    if len(data.val) < n + 1:
-        raise ConfigError(f"model.context {n} is larger than the validation sample ({len(data.val)} tokens): lower the context or add data")
-    if data.vocab_size > cfg.model.vocab:
-        raise ConfigError(f"the data's vocabulary ({data.vocab_size}) is bigger than model.vocab ({cfg.model.vocab}): set model.vocab to at least {data.vocab_size}")
+    """A card this torch cannot drive (a CPU build, a driver too old, no code for its
+    architecture) refuses the run before training with the line that says what to install:
+    with --device auto too, a run is never trained on the CPU while a card waits."""
+    try:
+        kind, fallback = cuda_build.pick(requested)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+    if fallback:
+        raise ConfigError(fallback + " (or train on the CPU: --device cpu)")
+    return torch.device("cuda", world.local_rank) if kind == "cuda" else torch.device("cpu")
 
 
 def fmt_int(n: int) -> str:
@@ -87,10 +83,8 @@ class Trainer:
         # The step the newest checkpoint holds, known on every process (last_good is the
         # first rank's): a sharded save is collective, so every rank must agree on it.
         self.saved_step: int | None = None
-        # On the CPU the first step of the process is measured (see run_step); later steps
-        # report the same figures, since the working set does not change between steps.
-        self.cpu_peak_mb: float | None = None
-        self.cpu_alloc_mb: float | None = None
+        # Each step's memory, its peak the highest over every step so far (trainer.memory).
+        self.memory = StepMemory(device)
         self.sampler: Sampler | None = None  # samples during training (trainer.samples)
         self.compiled: compiling.CompiledStep | None = None  # when the plan compiles
 
@@ -138,7 +132,7 @@ class Trainer:
 
     def open_data(self) -> None:
         self.data = open_prepared(self.cfg.data.dir)
-        check_data(self.cfg, self.data)
+        check_data(self.cfg, self.data.folder)
         assert self.plan is not None, "take_plan() first"
         if self.world.is_main and self.plan.samples.value == "on":
             try:
@@ -152,29 +146,14 @@ class Trainer:
         else:
             path, passed_over = ckpt.resolve(self.opts.run_dir, spec), []
             state = ckpt.load(path, whole=False)  # a DCP one's tensors: wrapping.load_tensors
-        saved_model = state["config"]["model"]
-        for key, value in saved_model.items():
-            mine = getattr(self.cfg.model, key)
-            if mine != value:
-                raise ckpt.CheckpointError(
-                    f"model.{key} is {mine} in run.json but {value} in checkpoint {path}: "
-                    "a checkpoint continues only with its own model shape"
-                )
-        data_id = state["data"]["tokenizer_sha256"]
-        if self.data is not None and data_id and self.data.tokenizer_sha256 != data_id:
-            raise ConfigError(
-                f"the data in {self.cfg.data.dir} uses another tokenizer than checkpoint {path}: "
-                "prepare the new data with the checkpoint's tokenizer (ternit data prepare --tokenizer …)"
-            )
+        # Its run and step, model, tokenizer and step against steps_to: the lab's pre-check too.
+        older = check_resume(self.cfg, path, state, self.data.tokenizer_sha256 if self.data else None)
+        if older:
+            self.say(f"note: {older}")
         wrapping.load_tensors(self, state, path)
         self.scaler.load_state_dict(state["scaler"])
         ckpt.set_rng_state(state["rng"])
         self.step = int(state["step"])
-        if self.cfg.training.steps_to < self.step:
-            raise ConfigError(
-                f"training.steps_to {self.cfg.training.steps_to} is below the checkpoint's step {self.step} ({path}): "
-                f"set it above {self.step} to train further"
-            )
         self.tokens_seen = int(state["tokens_seen"])
         self.schedule = Schedule(**state["schedule"]).restretched(self.step, self.cfg.training.steps_to)
         self.data_changed = self.data is not None and state["data"]["data_id"] != self.data.data_id
@@ -261,6 +240,7 @@ class Trainer:
         payload = {
             "format": ckpt.FORMAT,
             "step": self.step,
+            "run_id": self.opts.identity,  # whose step this is: checked against its folder on load
             "tokens_seen": self.tokens_seen,
             "params": self.params,
             "scaler": self.scaler.state_dict(),
@@ -341,9 +321,7 @@ class Trainer:
 
     # ---- the loop ------------------------------------------------------------------------
     def memory_mb(self) -> tuple[float | None, float | None]:
-        if self.device.type == "cuda":
-            return torch.cuda.memory_allocated(self.device) / 2**20, torch.cuda.max_memory_allocated(self.device) / 2**20
-        return self.cpu_alloc_mb, self.cpu_peak_mb
+        return self.memory.alloc_mb, self.memory.peak_mb
 
     def run_step(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
         t, kind = self.cfg.training, self.plan.step.value  # the plan's step kind (trainer/step.py)
@@ -352,21 +330,13 @@ class Trainer:
         def step(module: torch.nn.Module) -> torch.Tensor:
             return train_step(module, *args, kind=kind)
 
-        if self.device.type == "cuda":
-            torch.cuda.reset_peak_memory_stats(self.device)
-        elif self.cpu_peak_mb is None and self.sharding != "fsdp" and not self.compiling():
-            # (Not measured with DTensor shards, nor compiled: dynamo never compiles a
-            # function first called under the counting dispatch mode.)
-            # The first step of a process on the CPU is measured by tracking live tensor
-            # storages (the allocator's cache and RSS are not what the program allocates).
-            from .memory import measure_step, model_tensors, optimizer_tensors
+        def alive() -> list[torch.Tensor]:  # what lives before the step, for the CPU's count
+            return [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *(x for b in batch for x in b)]
 
-            alive = [*model_tensors(self.model), *optimizer_tensors(self.optimizer), *(x for b in batch for x in b)]
-            loss, report = measure_step(lambda: self.step_with(step), alive=alive)
-            self.cpu_peak_mb = report["peak_bytes"] / 2**20
-            self.cpu_alloc_mb = report["end_bytes"] / 2**20
-            return loss
-        return self.step_with(step)
+        # (Not counted with DTensor shards, nor compiled: dynamo never compiles a function
+        # first called under the counting dispatch mode.)
+        return self.memory.step(lambda: self.step_with(step), alive,
+                                measure=self.sharding != "fsdp" and not self.compiling())
 
     def compiling(self) -> bool:
         """The step runs compiled (the plan's compile on, and no failure at the first step)."""
@@ -484,13 +454,17 @@ def run(opts: Options) -> int:
         code = _run(trainer, opts)
         return code
     finally:
+        # The end is written: the folder is free for the next trainer (a continuation in
+        # place) at once, not after the teardown below, which a loaded machine stretches.
+        lock.release()
+        if trainer is not None:
+            trainer.events.close()
         # The DDP wrapper (its reducer) holds the process group: freed here, before the
         # group is left, not by the interpreter's exit after it, where gloo's threads then
         # died unjoined and aborted a finished rank now and then (shutdown's note).
         trainer = None
         gc.collect()
         shutdown(world, together=code == EXIT_OK)
-        lock.release()
 
 
 def _lock_run(lock: RunLock, world: World, device: torch.device) -> None:

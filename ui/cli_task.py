@@ -64,10 +64,12 @@ class CliTask(QObject):
         self.proc.terminate()
         QTimer.singleShot(KILL_AFTER_MS, self._kill_if_running)
 
-    def stop_and_wait(self, ms: int = KILL_AFTER_MS) -> None:
-        """Cancel and wait (closing a window: the child must not outlive it half-done)."""
+    def stop_and_wait(self, ms: int | None = None) -> None:
+        """Cancel and wait up to `ms` (default KILL_AFTER_MS, read now) before killing it
+        (closing a window: the child must not outlive it half-done)."""
         if self.code is not None:
             return
+        ms = KILL_AFTER_MS if ms is None else ms
         self.cancel()
         if not self.proc.waitForFinished(ms):
             self.proc.kill()

@@ -37,7 +37,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.base.i18n import t
-from app.base.state import StateError, open_state
+from app.base.state import StateError, failure_text, open_state, repairs_to_say
 from app.data import manage, readers
 from app.data.library import Library, LibraryError
 
@@ -111,8 +111,9 @@ class DataDialog(QDialog):
         if library is None:
             try:
                 self.library = Library()
-            except (StateError, LibraryError, sqlite3.Error) as e:  # a locked or damaged state file
-                opened = str(e)
+                opened = " ".join(repairs_to_say())  # a damaged file set aside as it opened: said
+            except (StateError, LibraryError, sqlite3.Error) as e:  # a locked state file, a full disk
+                opened = failure_text(e)
         self.statuses: dict[str, manage.DatasetStatus] = {}
         self.task: CliTask | None = None  # the add or re-check running now
         self.output = manage.CliOutput()  # the latest child's output
@@ -146,6 +147,8 @@ class DataDialog(QDialog):
             self.status.setText(opened)
         else:
             self.load_statuses()
+            if opened:
+                self.status.setText(opened)
 
     # -- building --------------------------------------------------------------------------
 
@@ -260,7 +263,7 @@ class DataDialog(QDialog):
             crows = manage.constellation_rows(self.library)
             drows = manage.dataset_rows(self.library)
         except (StateError, LibraryError, OSError, sqlite3.Error) as e:
-            self.status.setText(str(e))
+            self.status.setText(failure_text(e))
             return
         self._crows = {r.name: r for r in crows}
         self._drows = {r.name: r for r in drows}
@@ -397,7 +400,7 @@ class DataDialog(QDialog):
         try:
             message = action(self.library, *args)
         except (LibraryError, StateError, sqlite3.Error) as e:
-            self.status.setText(str(e))
+            self.status.setText(failure_text(e))
             return False
         self.status.setText(message)
         self.refresh()

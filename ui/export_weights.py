@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import QProcess
+from PySide6.QtCore import QProcess, QProcessEnvironment
 from PySide6.QtWidgets import QFileDialog, QMainWindow
 
+from app.base.children import child_env
 from app.base.i18n import t
 from app.window.lab import ActionError, Lab
 
@@ -20,7 +21,7 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
     None when there is nothing to export (said first) or the user cancelled."""
     status = window.statusBar()
     try:
-        ckpt = lab.export_checkpoint(run_id)  # none: said before asking where to
+        choice = lab.export_checkpoint(run_id)  # none: said before asking where to
         if out is None:
             out, _ = QFileDialog.getSaveFileName(window, t("Экспорт весов", "Export weights"),
                                                  str(Path.home() / lab.export_file_name(run_id)),
@@ -31,16 +32,17 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
         status.showMessage(str(e))
         return None
     proc = QProcess(window)
+    env = QProcessEnvironment()
+    for key, value in child_env().items():  # its text in UTF-8, which done() reads
+        env.insert(key, value)
+    proc.setProcessEnvironment(env)
     proc.setProgram(sys.executable)
-    proc.setArguments(Lab.export_args(ckpt, out))
+    proc.setArguments(Lab.export_args(choice.path, out))
     proc.setProcessChannelMode(QProcess.ProcessChannelMode.MergedChannels)
 
     def done(code: int, _status: Any) -> None:
         text = bytes(proc.readAll()).decode("utf-8", "replace").strip()
-        if code == 0:
-            status.showMessage(t(f"Веса сохранены: {out}", f"Weights saved: {out}"))
-        else:
-            status.showMessage(t(f"Экспорт не удался: {text[-300:]}", f"Export failed: {text[-300:]}"))
+        status.showMessage(lab.export_finished(choice, out, code, text))
 
     proc.finished.connect(done)
     status.showMessage(t(f"Экспорт весов в {out}…", f"Exporting weights to {out}…"))

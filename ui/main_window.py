@@ -199,7 +199,7 @@ class MainWindow(QMainWindow):
         main.setSizes([600, 960])
         self.main_split = main
         self.setCentralWidget(main)
-        self.statusBar().showMessage(t("Готово", "Ready"))
+        self.statusBar().showMessage(self.lab.start_message())
 
     def _build_menu(self) -> None:
         calls = MenuCalls(set_language=self.set_language, reload_context=self.reload_context,

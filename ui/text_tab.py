@@ -275,21 +275,23 @@ class TextTab(QWidget):
         req = play.Request(self.prompt.toPlainText(), self.tokens.value(), round(self.temperature.value(), 2),
                            self.top_k.value(), str(self.device.currentData()))
         try:
-            argv, stdin, seed = play.sample_command(self._chain_target(), req)
+            target = self._chain_target()
+            argv, stdin, seed = play.sample_command(target, req)
         except (GenerationError, KeyError) as e:
             self._refuse(e)
             return
-        self._start(argv, stdin, play.Session("sample", seed))
+        self._start(argv, stdin, play.Session("sample", seed, target.notes))
 
     def evaluate(self, file: str | Path) -> None:
         """The checkpoint's loss, perplexity and bits per byte on `file`."""
         try:
-            argv = play.eval_command(self._chain_target(), Path(file), str(self.device.currentData()))
+            target = self._chain_target()
+            argv = play.eval_command(target, Path(file), str(self.device.currentData()))
         except (GenerationError, KeyError) as e:
             self._refuse(e)
             return
         self.eval_result.clear()
-        self._start(argv, "", play.Session("eval"))
+        self._start(argv, "", play.Session("eval", notes=target.notes))
 
     def _pick_eval_file(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, t("Текстовый файл для оценки", "A text file to evaluate on"),

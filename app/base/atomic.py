@@ -40,6 +40,16 @@ def write_json(path: Path, data: Any, mode: int | None = None, indent: int | Non
     write_text(path, json.dumps(data, indent=indent, ensure_ascii=False) + "\n", mode)
 
 
+def fsync_file(path: Path) -> None:
+    """Flush a finished file's bytes to disk. Through a handle opened for writing: on Windows
+    os.fsync is FlushFileBuffers, which refuses a read-only handle (Errno 13)."""
+    fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(folder: Path) -> None:
     """Flush a folder's entries (a rename is durable only then); a no-op where impossible."""
     if os.name != "posix":

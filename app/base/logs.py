@@ -12,6 +12,7 @@ included (tests/test_logs.py).
 
 from __future__ import annotations
 
+import errno
 import logging
 import logging.handlers
 import re
@@ -29,7 +30,8 @@ FORMAT = "%(asctime)s %(levelname)s %(process)d %(threadName)s %(name)s: %(messa
 SECRET = re.compile(r"\bKGAT_[0-9A-Za-z_\-]+|\b[0-9a-fA-F]{32}\b")
 MASK = "***"
 
-_handler: logging.handlers.RotatingFileHandler | None = None
+_handler: LabFileHandler | None = None
+NO_ROOM = {errno.ENOSPC, errno.EFBIG, getattr(errno, "EDQUOT", errno.ENOSPC)}
 
 
 def log_folder() -> Path:
@@ -52,6 +54,21 @@ class MaskingFormatter(logging.Formatter):
         return mask_secrets(super().format(record))
 
 
+class LabFileHandler(logging.handlers.RotatingFileHandler):
+    """The log file, which must never be the failure the user sees: a write that fails (a
+    full disk) is said once on stderr in one line, not as logging's traceback per record."""
+
+    failed = False
+
+    def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 — logging's name
+        error = sys.exc_info()[1]
+        if self.failed or (isinstance(error, OSError) and error.errno in NO_ROOM):
+            return  # a full disk is said by what the user asked for, which fails on it too
+        self.failed = True
+        print(f"ternit: the log file {self.baseFilename} cannot be written ({error}); going on without it",
+              file=sys.stderr)
+
+
 def setup(level: int = logging.INFO) -> Path | None:
     """Log to `log_path()` from now on (again with the same folder: nothing changes; with
     another, as tests give: the file moves there). None when the file cannot be opened (a
@@ -62,7 +79,7 @@ def setup(level: int = logging.INFO) -> Path | None:
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        handler = logging.handlers.RotatingFileHandler(
+        handler = LabFileHandler(
             target, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", delay=True)
     except OSError as e:
         print(f"ternit: no log file ({e})", file=sys.stderr)

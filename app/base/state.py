@@ -17,17 +17,21 @@ statements that must stand or fall together go in `with state.transaction():`.
 
 from __future__ import annotations
 
+import logging
 import re
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from . import paths
+from .state_repair import is_damaged, repair
+
+log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
 BUSY_TIMEOUT_MS = 10_000
@@ -39,20 +43,11 @@ class StateError(RuntimeError):
 
 
 def unavailable(path: Path, exc: sqlite3.Error, what: str = "") -> StateError:
-    """A write that failed because the state file is locked (another program holds a write
-    transaction past the busy timeout) or unreadable: what was not done and what to do."""
-    from .i18n import t
+    """A failure of the state file in one line (a full disk, a lock, a failing disk, a
+    damaged file: app/base/state_faults.py), with what was not done and what to do."""
+    from .state_faults import state_error
 
-    done = f" {what}" if what else ""
-    if "full" in str(exc):  # SQLITE_FULL: "database or disk is full"
-        return StateError(t(
-            f"На диске с файлом состояния лаборатории {path} нет места ({exc}).{done} Освободите место и повторите.",
-            f"The disk holding the lab's state file {path} is full ({exc}).{done} Free some space and try again."))
-    return StateError(t(
-        f"Файл состояния лаборатории {path} занят или недоступен ({exc}).{done} Закройте программу, "
-        "которая держит его открытым (другое окно лаборатории, просмотрщик SQLite), и повторите.",
-        f"The lab's state file {path} is busy or unreadable ({exc}).{done} Close the program that holds "
-        "it open (another lab window, an SQLite browser) and try again."))
+    return StateError(state_error(path, exc, what, BUSY_TIMEOUT_MS / 1000))
 
 
 @dataclass(frozen=True)
@@ -189,27 +184,49 @@ class State:
         self._all: list[sqlite3.Connection] = []
         self._lock = threading.Lock()
         self._closed = False
+        # What the lab did with a damaged file at this open (app/base/state_repair.py), said
+        # once by whoever opened it (`ternit`, the window): None when the file was sound.
+        self.repaired: str | None = None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            conn = self.conn
-            mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
-            if str(mode).lower() != "wal":
-                # e.g. a network file system: still works, only with less concurrency.
-                self.journal_mode = str(mode)
-            else:
-                self.journal_mode = "wal"
-            self.applied = migrate(conn, migrations)
+            self._open(migrations)
         except sqlite3.DatabaseError as exc:
             self.close()
             from .i18n import t
 
-            raise StateError(t(
-                f"не открывается файл состояния лаборатории {self.path}: {exc}. Если он повреждён, "
-                f"переименуйте его (например, в {self.path.name}.bad): лаборатория начнёт новый и снова "
-                "найдёт прогоны в их папках.",
-                f"cannot open the lab's state {self.path}: {exc}. If the file is damaged, move it aside "
-                f"(rename it, e.g. to {self.path.name}.bad): the lab starts a new one and finds the runs "
-                "in their folders again.")) from exc
+            raise unavailable(self.path, exc, t("Лаборатория не открылась.", "The lab did not open.")) from exc
+
+    def _open(self, migrations: Sequence[Migration] | None) -> None:
+        """Open, set WAL and migrate; a damaged file is set aside and what can be read of it
+        carried over into a new one first (once)."""
+        from .state_faults import kind
+
+        try:
+            conn = self.conn
+            damaged = is_damaged(conn)
+        except sqlite3.DatabaseError as exc:
+            if kind(exc) != "damaged":
+                raise
+            damaged = True
+        if damaged:
+            self._drop_connections()
+            salvage = repair(self.path, lambda c: migrate(c, migrations), paths.prepared_dir())
+            if salvage is not None:
+                self.repaired = salvage.text()
+                _repairs.append(self.repaired)
+                log.warning("state file repaired: %s", self.repaired)
+            conn = self.conn
+        mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+        # Not WAL on e.g. a network file system: still works, only with less concurrency.
+        self.journal_mode = "wal" if str(mode).lower() == "wal" else str(mode)
+        self.applied = migrate(conn, migrations)
+
+    def _drop_connections(self) -> None:
+        with self._lock:
+            conns, self._all = self._all, []
+        for c in conns:
+            c.close()
+        self._local = threading.local()
 
     @property
     def conn(self) -> sqlite3.Connection:
@@ -248,7 +265,7 @@ class State:
         if conn.in_transaction:
             yield conn
             return
-        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        self._begin(conn, "BEGIN IMMEDIATE" if immediate else "BEGIN")
         try:
             yield conn
         except BaseException:
@@ -257,13 +274,31 @@ class State:
         else:
             conn.execute("COMMIT")
 
+    def _begin(self, conn: sqlite3.Connection, begin: str) -> None:
+        """BEGIN, waiting for another program's write lock: after WAIT_NOTICE_S the wait is
+        said (who holds the file, that the lab waits) and goes on to BUSY_TIMEOUT_MS."""
+        conn.execute(f"PRAGMA busy_timeout = {int(WAIT_NOTICE_S * 1000)}")
+        try:
+            conn.execute(begin)
+        except sqlite3.OperationalError as exc:
+            from .state_faults import holders, kind
+
+            if kind(exc) != "locked":
+                raise
+            from .i18n import t
+
+            who = ", ".join(holders(self.path)) or t("другая программа", "another program")
+            rest = BUSY_TIMEOUT_MS / 1000 - WAIT_NOTICE_S
+            _say_wait(t(f"файл состояния лаборатории {self.path} занят ({who}): жду до {rest:g} с…",
+                        f"the lab's state file {self.path} is locked ({who}): waiting up to {rest:g} s…"))
+            conn.execute(f"PRAGMA busy_timeout = {int(rest * 1000)}")
+            conn.execute(begin)
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
     def close(self) -> None:
         """Close every thread's connection (call from the owning thread at shutdown)."""
-        with self._lock:
-            conns, self._all = self._all, []
-        for c in conns:
-            c.close()
-        self._local = threading.local()
+        self._drop_connections()
         self._closed = True
 
     def __enter__(self) -> State:
@@ -271,6 +306,38 @@ class State:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+_repairs: list[str] = []  # what this process's opens did with a damaged file, not said yet
+WAIT_NOTICE_S = 1.0  # a write blocked by another program's lock this long is said, then waited on
+_wait_listeners: list[Callable[[str], object]] = []
+
+
+def on_wait(fn: Callable[[str], object]) -> None:
+    """`fn(line)` hears when a write waits for another program's lock on the state file (the
+    CLI prints it; the log has it anyway)."""
+    _wait_listeners.append(fn)
+
+
+def _say_wait(line: str) -> None:
+    log.info("%s", line)
+    for fn in list(_wait_listeners):
+        fn(line)
+
+
+def repairs_to_say() -> list[str]:
+    """What the lab did with a damaged state file in this process, each said once: the CLI
+    prints it after the command, the window in its first status line."""
+    said, _repairs[:] = list(_repairs), []
+    return said
+
+
+def failure_text(exc: BaseException, path: Path | None = None) -> str:
+    """What to show for an exception around the state file: an SQLite error in one line
+    (full disk, lock with its holder, damage: `unavailable`), anything else as it says."""
+    if isinstance(exc, sqlite3.Error):
+        return str(unavailable(paths.state_db_path() if path is None else Path(path), exc))
+    return str(exc)
 
 
 def open_state(path: Path | None = None, migrations: Sequence[Migration] | None = None) -> State:

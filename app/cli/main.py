@@ -10,6 +10,8 @@ import importlib
 import os
 import sys
 
+from trainer.streams import utf8_stdio
+
 # name: (module, what it does in Russian, in English)
 GROUPS: dict[str, tuple[str, str, str]] = {
     "data": ("app.data.cli", "наборы данных, созвездия и подготовленные данные",
@@ -44,6 +46,7 @@ def usage() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    utf8_stdio()  # `ternit run list > runs.txt` on Windows: UTF-8, not the ANSI code page
     try:
         return _main(argv)
     except BrokenPipeError:
@@ -68,8 +71,15 @@ def _main(argv: list[str] | None) -> int:
     from ..base import logs
 
     logs.setup()  # what a broad except swallows goes to the lab's log file (README: Logs)
+    from ..base import state
+
+    state.on_wait(lambda line: print(f"ternit: {line}", file=sys.stderr, flush=True))  # a lock is waited on aloud
     module = importlib.import_module(GROUPS[name][0])
-    return int(module.main(rest) or 0)
+    try:
+        return int(module.main(rest) or 0)
+    finally:
+        for line in state.repairs_to_say():  # a damaged state file set aside on the way: said once
+            print(f"ternit: {line}", file=sys.stderr)
 
 
 if __name__ == "__main__":

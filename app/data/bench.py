@@ -20,13 +20,16 @@ import argparse
 import json
 import os
 import random
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import psutil
+
+from trainer.streams import UTF8_ENV
 
 from .textgen import document
 
@@ -154,14 +157,25 @@ def throughput(args: argparse.Namespace) -> int:
         result[f"ratio_lab_vs_{base}_best"] = round(result["lab"]["max_mb_s"] / result[base]["max_mb_s"], 3)
         result[f"ratio_lab_vs_{base}_cpu"] = round(
             result["lab"]["median_mb_per_cpu_s"] / result[base]["median_mb_per_cpu_s"], 3)
-    result["load_average"] = os.getloadavg()
+    result["load_average"] = psutil.getloadavg()
     print(json.dumps(result, indent=2))
     return 0
 
 
 def _cpu() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+    """This process's CPU seconds, user + system, all threads (psutil: Windows has no `resource`)."""
+    times = psutil.Process().cpu_times()
+    return times.user + times.system
+
+
+def _peak_rss_kib() -> float:
+    """This process's peak resident memory in KiB: getrusage where there is `resource` (Linux
+    counts in KiB), else the peak working set (Windows)."""
+    try:
+        import resource
+    except ImportError:
+        return psutil.Process().memory_info().peak_wset / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
 def rss(args: argparse.Namespace) -> int:
@@ -177,8 +191,8 @@ def rss(args: argparse.Namespace) -> int:
                 proc = subprocess.run(
                     [sys.executable, "-m", "app.data.bench", "--child", str(tmp), "--vocab", str(args.vocab),
                      "--child-mode", mode],
-                    capture_output=True, text=True, check=True,
-                    env={**os.environ, "TERNIT_HOME": str(tmp / f"home-{mode}")})
+                    capture_output=True, encoding="utf-8", check=True,
+                    env={**os.environ, **UTF8_ENV, "TERNIT_HOME": str(tmp / f"home-{mode}")})
                 child = json.loads(proc.stdout.strip().splitlines()[-1])
                 rows.append({"mb": round(nbytes / 1e6, 1), "mode": mode, **child})
                 print(json.dumps(rows[-1]), flush=True)
@@ -191,10 +205,10 @@ def child(args: argparse.Namespace) -> int:
     from .prepare import prepare
 
     tmp = Path(args.child)
-    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    base = _peak_rss_kib()
     lib = Library()
     lib.add(tmp / "corpus", name="bench", constellation="bench")
-    after_add = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    after_add = _peak_rss_kib()
     t = time.perf_counter()
     if args.child_mode == "encode":
         res = prepare(["bench"], out=tmp / "out-encode", tokenizer=tmp / "out" / "tokenizer.json",
@@ -202,7 +216,7 @@ def child(args: argparse.Namespace) -> int:
     else:
         res = prepare(["bench"], out=tmp / "out", vocab=args.vocab, library=lib, use_cache=False)
     seconds = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak = _peak_rss_kib()
     print(json.dumps({"peak_rss_mb": round(peak / 1024, 1), "rss_before_mb": round(base / 1024, 1),
                       "rss_after_add_mb": round(after_add / 1024, 1), "prepare_s": round(seconds, 2),
                       "tokens": res.meta["train_tokens"] + res.meta["val_tokens"]}))
@@ -227,4 +241,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    from trainer.streams import utf8_stdio
+
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
     sys.exit(main(sys.argv[1:]))

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import bytes_text, count_text, int_text
-from ..base.state import StateError
+from ..base.state import StateError, failure_text
 from .progress import Cancelled, progress_for_cli
 
 
@@ -95,9 +95,8 @@ def main(argv: list[str]) -> int:
     except LibraryError as exc:
         print(f"ternit data: {exc}", file=sys.stderr)
         return exc.exit_code
-    except (StateError, sqlite3.Error) as exc:
-        print(t(f"ternit data: база состояния лаборатории: {exc}", f"ternit data: the lab's state database: {exc}"),
-              file=sys.stderr)
+    except (StateError, sqlite3.Error) as exc:  # a full disk, a lock (who holds it), said in one line
+        print(f"ternit data: {failure_text(exc)}", file=sys.stderr)
         return 1
     except OSError as exc:
         print(f"ternit data: {exc}", file=sys.stderr)

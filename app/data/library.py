@@ -90,6 +90,13 @@ class AddResult:
     notes: list[str] = field(default_factory=list)  # skipped files, replacements
 
 
+def unreadable_text(path: Path, windows: bool = os.name == "nt") -> str:
+    """A path the lab may not read, and how to allow it on this OS."""
+    how = (t("в «Свойства → Безопасность»", "in Properties → Security") if windows else "(chmod u+rX)")
+    return t(f"нет доступа на чтение: {path} — дайте себе право чтения {how} или скопируйте файлы в свою папку",
+             f"not readable: {path} — give yourself read access {how} or copy the files into a folder of your own")
+
+
 def valid_constellation_name(name: str) -> str:
     """The name stripped; empty or with a comma (the list separator of `--constellations
     A,B`) is refused."""
@@ -199,10 +206,7 @@ class Library:
         if not p.exists():
             raise LibraryError(t(f"нет такого пути: {p}", f"no such path: {p}"), exit_code=2)
         if not os.access(p, os.R_OK) or (p.is_dir() and not os.access(p, os.X_OK)):
-            raise LibraryError(t(f"нет доступа на чтение: {p} — дайте себе право чтения (chmod u+rX) "
-                                 "или скопируйте файлы в свою папку",
-                                 f"not readable: {p} — give yourself read access (chmod u+rX) "
-                                 "or copy the files into a folder of your own"), exit_code=2)
+            raise LibraryError(unreadable_text(p), exit_code=2)
         p = p.resolve()
         if not (p.is_dir() or p.is_file()):
             raise LibraryError(t(f"{p} — не обычный файл и не папка (канал, сокет или устройство): такое "

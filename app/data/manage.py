@@ -14,6 +14,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainer.streams import UTF8_ENV
+
 from ..base.i18n import in_language, t
 from ..base.numbers import bytes_text, count_text
 from .library import Dataset, Library, LibraryError, dataset_files, valid_constellation_name
@@ -163,11 +165,13 @@ def quick_statuses(lib: Library) -> dict[str, DatasetStatus]:
 # --- the child processes --------------------------------------------------------------------
 
 def cli_env() -> dict[str, str]:
-    """Environment for `python -m app.cli data ...` run by the window: JSON progress, and the
-    window's language (a language set in this process is not in the child's settings)."""
+    """Environment for `python -m app.cli data ...` run by the window (on top of its own):
+    JSON progress, the window's language (a language set in this process is not in the
+    child's settings), and UTF-8 streams (on Windows a pipe is otherwise the ANSI code page,
+    and the window showed mojibake or died on «₽»)."""
     from ..base.i18n import current_language
 
-    return {PROGRESS_ENV: "json", "TERNIT_LANG": current_language()}
+    return {PROGRESS_ENV: "json", "TERNIT_LANG": current_language(), **UTF8_ENV}
 
 
 def default_name(path: str | Path) -> str:

@@ -35,6 +35,7 @@ import psutil
 from trainer.config import MAX_VOCAB
 
 from ..base import paths
+from ..base.atomic import fsync_dir, fsync_file
 from ..base.i18n import said, t
 from .encode import (
     EOT,
@@ -151,8 +152,14 @@ def _sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+# The readable part of a prepared folder's name (its cache key's start follows it): long
+# constellation names would otherwise push the files inside past Windows' 260-character path
+# limit (MAX_PATH), and past 255 bytes a name is refused on Linux too.
+NAME_CHARS = 40
+
+
 def _safe_name(text: str) -> str:
-    return re.sub(r"[^\w.-]+", "_", text, flags=re.UNICODE).strip("_") or "data"
+    return re.sub(r"[^\w.-]+", "_", text, flags=re.UNICODE).strip("_")[:NAME_CHARS].rstrip("_.") or "data"
 
 
 def _intact(folder: Path, key: str | None = None) -> dict[str, Any] | None:
@@ -172,16 +179,6 @@ def _intact(folder: Path, key: str | None = None) -> dict[str, Any] | None:
         return None
 
 
-def _fsync(path: Path) -> None:
-    if os.name == "nt" and path.is_dir():
-        return  # Windows cannot open a folder to fsync it; NTFS journals the rename itself
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _clean_stale_temps(out: Path) -> None:
     """Temporary (and moved-aside old) folders of prepares that were killed: their process is gone."""
     for p in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f".{out.name}.old-*")]:
@@ -197,14 +194,14 @@ def _clean_stale_temps(out: Path) -> None:
 def _replace_dir(tmp: Path, out: Path) -> None:
     """Put `tmp` at `out`: a rename; an older folder there is moved aside first, then removed."""
     for name in REQUIRED:
-        _fsync(tmp / name)
-    _fsync(tmp)
+        fsync_file(tmp / name)
+    fsync_dir(tmp)  # POSIX only: Windows cannot open a folder; NTFS journals the rename itself
     old = None
     if out.exists():
         old = out.parent / f".{out.name}.old-{os.getpid()}-{secrets.token_hex(4)}"
         os.rename(out, old)
     os.rename(tmp, out)
-    _fsync(out.parent)
+    fsync_dir(out.parent)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)
 

@@ -67,6 +67,7 @@ class ContinueFrom:
     step: int  # the checkpoint's step
     label: str = ""
     tokenizer_sha256: str = ""
+    notes: tuple[str, ...] = ()  # what the choice of its checkpoint passed over, to say at the start
 
     @property
     def constellations(self) -> list[str]:

@@ -8,6 +8,7 @@ program on the card). The second is always larger; the texts say which is which.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -62,6 +63,19 @@ _REASONS = {
 }
 
 
+def no_permission_text(detail: str, lang: str | None = None, windows: bool = os.name == "nt") -> str:
+    """NVML refused to read the card: who may, on this OS."""
+    if windows:
+        return t(f"нет прав читать видеокарту через NVML ({detail}): запустите лабораторию из своей учётной "
+                 "записи на этом компьютере (не службой и не в удалённом сеансе без доступа к видеокарте)",
+                 f"no permission to read the GPU through NVML ({detail}): start the lab from your own "
+                 "account on this PC (not as a service, nor in a remote session without the GPU)", lang)
+    return t(f"нет прав читать видеокарту через NVML ({detail}): запустите лабораторию от пользователя с "
+             "доступом к /dev/nvidia*",
+             f"no permission to read the GPU through NVML ({detail}): run the lab as a user with access "
+             "to /dev/nvidia*", lang)
+
+
 def status_text(snap: Snapshot, lang: str | None = None) -> str:
     """One line on the state of NVML: empty when all is well."""
     if snap.status == NO_GPU:
@@ -75,13 +89,7 @@ def status_text(snap: Snapshot, lang: str | None = None) -> str:
                 lang,
             )
         if snap.reason == "no_permission":
-            return t(
-                f"нет прав читать видеокарту через NVML ({snap.detail}): запустите лабораторию "
-                "от пользователя с доступом к /dev/nvidia*",
-                f"no permission to read the GPU through NVML ({snap.detail}): run the lab as a "
-                "user with access to /dev/nvidia*",
-                lang,
-            )
+            return no_permission_text(snap.detail, lang)
         if snap.reason == "nvml_lost":
             return t(
                 f"NVML перестал отвечать ({snap.detail}); пробую снова. Если не пройдёт — "

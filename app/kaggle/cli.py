@@ -34,7 +34,7 @@ from .credentials import (
 )
 from .errors import KaggleError
 from .quota import hours, refresh_text
-from .store import KaggleStore
+from .store import ACCOUNT_UNREACHABLE, KaggleStore
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -143,10 +143,21 @@ def _add(accounts: Accounts, args: argparse.Namespace) -> int:
         if r.ok and r.quota is not None:
             print(f"  {name}: {r.message}; " + t(f"квота GPU: осталось {hours(r.quota.remaining_s)}",
                                                  f"GPU quota: {hours(r.quota.remaining_s)} left"))
+        elif _unverified(accounts, name):  # offline: one outcome, saved and said unverified (exit 0)
+            print(f"  {name}: " + t(f"сохранён, но не проверен: Kaggle сейчас недоступен ({r.message}); ключ "
+                                    "проверится, когда Kaggle ответит (ternit kaggle accounts)",
+                                    f"saved but not verified: Kaggle cannot be reached now ({r.message}); the key "
+                                    "is checked once Kaggle answers (ternit kaggle accounts)"), file=sys.stderr)
         else:
             bad += 1
             print(f"  {name}: {r.message}", file=sys.stderr)
     return 1 if bad else 0
+
+
+def _unverified(accounts: Accounts, name: str) -> bool:
+    """The check could not reach Kaggle (the key was neither accepted nor refused)."""
+    row = accounts.store.account(name)
+    return row is not None and row.key_status == ACCOUNT_UNREACHABLE
 
 
 def _list(accounts: Accounts, args: argparse.Namespace) -> int:

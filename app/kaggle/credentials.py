@@ -6,7 +6,8 @@ an API token ("Generate New Token"; sent as `Authorization: Bearer`, starts with
 and a legacy key ("Create Legacy API Key": kaggle.json with username and key, sent as HTTP
 Basic). A token sent as a key is refused with 401, so each is stored as what it is.
 
-The file is `config_dir()/kaggle_credentials.json` with mode 0600. It is the one place a
+The file is `config_dir()/kaggle_credentials.json` with mode 0600 (on Windows, where a mode
+means nothing, the user profile's access list guards it: docs/KAGGLE.md). It is the one place a
 secret lives: the SQLite state keeps only public details (username, quota, key status), and
 nothing else the lab writes (logs, run folders, kernels, datasets) ever carries one.
 """

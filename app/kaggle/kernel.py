@@ -32,6 +32,7 @@ class KernelPlan:
     limit_min: float
     dataset_refs: tuple[str, ...]
     keep_checkpoints: int = 3  # what the outputs hold (app/kaggle/room.py)
+    run_id: str = ""  # the lab's run id, written into the leg's checkpoints (the kernel's folder is "run")
 
     @property
     def ref(self) -> str:
@@ -65,6 +66,7 @@ def render(plan: KernelPlan) -> str:
         checkpoint_hash=repr(plan.checkpoint_hash),
         checkpoint_name=repr(plan.checkpoint_name),
         limit_min=repr(round(float(plan.limit_min), 6)),
+        run_id=repr(plan.run_id),
     )
 
 

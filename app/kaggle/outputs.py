@@ -16,6 +16,7 @@ from typing import Any
 from trainer.checkpoint_index import file_sha256, find_damage, hash_path, is_checkpoint, is_dcp
 
 from ..base import run_status as st
+from ..base.atomic import fsync_file
 from ..base.atomic import write_text as atomic_write_text
 from ..base.i18n import t
 from . import follow
@@ -124,8 +125,7 @@ def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> t
             shutil.rmtree(dst, ignore_errors=True)
     else:
         shutil.copyfile(src, tmp)
-        with open(tmp, "rb") as f:
-            os.fsync(f.fileno())
+        fsync_file(tmp)
         # The hash the trainer would have stored beside it (sha256sum format), before the name:
         # a continuation checks the copy against it like any local checkpoint.
         atomic_write_text(hash_path(dst), f"{got}  {name}\n")
@@ -140,8 +140,7 @@ def _copy_folder(src: Path, tmp: Path) -> None:
     shutil.copytree(src, tmp)
     for f in tmp.rglob("*"):
         if f.is_file():
-            with open(f, "rb") as fh:
-                os.fsync(fh.fileno())
+            fsync_file(f)
 
 
 def _log_tail(path: Path, lines: int = 5) -> str:

@@ -135,7 +135,7 @@ class LegPush:
         return kernel.KernelPlan(
             leg["account"], leg["kernel_slug"], config, leg["code_hash"], leg["data_hash"],
             leg["checkpoint_hash"] or "", Path(resume).name if resume else "", leg["limit_min"], refs,
-            keep_checkpoints=max(1, room.keep))
+            keep_checkpoints=max(1, room.keep), run_id=rec.id)
 
     def _push(self, run_id: str, client: AccountClient, refs: tuple[str, ...]) -> None:
         if self._stop_asked(run_id):

@@ -1,7 +1,9 @@
 """Putting runs in the queue — one run, or a series — from the form or `ternit queue add`.
 
-Each run.json passes the lab's pre-check before it is queued (the trainer's own rules, as
-before «Старт»), so a bad value is said now, not at 3 a.m. when its turn comes.
+Each run.json passes the lab's one pre-check (app/runs/precheck.py: the trainer's own rules,
+its data and checkpoint checks, the plan for the machine) before it is queued — for each
+kind of machine its target allows — so a bad value is said now, not at 3 a.m. when its turn
+comes; the run is created later, when it starts, through the same pre-check again.
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from ..base.i18n import t
-from ..runs.manager import RunError, check_config, normalize_config
+from ..runs.precheck import RunError, normalize_config, precheck
 from .series import expand, values_text
 from .store import Item, QueueError, QueueStore, Series, check_target
 
-Check = Callable[[dict[str, Any]], None]
+Check = Callable[[dict[str, Any]], object]  # raises RunError when it refuses
 KINDS = {"local": ("local",), "kaggle": ("kaggle",), "any": ("local", "kaggle")}
 
 
@@ -27,7 +29,7 @@ class Added:
     series: Series | None = None
 
 
-def refusals(config: dict[str, Any], target: str, check: Check = check_config) -> dict[str, str]:
+def refusals(config: dict[str, Any], target: str, check: Check = precheck) -> dict[str, str]:
     """Why the lab's pre-check refuses the run on each kind of machine its target allows
     (the Kaggle session's cap on «Лимит, мин» holds there only, …); empty: none refuses."""
     out = {}
@@ -43,7 +45,7 @@ def refusals(config: dict[str, Any], target: str, check: Check = check_config) -
 
 def add_runs(store: QueueStore, config: dict[str, Any], *, target: str = "any", account: str = "auto",
              vary: list[tuple[str, list[Any]]] | None = None, base: Path | None = None,
-             parent_id: str | None = None, check: Check = check_config) -> Added:
+             parent_id: str | None = None, check: Check = precheck) -> Added:
     """Queue `config` (one run), or with `vary` every combination of the varied fields as a
     series. Nothing is queued unless every run passes the pre-check on a machine its target
     allows (where it is refused, the planner does not send it). `parent_id`: the run whose

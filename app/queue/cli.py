@@ -27,7 +27,8 @@ from ..data.for_run import fill_data
 from ..data.library import LibraryError
 from ..data.progress import progress_for_cli
 from ..runs import kaggle_bridge
-from ..runs.manager import RunError, RunManager, load_config
+from ..runs.manager import RunManager
+from ..runs.precheck import RunError, load_config
 from ..runs.registry import Registry
 from ..runs.start_flags import add_field_flags, apply_flags
 from . import lock

@@ -29,7 +29,8 @@ from ..base.i18n import t
 from ..kaggle.accounts import Accounts
 from ..kaggle.settings import load as kaggle_settings
 from ..runs.events import read_events
-from ..runs.manager import RunError, RunManager
+from ..runs.manager import RunManager
+from ..runs.precheck import RunError
 from ..runs.registry import RunNotFound, RunRecord
 from . import faults
 from .lock import RunnerLock

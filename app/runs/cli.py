@@ -18,15 +18,17 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import sys
 import time
 from typing import Any
 
+from ..base import paths
 from ..base import run_status as st
 from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import count_text, int_text, loss_text
-from ..base.state import StateError
+from ..base.state import StateError, unavailable
 from ..data.for_run import fill_data
 from ..data.library import LibraryError
 from ..data.progress import progress_for_cli
@@ -34,7 +36,8 @@ from . import status_echo
 from .continuing import ContinueError
 from .events import Event
 from .live import LiveFollower, LiveProgress
-from .manager import RunError, RunManager, load_config, normalize_config
+from .manager import RunManager
+from .precheck import RunError, load_config, normalize_config
 from .registry import RunNotFound, RunRecord
 from .start_flags import add_field_flags, apply_flags
 
@@ -304,14 +307,24 @@ def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
     try:
         m = RunManager()
+    except sqlite3.Error as e:  # the state file failed under it (a full disk, a lock): one line
+        log.warning("ternit run: the lab's state could not be read", exc_info=True)
+        print(f"ternit run: {unavailable(paths.state_db_path(), e)}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as e:  # the state cannot be opened: say why (StateError says what to do)
         log.warning("ternit run: the lab's state could not be opened", exc_info=True)
         print(f"ternit run: {e}", file=sys.stderr)
         return EXIT_USAGE
+    for name, why in sorted(m.registry.troubles.items()):  # one bad run folder: named, the rest listed
+        print(t(f"ternit run: папка прогона {name}: {why}", f"ternit run: run folder {name}: {why}"), file=sys.stderr)
     try:
         return _dispatch(m, args)
     except (RunError, ContinueError, RunNotFound, LookupError, ValueError, StateError) as e:
         print(f"ternit run {args.cmd}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except sqlite3.Error as e:  # a write of the history failed (a full disk, a lock): one line
+        log.warning("ternit run %s: the lab's state failed", args.cmd, exc_info=True)
+        print(f"ternit run {args.cmd}: {unavailable(m.registry.state.path, e)}", file=sys.stderr)
         return EXIT_USAGE
     except LibraryError as e:  # the constellations' data could not be prepared: its own code
         print(f"ternit run {args.cmd}: {e}", file=sys.stderr)

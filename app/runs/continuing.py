@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.i18n import t
-from .checkpoints import checkpoint_step, checkpoint_steps, intact_checkpoint, usable_checkpoint
+from .checkpoints import checkpoint_step, checkpoint_steps, choose_checkpoint, usable_checkpoint
 from .events import read_events
 from .files import folder_gone
 from .registry import Registry, RunRecord
@@ -85,42 +85,30 @@ def refuse_running(rec: RunRecord) -> None:
 
 
 def pick_checkpoint(rec: RunRecord, from_step: int | None = None, notes: list[str] | None = None) -> Path:
-    """The checkpoint a continuation of `rec` starts from: its newest one that matches the
-    hash the trainer stored beside it (newer damaged ones are passed over and said in
-    `notes`), or the one at `from_step`; a run with none of its own goes on from the one it
-    started from."""
-    checked = intact_checkpoint(rec.path, from_step)
-    if checked.path is not None:
-        if notes is not None and checked.skipped:
-            notes.append(t(
-                f"Пропущены повреждённые чекпоинты ({'; '.join(checked.skipped)}); продолжение — с {checked.path.name}.",
-                f"Damaged checkpoints passed over ({'; '.join(checked.skipped)}); continuing from {checked.path.name}.",
-            ))
-        return checked.path
+    """The checkpoint a continuation of `rec` starts from (`choose_checkpoint`: the newest
+    that is what the trainer wrote, or the one at `from_step`); what was passed over on the
+    way goes to `notes`."""
+    choice = choose_checkpoint(rec.path, from_step)
+    if choice.path is not None:
+        if notes is not None:
+            notes.extend(choice.said())
+        return choice.path
+    why = f" ({'; '.join(choice.passed_over)})" if choice.passed_over else ""
     if from_step is not None:
         have = checkpoint_steps(rec.path)
         raise ContinueError(t(
-            f"У прогона {rec.id} нет целого чекпоинта на шаге {from_step}"
-            + (f" ({'; '.join(checked.skipped)})" if checked.skipped else "")
-            + f". Есть шаги: {', '.join(map(str, have)) or 'никаких'}.",
-            f"Run {rec.id} has no intact checkpoint at step {from_step}"
-            + (f" ({'; '.join(checked.skipped)})" if checked.skipped else "")
-            + f". Steps there: {', '.join(map(str, have)) or 'none'}.",
+            f"У прогона {rec.id} нет целого чекпоинта на шаге {from_step}{why}"
+            f". Есть шаги: {', '.join(map(str, have)) or 'никаких'}.",
+            f"Run {rec.id} has no intact checkpoint at step {from_step}{why}"
+            f". Steps there: {', '.join(map(str, have)) or 'none'}.",
         ))
-    if checked.skipped:
+    if choice.passed_over:
         raise ContinueError(t(
-            f"Все чекпоинты прогона {rec.id} повреждены ({'; '.join(checked.skipped)}). Запустите его заново.",
-            f"Every checkpoint of run {rec.id} is damaged ({'; '.join(checked.skipped)}). Start it again instead.",
+            f"Ни один чекпоинт прогона {rec.id} не годится{why}. Запустите его заново.",
+            f"No checkpoint of run {rec.id} is usable{why}. Start it again instead.",
         ))
-    ckpt = usable_checkpoint(rec.path)
-    if ckpt is None:
-        raise ContinueError(
-            t(
-                f"У прогона {rec.id} нет чекпоинта: продолжать не с чего. Запустите его заново.",
-                f"Run {rec.id} has no checkpoint to continue from: start it again instead.",
-            )
-        )
-    return ckpt
+    raise ContinueError(t(f"У прогона {rec.id} нет чекпоинта: продолжать не с чего. Запустите его заново.",
+                          f"Run {rec.id} has no checkpoint to continue from: start it again instead."))
 
 
 def continue_config(

@@ -12,10 +12,10 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.children import child_env
 from ..base.i18n import t
 from ..base.numbers import int_text
-from ..base.paths import trainer_root
-from .checkpoints import Checked, intact_checkpoint, is_checkpoint, latest_checkpoint
+from .checkpoints import is_checkpoint
 
 
 @dataclass
@@ -24,6 +24,10 @@ class ExportResult:
     checkpoint: str
     out: str
     message: str  # the exporter's own output, or why it failed
+    code: int = 0  # the exporter's exit code (EXIT_CHECKPOINT: the checkpoint could not be read)
+
+
+EXIT_CHECKPOINT = 2  # trainer/export.py's code for a checkpoint it cannot load
 
 
 def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | None = None,
@@ -31,22 +35,17 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     """Run the exporter and wait for it; the file (or, for "hf", the folder) appears at
     `out` only when complete. `tokenizer`: the prepared data's tokenizer.json for "hf"
     (else the exporter looks in the checkpoint's data folder)."""
-    import os
-
     checkpoint, out = Path(checkpoint).resolve(), Path(out).resolve()
     if not is_checkpoint(checkpoint):  # a step-*.pt file or a sharded run's step-*.dcp folder
-        return ExportResult(False, str(checkpoint), str(out), t(f"Чекпоинта {checkpoint} нет.", f"Checkpoint {checkpoint} does not exist."))
-    env = dict(os.environ)
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+        return ExportResult(False, str(checkpoint), str(out), t(f"Чекпоинта {checkpoint} нет.", f"Checkpoint {checkpoint} does not exist."),
+                            EXIT_CHECKPOINT)
     argv = [sys.executable, "-m", "trainer.export", str(checkpoint), str(out)]
     if fmt == "hf":
         argv += ["--format", "hf"] + (["--tokenizer", str(tokenizer)] if tokenizer else [])
     try:
         done = subprocess.run(
             argv,
-            capture_output=True, text=True, env=env, timeout=timeout,
+            capture_output=True, encoding="utf-8", errors="replace", env=child_env(), timeout=timeout,
         )
     except subprocess.TimeoutExpired:
         return ExportResult(False, str(checkpoint), str(out), t("Экспорт не уложился во время.", "The export timed out."))
@@ -71,12 +70,12 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
         # The exporter's line is English (trainer/ has no interface texts): the lab says
         # what happened and what to do in the interface language, the line follows as detail.
         text = FAILURES[done.returncode](checkpoint, out) + "\n" + text
-    return ExportResult(ok, str(checkpoint), str(out), text)
+    return ExportResult(ok, str(checkpoint), str(out), text, done.returncode)
 
 
 # The exporter's exit codes (trainer/export.py: EXIT_CHECKPOINT, EXIT_WRITE) → what to tell the user.
 FAILURES = {
-    2: lambda ckpt, out: t(
+    EXIT_CHECKPOINT: lambda ckpt, out: t(
         f"Чекпоинт {ckpt} не читается: он повреждён или это не чекпоинт Ternit Lab. Выберите другой чекпоинт.",
         f"Checkpoint {ckpt} cannot be read: it is damaged or not a Ternit Lab checkpoint. Choose another checkpoint."),
     4: lambda ckpt, out: t(
@@ -114,12 +113,3 @@ def run_tokenizer(config: dict) -> Path | None:
     folder = (config.get("data") or {}).get("dir") if isinstance(config, dict) else None
     path = Path(folder) / "tokenizer.json" if folder else None
     return path if path is not None and path.is_file() else None
-
-
-def run_checkpoint(run_dir: Path | str) -> Checked:
-    """The checkpoint a run's export uses: its newest one that matches the hash stored
-    beside it (damaged newer ones are listed in `skipped`), else a Kaggle run's downloaded one."""
-    checked = intact_checkpoint(Path(run_dir))
-    if checked.path is None and not checked.skipped:
-        checked.path = latest_checkpoint(Path(run_dir))
-    return checked

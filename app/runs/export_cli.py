@@ -46,14 +46,22 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
+    """Exit 0 when written; 2 when the checkpoint (or run) cannot be used, with what to do;
+    1 when the weights could not be written or the exporter failed otherwise."""
     args = parser().parse_args(argv)
-    from .checkpoints import is_checkpoint
-    from .export import export_checkpoint, run_checkpoint
+    from .checkpoints import inspect_checkpoint, is_checkpoint
+    from .export import EXIT_CHECKPOINT, export_checkpoint
 
     ckpt = Path(args.checkpoint)
     tokenizer = args.tokenizer
-    if not is_checkpoint(ckpt):  # else a run id
+    if is_checkpoint(ckpt):
+        seen = inspect_checkpoint(ckpt)
+        if seen.path is None:
+            print(f"ternit export: {'; '.join(seen.passed_over)}. {_instead(ckpt)}", file=sys.stderr)
+            return 2
+    else:  # a run id
         from . import Registry, RunNotFound
+        from .checkpoints import choose_checkpoint
 
         reg = Registry()
         try:
@@ -68,19 +76,31 @@ def main(argv: list[str]) -> int:
             from .export import run_tokenizer
 
             tokenizer = run_tokenizer(rec.config())
-        found = run_checkpoint(rec.folder)
-        damaged = "; ".join(found.skipped)
-        if found.path is None:
-            print(t(f"ternit export: у прогона {rec.id} нет целого чекпоинта ({damaged})",
-                    f"ternit export: run {rec.id} has no intact checkpoint ({damaged})") if damaged else
+        seen = choose_checkpoint(rec.path)
+        if seen.path is None:
+            why = "; ".join(seen.passed_over)
+            print(t(f"ternit export: у прогона {rec.id} нет целого чекпоинта ({why})",
+                    f"ternit export: run {rec.id} has no intact checkpoint ({why})") if why else
                   t(f"ternit export: у прогона {rec.id} ещё нет чекпоинта", f"ternit export: run {rec.id} has no checkpoint yet"),
                   file=sys.stderr)
             return 2
-        if damaged:
-            print(t(f"ternit export: пропущены повреждённые чекпоинты ({damaged}); экспорт из {found.path.name}",
-                    f"ternit export: damaged checkpoints passed over ({damaged}); exporting {found.path.name}"),
-                  file=sys.stderr)
-        ckpt = found.path
+        ckpt = seen.path
+    for line in seen.said():
+        print(f"ternit export: {line}", file=sys.stderr)
     result = export_checkpoint(ckpt, args.out, fmt=args.fmt, tokenizer=tokenizer)
     print(result.message, file=sys.stdout if result.ok else sys.stderr)
-    return 0 if result.ok else 1
+    if result.ok:
+        return 0
+    return 2 if result.code == EXIT_CHECKPOINT else 1
+
+
+def _instead(path: Path) -> str:
+    """What to export instead of a damaged checkpoint: the newest sound one before it in the
+    same folder, or its run by id (which takes its newest sound checkpoint)."""
+    from .checkpoints import earlier_sound
+
+    sound = earlier_sound(path)
+    if sound is not None:
+        return t(f"Целый более ранний: ternit export {sound} OUT", f"An earlier one is intact: ternit export {sound} OUT")
+    return t("Выберите другой чекпоинт или прогон: ternit export ID_ПРОГОНА OUT берёт его новейший целый.",
+             "Choose another checkpoint, or a run: ternit export RUN_ID OUT takes its newest intact one.")

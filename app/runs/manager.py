@@ -7,8 +7,6 @@ which does the same in a loop. Nothing here blocks for long, nothing imports tor
 
 from __future__ import annotations
 
-import copy
-import json
 import os
 import sqlite3
 import time
@@ -17,14 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.config import TARGET_KINDS, ConfigError, read_json
-from trainer.reasons import Refusal
-
-from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
 from ..base.numbers import loss_text
-from ..base.plan_texts import text as refusal_text
 from . import kaggle_bridge
 from . import process as proc
 from .checkpoints import usable_checkpoint
@@ -39,15 +32,11 @@ from .events import Event, EventTail, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, kaggle_failed, vanished
 from .files import STOP_FILE
 from .history import HistoryRow, history
-from .plan_check import check_plan
+from .precheck import RunError, load_config, normalize_config, precheck
 from .registry import Registry, RunNotFound, RunRecord
 from .series import LossSeries, loss_series
 
 STOP_GRACE_S = 60.0  # after STOP, how long the trainer may take to save before SIGTERM
-
-
-class RunError(ValueError):
-    """A run cannot be started or changed as asked: the message says why and what to do."""
 
 
 @dataclass
@@ -100,50 +89,6 @@ class RunEnded:
 Listener = Callable[[RunEnded], None]
 
 
-def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Path | None]:
-    """A run.json as a dict (from a dict or a file), and the folder it came from."""
-    if isinstance(source, dict):
-        return copy.deepcopy(source), None
-    path = Path(source)
-    try:  # the trainer's own reading of a run.json, its refusal said in the interface's language
-        raw = read_json(path)
-    except ConfigError as e:
-        raise RunError(refusal_text(e.refusal)) from None
-    if not isinstance(raw, dict):
-        raise RunError(refusal_text(Refusal("not_an_object")))
-    return raw, path.resolve().parent
-
-
-def normalize_config(config: dict[str, Any], base: Path | None = None) -> dict[str, Any]:
-    """Checks the shape the lab relies on, and makes data.dir an absolute path.
-
-    A relative data.dir is looked up from the current folder, then next to the config
-    file, then among the lab's prepared data (`ternit data prepare` puts sets there). The
-    trainer checks everything else and says what is wrong in the run's events.
-    """
-    cfg = copy.deepcopy(config)
-    for section in ("model", "training", "data", "target"):
-        if section in cfg and not isinstance(cfg[section], dict):
-            raise RunError(f"{section} must be an object, not {cfg[section]!r}")
-    target = cfg.setdefault("target", {})
-    kind = target.get("kind", "local")
-    if kind not in TARGET_KINDS:  # the contract's rule, said in the interface's language
-        raise RunError(refusal_text(Refusal("target_kind", {"kind": kind})))
-    data = cfg.setdefault("data", {})
-    d = data.get("dir")
-    if d and not Path(d).is_absolute():
-        candidates = [Path.cwd() / d] + ([base / d] if base else []) + [paths.prepared_dir() / d]
-        found = next((c for c in candidates if c.is_dir()), None)
-        data["dir"] = str((found or candidates[0]).resolve())
-    # Only a path is made absolute; anything else is left for the trainer's check to name.
-    # A checkpoint is a step-*.pt file or, from a sharded run, a step-*.dcp folder.
-    if isinstance(cfg.get("resume_from"), str) and cfg["resume_from"] and not Path(cfg["resume_from"]).is_absolute():
-        r = Path(cfg["resume_from"])
-        cands = [Path.cwd() / r] + ([base / r] if base else [])
-        cfg["resume_from"] = str(next((c for c in cands if c.exists()), cands[0]).resolve())
-    return cfg
-
-
 class RunManager:
     """Runs on this PC and on Kaggle, through one history.
 
@@ -191,18 +136,21 @@ class RunManager:
         account: str | None = None,
         gpu: str | None = None,
         parent_id: str | None = None,
+        notes: list[str] | None = None,
         run_id: str | None = None,
     ) -> RunRecord:
-        """A run folder and history row for `config`, not started yet. `target`,
-        `account` and `gpu` override the config's target.kind/account/gpu; `run_id` is an
-        id reserved before (Registry.reserve_run_id)."""
+        """A run folder and history row for `config`, not started yet, once `precheck`
+        passed it (RunError, with nothing created, when not). `target`, `account` and `gpu`
+        override the config's target.kind/account/gpu; what the check wants said goes to
+        `notes`; `run_id` is an id reserved before (Registry.reserve_run_id)."""
         raw, base = load_config(config)
         for key, value in (("kind", target), ("account", account), ("gpu", gpu)):
             if value:
                 raw.setdefault("target", {})[key] = value
         cfg = normalize_config(raw, base)
-        check_config(cfg)
-        _check_cards(cfg)
+        said = precheck(cfg)  # the trainer's own verdict, before a folder or row exists
+        if notes is not None:
+            notes.extend(said)
         return self.registry.create_run(cfg, parent_id=parent_id, run_id=run_id)
 
     def start(
@@ -228,7 +176,10 @@ class RunManager:
             try:
                 kaggle_bridge.start(self.registry, rec.id, account=rec.target_account or "auto")
             except Exception as e:  # the Kaggle side's errors say what to do; keep their words
-                self.registry.set_status(rec.id, st.FAILED, str(e))
+                if self.registry.get(rec.id).kaggle_kernel_ref:  # a kernel exists: the row says its end
+                    self.registry.set_status(rec.id, st.FAILED, str(e))
+                else:  # refused before anything runs on Kaggle: no run is left behind
+                    self.registry.discard(rec.id)
                 raise RunError(str(e)) from e
             return self.registry.get(rec.id)
         (rec.path / STOP_FILE).unlink(missing_ok=True)
@@ -489,24 +440,6 @@ def state_write_failed(error: sqlite3.Error) -> str:
     )
 
 
-def check_config(config: dict[str, Any]) -> None:
-    """The trainer's own verdict on a run.json (`python -m trainer.config`: one rule set,
-    no torch), before any run folder or history row exists: a bad value is a RunError
-    naming the key, for local and Kaggle runs alike, never a failed run in the history."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="ternit-check-") as tmp:
-        path = Path(tmp) / "run.json"
-        path.write_text(json.dumps(config, ensure_ascii=False), encoding="utf-8")
-        problem = proc.config_problem(path)
-    if problem:
-        raise RunError(problem)
-    try:  # what it runs on its target's machine (trainer/plan.py): refused there, refused now
-        check_plan(config)
-    except ValueError as e:  # the plan's refusal in the interface's language, or a target.gpu refused
-        raise RunError(t(f"тренер не запустит этот прогон: {e}", f"the trainer would refuse this run: {e}")) from None
-
-
 def _log_tail(path: Path, max_bytes: int = 16384) -> str:
     """The last line the trainer wrote for humans. It echoes its events into the log too;
     those are in events.jsonl already, and the last one says nothing about why it died."""
@@ -520,12 +453,3 @@ def _log_tail(path: Path, max_bytes: int = 16384) -> str:
         return ""
     lines = [ln for ln in lines if not (ln.startswith('{"event"') or ln.startswith('{"event" '))]
     return lines[-1][:300] if lines else ""
-
-
-def _check_cards(cfg: dict[str, Any]) -> None:
-    """A local run names only cards this PC has (RunError before anything is created)."""
-    target = cfg.get("target") or {}
-    if target.get("kind", "local") == "local":
-        absent = proc.absent_cards(str(target.get("gpu", "auto")))
-        if absent:
-            raise RunError(absent)

@@ -1,10 +1,11 @@
 """Starting the trainer as its own process, and telling whether it still runs.
 
 The trainer is never run inside the window's process (the window never imports torch):
-`python -m trainer --run DIR`, or torchrun when this PC has several GPUs. The process is
-put in its own session, so closing the window (or a Ctrl+C in the terminal that ran
-`ternit run start`) does not stop the training; the lab re-attaches to it later through
-events.jsonl and the pid kept in the registry.
+`python -m trainer --run DIR`, or torchrun when this PC has several GPUs (on Windows the
+trainer's own launcher, trainer/ranks.py). The process is put in its own session (Windows:
+its own process group, without a console), so closing the window (or a Ctrl+C in the
+terminal that ran `ternit run start`) does not stop the training; the lab re-attaches to it
+later through events.jsonl and the pid kept in the registry.
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from trainer.config import ConfigError, gpu_choice
+
+from ..base.children import child_env
 from ..base.i18n import t
-from ..base.paths import trainer_root
 from .files import LOG
 
 log = logging.getLogger(__name__)
@@ -52,8 +55,11 @@ def absent_cards(gpu: str) -> str | None:
     PC's (app.gpu.cards), said with what the PC has; None when every named card is here (or
     it names none: "auto", "cpu"). The trainer told to use a missing card would stop, or
     with "auto" train on another device than the one the run showed."""
-    ids = [x.strip() for x in str(gpu or "").split(",") if x.strip()]
-    if not ids or not all(x.isdigit() for x in ids):
+    try:
+        ids = gpu_choice(gpu or "auto")  # the one reader of target.gpu (trainer.config)
+    except ConfigError:
+        return None  # not a card list: trainer.config's check names it
+    if not isinstance(ids, list):
         return None
     from ..gpu.cards import this_pc_cards
 
@@ -83,34 +89,38 @@ def plan_launch(
     with one process per GPU), "cpu", or GPU indices ("0", "1", "0,1").
     """
     python = python or sys.executable
-    gpu = str(gpu or "auto").strip().lower()
+    try:
+        choice = gpu_choice(gpu or "auto")
+    except ConfigError as e:
+        raise ValueError(str(e)) from None
     trainer_args = ["--run", str(run_dir)]
     if resume:
         trainer_args += ["--resume", resume]
     if stop_at_step is not None:
         trainer_args += ["--stop-at-step", str(int(stop_at_step))]
     env: dict[str, str] = {}
-    if gpu == "cpu":
+    if choice == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
         count, device, note = 1, "cpu", "CPU (target.gpu = cpu)"
-    elif gpu == "auto":
+    elif choice == "auto":
         n = visible_gpu_count() if gpu_count is None else gpu_count
         if n <= 0:
             count, device, note = 1, "auto", "no GPU found: the trainer runs on the CPU"
         else:
             count, device, note = n, "cuda", f"{n} GPU(s)"
     else:
-        ids = [x.strip() for x in gpu.split(",") if x.strip()]
-        if not ids or not all(x.isdigit() for x in ids):
-            raise ValueError(t(f"target.gpu: auto, cpu или номера видеокарт, например 0 или 0,1, а не {gpu!r}",
-                               f"target.gpu must be auto, cpu or GPU numbers such as 0 or 0,1 — not {gpu!r}"))
+        ids = choice
         env["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
         # The ids are NVML's (the form's card, `nvidia-smi`), which count in PCI bus order;
         # CUDA's own default order (fastest first) would pick another card on a mixed PC.
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
         count, device, note = len(ids), "cuda", f"GPU {', '.join(ids)}"
     trainer_args += ["--device", device]
-    if count > 1:
+    if count > 1 and os.name == "nt":
+        # Windows' torch cannot run torchrun (its store wants libuv): the trainer's own rank
+        # launcher (trainer/ranks.py), the cards talking through gloo (trainer/distributed.py).
+        argv = [python, "-m", "trainer.ranks", str(count), *trainer_args]
+    elif count > 1:
         # `-m -- trainer`: without the `--` torchrun's own parser takes the trainer's
         # `--run` for an abbreviation of its `--run-path` and refuses it as ambiguous.
         argv = [python, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={count}",
@@ -120,25 +130,6 @@ def plan_launch(
     return LaunchPlan(argv, env, count, device, note)
 
 
-def config_problem(run_json: Path, python: str | None = None) -> str | None:
-    """The trainer's own verdict on a run.json (`python -m trainer.config`, no torch, well
-    under a second): None if it would train, else the trainer's reason. Used before a
-    Kaggle upload, where a bad hand-written value would only fail once the kernel runs."""
-    env = dict(os.environ)
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    try:
-        done = subprocess.run([python or sys.executable, "-m", "trainer.config", str(run_json)], env=env,
-                              stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60,
-                              creationflags=getattr(subprocess, "CREATE_NO_WINDOW", 0))  # no console flash on Windows
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return t(f"проверка run.json не запустилась: {e}", f"the run.json check did not run: {e}")
-    if done.returncode == 0:
-        return None
-    lines = [line for line in done.stderr.strip().splitlines() if line.strip()]
-    reason = lines[-1].removeprefix("error: ") if lines else f"exit {done.returncode}"
-    return t(f"run.json не пройдёт проверку тренера: {reason}", f"the trainer would refuse this run.json: {reason}")
 
 
 def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
@@ -147,19 +138,14 @@ def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
     Returns (pid, process start time) — together they identify the process even after
     the pid is reused.
     """
-    env = dict(os.environ)
-    env.update(plan.env)
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
+    env = child_env(plan.env)
     kwargs: dict = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True
     else:  # Windows: its own process group, no console window
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)
     with open(run_dir / LOG, "ab") as log:
-        log.write(f"\n$ {' '.join(plan.argv)}\n".encode())
+        log.write(f"\n$ {' '.join(plan.argv)}\n".encode())  # trainer.log is UTF-8 throughout
         log.flush()
         proc = subprocess.Popen(
             plan.argv, cwd=run_dir, env=env, stdin=subprocess.DEVNULL, stdout=log,
@@ -219,21 +205,45 @@ def wait_exit(pid: int | None, timeout: float) -> bool:
 
 
 def terminate(pid: int | None, started_at: float | None = None) -> bool:
-    """SIGTERM to the trainer's process group (torchrun and every rank): the trainer
-    treats it like STOP — finish the step, save, exit. Returns whether it was sent."""
+    """The last resort after STOP had its grace (RunManager.stop_grace_s). Returns whether
+    it was sent.
+
+    POSIX: SIGTERM to the trainer's process group (torchrun and every rank), which the
+    trainer treats like STOP — finish the step, save, exit.
+    Windows: the trainer and its children are ended (TerminateProcess), which costs the steps
+    since its last checkpoint (checkpoints are written atomically: the last one is whole).
+    Windows has no signal that could reach it: CTRL_BREAK_EVENT only reaches processes that
+    share the sender's console, and the window has none while the trainer starts with none
+    (CREATE_NO_WINDOW, so that no console window opens beside it)."""
     if not is_alive(pid, started_at):
         return False
     assert pid is not None
     try:
-        if os.name == "posix":
-            # Our trainers lead their own process group (start_new_session); anything
-            # else gets the signal alone, never a group this process did not make.
-            if os.getpgid(pid) == pid:
-                os.killpg(pid, signal.SIGTERM)
-            else:
-                os.kill(pid, signal.SIGTERM)
+        if os.name != "posix":
+            return _end_tree(pid)
+        # Our trainers lead their own process group (start_new_session); anything
+        # else gets the signal alone, never a group this process did not make.
+        if os.getpgid(pid) == pid:
+            os.killpg(pid, signal.SIGTERM)
         else:
-            os.kill(pid, signal.CTRL_BREAK_EVENT)
+            os.kill(pid, signal.SIGTERM)
     except (ProcessLookupError, PermissionError, OSError):
         return False
     return True
+
+
+def _end_tree(pid: int) -> bool:
+    """End a process and every process it started (the ranks), children first."""
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        tree = [*root.children(recursive=True), root]
+    except psutil.Error:
+        return False
+    for p in tree:
+        try:
+            p.terminate()  # TerminateProcess on Windows
+        except psutil.Error:
+            pass  # already gone
+    return True  # not waited for: the window's poll sees it gone (no freeze on its timer)

@@ -10,6 +10,7 @@ another process can share the file.
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sqlite3
 import time
@@ -18,11 +19,14 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from trainer.config import SQLITE_INTEGER_MAX, ConfigError, from_dict
+
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
 from ..base.run_status import RunNotFound
 from ..base.state import State, open_state, unavailable
+from ..base.state_faults import no_room
 from .events import Event, EventTail, is_step_line, parse_lines, read_events
 from .files import (
     CHECKPOINTS,
@@ -35,6 +39,9 @@ from .files import (
     new_run_id,
     read_json,
 )
+from .precheck import RunError
+
+log = logging.getLogger(__name__)
 
 THIN_BACKLOG_LINES = 2000  # more new lines than this at once: skip all but the last step
 
@@ -130,6 +137,10 @@ class Registry:
         self._own_state = not isinstance(state, State)
         self.state = state if isinstance(state, State) else open_state(None if state is None else Path(state))
         self.runs_root = Path(runs_root) if runs_root is not None else paths.runs_dir()
+        # Run folders adopt_folders found something wrong with, by name, with what (in the
+        # interface language): one could not be listed, or its run.json is refused. The
+        # rest are listed as they are; `ternit run list` and the window name these.
+        self.troubles: dict[str, str] = {}
 
     @property
     def _db(self):  # this thread's connection
@@ -158,8 +169,12 @@ class Registry:
         parent = self.get(parent_id) if parent_id else None
         run_id = run_id or self.reserve_run_id(str(config.get("name") or "run"))
         folder = self.runs_root / run_id
-        make_layout(folder)
-        atomic_write_json(folder / RUN_JSON, config)
+        try:
+            make_layout(folder)
+            atomic_write_json(folder / RUN_JSON, config)
+        except OSError as exc:  # a full disk, a read-only folder: nothing half-made is left
+            shutil.rmtree(folder, ignore_errors=True)
+            raise RunError(_folder_failed(folder, exc)) from None
         rec = _record(run_id, folder, config, parent, status, time.time())
         try:
             self._insert(rec)
@@ -201,35 +216,54 @@ class Registry:
         adopted = []
         for folder in folders:  # ids sort by time: a parent comes before its continuations
             try:
-                config = read_json(folder / RUN_JSON)
-            except FileNotFoundError:
-                continue  # not a run folder
-            except (OSError, ValueError):
-                config = None
-            if not isinstance(config, dict):
-                # A damaged run.json does not make the run vanish: its history is in its
-                # events (the trainer's start event holds the whole config).
-                config = _start_config(folder / EVENTS)
-            parent = None
-            resume = config.get("resume_from")
-            if isinstance(resume, str) and resume:
-                owner = Path(resume).parent.parent
-                if owner.parent == self.runs_root and owner.name != folder.name:
-                    try:
-                        parent = self.get(owner.name)
-                    except RunNotFound:
-                        parent = None
-            try:
-                created = (folder / RUN_JSON).stat().st_mtime
-            except OSError:
-                created = time.time()
-            rec = _record(folder.name, folder, config, parent, st.CREATED, created)
-            if not self._insert(rec, "INSERT OR IGNORE"):
+                rec = self._adopt(folder)
+            except (sqlite3.IntegrityError, sqlite3.InterfaceError, OverflowError, TypeError, ValueError) as e:
+                # One folder the index cannot take is that run's problem: the others are
+                # listed, and this one is named (`ternit run list`, the window's log).
+                log.warning("run folder %s could not be listed", folder, exc_info=True)
+                self.troubles[folder.name] = t(f"не внесена в историю ({type(e).__name__}: {e})",
+                                               f"not listed ({type(e).__name__}: {e})")
                 continue
-            events = self.ingest(rec.id)
-            rec = self.get(rec.id)
-            adopted.append(self._settle_adopted(rec, events))
+            if rec is not None:
+                adopted.append(rec)
         return adopted
+
+    def _adopt(self, folder: Path) -> RunRecord | None:
+        """One run folder the index does not know, as a row (None: not a run folder, or
+        another process adopted it first)."""
+        try:
+            config = read_json(folder / RUN_JSON)
+        except FileNotFoundError:
+            return None  # not a run folder
+        except (OSError, ValueError):
+            config = None
+        if not isinstance(config, dict):
+            # A damaged run.json does not make the run vanish: its history is in its
+            # events (the trainer's start event holds the whole config).
+            config = _start_config(folder / EVENTS)
+        parent = None
+        resume = config.get("resume_from")
+        if isinstance(resume, str) and resume:
+            owner = Path(resume).parent.parent
+            if owner.parent == self.runs_root and owner.name != folder.name:
+                try:
+                    parent = self.get(owner.name)
+                except RunNotFound:
+                    parent = None
+        try:
+            created = (folder / RUN_JSON).stat().st_mtime
+        except OSError:
+            created = time.time()
+        rec = _record(folder.name, folder, config, parent, st.CREATED, created)
+        if not self._insert(rec, "INSERT OR IGNORE"):
+            return None
+        try:
+            from_dict(config)
+        except ConfigError as e:  # listed all the same (a number the history cannot hold is left out)
+            self.troubles[folder.name] = t(f"его run.json тренер не примет: {e}", f"its run.json is refused by the trainer: {e}")
+        events = self.ingest(rec.id)
+        rec = self.get(rec.id)
+        return self._settle_adopted(rec, events)
 
     def _settle_adopted(self, rec: RunRecord, events: list[Event]) -> RunRecord:
         end = next((e for e in reversed(events) if e.get("event") == "end"), None)
@@ -333,7 +367,8 @@ class Registry:
             st.check(changes["status"])
         changes["updated_at"] = time.time()
         sets = ", ".join(f"{k} = ?" for k in changes)
-        cur = self._db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*changes.values(), run_id))
+        with self.state.transaction():  # a lock held elsewhere is waited on aloud (State._begin)
+            cur = self._db.execute(f"UPDATE runs SET {sets} WHERE id = ?", (*changes.values(), run_id))
         if cur.rowcount == 0:
             raise RunNotFound(run_id)
         return self.get(run_id)
@@ -348,6 +383,12 @@ class Registry:
 
     def set_kernel_ref(self, run_id: str, ref: str | None) -> RunRecord:
         return self.update(run_id, kaggle_kernel_ref=ref)
+
+    def discard(self, run_id: str) -> None:
+        """Undo a run that never started (a refused Kaggle start): its folder and its row
+        go, as if it had not been created."""
+        shutil.rmtree(self.get(run_id).path, ignore_errors=True)
+        self.delete(run_id)
 
     def delete(self, run_id: str) -> None:
         """Forget a run in the index (its folder is left alone)."""
@@ -398,15 +439,15 @@ def summarize(rec: RunRecord, events: Iterable[Event]) -> dict[str, Any]:
     for ev in events:
         kind = ev.get("event")
         step = ev.get("step")
-        if isinstance(step, int):
+        if _count(step) is not None:
             out["last_step"] = step
         if kind == "start":
-            if isinstance(ev.get("params"), int):
+            if _count(ev.get("params")) is not None:
                 out["params"] = ev["params"]
             out.setdefault("started_at", rec.started_at or ev.get("time"))
             cfg = ev.get("config") or {}
             steps_to = (cfg.get("training") or {}).get("steps_to") if isinstance(cfg, dict) else None
-            if isinstance(steps_to, int):
+            if _count(steps_to) is not None:
                 out["steps_to"] = steps_to
             if local and rec.status in (st.CREATED, st.STARTING) and out.get("status") is None:
                 out["status"] = st.RUNNING
@@ -415,7 +456,7 @@ def summarize(rec: RunRecord, events: Iterable[Event]) -> dict[str, Any]:
                 out["ended_at"] = None
                 out["end_reason"] = None
         elif kind == "step":
-            if isinstance(ev.get("tokens_seen"), int):
+            if _count(ev.get("tokens_seen")) is not None:
                 out["tokens_seen"] = ev["tokens_seen"]
             loss = _num(ev.get("loss"))
             if loss is not None:
@@ -438,6 +479,25 @@ def summarize(rec: RunRecord, events: Iterable[Event]) -> dict[str, Any]:
     return out
 
 
+def _folder_failed(folder: Path, exc: OSError) -> str:
+    room = no_room(folder.parent)
+    if room:
+        return t(f"На диске с папкой прогонов {folder.parent} нет места ({room}). Прогон не создан. "
+                 "Освободите место и повторите.",
+                 f"The disk holding the run folders {folder.parent} is full ({room}). The run was not created. "
+                 "Free some space and try again.")
+    return t(f"Папку прогона {folder} не создать ({exc}). Прогон не создан.",
+             f"The run folder {folder} cannot be made ({exc}). The run was not created.")
+
+
+def _count(value: Any) -> int | None:
+    """A whole number the history can hold (SQLite's INTEGER is 64-bit): anything else, such
+    as a steps_to of 10**30 written into a run.json by hand, is not kept (None)."""
+    if isinstance(value, int) and not isinstance(value, bool) and -SQLITE_INTEGER_MAX <= value <= SQLITE_INTEGER_MAX:
+        return value
+    return None
+
+
 def _num(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
@@ -454,7 +514,7 @@ def _num(value: Any) -> float | None:
 def _record(
     run_id: str, folder: Path, config: dict[str, Any], parent: RunRecord | None, status: str, now: float
 ) -> RunRecord:
-    target = config.get("target") or {}
+    target = config.get("target") if isinstance(config.get("target"), dict) else {}
     training = config.get("training") or {}
     return RunRecord(
         id=run_id,
@@ -469,7 +529,7 @@ def _record(
         status=status,
         created_at=now,
         updated_at=now,
-        steps_to=training.get("steps_to"),
+        steps_to=_count(training.get("steps_to")) if isinstance(training, dict) else None,
         last_step=parent.last_step if parent else None,  # a continuation starts where it left
     )
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from trainer.config import ECONOMICAL_LEVELS
+from trainer.streams import UTF8_ENV
 
 from .estimate import estimate
 from .formulas import Shape, param_count
@@ -87,7 +88,7 @@ def run_once(root: Path, tag: str, size: tuple, data: Path, steps: int, device: 
         "data": {"dir": str(data)},
     }
     (d / "run.json").write_text(json.dumps(cfg), encoding="utf-8")
-    env = dict(os.environ)
+    env = {**os.environ, **UTF8_ENV}  # trainer.log in UTF-8 on Windows too
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     if threads:
         env["OMP_NUM_THREADS"] = str(threads)
@@ -340,4 +341,7 @@ def report(r: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    from trainer.streams import utf8_stdio
+
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
     sys.exit(main(sys.argv[1:]))

@@ -73,14 +73,9 @@ def command(out: Path, shape: Shape = PROBE_SHAPE, steps: int = PROBE_STEPS) -> 
 
 
 def _env() -> dict[str, str]:
-    from ..base.paths import trainer_root
+    from ..base.children import child_env
 
-    env = dict(os.environ)
-    env["CUDA_VISIBLE_DEVICES"] = ""  # the CPU's rate, whatever cards there are
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    return env
+    return child_env({"CUDA_VISIBLE_DEVICES": ""})  # the CPU's rate, whatever cards there are
 
 
 def start(path: Path | None = None, shape: Shape = PROBE_SHAPE, steps: int = PROBE_STEPS,

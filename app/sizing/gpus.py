@@ -253,9 +253,18 @@ def small_rows(facts: GpuFacts) -> float:
     return CPU_SMALL_ROWS_PER_THREAD * cpu_threads() if facts.kind == "cpu" else 0.0
 
 
+PF_AVX512F_INSTRUCTIONS_AVAILABLE = 41  # winnt.h; Windows 10 20H1 and later know it
+
+
 @functools.lru_cache(maxsize=1)
 def cpu_has_avx512() -> bool:
-    """Read once per process from /proc/cpuinfo (every estimate asks it, for each combination)."""
+    """Read once per process (every estimate asks it, for each combination): /proc/cpuinfo's
+    flags on Linux, Windows' own IsProcessorFeaturePresent there (an older Windows answers
+    False: AVX2 is assumed)."""
+    if os.name == "nt":
+        import ctypes
+
+        return bool(ctypes.windll.kernel32.IsProcessorFeaturePresent(PF_AVX512F_INSTRUCTIONS_AVAILABLE))
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:

@@ -48,6 +48,8 @@ def main(argv: list[str]) -> int:
     except GenerationError as e:
         print(f"ternit eval: {e.message}", file=sys.stderr)
         return e.exit_code
+    for note in target.notes:  # what the choice of the checkpoint passed over: never silent
+        print(f"ternit eval: {note}", file=sys.stderr)
     proc = start(eval_argv(target, args.file.resolve(), args.device))
     try:
         for record in lines(proc):

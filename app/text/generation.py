@@ -11,21 +11,20 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainer.sampling import DEFAULT_NUM, DEFAULT_SEED, DEFAULT_TOKENS, Sampling, request_problem
 
+from ..base.children import child_env  # the window's QProcess starts the child with it too
 from ..base.i18n import t
 from ..base.numbers import decimal_text, int_text
-from ..base.paths import trainer_root
 from ..base.plan_texts import text as refusal_text
-from ..runs.checkpoints import is_checkpoint, usable_checkpoint
+from ..runs.checkpoints import choose_checkpoint, inspect_checkpoint, is_checkpoint
 
 EXIT_INPUT = 2
 
@@ -43,6 +42,7 @@ class Target:
     checkpoint: Path
     tokenizer: Path | None  # None: the data folder the checkpoint names
     run_id: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the choice passed over or found, to say
 
 
 _SAMPLING = Sampling()  # the defaults are trainer.sampling's, as `python -m trainer.sample`'s
@@ -75,9 +75,14 @@ def _run_tokenizer(run_dir: Path) -> Path | None:
 
 
 def run_target(run_dir: Path, run_id: str | None = None) -> Target:
-    """A run folder's newest usable checkpoint and its data's tokenizer."""
-    found = usable_checkpoint(run_dir)
-    if found is None:
+    """A run folder's checkpoint (`choose_checkpoint`, the one choice every command makes)
+    and its data's tokenizer."""
+    choice = choose_checkpoint(run_dir)
+    if choice.path is None and choice.passed_over:
+        raise GenerationError(t(
+            f"у прогона {run_id or run_dir} нет целого чекпоинта ({'; '.join(choice.passed_over)})",
+            f"run {run_id or run_dir} has no intact checkpoint ({'; '.join(choice.passed_over)})"))
+    if choice.path is None:
         raise GenerationError(t(
             f"у прогона {run_id or run_dir} ещё нет чекпоинта: подождите первого сохранения или продолжите прогон",
             f"run {run_id or run_dir} has no checkpoint yet: wait for its first save or continue the run"))
@@ -86,7 +91,7 @@ def run_target(run_dir: Path, run_id: str | None = None) -> Target:
         raise GenerationError(t(
             f"нет токенизатора прогона {tokenizer}: подготовьте данные прогона заново (ternit data prepare)",
             f"the run's tokenizer {tokenizer} is missing: prepare the run's data again (ternit data prepare)"))
-    return Target(found, tokenizer, run_id)
+    return Target(choice.path, tokenizer, run_id, choice.said())
 
 
 def target_help() -> str:
@@ -100,7 +105,10 @@ def resolve(spec: str) -> Target:
     or a sharded run's folder)."""
     path = Path(spec)
     if is_checkpoint(path):  # a step-*.pt file or a sharded run's step-*.dcp folder
-        return Target(path, None)
+        seen = inspect_checkpoint(path)
+        if seen.path is None:
+            raise GenerationError("; ".join(seen.passed_over))
+        return Target(path, None, notes=seen.said())
     from ..runs import Registry, RunNotFound
 
     reg = Registry()
@@ -131,18 +139,6 @@ def sample_argv(target: Target, s: Settings) -> list[str]:
 
 def eval_argv(target: Target, file: Path, device: str = "auto") -> list[str]:
     return _base(target, "eval", device, str(file))
-
-
-def child_env() -> dict[str, str]:
-    """The child's environment: the trainer importable, its lines unbuffered and in UTF-8
-    (the window's QProcess starts it with the same)."""
-    env = dict(os.environ)
-    root = trainer_root()
-    if root:
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONIOENCODING"] = "utf-8"
-    return env
 
 
 def start(argv: list[str], prompt: str = "") -> subprocess.Popen:
@@ -194,7 +190,10 @@ _WHAT = {
     "file": ("Файл не подходит", "The file cannot be used", "выберите текстовый файл в UTF-8",
              "choose a UTF-8 text file"),
     "value": ("Значение не подходит", "A value is refused", "исправьте его", "correct it"),
-    "device": ("Видеокарта недоступна", "No GPU available", "выберите устройство cpu", "choose the cpu device"),
+    # The trainer's line (in brackets) says what to install for the card (trainer/cuda_build.py).
+    "device": ("Видеокарта недоступна", "The GPU cannot be used",
+               "установите сборку torch, названную в скобках, или выберите устройство cpu",
+               "install the torch build named in brackets, or choose the cpu device"),
 }
 
 
@@ -216,6 +215,9 @@ def start_text(record: dict[str, Any]) -> str:
     where = t("видеокарта", "GPU") if record.get("device") == "cuda" else t("процессор", "CPU")
     text = t(f"устройство: {where}, чекпоинт шага {int_text(int(record.get('step', 0)))}",
              f"device: {where}, checkpoint of step {int_text(int(record.get('step', 0)))}")
+    if record.get("cpu_because"):  # a card is there, but this torch cannot drive it
+        text += t(f"; на процессоре, а не на видеокарте: {record['cpu_because']}",
+                  f"; on the CPU, not the GPU: {record['cpu_because']}")
     dropped = int(record.get("dropped") or 0)
     if dropped:
         text += t(f"; затравка длиннее контекста: первые {int_text(dropped)} токенов отброшены",

@@ -120,9 +120,10 @@ class Session:
     `status` (one line), `result` (evaluation's text), `error`; `finish(code, stderr)`
     once it exited; `cancel()` when the user pressed «Стоп»."""
 
-    def __init__(self, kind: str, seed: int | None = None) -> None:
+    def __init__(self, kind: str, seed: int | None = None, notes: list[str] | None = None) -> None:
         self.kind = kind  # "sample" or "eval"
         self.seed = seed
+        self.notes = list(notes or [])  # what the choice of the checkpoint passed over (Target.notes)
         self.text = ""
         self.result = ""
         self.error = ""
@@ -150,7 +151,7 @@ class Session:
     def _take(self, r: dict[str, Any]) -> bool:
         kind = r["kind"]
         if kind == "start":
-            self.where = gen.start_text(r)
+            self.where = "; ".join([gen.start_text(r), *self.notes])
             self.status = self.where + (t(f"; зерно {self.seed}", f"; seed {self.seed}") if self.seed is not None else "")
             if self.kind == "eval":
                 self.status = t("Оценка на файле… ", "Evaluating on the file… ") + self.status

@@ -77,6 +77,8 @@ def main(argv: list[str]) -> int:
     except GenerationError as e:
         print(f"ternit sample: {e.message}", file=sys.stderr)
         return e.exit_code
+    for note in target.notes:  # what the choice of the checkpoint passed over: never silent
+        print(f"ternit sample: {note}", file=sys.stderr)
     proc = start(sample_argv(target, s), prompt)
     try:
         return _stream(proc, args, prompt)

@@ -22,7 +22,7 @@ from typing import Any
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
-from ..base.state import StateError
+from ..base.state import StateError, failure_text, repairs_to_say
 from ..data.prepared import Prepared, scan_prepared
 from ..form.run_form import ActiveRun, ContinueFrom, FormContext, RunForm, continue_now
 from ..runs import (
@@ -35,7 +35,7 @@ from ..runs import (
     RunUpdate,
     kaggle_bridge,
 )
-from ..runs.checkpoints import checkpoint_step, latest_checkpoint, usable_checkpoint
+from ..runs.checkpoints import Choice, checkpoint_step, choose_checkpoint
 from ..runs.files import folder_gone
 from .events import LabEvents
 
@@ -107,7 +107,7 @@ def _add_accounts(ctx: FormContext) -> None:
 HISTORY_EVERY_S = 2.0  # new steps refresh the history this often; a status change at once
 # What a refused action raises: each says what happened and what to do, in the interface
 # language; the window shows it as it is.
-ACTION_ERRORS = (RunError, ContinueError, StateError, OSError, ValueError, KeyError)
+ACTION_ERRORS = (RunError, ContinueError, StateError, OSError, ValueError, KeyError, sqlite3.Error)
 
 
 class ActionError(Exception):
@@ -150,6 +150,17 @@ class Lab:
         self._failures: dict[str, Failure | None] = {}
         self._clock = clock
         self._history_at = 0.0
+
+    def start_message(self) -> str:
+        """The status bar's first line: ready, or what the lab did with a damaged state file
+        and the run folders the history could not take as they are (one bad folder is that
+        run's problem; the rest are listed)."""
+        lines = repairs_to_say()  # a damaged state file set aside as the lab opened
+        troubles = self.runs.registry.troubles
+        if troubles:
+            said = "; ".join(f"{name}: {why}" for name, why in sorted(troubles.items()))
+            lines.append(t(f"Папки прогонов с ошибками: {said}", f"Run folders with problems: {said}"))
+        return " ".join(lines) or t("Готово", "Ready")
 
     # -- the form's context ------------------------------------------------------------
 
@@ -286,8 +297,9 @@ class Lab:
         except Exception as e:  # a locked database, a vanished folder: try again next tick
             if not isinstance(e, (StateError, OSError, sqlite3.Error)):
                 log.exception("polling the runs failed")
-            return Tick(error=t(f"Прогоны не обновились ({e}); новая попытка через миг",
-                                f"The runs did not update ({e}); trying again in a moment"))
+            said = failure_text(e)
+            return Tick(error=t(f"Прогоны не обновились ({said}); новая попытка через миг",
+                                f"The runs did not update ({said}); trying again in a moment"))
         tick = Tick(updates=updates, monitor_changed=any(u.status_changed for u in updates))
         if tick.monitor_changed:  # a run that just started here is watched from its first steps
             self.monitor_target()
@@ -355,18 +367,19 @@ class Lab:
             else:
                 rec = self.runs.start(config)
         except ACTION_ERRORS as e:
-            raise ActionError(str(e)) from e
-        return self._started(rec, kaggle)
+            raise ActionError(failure_text(e)) from e
+        return self._started(rec, kaggle, continuing.notes if continuing is not None else ())
 
-    def _started(self, rec: RunRecord, kaggle: bool) -> Started:
-        """A run just created or started: in the history and followed (announced both)."""
+    def _started(self, rec: RunRecord, kaggle: bool, notes: tuple[str, ...] = ()) -> Started:
+        """A run just created or started: in the history and followed (announced both); what
+        the choice of its checkpoint passed over is said with it."""
         if kaggle:
             self.launching.add(rec.id)
         self.events.history.emit()
         self.follow(rec.id)
-        if kaggle:
-            return Started(rec, True, t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…"))
-        return Started(rec, False, t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        said = (t(f"{rec.id}: загрузка на Kaggle…", f"{rec.id}: uploading to Kaggle…") if kaggle
+                else t(f"Запущен прогон {rec.id}", f"Started run {rec.id}"))
+        return Started(rec, kaggle, " ".join([said, *notes]))
 
     def launch_in_background(self, run_id: str, done: Callable[[str, str], None]) -> threading.Thread:
         """Upload and push a Kaggle run off the caller's thread; `done(run_id, error)` is
@@ -391,6 +404,11 @@ class Lab:
         self.events.history.emit()
         self.events.run.emit(run_id)
         if error:
+            try:
+                self.runs.registry.get(run_id)
+            except KeyError:  # refused before a kernel existed: the run was undone, nothing to follow
+                if self.followed == run_id:
+                    self.followed = None
             return t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}")
         rec = self.runs.registry.get(run_id)
         if rec.ended or rec.status == st.UPLOADING:  # stopped while uploading; waiting for Kaggle
@@ -413,22 +431,23 @@ class Lab:
             kaggle = self.runs.registry.get(run_id).target_kind == "kaggle"
             rec = self.runs.retry(run_id, launch=not kaggle)
         except ACTION_ERRORS as e:
-            raise ActionError(str(e)) from e
+            raise ActionError(failure_text(e)) from e
         return self._started(rec, kaggle)  # a Kaggle one uploads in a thread: the window goes on
 
     def continue_info(self, run_id: str) -> ContinueFrom:
         """What «Продолжить» fills the form with: the checkpoint's config and step."""
+        notes: list[str] = []
         try:
-            cfg = self.runs.continue_config(run_id)
+            cfg = self.runs.continue_config(run_id, notes=notes)
             rec = self.runs.registry.get(run_id)
         except (ContinueError, KeyError, OSError, ValueError) as e:
-            raise ActionError(str(e)) from e
-        ckpt = usable_checkpoint(rec.path)
-        step = (checkpoint_step(ckpt) if ckpt else None) or rec.last_step or 0
+            raise ActionError(failure_text(e)) from e
+        ckpt = Path(cfg["resume_from"])  # continue_config's choice (choose_checkpoint)
+        step = checkpoint_step(ckpt) or rec.last_step or 0
         parent_data = Prepared.read((cfg.get("data") or {}).get("dir") or "")
         return ContinueFrom(run_id=run_id, config=cfg, step=int(step),
                             label=f"{rec.name} · {t('шаг', 'step')} {step}",
-                            tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "")
+                            tokenizer_sha256=parent_data.tokenizer_sha256 if parent_data else "", notes=tuple(notes))
 
     def continue_now(self, run_id: str, ctx: FormContext) -> tuple[ContinueFrom, dict[str, Any] | None, str]:
         """«Продолжить» in the history, one click: (what to continue, the config to start
@@ -462,12 +481,22 @@ class Lab:
             raise ActionError(gone)
         return rec.folder
 
-    def export_checkpoint(self, run_id: str) -> Path:
-        """The checkpoint «Экспорт весов» writes out: the run's latest."""
-        ckpt = latest_checkpoint(self.runs.registry.get(run_id).path)
-        if ckpt is None:
-            raise ActionError(t("У прогона нет чекпоинта", "The run has no checkpoint"))
-        return ckpt
+    def export_checkpoint(self, run_id: str) -> Choice:
+        """The checkpoint «Экспорт весов» writes out: the one every command chooses
+        (`choose_checkpoint`), with what it passed over."""
+        choice = choose_checkpoint(self.runs.registry.get(run_id).path)
+        if choice.path is None:
+            why = f" ({'; '.join(choice.passed_over)})" if choice.passed_over else ""
+            raise ActionError(t(f"У прогона нет целого чекпоинта{why}", f"The run has no intact checkpoint{why}"))
+        return choice
+
+    @staticmethod
+    def export_finished(choice: Choice, out: str, code: int, text: str) -> str:
+        """The status line once «Экспорт весов» ended: where the weights went (and what the
+        choice passed over), or why it failed."""
+        if code != 0:
+            return t(f"Экспорт не удался: {text[-300:]}", f"Export failed: {text[-300:]}")
+        return " ".join([t(f"Веса сохранены: {out}.", f"Weights saved: {out}."), *choice.said()])
 
     def export_file_name(self, run_id: str) -> str:
         """The file name «Экспорт весов» offers: the run's name."""
@@ -483,7 +512,7 @@ class Lab:
         try:
             return self.runs.registry.get(run_id).name, self.runs.series(run_id)
         except (KeyError, OSError) as e:
-            raise ActionError(str(e)) from e
+            raise ActionError(failure_text(e)) from e
 
     def shutdown(self, timeout: float = 2.0) -> None:
         """The window closes: stop following Kaggle runs here (the runs themselves go on;

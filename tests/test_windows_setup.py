@@ -1,0 +1,81 @@
+"""The set-up's two commands (issue 22, item 3): lab.py, which `make run|test` and Windows'
+`lab run|test` (lab.bat) both call, and its choice of torch. The install itself is CI's
+`make test` (a fresh clone, TORCH_SPEC set); the check after it is trainer/cuda_build.py's
+(tests/test_cuda_build.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_cuda_build import RTX_5070_TI, nvidia_smi  # noqa: F401 - the fixture
+
+pytestmark = pytest.mark.windows
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def lab():
+    spec = importlib.util.spec_from_file_location("lab_setup", ROOT / "lab.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_torch_spec_overrides_the_choice(lab, monkeypatch):
+    monkeypatch.setenv("TORCH_SPEC", "torch==2.13.0")
+    assert lab.torch_args() == ["torch==2.13.0"]
+    monkeypatch.setenv("TORCH_SPEC", "torch --index-url https://download.pytorch.org/whl/cu129")
+    assert lab.torch_args() == ["torch", "--index-url", "https://download.pytorch.org/whl/cu129"]
+
+
+def test_the_cuda_build_for_the_card_from_pytorchs_index_or_the_cpu_one(lab, monkeypatch, nvidia_smi, tmp_path):  # noqa: F811
+    monkeypatch.delenv("TORCH_SPEC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "nothing"))  # no nvidia-smi: no card
+    assert lab.torch_args() == ["torch", "--index-url", "https://download.pytorch.org/whl/cpu"]
+    nvidia_smi(RTX_5070_TI)
+    assert lab.torch_args() == ["torch", "--index-url", "https://download.pytorch.org/whl/cu128"]
+
+
+def test_the_venv_layout_of_this_os(lab, tmp_path):
+    py = lab.venv_python(tmp_path)
+    assert py == tmp_path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def test_without_a_command_it_says_how_to_use_it():
+    done = subprocess.run([sys.executable, "lab.py"], cwd=ROOT, capture_output=True, encoding="utf-8", timeout=120)
+    assert done.returncode == 2 and "python lab.py run" in done.stderr
+
+
+@pytest.mark.skipif(os.name != "nt", reason="lab.bat is Windows' launcher (cmd.exe)")
+def test_lab_bat_finds_python_and_hands_it_the_command():
+    path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
+    done = subprocess.run(["cmd", "/c", str(ROOT / "lab.bat")], cwd=ROOT, capture_output=True,
+                          env={**os.environ, "PATH": path}, timeout=120)
+    assert done.returncode == 2 and b"python lab.py run" in done.stderr
+
+
+def test_the_python_it_needs_is_pyprojects(lab):
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        required = tomllib.load(f)["project"]["requires-python"]
+    assert required == ">=" + ".".join(map(str, lab.min_python()))
+
+
+def test_the_window_is_a_gui_script_and_tokenizers_has_encode_batch_fast():
+    """A console script opened a console window beside the window on Windows (closing it
+    killed the window); tokenizers 0.19 lacks the encode_batch_fast the data code calls."""
+    import re
+    import tomllib
+
+    with open(ROOT / "pyproject.toml", "rb") as f:
+        project = tomllib.load(f)["project"]
+    assert project["gui-scripts"] == {"ternit-lab": "ui.main:main"} and "ternit-lab" not in project["scripts"]
+    pin = next(r for r in project["dependencies"] if r.startswith("tokenizers"))
+    assert tuple(map(int, re.search(r">=(\d+)\.(\d+)", pin).groups())) >= (0, 20)
