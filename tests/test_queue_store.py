@@ -114,6 +114,7 @@ def test_a_run_refused_on_one_kind_of_machine_goes_only_to_the_other(lab, tiny_d
     assert len(store.items()) == 1
 
 
+@pytest.mark.windows  # msvcrt's byte-range lock there
 def test_one_runner_at_a_time_and_a_killed_one_frees_the_queue(lab):
     reg, _ = lab
     holder = subprocess.Popen(
