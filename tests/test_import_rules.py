@@ -158,7 +158,8 @@ def test_the_rules_are_read_from_architecture_md():
     a different check (here: `torch` struck from ui's row is no longer refused)."""
     assert set(ROOMS) == {"app", "ui", "trainer", "bench"}
     assert TRAINER_CONTRACT == ("trainer.config", "trainer.plan", "trainer.reasons", "trainer.sampling",
-                                "trainer.checkpoint_index", "trainer.preflight", "trainer.streams")
+                                "trainer.checkpoint_index", "trainer.preflight", "trainer.streams",
+                                "trainer.lock")
     assert refused("ui.history", "torch.nn", RULES)
     text = ARCHITECTURE.read_text(encoding="utf-8")
     row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))

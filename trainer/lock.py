@@ -16,18 +16,20 @@ from pathlib import Path
 LOCK_FILE = "trainer.lock"
 # Windows locks are mandatory: the locked byte lies far past the text, so that a second
 # process can still read who holds the lock.
-_WINDOWS_BYTE = 1 << 20
+WINDOWS_BYTE = 1 << 20
 
 
 class LockError(Exception):
     """The run folder is being trained by another process: the message names it."""
 
 
-def _try_lock(fd: int) -> bool:
+def try_lock(fd: int) -> bool:
+    """Take the OS's own exclusive lock on the open file `fd` without waiting; False when
+    another process holds it. Also the lab's queue runner's lock (app/queue/lock.py)."""
     if os.name == "nt":
         import msvcrt
 
-        os.lseek(fd, _WINDOWS_BYTE, os.SEEK_SET)
+        os.lseek(fd, WINDOWS_BYTE, os.SEEK_SET)
         try:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
         except OSError:
@@ -66,7 +68,7 @@ class RunLock:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as e:
             raise LockError(f"cannot open {self.path} ({type(e).__name__}: {e}): make the run folder writable") from None
-        if not _try_lock(fd):
+        if not try_lock(fd):
             os.close(fd)
             who = holder(self.path.parent) or "another process"
             raise LockError(
@@ -87,7 +89,7 @@ class RunLock:
             import msvcrt
 
             try:
-                os.lseek(self._fd, _WINDOWS_BYTE, os.SEEK_SET)
+                os.lseek(self._fd, WINDOWS_BYTE, os.SEEK_SET)
                 msvcrt.locking(self._fd, msvcrt.LK_UNLCK, 1)
             except OSError:
                 pass

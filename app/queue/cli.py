@@ -23,14 +23,12 @@ from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import plural_ru
 from ..base.state import StateError
-from ..data.for_run import fill_data
 from ..data.library import LibraryError
-from ..data.progress import progress_for_cli
 from ..runs import kaggle_bridge
 from ..runs.manager import RunManager
 from ..runs.precheck import RunError, load_config
 from ..runs.registry import Registry
-from ..runs.start_flags import add_field_flags, apply_flags
+from ..runs.start_flags import add_field_flags, apply_flags, data_for_cli
 from . import lock
 from .adding import add_runs
 from .runner import QueueEvent, QueueRunner
@@ -142,13 +140,7 @@ def _add(args: argparse.Namespace, store: QueueStore) -> int:
     cfg = apply_flags(raw, args)
     if args.gpu:
         cfg.setdefault("target", {})["gpu"] = args.gpu
-    bar = progress_for_cli()
-    try:
-        cfg, note = fill_data(cfg, progress=bar)
-    finally:
-        bar.close()
-    if note:
-        print(note, file=sys.stderr)
+    cfg = data_for_cli(cfg)
     account = args.account or str((cfg.get("target") or {}).get("account") or "auto")
     vary = [parse_vary(v) for v in args.vary]
     added = add_runs(store, cfg, target=args.target, account=account, vary=vary or None, base=base)

@@ -1,6 +1,7 @@
 """Exactly one runner drives the queue: an OS lock on `queue.lock` in the lab's data folder.
 
-The lock is the operating system's own (flock on POSIX, a byte-range lock on Windows), so it
+The lock is the operating system's own (flock on POSIX, a byte-range lock on Windows: the
+trainer's own `trainer.lock.try_lock`, one writer per run folder), so it
 goes away with its process however that ends: a runner that was SIGKILLed or crashed never
 leaves the queue locked. The file says who holds it (pid, what program, since when), so a
 second runner is refused with a line naming the first.
@@ -13,11 +14,12 @@ import os
 import time
 from pathlib import Path
 
+from trainer.lock import WINDOWS_BYTE, try_lock
+
 from ..base import paths
 from ..base.i18n import t
 
 LOCK_FILE = "queue.lock"
-_WINDOWS_BYTE = 1 << 20  # far past the text, so that the note stays readable while locked
 
 
 class RunnerBusy(RuntimeError):
@@ -26,27 +28,6 @@ class RunnerBusy(RuntimeError):
 
 def lock_path() -> Path:
     return paths.data_dir() / LOCK_FILE
-
-
-def _try_lock(fd: int) -> bool:
-    if os.name == "nt":  # pragma: no cover - Windows
-        import msvcrt
-
-        os.lseek(fd, _WINDOWS_BYTE, os.SEEK_SET)
-        try:
-            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
-        except OSError:
-            return False
-        finally:
-            os.lseek(fd, 0, os.SEEK_SET)
-        return True
-    import fcntl
-
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return False
-    return True
 
 
 def holder(path: Path | None = None) -> str:
@@ -69,7 +50,7 @@ def is_held(path: Path | None = None) -> bool:
     except OSError:
         return False
     try:
-        if not _try_lock(fd):
+        if not try_lock(fd):
             return True
         _unlock(fd)
         return False
@@ -82,7 +63,7 @@ def _unlock(fd: int) -> None:
         import msvcrt
 
         try:
-            os.lseek(fd, _WINDOWS_BYTE, os.SEEK_SET)
+            os.lseek(fd, WINDOWS_BYTE, os.SEEK_SET)
             msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
         except OSError:
             pass
@@ -105,7 +86,7 @@ class RunnerLock:
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        if not _try_lock(fd):
+        if not try_lock(fd):
             os.close(fd)
             who = holder(self.path) or t("другой процесс", "another process")
             raise RunnerBusy(t(f"очередь уже ведёт {who}; второй не запускается — дождитесь его или закройте его",

@@ -29,9 +29,7 @@ from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import count_text, int_text, loss_text
 from ..base.state import StateError, unavailable
-from ..data.for_run import fill_data
 from ..data.library import LibraryError
-from ..data.progress import progress_for_cli
 from . import status_echo
 from .continuing import ContinueError
 from .events import Event
@@ -39,7 +37,7 @@ from .live import LiveFollower, LiveProgress
 from .manager import RunManager
 from .precheck import RunError, load_config, normalize_config
 from .registry import RunNotFound, RunRecord
-from .start_flags import add_field_flags, apply_flags
+from .start_flags import add_field_flags, apply_flags, data_for_cli
 
 log = logging.getLogger(__name__)
 
@@ -341,13 +339,7 @@ def _start_config(args: argparse.Namespace) -> dict[str, Any]:
     when only constellations are named."""
     raw, base = load_config(args.config) if args.config else ({}, None)
     cfg = normalize_config(apply_flags(raw, args), base)
-    bar = progress_for_cli()
-    try:
-        cfg, note = fill_data(cfg, progress=bar)
-    finally:
-        bar.close()
-    if note:
-        print(note, file=sys.stderr)
+    cfg = data_for_cli(cfg)
     return cfg
 
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import argparse
 import copy
+import sys
 from typing import Any
 
 from ..base.i18n import t
 from ..base.numbers import parse_number
+from ..data.for_run import fill_data
+from ..data.progress import progress_for_cli
 from ..form import fields as F
 
 
@@ -108,3 +111,17 @@ def apply_flags(config: dict[str, Any], args: argparse.Namespace) -> dict[str, A
             node = node.setdefault(part, {})
         node[key] = F.to_run_value(spec, value)  # as the form writes it (economical off: false)
     return cfg
+
+
+def data_for_cli(config: dict[str, Any]) -> dict[str, Any]:
+    """`config` with its data found, or prepared from the constellations it names, for a
+    command line (`ternit run start`, `ternit queue add`): the preparation's progress on
+    stderr, and what was chosen said there."""
+    bar = progress_for_cli()
+    try:
+        config, note = fill_data(config, progress=bar)
+    finally:
+        bar.close()
+    if note:
+        print(note, file=sys.stderr)
+    return config
