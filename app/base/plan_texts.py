@@ -54,7 +54,7 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "sharding_fsdp": lambda p: (
         f"авто: состояние обучения ({_gb(p['state_gb'])} ГБ, 16 байт на вес) больше половины карты "
         f"({_gb(p['half_gb'])} ГБ): оно разделено между {p['processes']} процессами (FSDP2)"),
-    "sharding_ddp_lean": "авто: экономное состояние работает, только когда каждый процесс держит его целиком (DDP)",
+    "sharding_ddp_lean": "авто: облегчённое состояние работает, только когда каждый процесс держит его целиком (DDP)",
     "sharding_ddp_unknown": "авто: DDP ({device}: нет памяти карты, с которой сравнить состояние)",
     "step_normal": "градиенты fp32 хранятся, затем шаг AdamW (lean_state false)",
     "step_held": "градиенты хранятся до конца обратного прохода, затем каждый вес обновляется по очереди "
@@ -88,7 +88,7 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "lean_under_ddp": "training.lean_state \"{lean}\" обновляет каждый вес внутри обратного прохода, а "
                       "усреднение градиентов DDP между процессами пришло бы после: выберите lean_state true "
                       "(градиенты хранятся) или обучайте в одном процессе",
-    "lean_under_fsdp": "экономное состояние (training.lean_state) не сочетается с разделением FSDP: FSDP даёт "
+    "lean_under_fsdp": "облегчённое состояние (training.lean_state) не сочетается с разделением FSDP: FSDP даёт "
                        "каждому процессу части каждого веса, а 8-битный оптимизатор их не обновляет; выключите "
                        "lean_state (FSDP разделит обычное состояние между процессами) или обучайте в одном процессе",
     "lean_no_library": "для training.lean_state нужна библиотека bitsandbytes, а она не установлена: "
@@ -173,7 +173,7 @@ CHOICE_LABELS: dict[str, dict[str, str]] = {
     "compile": {"ru": "Компиляция", "en": "Compilation"},
     "step": {"ru": "Шаг", "en": "Step"},
     "micro_steps": {"ru": "Микрошагов", "en": "Micro-steps"},
-    "economical": {"ru": "Экономный уровень", "en": "Economical level"},
+    "economical": {"ru": "Пересчёт активаций", "en": "Activation recompute"},
     "samples": {"ru": "Образцы текста", "en": "Text samples"},
 }
 
