@@ -197,7 +197,7 @@ def test_ternit_estimate_and_the_trainers_check_agree_on_the_604m_case(tmp_path,
     assert "sharding     ddp" in capsys.readouterr().out
     assert main(["estimate", "--layers", "24", "--width", "1440", "--heads", "12", "--batch", "2",
                  "--lean-state", "on", "--gpu", "t4x2", "--no-measured", "--lang", "ru"]) == 0
-    assert "ddp  (авто: экономное состояние" in capsys.readouterr().out
+    assert "ddp  (авто: облегчённое состояние" in capsys.readouterr().out
 
 
 def test_the_check_refuses_with_exit_2_for_a_machine(tmp_path, capsys):
