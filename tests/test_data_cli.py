@@ -79,7 +79,7 @@ def test_errors_are_one_line_with_exit_codes(tmp_path, capsys, english):
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "missing" in err
 
-    for vocab in ("255", "65536"):
+    for vocab in ("255", "65537"):
         assert main(["data", "prepare", "--constellations", "demo", "--vocab", vocab]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and vocab in err and "uint16" in err

@@ -69,7 +69,7 @@ BAD = [
     ({"training": {"lr": 0}}, "training.lr"),
     ({"training": {"seed": -1}}, "training.seed"),
     ({"training": {"checkpoint_every_min": -5}}, "training.checkpoint_every_min"),
-    ({"model": {"width": 1_000_000, "heads": 8}}, "model.width: от 1 и не больше"),
+    ({"model": {"width": 1_000_000, "heads": 8}}, "model.width: нужно не больше 65"),
     ({"resume_from": 123}, "resume_from"),
 ]
 

@@ -399,9 +399,9 @@ def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, 
     in Russian by default, each one line with exit code 2."""
     from app.cli.main import main
 
-    cases = [(["--vocab", "70000"], "словарь 70\u202f000 больше 65\u202f536"),
+    cases = [(["--vocab", "70000"], "model.vocab: нужно не больше 65\u202f536, а не 70\u202f000"),
              (["--width", "500"], "ширина 500 не делится на число голов 8: подойдут 1, 2, 4, 5, 10"),
-             (["--batch", "0"], "батч: нужно не меньше 1"),
+             (["--batch", "0"], "training.batch_per_card: нужно не меньше 1, а не 0"),
              (["--steps-to", "0"], "«Шагов до» должно быть больше"),
              (["--limit-min", "0"], "лимит должен быть больше 0")]
     for args, text in cases:

@@ -128,8 +128,8 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "target_kind": "target.kind: local или kaggle, а не {kind!r}",
     "target_gpu": "target.gpu: auto, cpu или номера карт, например 0 или 0,1, а не {value!r}",
     "out_of_range": lambda p: (
-        f"{p['key']}: {'больше' if p['above'] else 'от'} {_shown(p['low'])} "
-        f"и не больше {_shown(p['high'])}, а не {_shown(p['value'])}"),
+        f"{p['key']}: нужно {'больше' if p['above'] else 'не меньше'} {_shown(p['low'])}, а не {_shown(p['value'])}"
+        if p["value"] <= p["low"] else f"{p['key']}: нужно не больше {_shown(p['high'])}, а не {_shown(p['value'])}"),
     "duplicate_key": "в {where} ключ {key!r} указан дважды в одном объекте: оставьте один",
     "file_missing": "файла {path} нет: сначала запишите туда run.json",
     "file_not_json": "{path}: не JSON (строка {line}: {msg})",
