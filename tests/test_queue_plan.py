@@ -159,3 +159,27 @@ def test_the_decision_now_is_the_timeline_now():
     assert all(s.start == NOW for s in now)
     # Starts are never before now and never later for an earlier run of the same target.
     assert all(s.start >= NOW for s in slots if s.start is not None)
+
+
+def test_any_on_a_pc_without_a_card_goes_to_kaggle_not_the_cpu(monkeypatch):
+    """A PC with no NVIDIA card: a run left to the queue («куда освободится раньше») trains on
+    Kaggle, not for hours on the CPU; one that names the CPU, or is queued for this PC, stays."""
+    from app.queue.estimates import job as queued
+    from bench.fake_nvml import FakeCard, pc_with_cards
+
+    config = {"name": "q", "model": {"context": 64, "width": 64, "heads": 2, "layers": 2, "vocab": 512},
+              "training": {"batch_per_card": 4, "steps_to": 50, "limit_min": 60}}
+    pc_with_cards(monkeypatch, [])
+    anywhere = queued(1, config, "any", "auto", [])
+    assert anywhere.local is not None and anywhere.local.fits is False and "NVIDIA" in anywhere.local.why
+    slots = predict([anywhere], world(acct("alice", 10)))
+    assert machines(slots) == [(1, "kaggle:alice", NOW)]
+    # Without an account it waits (never is for what cannot fit anywhere), saying why.
+    alone = predict([anywhere], world())
+    assert alone[0].machine is None and not alone[0].never and "NVIDIA" in alone[0].reason
+    named_cpu = queued(2, {**config, "target": {"kind": "local", "gpu": "cpu"}}, "any", "auto", [])
+    here = queued(3, config, "local", "auto", [])
+    assert named_cpu.local.fits is not False and here.local.fits is not False
+    # With a card, «any» takes this PC first as before.
+    pc_with_cards(monkeypatch, [FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192)])
+    assert machines(predict([queued(4, config, "any", "auto", [])], world(acct("alice", 10)))) == [(4, LOCAL, NOW)]

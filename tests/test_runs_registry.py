@@ -450,6 +450,11 @@ def test_stop_falls_back_to_sigterm_when_the_stop_file_is_not_heeded(tmp_path):
     assert m.stop(rec.id).status == "stopping" and (rec.path / "STOP").exists()
     final = m.wait(rec.id, poll_s=0.05, timeout=30)
     assert (final.status, final.end_reason) == ("stopped", "stopped")
+    # `end` is written from the handler just before the process exits: wait (bounded) for
+    # the exit itself rather than assume it has happened by the time the event is read.
+    deadline = time.monotonic() + 30
+    while proc.is_alive(pid, started) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert not proc.is_alive(pid, started)
 
 

@@ -161,11 +161,17 @@ def test_cancel_leaves_no_prepared_folder_and_says_so(qtbot, window, tmp_path):
     def hold() -> None:
         # Freeze the child as soon as it works in its temporary folder, so «Отмена» surely lands
         # mid-prepare whatever the machine's speed; it goes on (and gets the signal) after.
+        # Each progress read freezes it first and looks second: on a loaded machine several
+        # phases can arrive in one read, so waiting for a named phase could miss them all.
         p = window.prepare_row.task.output.progress
-        if not held and p is not None and p.phase in ("tokenizer", "tokenize", "split"):
-            pid = window.prepare_row.task.proc.processId()
-            os.kill(pid, signal.SIGSTOP)
+        if held or p is None:
+            return
+        pid = window.prepare_row.task.proc.processId()
+        os.kill(pid, signal.SIGSTOP)
+        if p.phase != "done" and any(".tmp-" in n for n in prepared_entries()):
             held.append(pid)
+        else:
+            os.kill(pid, signal.SIGCONT)
 
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(view.prepare_button, Qt.MouseButton.LeftButton)
