@@ -91,44 +91,10 @@ def test_auto_run_goes_to_the_right_account_and_trains(fake, tiny_data):
     _assert_no_secret(fake)
 
 
-def _alice_runs_out_bob_has_quota(fake) -> None:
-    """Alice has 12 ms above the 1 min margin: her leg stops long before step 300; Bob has 10 h."""
-    fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
-    fake.add_account("bob", KEYS["bob"], quota_h=10)
-    add_lab_accounts("alice", "bob")
-
-
-def test_chain_continues_on_a_second_account_and_ends_at_steps_to(fake, tiny_data):
-    _alice_runs_out_bob_has_quota(fake)
-    reg = Registry()
-    first = reg.create_run(tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100))
-    runner.start_kaggle_run(reg, first.id, account="alice")
-    assert runner.wait_followers(120)
-
-    legs = reg.chain(first.chain_id)
-    assert [r.leg for r in legs] == [1, 2]
-    one, two = legs
-    assert (one.target_account, one.status) == ("alice", st.TIME_LIMIT)
-    assert (two.target_account, two.status) == ("bob", st.FINISHED), two.last_message
-    reg.ingest(one.id)
-    reg.ingest(two.id)
-    one, two = reg.get(one.id), reg.get(two.id)
-    assert one.last_step < 300 and two.last_step == 300
-    ckpt = Path(two.config()["resume_from"])
-    assert ckpt.parent == one.path / "checkpoints" and ckpt.is_file()
-    # The second leg resumed where the first stopped: its steps continue the count.
-    assert _events(two.path, "step")[0]["step"] == one.last_step + 1
-    # Bob got the checkpoint as a dataset, byte for byte.
-    ckpt_ds = [d for d in fake.datasets.values() if d.owner == "bob" and d.slug.startswith("ternit-ckpt-")]
-    assert len(ckpt_ds) == 1 and ckpt_ds[0].files[ckpt.name] == ckpt.read_bytes()
-    assert "Продолжение" in one.last_message
-    # «Лимит, мин» is the run's: leg 2's kernel gets the 5 min less what leg 1's was given,
-    # and its run.json keeps the 5 the user set (what «Продолжить» offers again).
-    store = KaggleStore()
-    leg_one, leg_two = store.leg(one.id), store.leg(two.id)
-    assert leg_two["allot_min"] == pytest.approx(5 - leg_one["limit_min"])
-    assert leg_two["limit_min"] <= leg_two["allot_min"] < 5
-    assert two.config()["training"]["limit_min"] == 5
+# A chain going on on a second account (leg 2 resumes leg 1's checkpoint, ends at steps_to, the
+# run's «Лимит, мин» split between the legs) and RunManager.wait following it leg by leg are
+# proven on one chain, followed by the window too: tests/test_kaggle_ui.py
+# test_a_kaggle_chain_followed_by_the_window_and_a_cli_wait_goes_on_on_a_second_account.
 
 
 def test_push_refused_moves_on_and_nothing_is_pushed_twice(fake, tiny_data):
@@ -348,22 +314,6 @@ def test_a_leg_stopped_by_the_runs_own_limit_does_not_go_on(fake, tiny_data):
     assert len(fake.pushes) == 1 and "Продолжение" not in (legs[0].last_message or "")
     reg.ingest(first.id)
     assert reg.get(first.id).last_step < 300  # stopped by the limit; «Продолжить» is the user's
-
-
-def test_following_a_chain_sees_each_legs_end(fake, tiny_data):
-    """`ternit run start --wait` on Kaggle (RunManager.wait): leg 1's end by the quota is
-    seen before leg 2's events, and the chain's last end closes it."""
-    from app.runs import RunManager
-
-    _alice_runs_out_bob_has_quota(fake)
-    m = RunManager()
-    rec = m.start(tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100), target="kaggle",
-                  account="alice")
-    seen: list[dict] = []
-    last = m.wait(rec.id, on_event=lambda ev: seen.append(dict(ev)), poll_s=0.1, timeout=180)
-    assert last.status == st.FINISHED and last.leg == 2, last.last_message
-    ends = [ev.get("reason") for ev in seen if ev.get("event") == "end"]
-    assert ends == ["time_limit", "steps_reached"], ends
 
 
 def test_a_run_json_the_trainer_would_refuse_is_caught_before_anything_is_uploaded(fake, tiny_data):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+
+import pytest
 
 from app.kaggle import accounts_for_form, auto_explanation
 from app.kaggle.credentials import Credential, CredentialStore
@@ -10,6 +13,12 @@ from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
 
 fake = fixtures.fake  # the fake-server fixture
+
+
+def _events(run_dir: Path, kind: str) -> list[dict]:
+    path = Path(run_dir) / "events.jsonl"
+    evs = [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()] if path.exists() else []
+    return [e for e in evs if e["event"] == kind]
 
 
 def test_accounts_dialog_adds_tests_shows_quota_and_removes(qtbot, fake, tmp_path):
@@ -81,27 +90,96 @@ def shown_window(qtbot, tiny_data):
     return w
 
 
-def test_window_follows_a_kaggle_chain_into_its_next_leg_as_one_curve(qtbot, fake, tiny_data):
+def test_a_kaggle_chain_followed_by_the_window_and_a_cli_wait_goes_on_on_a_second_account(qtbot, fake, tiny_data):
+    """One chain (a Kaggle leg is a real trainer process: each chain costs two), checked by
+    everything that follows it — it was run three times by three tests:
+    - the window follows it into its next leg as one curve, and says so in its notification;
+    - `ternit run start --wait`'s follower (RunManager.wait, here in a thread beside the
+      window, as the CLI beside an open window) sees leg 1's end by the quota before leg 2's
+      events, and the chain's last end closes it;
+    - the chain itself: leg 2 on bob resumes from leg 1's checkpoint (sent to bob as a
+      dataset, byte for byte), ends at steps_to, and «Лимит, мин» is the run's."""
+    import threading
+
+    from app.base import run_status as st
+    from app.kaggle import runner
+    from app.kaggle.store import KaggleStore
+    from app.runs import RunManager
     from ui.main_window import LIVE
 
-    # Alice's quota ends the first leg at once; the lab goes on on bob by itself.
+    steps_to = 100  # leg 1 stops at its first steps (12 ms of quota); any count well above proves the same
+    # Alice's quota ends the first leg at once (12 ms above the 1 min margin); the lab goes
+    # on on bob (10 h) by itself.
     fake.add_account("alice", KEYS["alice"], quota_h=(1 + 0.0002) / 60)
     fake.add_account("bob", KEYS["bob"], quota_h=10)
     add_lab_accounts("alice", "bob")
     w = shown_window(qtbot, tiny_data)
     w.ensure_ready()
-    cfg = tiny_config(tiny_data, steps_to=300, limit_min=5, eval_every=100)
+    cfg = tiny_config(tiny_data, steps_to=steps_to, limit_min=5, eval_every=100)
     cfg["target"]["account"] = "alice"
     first = w.start_run(cfg)
     assert first is not None and w.followed == first.id
+
+    seen: list[dict] = []
+    waited: dict = {}
+
+    def cli_wait() -> None:
+        try:
+            waited["last"] = RunManager().wait(first.id, on_event=lambda ev: seen.append(dict(ev)), poll_s=0.1,
+                                               timeout=180)
+        except BaseException as e:  # noqa: BLE001 - said in the main thread's assertion
+            waited["error"] = e
+
+    waiter = threading.Thread(target=cli_wait, name="cli-wait", daemon=True)
+    waiter.start()
+
     qtbot.waitUntil(lambda: w.followed != first.id, timeout=120_000)
     two = w.runs.registry.get(w.followed)
     assert (two.chain_id, two.leg, two.target_account) == (first.chain_id, 2, "bob")
     qtbot.waitUntil(lambda: not w.runs.registry.get(two.id).active, timeout=120_000)
-    qtbot.waitUntil(lambda: w.plot.traces[LIVE].points >= 300, timeout=20_000)  # both legs, one curve
+    qtbot.waitUntil(lambda: w.plot.traces[LIVE].points >= steps_to, timeout=20_000)  # both legs, one curve
     title, text = w.notifications[0]
     assert "лимит" in title and "bob" in text and "этап 2" in text  # not «можно продолжить»
     w.close()
+
+    # RunManager.wait (the CLI's --wait): leg 1's end by the quota, then leg 2's to the end.
+    waiter.join(180)
+    assert not waiter.is_alive() and "error" not in waited, waited
+    last = waited["last"]
+    assert last.status == st.FINISHED and last.leg == 2, last.last_message
+    ends = [ev.get("reason") for ev in seen if ev.get("event") == "end"]
+    assert ends == ["time_limit", "steps_reached"], ends
+
+    # The chain: leg 1 on alice to the quota, leg 2 on bob to steps_to.
+    assert runner.wait_followers(120)
+    reg = w.runs.registry
+    legs = reg.chain(first.chain_id)
+    assert [r.leg for r in legs] == [1, 2]
+    one, two = legs
+    assert (one.target_account, one.status) == ("alice", st.TIME_LIMIT)
+    assert (two.target_account, two.status) == ("bob", st.FINISHED), two.last_message
+    reg.ingest(one.id)
+    reg.ingest(two.id)
+    one, two = reg.get(one.id), reg.get(two.id)
+    assert one.last_step < steps_to and two.last_step == steps_to
+    ckpt = Path(two.config()["resume_from"])
+    assert ckpt.parent == one.path / "checkpoints" and ckpt.is_file()
+    # The second leg resumed where the first stopped: its steps continue the count.
+    assert _events(two.path, "step")[0]["step"] == one.last_step + 1
+    # Bob got the checkpoint as a dataset, byte for byte.
+    ckpt_ds = [d for d in fake.datasets.values() if d.owner == "bob" and d.slug.startswith("ternit-ckpt-")]
+    assert len(ckpt_ds) == 1 and ckpt_ds[0].files[ckpt.name] == ckpt.read_bytes()
+    assert "Продолжение" in one.last_message
+    # «Лимит, мин» is the run's: leg 2's kernel gets the 5 min less what leg 1's was given,
+    # and its run.json keeps the 5 the user set (what «Продолжить» offers again).
+    store = KaggleStore()
+    try:
+        leg_one, leg_two = store.leg(one.id), store.leg(two.id)
+    finally:
+        store.close()
+    assert leg_two["allot_min"] == pytest.approx(5 - leg_one["limit_min"])
+    assert leg_two["limit_min"] <= leg_two["allot_min"] < 5
+    assert two.config()["training"]["limit_min"] == 5
 
 
 def test_stop_on_a_kaggle_run_says_what_happens_in_the_window(qtbot, fake, tiny_data):
