@@ -154,18 +154,47 @@ def test_kernel_error_shows_the_trainer_error_event(fake, tiny_data):
     assert fake.kernels[got.kaggle_kernel_ref].status == "ERROR"
 
 
-def test_restart_and_network_down_resume_following_without_a_second_push(fake, tiny_data):
-    """The lab dies mid-run (SIGKILL), the network is down when it comes back: it says it is
-    waiting, retries, and then follows the same kernel to the end — no second push, every
-    event once, the checkpoint kept."""
+def test_a_start_without_network_waits_pushes_once_and_a_restart_without_network_resumes_following(fake, tiny_data,
+                                                                                                 tmp_path):
+    """A bad network day, on one kernel (each is a real trainer process):
+    - `ternit run start --wait` with the network down (the quota known from before) does not
+      fail: the run waits, saying Kaggle is unreachable and that it retries, and is pushed
+      once Kaggle answers;
+    - the lab dies mid-run (SIGKILL), the network is down when it comes back: it says it is
+      waiting, retries, and then follows the same kernel to the end — no second push, every
+      event once, the checkpoint kept."""
+    from app.kaggle.accounts import Accounts
+
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")
+    store = KaggleStore()
+    Accounts(store).check_all()  # the quota the lab knows
+    store.close()
+    cfg = tmp_path / "run.json"
+    cfg.write_text(json.dumps(tiny_config(tiny_data, steps_to=300, eval_every=100)))
+    fake.down = True
     reg = Registry()
-    rec = reg.create_run(tiny_config(tiny_data, steps_to=300, eval_every=100))
-    code = ("import sys; from app.runs.registry import Registry; from app.kaggle import runner; "
-            "reg = Registry(); runner.start_kaggle_run(reg, sys.argv[1]); runner.wait_followers()")
-    child = subprocess.Popen([sys.executable, "-c", code, rec.id], cwd=ROOT, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    said = tmp_path / "cli.txt"
+    with open(said, "wb") as out:
+        child = subprocess.Popen([sys.executable, "-m", "app.cli", "run", "start", "--config", str(cfg), "--target",
+                                  "kaggle", "--account", "alice", "--wait"], cwd=ROOT,
+                                 env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=out, stderr=subprocess.STDOUT)
     try:
+        deadline = time.monotonic() + 90
+        while not reg.list_runs() and child.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        runs = reg.list_runs()
+        assert len(runs) == 1, said.read_text(errors="replace")[-3000:]
+        rec = runs[0]
+        while "повторяю" not in (reg.get(rec.id).last_message or "") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        got = reg.get(rec.id)
+        # No RunError: the start waits for Kaggle, and says so.
+        assert child.poll() is None and got.status == st.UPLOADING, (got.status, got.last_message,
+                                                                      said.read_text(errors="replace")[-3000:])
+        assert "недоступен" in got.last_message and "повторяю" in got.last_message, got.last_message
+        assert fake.pushes == []
+        fake.down = False
         deadline = time.monotonic() + 90
         while len(_events(rec.path, "step")) < 3 and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -173,6 +202,7 @@ def test_restart_and_network_down_resume_following_without_a_second_push(fake, t
     finally:
         child.kill()  # the lab dies mid-run (SIGKILL; TerminateProcess on Windows)
         child.wait()
+    assert len(fake.pushes) == 1
     assert KaggleStore(reg.state).leg(rec.id)["state"] in ("pushed", "running")
 
     fake.down = True  # ...and comes back without a network, while the kernel trains on
@@ -279,25 +309,6 @@ def test_stop_while_uploading_pushes_no_kernel(fake, tiny_data):
     assert fake.pushes == []  # no kernel spends the account's quota
     assert got.status == st.STOPPED and "ничего не запущено" in got.last_message
     assert KaggleStore(m.registry.state).leg(rec.id)["state"] == "done"  # no follower takes it up
-
-
-def test_a_start_without_network_waits_and_pushes_once_kaggle_answers(fake, tiny_data):
-    fake.add_account("alice", KEYS["alice"], quota_h=30)
-    add_lab_accounts("alice")
-    from app.kaggle.accounts import Accounts
-
-    store = KaggleStore()
-    Accounts(store).check_all()  # the quota the lab knows
-    store.close()
-    fake.down = True
-    m = RunManager(Registry())
-    rec = m.start(tiny_config(tiny_data), target="kaggle", account="alice")  # no RunError: it waits
-    got = m.registry.get(rec.id)
-    assert got.status == st.UPLOADING and "недоступен" in got.last_message and "повторяю" in got.last_message, got.last_message
-    fake.down = False
-    done = m.wait(rec.id, timeout=90, poll_s=0.1)
-    assert done.status == st.FINISHED, done.last_message
-    assert len(fake.pushes) == 1
 
 
 def test_a_leg_stopped_by_the_runs_own_limit_does_not_go_on(fake, tiny_data):
