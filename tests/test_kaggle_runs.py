@@ -342,23 +342,35 @@ def test_a_run_json_the_trainer_would_refuse_is_caught_before_anything_is_upload
     assert m.registry.list_runs() == []  # refused before a run existed: nothing in the history
 
 
-def test_a_first_real_use_fresh_token_account_auto_processing_queue_hung_and_cut_stream(fake, tiny_data,
-                                                                                        monkeypatch):
-    """Kaggle as a first real use meets it: a fresh account added with an API token (nothing
-    of the lab's on it: every dataset asked for answers 403), «Авто», datasets processed
-    for a while, a kernel queued, a log stream that hangs once and streams cut every few
-    events — the run completes with its loss in the history and no account marked refused."""
+def test_a_first_real_use_from_the_cli_fresh_token_account_auto_processing_queue_hung_and_cut_stream(
+        fake, tiny_data, monkeypatch, tmp_path, capsys):
+    """Kaggle as a first real use meets it, from `ternit run start --wait`: a fresh account
+    added with an API token (nothing of the lab's on it: every dataset asked for answers
+    403), «Авто», datasets processed for a while and a kernel queued (the CLI says both while
+    it waits, and pushes only once both datasets are ready), a log stream that hangs once and
+    streams cut every few events — the run completes with its loss in the history and no
+    account marked refused. (One kernel for what two tests proved: each is a real trainer.)"""
+    from app.cli import main as cli_main
+
     monkeypatch.setenv("TERNIT_KAGGLE_STALL_S", "1")
     fake.add_account("alice", token="KGAT_alice_fresh_token", quota_h=40)  # Settings → API → Generate New Token
     fake.add_account("bob", KEYS["bob"], quota_h=30)  # a legacy key, fresh too
     CredentialStore().add(Credential("alice", token="KGAT_alice_fresh_token"), Credential("bob", KEYS["bob"]))
-    fake.dataset_processing_polls = 4
-    fake.kernel_queue_polls = 4
+    fake.dataset_processing_polls = 30  # ≈ 1.5 s of the lab's polls each: the CLI's lines see it
+    fake.kernel_queue_polls = 60
     fake.hang_stream_once = 3
     fake.cut_stream_after = 12
-    m = RunManager(Registry())
-    rec = m.start(tiny_config(tiny_data, steps_to=30, limit_min=60), target="kaggle", account="auto")
-    done = m.wait(rec.id, timeout=180, poll_s=0.1)
+    cfg = tmp_path / "run.json"
+    cfg.write_text(json.dumps(tiny_config(tiny_data, steps_to=30, limit_min=60)))
+    code = cli_main.main(["run", "start", "--config", str(cfg), "--target", "kaggle", "--account", "auto", "--wait"])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "Kaggle обрабатывает" in err and "ждём" in err, err
+    assert "в очереди Kaggle" in err and "Stop session" in err, err
+    assert fake.count("SaveKernel") == 1
+    # The kernel was pushed only once both datasets were ready: nothing was left out.
+    assert "invalidDatasetSources" not in json.dumps(fake.pushes)
+    (done,) = Registry().list_runs()
     assert done.status == st.FINISHED, done.last_message
     assert done.target_account == "alice"
     steps = _events(done.path, "step")
