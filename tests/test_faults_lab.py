@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from app.base import paths
 from app.base import run_status as status
 from app.cli import main as cli
 from app.runs import Registry, RunManager
@@ -105,14 +107,79 @@ def test_infinity_and_bad_bytes_in_run_json_are_one_line(tiny_data, tmp_path, ca
 
 
 # ---- 4, 1, 7: one run's damage stays that run's problem ----------------------------------
-@pytest.fixture
-def finished(tiny_data) -> tuple[RunManager, str]:
-    """A local run of 3 steps with a checkpoint at each (steps 1, 2, 3 kept)."""
+def _own_lab(mp: pytest.MonkeyPatch, home: Path) -> None:
+    """The lab's folders, Kaggle's config and HOME under `home`, as tests/conftest.py's
+    isolated_home sets them for a test (a template made once per worker has its own)."""
+    for name, value in (("TERNIT_HOME", home / "lab"), ("HOME", home), ("USERPROFILE", home),
+                        ("XDG_DATA_HOME", home / ".local" / "share"), ("XDG_CONFIG_HOME", home / ".config"),
+                        ("XDG_CACHE_HOME", home / ".cache"), ("KAGGLE_CONFIG_DIR", home / ".kaggle")):
+        mp.setenv(name, str(value))
+    for name in ("KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "TERNIT_LANG"):
+        mp.delenv(name, raising=False)
+
+
+def _finish_in(home: Path, cfg: dict) -> Path:
+    """Start `cfg` in the lab under `home` as the lab does (RunManager.start: a real trainer
+    process) and follow it to its end: its run folder."""
+    with pytest.MonkeyPatch.context() as mp:
+        _own_lab(mp, home)
+        m = RunManager()
+        try:
+            rec = m.start(cfg)
+            try:
+                rec = m.wait(rec.id, timeout=180)
+            finally:
+                rec = m.registry.get(rec.id)
+                if rec.active and proc.is_alive(rec.pid, rec.pid_started_at):
+                    kill_tree(rec.pid)
+            assert rec.status == status.FINISHED, rec.last_message
+            return rec.path
+        finally:
+            m.registry.close()
+
+
+@pytest.fixture(scope="session")
+def template_lab(tmp_path_factory) -> Path:
+    """The HOME of a lab of this test worker's own, where the runs tests copy are made
+    (one lab: two runs started in one minute get distinct ids)."""
+    return tmp_path_factory.mktemp("template-lab")
+
+
+@pytest.fixture(scope="session")
+def finished_template(template_lab, tiny_data) -> Path:
+    """Run A's folder: a local run of 3 steps with a checkpoint at each (steps 1, 2, 3
+    kept), started and followed by the lab itself, once per test worker (`finished` copies
+    it into each test's own lab)."""
+    return _finish_in(template_lab, config(tiny_data, steps_to=3, checkpoint_every_min=0))
+
+
+@pytest.fixture(scope="session")
+def second_run_template(template_lab, finished_template, tiny_data) -> Path:
+    """Run B's folder, in the same lab as A: the same model, its own run (5 steps, seed 7;
+    the checkpoints of steps 3-5 kept), once per test worker."""
+    return _finish_in(template_lab, config(tiny_data, steps_to=5, checkpoint_every_min=0, seed=7))
+
+
+def copied_in(*folders: Path) -> RunManager:
+    """These finished run folders copied into this test's lab, and the lab opened on them:
+    the lab adopts a run folder it finds (Registry.adopt_folders) as the finished run its
+    events say it is, under the same id, which its checkpoints carry too."""
+    runs_root = paths.runs_dir()
+    for folder in folders:
+        shutil.copytree(folder, runs_root / folder.name)
     m = RunManager()
-    rec = m.start(config(tiny_data, steps_to=3, checkpoint_every_min=0))
-    rec = m.wait(rec.id, timeout=180)
-    assert rec.status == status.FINISHED, rec.last_message
-    yield m, rec.id
+    for folder in folders:
+        rec = m.registry.get(folder.name)
+        assert rec.status == status.FINISHED and rec.path == runs_root / folder.name, rec
+    return m
+
+
+@pytest.fixture
+def finished(finished_template) -> tuple[RunManager, str]:
+    """A local run of 3 steps with a checkpoint at each (steps 1, 2, 3 kept), this test's
+    own: a copy of the one the lab ran once for this worker (`finished_template`)."""
+    m = copied_in(finished_template)
+    yield m, finished_template.name
     m.registry.close()
 
 
