@@ -302,10 +302,14 @@ def test_another_runs_checkpoint_under_this_runs_name_is_refused_by_resume_and_n
 
     set_language("en")
     try:
-        # The commands themselves (their child processes) for one case; for the other the
-        # choice they print and load from (choose_checkpoint, inspect_checkpoint).
+        # By the run's id each command passes over the foreign file and loads A's own step 2:
+        # what they print and load is checked at the choice they make (choose_checkpoint;
+        # the commands themselves load a passed-over-to checkpoint in the pointer test above).
+        # Named by its path, the foreign file itself is loaded: the commands themselves (their
+        # child processes) for one case, the check they print from (inspect_checkpoint) for
+        # the other.
         full = from_step == 3
-        got = _three_commands(m, a, tmp_path, capsys) if full else _three_choices(m, a)
+        got = _three_choices(m, a)
         for command, (code, err, _) in got.items():
             assert code == 0 and b in err and "step-00000003.pt" in err, (command, err)
         assert got["export"][2] == "2" and got["continue"][2].endswith("step-00000002.pt")
