@@ -119,23 +119,24 @@ def _own_lab(mp: pytest.MonkeyPatch, home: Path) -> None:
 
 
 def _finish_in(home: Path, cfg: dict) -> Path:
-    """Start `cfg` in the lab under `home` as the lab does (RunManager.start: a real trainer
-    process) and follow it to its end: its run folder."""
+    """`cfg` made a run of the lab under `home` (RunManager.create: its folder, run.json and
+    row), then trained to its end as the lab launches it (`python -m trainer --run DIR
+    --device cpu`, its output in the folder's trainer.log), forked (tests/forked.py: the
+    lab's own start of a run is checked by the tests that start one, here and in
+    test_runs_local): its run folder, which each test's lab adopts from its events."""
+    from tests.trainer_run import run_module
+
     with pytest.MonkeyPatch.context() as mp:
         _own_lab(mp, home)
         m = RunManager()
         try:
-            rec = m.start(cfg)
-            try:
-                rec = m.wait(rec.id, timeout=180)
-            finally:
-                rec = m.registry.get(rec.id)
-                if rec.active and proc.is_alive(rec.pid, rec.pid_started_at):
-                    kill_tree(rec.pid)
-            assert rec.status == status.FINISHED, rec.last_message
-            return rec.path
+            rec = m.create(cfg)
         finally:
             m.registry.close()
+        log = rec.path / "trainer.log"
+        done = run_module("trainer", "--run", str(rec.path), "--device", "cpu", timeout=180, output=log)
+    assert done.returncode == 0, log.read_text(encoding="utf-8", errors="replace")
+    return rec.path
 
 
 @pytest.fixture(scope="session")
@@ -148,8 +149,7 @@ def template_lab(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def finished_template(template_lab, tiny_data) -> Path:
     """Run A's folder: a local run of 3 steps with a checkpoint at each (steps 1, 2, 3
-    kept), started and followed by the lab itself, once per test worker (`finished` copies
-    it into each test's own lab)."""
+    kept), trained once per test worker (`finished` copies it into each test's own lab)."""
     return _finish_in(template_lab, config(tiny_data, steps_to=3, checkpoint_every_min=0))
 
 
