@@ -139,25 +139,37 @@ def _finish_in(home: Path, cfg: dict) -> Path:
     return rec.path
 
 
+# What the session fixtures below made, kept here: test_faults_input takes the same
+# fixtures, which pytest would otherwise make once more for that module.
+_MADE: dict[str, Path] = {}
+
+
+def _once(key: str, make) -> Path:
+    if key not in _MADE:
+        _MADE[key] = make()
+    return _MADE[key]
+
+
 @pytest.fixture(scope="session")
 def template_lab(tmp_path_factory) -> Path:
     """The HOME of a lab of this test worker's own, where the runs tests copy are made
-    (one lab: two runs started in one minute get distinct ids)."""
-    return tmp_path_factory.mktemp("template-lab")
+    (one lab: two runs made in one minute get distinct ids)."""
+    return _once("lab", lambda: tmp_path_factory.mktemp("template-lab"))
 
 
 @pytest.fixture(scope="session")
 def finished_template(template_lab, tiny_data) -> Path:
     """Run A's folder: a local run of 3 steps with a checkpoint at each (steps 1, 2, 3
     kept), trained once per test worker (`finished` copies it into each test's own lab)."""
-    return _finish_in(template_lab, config(tiny_data, steps_to=3, checkpoint_every_min=0))
+    return _once("A", lambda: _finish_in(template_lab, config(tiny_data, steps_to=3, checkpoint_every_min=0)))
 
 
 @pytest.fixture(scope="session")
 def second_run_template(template_lab, finished_template, tiny_data) -> Path:
     """Run B's folder, in the same lab as A: the same model, its own run (5 steps, seed 7;
     the checkpoints of steps 3-5 kept), once per test worker."""
-    return _finish_in(template_lab, config(tiny_data, steps_to=5, checkpoint_every_min=0, seed=7))
+    return _once("B", lambda: _finish_in(template_lab, config(tiny_data, steps_to=5, checkpoint_every_min=0,
+                                                                seed=7)))
 
 
 def copied_in(*folders: Path) -> RunManager:
