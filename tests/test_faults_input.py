@@ -267,7 +267,7 @@ def test_a_damaged_newest_checkpoint_is_passed_over_the_same_way_by_every_comman
 @pytest.fixture
 def two_runs(finished_template, second_run_template):
     """Run A (steps 1-3, as `finished`) and run B of the same model (checkpoints of steps
-    3-5 kept), copies of the two the lab ran once for this worker."""
+    3-5 kept), copies of the two made once for this worker."""
     m = lab.copied_in(finished_template, second_run_template)
     yield m, finished_template.name, second_run_template.name
     m.registry.close()

@@ -189,7 +189,7 @@ def copied_in(*folders: Path) -> RunManager:
 @pytest.fixture
 def finished(finished_template) -> tuple[RunManager, str]:
     """A local run of 3 steps with a checkpoint at each (steps 1, 2, 3 kept), this test's
-    own: a copy of the one the lab ran once for this worker (`finished_template`)."""
+    own: a copy of the one made once for this worker (`finished_template`)."""
     m = copied_in(finished_template)
     yield m, finished_template.name
     m.registry.close()
