@@ -103,10 +103,21 @@ def _child(module: str, argv: list[str], cwd: str, proc: dict) -> None:
         stdin = os.open(proc["input"] or os.devnull, os.O_RDONLY)
         os.dup2(stdin, 0)
         os.close(stdin)
-        for fd, path in ((1, proc["out"]), (2, proc["err"])):
-            f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            os.dup2(f, fd)
+        if proc.get("output"):  # both appended to one file: stdout=f, stderr=f of open(path, "ab")
+            f = os.open(proc["output"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+            os.dup2(f, 1)
+            os.dup2(f, 2)
             os.close(f)
+        else:
+            for fd, path in ((1, proc["out"]), (2, proc["err"])):
+                f = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+                os.dup2(f, fd)
+                os.close(f)
+        if proc.get("file_size_limit") is not None:  # what a preexec_fn setting RLIMIT_FSIZE does
+            import resource
+
+            limit = proc["file_size_limit"]
+            resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
         os.chdir(cwd)
         os.environ.clear()
         os.environ.update(proc["env"])
@@ -216,15 +227,19 @@ class _Zygote:
         return json.loads(line) if line else None
 
     def run(self, module: str, argv: list[str], envs: list[dict[str, str]], cwd: Path,
-            timeout: float, input: str | None, args: list[str]) -> subprocess.CompletedProcess:
-        """One process per environment; their outputs joined in rank order; the exit code
-        of the first to fail (0 when none did)."""
+            timeout: float, input: str | None, args: list[str], output: Path | None = None,
+            file_size_limit: int | None = None) -> subprocess.CompletedProcess:
+        """One process per environment; their outputs joined in rank order (or, with
+        `output`, appended to that file, and "" returned); the exit code of the first to
+        fail (0 when none did)."""
         with tempfile.TemporaryDirectory(prefix="forked-") as tmp:
             given = Path(tmp) / "in"
             if input is not None:
                 given.write_text(input, encoding="utf-8")
             procs = [{"env": env, "out": str(Path(tmp) / f"out{i}"), "err": str(Path(tmp) / f"err{i}"),
-                      "input": str(given) if input is not None else None} for i, env in enumerate(envs)]
+                      "input": str(given) if input is not None else None,
+                      "output": str(output) if output is not None else None,
+                      "file_size_limit": file_size_limit} for i, env in enumerate(envs)]
             req = {"module": module, "argv": argv, "cwd": str(cwd), "procs": procs}
             assert self.proc.stdin is not None
             self.proc.stdin.write((json.dumps(req) + "\n").encode())
@@ -276,15 +291,33 @@ def _forkable(env: dict[str, str]) -> _Zygote | None:
 
 
 def run_module(module: str, argv: list[str], env: dict[str, str], cwd: Path = ROOT,
-               timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+               timeout: float = 120, input: str | None = None, output: Path | None = None,
+               file_size_limit: int | None = None) -> subprocess.CompletedProcess:
     """`python -m MODULE ARGV` with this environment and standard input: forked where it can
-    be, else fresh."""
+    be, else fresh. `output`: its stdout and stderr appended to this file instead of
+    captured; `file_size_limit`: no file it writes may grow past this many bytes
+    (RLIMIT_FSIZE, POSIX only), as a preexec_fn setting it gives a fresh one."""
     args = [sys.executable, "-m", module, *argv]
     with _lock:
         zygote = _forkable(env)
         if zygote is not None:
-            return zygote.run(module, argv, [env], cwd, timeout, input, args)
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd, input=input)
+            return zygote.run(module, argv, [env], cwd, timeout, input, args, output, file_size_limit)
+    if output is None and file_size_limit is None:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd, input=input)
+
+    def limit() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_FSIZE, (file_size_limit, file_size_limit))
+
+    preexec = limit if file_size_limit is not None else None
+    if output is None:
+        return subprocess.run(args, capture_output=True, text=True, timeout=timeout, env=env, cwd=cwd, input=input,
+                              preexec_fn=preexec)
+    with open(output, "ab") as out:
+        done = subprocess.run(args, stdout=out, stderr=out, timeout=timeout, env=env, cwd=cwd,
+                              input=None if input is None else input.encode(), preexec_fn=preexec)
+    return subprocess.CompletedProcess(args, done.returncode, "", "")
 
 
 def rank_env(rank: int, ranks: int, port: int) -> dict[str, str]:

@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -137,15 +138,6 @@ def test_all_checkpoints_cut_short_names_none_as_intact(three_checkpoints, tmp_p
 
 
 # ---- 3. a full disk while writing events or the log ---------------------------------------
-def _size_limit(limit: int):
-    import resource
-
-    def apply() -> None:  # in the child only: files it writes may not grow past `limit`
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return apply
-
-
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
                     reason="RLIMIT_FSIZE in a child (preexec_fn) needs Linux")
 @pytest.mark.parametrize("full", ["events", "log"])
@@ -161,10 +153,10 @@ def test_a_full_disk_while_writing_events_or_the_log_saves_a_checkpoint_and_exit
     start, step = (max(len(x) for x in lines if f'"event":"{k}"' in x) for k in ("start", "step"))
     with open(padded, "ab") as f:  # room for the start and two steps, not for all five
         f.write(b"\n" * (limit - f.tell() - start - 2 * step - 300))
-    with open(log, "ab") as out:
-        p = subprocess.run([sys.executable, "-m", "trainer", "--run", str(run), "--resume", "latest"],
-                           env=trainer_env(), cwd=ROOT, stdout=out, stderr=out, timeout=180,
-                           preexec_fn=_size_limit(limit))
+    # Its stdout and stderr appended to the log, every file it writes limited to `limit`
+    # bytes (RLIMIT_FSIZE, as a preexec_fn would set it: tests/forked.py).
+    p = run_module("trainer", "--run", str(run), "--resume", "latest", timeout=180, output=log,
+                   file_size_limit=limit)
     assert p.returncode == 3
     assert b"Traceback" not in log.read_bytes()
     text = (run / "events.jsonl").read_bytes()
@@ -219,14 +211,24 @@ def test_the_lock_refuses_a_second_holder_and_frees_on_release(tmp_path):
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="no SIGHUP on this system")
 def test_sighup_saves_like_sigterm(tiny_data, tmp_path):
     run = write_run(tmp_path / "run", tiny_data, steps_to=100000)
-    child = start_trainer(run)
-    try:
-        wait_for_event(run, "step")
-        child.send_signal(signal.SIGHUP)
-        child.communicate(timeout=120)
-    finally:
-        child.kill()
-    assert child.returncode == 0
+    hung_up: list[int] = []
+
+    def hang_up() -> None:  # once it trains: SIGHUP to the trainer's process (its start event's pid)
+        try:
+            wait_for_event(run, "step")
+            pid = events(run, "start")[-1]["pid"]
+            os.kill(pid, signal.SIGHUP)
+            hung_up.append(pid)
+        except BaseException:  # noqa: BLE001 — no step in time: end it, so that the run below returns
+            (run / "STOP").touch()
+            raise
+
+    thread = threading.Thread(target=hang_up, daemon=True)
+    thread.start()
+    p = run_trainer(run)
+    thread.join(timeout=30)
+    assert hung_up, f"the trainer never took a step: {p.stderr}"
+    assert p.returncode == 0, p.stderr
     end = events(run, "end")[-1]
     assert end["reason"] == "stopped" and (run / "checkpoints" / "latest").is_file()
 
@@ -267,8 +269,7 @@ def test_values_once_refused_only_at_step_1_are_refused_by_the_check(tmp_path, c
         cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
     path = tmp_path / "run.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "trainer.config", str(path)], env=trainer_env(), cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)
+    proc = run_module("trainer.config", str(path), timeout=60)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
     assert main([str(path)]) == 2
 

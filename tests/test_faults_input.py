@@ -21,7 +21,10 @@ from tests import test_faults_lab as lab
 from tests.test_faults_lab import config
 from tests.trainer_run import ROOT
 
-finished, no_orphans = lab.finished, lab.no_orphans  # the fixtures: a finished 3-step run; no trainer left
+# The fixtures: a finished 3-step run (a copy of one made once per worker), the runs it is
+# copied from, no trainer left.
+finished, no_orphans = lab.finished, lab.no_orphans
+template_lab, finished_template, second_run_template = lab.template_lab, lab.finished_template, lab.second_run_template
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -200,6 +203,25 @@ def _three_commands(m: RunManager, run_id: str, tmp_path: Path, capsys) -> dict[
     return out
 
 
+def _three_choices(m: RunManager, run_id: str) -> dict[str, tuple[int, str, str]]:
+    """What the same three choose and say, asked of the functions they print it from, with
+    no child process started: `ternit sample`'s target (app.text.generation.resolve, whose
+    notes sample_cli prints), `ternit export`'s choice (choose_checkpoint on the run's folder,
+    whose said() app/runs/export_cli prints) and «Продолжить»'s config. Each command's child
+    then only loads the file chosen here: `_three_commands` runs them all for one case."""
+    from app.runs.checkpoints import checkpoint_step, choose_checkpoint
+    from app.text.generation import resolve
+
+    target = resolve(run_id)
+    choice = choose_checkpoint(m.registry.get(run_id).path)
+    assert choice.path is not None and choice.path == target.checkpoint, (choice, target)
+    notes: list[str] = []
+    cfg = m.continue_config(run_id, notes=notes)
+    return {"sample": (0, "\n".join(target.notes), ""),
+            "export": (0, "\n".join(choice.said()), str(checkpoint_step(choice.path))),
+            "continue": (0, "\n".join(notes), cfg["resume_from"])}
+
+
 @pytest.mark.parametrize("pointer, said", [
     ("deleted", "step-00000003.pt"),
     ("never", "step-00000099.pt"),
@@ -217,7 +239,9 @@ def test_a_latest_pointer_to_nothing_usable_is_passed_over_the_same_way_by_every
     else:
         (folder / "latest").write_bytes(b"\x00\xffnot a name")
     newest = "step-00000002.pt" if pointer == "deleted" else "step-00000003.pt"
-    got = _three_commands(m, run_id, tmp_path, capsys)
+    # The commands themselves (their child processes) for one case; the choice they all
+    # print and load from (choose_checkpoint) for the others.
+    got = _three_commands(m, run_id, tmp_path, capsys) if pointer == "deleted" else _three_choices(m, run_id)
     for command, (code, err, _) in got.items():
         assert code == 0, (command, err)
         assert "latest" in err and said in err, (command, err)  # said, not silent
@@ -229,7 +253,7 @@ def test_a_damaged_newest_checkpoint_is_passed_over_the_same_way_by_every_comman
 
     m, run_id = finished
     flip_bytes_in_largest_tensor(m.registry.get(run_id).checkpoints_dir / "step-00000003.pt")
-    got = _three_commands(m, run_id, tmp_path, capsys)
+    got = _three_choices(m, run_id)  # what each command prints and loads (the commands themselves: above)
     for command, (code, err, _) in got.items():
         assert code == 0 and "step-00000003.pt" in err and "step-00000002.pt" in err, (command, err)
     assert got["export"][2] == "2" and got["continue"][2].endswith("step-00000002.pt")
@@ -241,13 +265,12 @@ def test_a_damaged_newest_checkpoint_is_passed_over_the_same_way_by_every_comman
 
 # ---- 5. a checkpoint carries its run and step: another run's under this name is caught ------
 @pytest.fixture
-def two_runs(finished, tiny_data):
-    """Run A (steps 1-3, `finished`) and run B of the same model (steps 3-5)."""
-    m, a = finished
-    b = m.start(config(tiny_data, steps_to=5, checkpoint_every_min=0, seed=7))
-    b = m.wait(b.id, timeout=180)
-    assert b.status == "finished", b.last_message
-    return m, a, b.id
+def two_runs(finished_template, second_run_template):
+    """Run A (steps 1-3, as `finished`) and run B of the same model (checkpoints of steps
+    3-5 kept), copies of the two made once for this worker."""
+    m = lab.copied_in(finished_template, second_run_template)
+    yield m, finished_template.name, second_run_template.name
+    m.registry.close()
 
 
 def _copy_over(src: Path, dst: Path) -> None:
@@ -279,14 +302,30 @@ def test_another_runs_checkpoint_under_this_runs_name_is_refused_by_resume_and_n
 
     set_language("en")
     try:
-        got = _three_commands(m, a, tmp_path, capsys)
+        # By the run's id each command passes over the foreign file and loads A's own step 2:
+        # what they print and load is checked at the choice they make (choose_checkpoint;
+        # the commands themselves load a passed-over-to checkpoint in the pointer test above).
+        # Named by its path, the foreign file itself is loaded: the commands themselves (their
+        # child processes) for one case, the check they print from (inspect_checkpoint) for
+        # the other.
+        full = from_step == 3
+        got = _three_choices(m, a)
         for command, (code, err, _) in got.items():
             assert code == 0 and b in err and "step-00000003.pt" in err, (command, err)
         assert got["export"][2] == "2" and got["continue"][2].endswith("step-00000002.pt")
-        code, err = _sample(str(target))  # named by its path: used, and what it really is said
-        assert code == 0 and b in err, err
-        assert cli.main(["export", str(target), str(tmp_path / "named.safetensors")]) == 0
-        assert b in capsys.readouterr().err
+        if full:
+            code, err = _sample(str(target))  # named by its path: used, and what it really is said
+            assert code == 0 and b in err, err
+            assert cli.main(["export", str(target), str(tmp_path / "named.safetensors")]) == 0
+            assert b in capsys.readouterr().err
+        else:
+            from app.runs.checkpoints import inspect_checkpoint
+            from app.text.generation import resolve
+
+            named = resolve(str(target))  # what `ternit sample PATH` prints and loads
+            assert named.checkpoint == target and b in " ".join(named.notes), named
+            seen = inspect_checkpoint(target)  # what `ternit export PATH` prints and exports
+            assert seen.path == target and b in " ".join(seen.said()), seen
     finally:
         set_language(None)
 

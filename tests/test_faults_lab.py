@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from app.base import paths
 from app.base import run_status as status
 from app.cli import main as cli
 from app.runs import Registry, RunManager
@@ -105,14 +107,91 @@ def test_infinity_and_bad_bytes_in_run_json_are_one_line(tiny_data, tmp_path, ca
 
 
 # ---- 4, 1, 7: one run's damage stays that run's problem ----------------------------------
-@pytest.fixture
-def finished(tiny_data) -> tuple[RunManager, str]:
-    """A local run of 3 steps with a checkpoint at each (steps 1, 2, 3 kept)."""
+def _own_lab(mp: pytest.MonkeyPatch, home: Path) -> None:
+    """The lab's folders, Kaggle's config and HOME under `home`, as tests/conftest.py's
+    isolated_home sets them for a test (a template made once per worker has its own)."""
+    for name, value in (("TERNIT_HOME", home / "lab"), ("HOME", home), ("USERPROFILE", home),
+                        ("XDG_DATA_HOME", home / ".local" / "share"), ("XDG_CONFIG_HOME", home / ".config"),
+                        ("XDG_CACHE_HOME", home / ".cache"), ("KAGGLE_CONFIG_DIR", home / ".kaggle")):
+        mp.setenv(name, str(value))
+    for name in ("KAGGLE_API_TOKEN", "KAGGLE_USERNAME", "KAGGLE_KEY", "TERNIT_LANG"):
+        mp.delenv(name, raising=False)
+
+
+def _finish_in(home: Path, cfg: dict) -> Path:
+    """`cfg` made a run of the lab under `home` (RunManager.create: its folder, run.json and
+    row), then trained to its end as the lab launches it (`python -m trainer --run DIR
+    --device cpu`, its output in the folder's trainer.log), forked (tests/forked.py: the
+    lab's own start of a run is checked by the tests that start one, here and in
+    test_runs_local): its run folder, which each test's lab adopts from its events."""
+    from tests.trainer_run import run_module
+
+    with pytest.MonkeyPatch.context() as mp:
+        _own_lab(mp, home)
+        m = RunManager()
+        try:
+            rec = m.create(cfg)
+        finally:
+            m.registry.close()
+        log = rec.path / "trainer.log"
+        done = run_module("trainer", "--run", str(rec.path), "--device", "cpu", timeout=180, output=log)
+    assert done.returncode == 0, log.read_text(encoding="utf-8", errors="replace")
+    return rec.path
+
+
+# What the session fixtures below made, kept here: test_faults_input takes the same
+# fixtures, which pytest would otherwise make once more for that module.
+_MADE: dict[str, Path] = {}
+
+
+def _once(key: str, make) -> Path:
+    if key not in _MADE:
+        _MADE[key] = make()
+    return _MADE[key]
+
+
+@pytest.fixture(scope="session")
+def template_lab(tmp_path_factory) -> Path:
+    """The HOME of a lab of this test worker's own, where the runs tests copy are made
+    (one lab: two runs made in one minute get distinct ids)."""
+    return _once("lab", lambda: tmp_path_factory.mktemp("template-lab"))
+
+
+@pytest.fixture(scope="session")
+def finished_template(template_lab, tiny_data) -> Path:
+    """Run A's folder: a local run of 3 steps with a checkpoint at each (steps 1, 2, 3
+    kept), trained once per test worker (`finished` copies it into each test's own lab)."""
+    return _once("A", lambda: _finish_in(template_lab, config(tiny_data, steps_to=3, checkpoint_every_min=0)))
+
+
+@pytest.fixture(scope="session")
+def second_run_template(template_lab, finished_template, tiny_data) -> Path:
+    """Run B's folder, in the same lab as A: the same model, its own run (5 steps, seed 7;
+    the checkpoints of steps 3-5 kept), once per test worker."""
+    return _once("B", lambda: _finish_in(template_lab, config(tiny_data, steps_to=5, checkpoint_every_min=0,
+                                                                seed=7)))
+
+
+def copied_in(*folders: Path) -> RunManager:
+    """These finished run folders copied into this test's lab, and the lab opened on them:
+    the lab adopts a run folder it finds (Registry.adopt_folders) as the finished run its
+    events say it is, under the same id, which its checkpoints carry too."""
+    runs_root = paths.runs_dir()
+    for folder in folders:
+        shutil.copytree(folder, runs_root / folder.name)
     m = RunManager()
-    rec = m.start(config(tiny_data, steps_to=3, checkpoint_every_min=0))
-    rec = m.wait(rec.id, timeout=180)
-    assert rec.status == status.FINISHED, rec.last_message
-    yield m, rec.id
+    for folder in folders:
+        rec = m.registry.get(folder.name)
+        assert rec.status == status.FINISHED and rec.path == runs_root / folder.name, rec
+    return m
+
+
+@pytest.fixture
+def finished(finished_template) -> tuple[RunManager, str]:
+    """A local run of 3 steps with a checkpoint at each (steps 1, 2, 3 kept), this test's
+    own: a copy of the one made once for this worker (`finished_template`)."""
+    m = copied_in(finished_template)
+    yield m, finished_template.name
     m.registry.close()
 
 
@@ -166,11 +245,40 @@ def test_events_file_replaced_by_a_folder_does_not_break_the_history(finished, c
     assert cli.main(["run", "list"]) == 0 and run_id in capsys.readouterr().out
 
 
-# ---- 5. the lab refuses to continue a running run ----------------------------------------
-def test_a_running_run_is_not_continued(tiny_data, capsys):
-    m = RunManager()
+# ---- 5, 7. SIGTERM while following; the lab refuses to continue a running run -------------
+def test_sigterm_to_start_wait_says_training_goes_on_and_a_running_run_is_not_continued(tiny_data, tmp_path, capsys):
+    """One run going for both (one trainer start, not two): `ternit run start --wait` ended by
+    SIGTERM says the training goes on, and it does; that run, still going, is then refused a
+    continuation (no child made) and stops when asked. Off POSIX (no SIGTERM to send) the lab
+    starts the run itself and the rest is the same."""
+    cfg = config(tiny_data, steps_to=100000, checkpoint_every_min=0)  # a checkpoint to continue from
+    if os.name == "posix":
+        path = tmp_path / "run.json"
+        path.write_text(json.dumps(cfg), encoding="utf-8")
+        follower = subprocess.Popen([sys.executable, "-m", "app", "run", "start", "--config", str(path), "--wait"],
+                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert follower.stdout.readline()  # "<id>\t<status>\t<folder>": the run exists
+            # The run's first line, printed while following: its SIGTERM handler is in place (a
+            # fixed sleep here once raced the handler on a loaded machine).
+            assert follower.stdout.readline().startswith(("старт", "start"))
+            follower.send_signal(signal.SIGTERM)
+            _, err = follower.communicate(timeout=60)
+        finally:
+            follower.kill()
+        assert follower.returncode == 143 and "Traceback" not in err
+        assert "обучение продолжается" in err or "training goes on" in err
+        reg = Registry()
+        try:
+            (rec,) = reg.list_runs()
+            assert proc.is_alive(rec.pid, rec.pid_started_at)  # the training itself went on
+        finally:
+            reg.close()
+        m = RunManager()
+    else:
+        m = RunManager()
+        rec = m.start(cfg)
     try:
-        rec = m.start(config(tiny_data, steps_to=100000, checkpoint_every_min=0))
         deadline = time.monotonic() + 120
         while not list(m.registry.get(rec.id).checkpoints_dir.glob("step-*.pt")):
             assert time.monotonic() < deadline
@@ -186,32 +294,7 @@ def test_a_running_run_is_not_continued(tiny_data, capsys):
         m.registry.close()
 
 
-# ---- 7. SIGTERM while following; a FIFO as data ------------------------------------------
-@pytest.mark.skipif(os.name != "posix", reason="SIGTERM to a process is POSIX")
-def test_sigterm_to_start_wait_says_training_goes_on(tiny_data, tmp_path):
-    path = tmp_path / "run.json"
-    path.write_text(json.dumps(config(tiny_data, steps_to=100000)), encoding="utf-8")
-    follower = subprocess.Popen([sys.executable, "-m", "app", "run", "start", "--config", str(path), "--wait"],
-                                cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert follower.stdout.readline()  # "<id>\t<status>\t<folder>": the run exists
-        # The run's first line, printed while following: its SIGTERM handler is in place (a
-        # fixed sleep here once raced the handler on a loaded machine).
-        assert follower.stdout.readline().startswith(("старт", "start"))
-        follower.send_signal(signal.SIGTERM)
-        _, err = follower.communicate(timeout=60)
-    finally:
-        follower.kill()
-    assert follower.returncode == 143 and "Traceback" not in err
-    assert "обучение продолжается" in err or "training goes on" in err
-    reg = Registry()
-    try:
-        (rec,) = reg.list_runs()
-        assert proc.is_alive(rec.pid, rec.pid_started_at)  # the training itself went on
-    finally:
-        reg.close()
-
-
+# ---- 7. a FIFO as data -------------------------------------------------------------------
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
 def test_a_fifo_is_refused_not_read_forever(tmp_path):
     fifo = tmp_path / "pipe.txt"

@@ -3,14 +3,17 @@ killed before it saved a checkpoint of its own, and what the lab then says and o
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
+from app.base import paths
 from app.base import run_status as status
 from app.runs import Registry, RunManager
 from app.runs import process as proc
 from app.runs.checkpoints import latest_checkpoint
+from app.runs.files import new_run_id
 from tests.test_runs_local import config, no_orphans, one_thread, wait_until  # noqa: F401 (fixtures)
 from tests.trainer_run import kill_tree
 
@@ -18,10 +21,26 @@ pytestmark = pytest.mark.timeout(150)
 CYRILLIC = re.compile("[А-Яа-яЁё]")
 
 
+def _parent_stopped_at_step_8(tiny_data) -> RunManager:
+    """The chain's first leg, stopped at step 8 as by its time limit, with that step's
+    checkpoint: the trainer run on the lab's run.json in a run folder of the lab, forked
+    (tests/forked.py: this is the test's setting, not the lab's start, which test_runs_local
+    and test_run_cli_flags check), then the lab opened, which adopts the folder as the
+    run its events say it is (Registry.adopt_folders)."""
+    from tests.trainer_run import run_trainer
+
+    folder = paths.runs_dir() / new_run_id("tiny", paths.runs_dir())
+    (folder / "run.json").write_text(json.dumps(config(tiny_data, steps_to=100_000, eval_every=1000)),
+                                     encoding="utf-8")
+    done = run_trainer(folder, "--device", "cpu", "--stop-at-step", "8")
+    assert done.returncode == 0 and "stopped by the time limit at step 8" in done.stdout + done.stderr, done.stderr
+    return RunManager()
+
+
 def test_a_continuation_killed_before_its_first_checkpoint_goes_on_from_the_chains_last(tiny_data, russian):
-    m = RunManager()
-    parent = m.start(config(tiny_data, steps_to=100_000, eval_every=1000), stop_at_step=8)
-    parent = wait_until(m, parent.id, lambda r: r.status == status.TIME_LIMIT)
+    m = _parent_stopped_at_step_8(tiny_data)
+    (parent,) = m.registry.list_runs()
+    assert parent.status == status.TIME_LIMIT and parent.last_step == 8, parent
     ckpt = latest_checkpoint(parent.path)
     assert ckpt is not None and ckpt.name == "step-00000008.pt"
 

@@ -35,9 +35,11 @@ def run_trainer(run_dir: Path, *args: str, timeout: float = 120) -> subprocess.C
     return run_module("trainer", "--run", str(run_dir), *args, timeout=timeout)
 
 
-def run_module(module: str, *args: str, timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
-    """`python -m MODULE ARGS` with the trainer's environment, captured as subprocess.run does."""
-    return forked.run_module(module, list(args), trainer_env(), ROOT, timeout, input)
+def run_module(module: str, *args: str, timeout: float = 120, input: str | None = None,
+               output: Path | None = None, file_size_limit: int | None = None) -> subprocess.CompletedProcess:
+    """`python -m MODULE ARGS` with the trainer's environment, captured as subprocess.run does
+    (or appended to `output`; `file_size_limit`: see forked.run_module)."""
+    return forked.run_module(module, list(args), trainer_env(), ROOT, timeout, input, output, file_size_limit)
 
 
 def events(run_dir: Path, kind: str | None = None) -> list[dict]:
