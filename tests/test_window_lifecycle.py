@@ -1,13 +1,15 @@
 """The window over a local run's life, offscreen, with the real trainer on the CPU: Start
-pressed twice, two runs on one computer, a run folder or a data folder deleted by hand, a
+pressed twice (with the GPU monitor's heat guard on that run), two runs on one computer, a run folder or a data folder deleted by hand, a
 locked state file, the language switched while a failure is shown. (Closing the window while
 a run trains: test_window_rough_edges, on the run continued there.)"""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sqlite3
+import time
 
 import pytest
 from PySide6.QtCore import Qt
@@ -16,15 +18,32 @@ from app.base import paths
 from app.base import run_status as st
 from app.runs import RunManager
 from tests.test_window import WAIT_MS, fill_tiny, type_into, window  # noqa: F401 (the fixture)
+from tests.test_window_monitor import card_at
 
 pytestmark = pytest.mark.usefixtures("russian")
 CYRILLIC = re.compile("[А-Яа-яЁё]")
 
 
-def test_start_pressed_twice_starts_one_run_says_it_trains_with_its_speed_and_why_not_a_second(qtbot, window):  # noqa: F811
-    """One run started from the form serves what is seen while it trains: a double click
-    starts one; the form says its own run trains (no error); the banner says speed and time
-    left; another run may start beside it; once it ended, the same settings start again."""
+def test_one_training_run_in_the_window_start_twice_its_speed_a_second_run_and_the_heat_guard(qtbot, window):  # noqa: F811
+    """One run started from the form serves all that is seen while a run trains (each was a
+    test starting its own run): a double click starts one; the form says its own run trains
+    (no error); the banner says speed and time left; another run may start beside it; the GPU
+    monitor's heat guard pauses it while another run is shown (test_window_monitor's
+    subject); once it ended, the same settings start again."""
+    from app.runs.series import PAUSE
+    from ui.main_window import LIVE
+
+    form = window.form_view.form
+    form.set("gpu", "cpu")
+    form.values["constellations"] = ["tiny"]
+    old = window.runs.registry.create_run(form.run_config())  # a finished run in the history
+    now = time.time()
+    old.events_path.write_text("".join(json.dumps(e) + "\n" for e in (
+        {"event": "start", "time": now, "step": 0, "params": 35200},
+        {"event": "step", "time": now, "step": 1, "loss": 5.0, "tokens_seen": 128},
+        {"event": "end", "time": now, "step": 1, "reason": "steps_reached"})), encoding="utf-8")
+    window.runs.registry.ingest(old.id)
+
     view = window.form_view
     fill_tiny(qtbot, view)
     # «Лимит» 3 min and «Шагов до» at its maximum: the limit comes first however fast this
@@ -32,22 +51,23 @@ def test_start_pressed_twice_starts_one_run_says_it_trains_with_its_speed_and_wh
     type_into(qtbot, view, "steps_to", "100000000")
     qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
     qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)  # a double click
-    runs = window.runs.registry.list_runs()
+    runs = [r for r in window.runs.registry.list_runs() if r.id != old.id]
     assert len(runs) == 1, [r.id for r in runs]
-    run_id = runs[0].id
-    assert window.followed == run_id, window.statusBar().currentMessage()
+    live = runs[0].id
+    assert window.followed == live, window.statusBar().currentMessage()
     # Start says its own run is training, not an error.
     red = [label.text() for label in (*view.messages.values(), view.why, window.banner.failure)
            if label.isVisible() and "#b00020" in label.styleSheet()]
     assert red == []
     assert "Старт недоступен" not in view.why.text()
     assert not view.start_button.isEnabled()  # a second click would train the same numbers
-    assert "«tiny» обучается" in view.why.text() and run_id in view.why.text()
+    assert "«tiny» обучается" in view.why.text() and live in view.why.text()
 
     # The banner says speed and time left while it trains.
-    live = window.banner.live
-    qtbot.waitUntil(lambda: live.isVisible() and "ток/с" in live.text(), timeout=WAIT_MS)
-    assert "мс/шаг" in live.text() and "лимит через" in live.text() and "раньше «Шагов до»" in live.text()
+    banner_live = window.banner.live
+    qtbot.waitUntil(lambda: banner_live.isVisible() and "ток/с" in banner_live.text(), timeout=WAIT_MS)
+    text = banner_live.text()
+    assert "мс/шаг" in text and "лимит через" in text and "раньше «Шагов до»" in text, text
 
     # Another run on the same computer may start, with a word on what two trainings share.
     type_into(qtbot, view, "steps_to", "99999999")
@@ -59,10 +79,53 @@ def test_start_pressed_twice_starts_one_run_says_it_trains_with_its_speed_and_wh
     type_into(qtbot, view, "steps_to", "100000000")
     assert not view.start_button.isEnabled()
     assert "«tiny» is training" in view.why.text(), view.why.text()
+    window.language_actions["ru"].trigger()
+    # The rebuilt window shows the followed run's banner again at its next poll.
+    qtbot.waitUntil(lambda: window.banner.isVisible() and window.followed == live, timeout=WAIT_MS)
+    view = window.form_view
 
-    # Once it has ended, the same settings start again.
-    window.stop_run(run_id)
-    qtbot.waitUntil(lambda: window.runs.registry.get(run_id).status == st.STOPPED, timeout=WAIT_MS)
+    # The heat guard keeps the training run while another is shown.
+    qtbot.waitUntil(lambda: window.runs.registry.get(live).status == st.RUNNING, timeout=WAIT_MS)
+    rec = window.runs.registry.get(live)
+    monitor = window.monitor
+    qtbot.waitUntil(lambda: monitor.watch.pid == rec.pid, timeout=WAIT_MS)
+    monitor.guard_hold.setValue(0)
+    monitor.guard_check.setChecked(True)
+    assert monitor.guard is not None and monitor.run_dir == rec.path
+    # Hot: the guard pauses the real trainer; the tray and the banner say so.
+    monitor.show_snapshot(card_at(95))
+    assert (rec.path / "PAUSE").exists()
+    title, said = window.notifications[-1]
+    assert title == "Обучение на паузе: видеокарта перегрелась" and "ниже 78 °C" in said
+    qtbot.waitUntil(lambda: "видеокарта перегрелась" in window.banner.note.text(), timeout=WAIT_MS)
+    assert window.banner.note.isVisible()
+    # The trainer looks for PAUSE between steps: wait until it holds (its log says so), or a
+    # long step on a loaded machine would outlast the pause and no pause would be marked.
+    qtbot.waitUntil(lambda: "paused: RUN_DIR/PAUSE exists" in rec.log_path.read_text(encoding="utf-8"),
+                    timeout=WAIT_MS)
+    # Cool again: the pause is lifted, the banner's note goes, the plot marks the pause.
+    monitor.show_snapshot(card_at(60))
+    assert not (rec.path / "PAUSE").exists()
+    assert "обучение продолжается" in window.statusBar().currentMessage()
+    qtbot.waitUntil(lambda: window.banner.note.text() == "", timeout=WAIT_MS)
+    trace = window.plot.traces[LIVE]
+    qtbot.waitUntil(lambda: any(m.kind == PAUSE for m in trace.series.markers), timeout=WAIT_MS)
+    # A look at the old run: the monitor still watches the one training, its guard stays on.
+    window.follow(old.id)
+    assert window.followed == old.id
+    assert monitor.watch.pid == rec.pid and monitor.run_dir == rec.path and monitor.guard
+    monitor.show_snapshot(card_at(95))
+    assert (rec.path / "PAUSE").exists() and monitor.guard.state == "paused"
+    window.tick()
+    assert (rec.path / "PAUSE").exists(), "a poll while another run is shown lifts no pause"
+    assert not window.banner.note.isVisible()  # the banner shows the old, finished run
+
+    # The run ends (stopped while paused): the monitor lets it go and lifts the pause; the
+    # same settings start again.
+    window.stop_run(live)
+    qtbot.waitUntil(lambda: window.runs.registry.get(live).status == st.STOPPED, timeout=WAIT_MS)
+    qtbot.waitUntil(lambda: monitor.watch.pid is None, timeout=WAIT_MS)
+    assert not (rec.path / "PAUSE").exists() and monitor.guard is None
     qtbot.waitUntil(lambda: view.start_button.isEnabled(), timeout=WAIT_MS)
 
 
