@@ -19,6 +19,7 @@ from app.base import run_status as st
 from app.runs import RunManager
 from tests.test_window import WAIT_MS, fill_tiny, type_into, window  # noqa: F401 (the fixture)
 from tests.test_window_monitor import card_at
+from tests.trainer_run import end_left_trainers
 
 pytestmark = pytest.mark.usefixtures("russian")
 CYRILLIC = re.compile("[А-Яа-яЁё]")
@@ -129,25 +130,59 @@ def test_one_training_run_in_the_window_start_twice_its_speed_a_second_run_and_t
     qtbot.waitUntil(lambda: view.start_button.isEnabled(), timeout=WAIT_MS)
 
 
-def test_a_deleted_data_folder_is_caught_in_the_form_then_a_deleted_run_folder_is_shown_as_such(
+def test_out_of_memory_retries_in_one_click_then_a_deleted_data_folder_and_run_folder_are_caught(
         qtbot, tiny_data, tmp_path):
-    """One finished run, two things deleted by hand in turn: its data folder (caught in the
-    form, not by a failed run), then its run folder (shown as such in the history)."""
+    """One finished run serves three things: the out-of-memory banner's retry starts it with
+    the batch that fits (was test_window's); then its data folder is deleted by hand (caught
+    in the form, not by a failed run); then its run folder (shown as such in the history).
+
+    A CPU cannot run out of GPU memory, so the trainer's oom event is written here as the
+    trainer writes it; the retry then starts a real run with the advised batch."""
     from ui.main_window import MainWindow
 
     data = tmp_path / "data"
     shutil.copytree(tiny_data, data)
     w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(data)])
     qtbot.addWidget(w)
+    w.resize(1400, 900)
+    w.show()
     w.ensure_ready()
+    try:
+        _oom_retry_then_deleted_folders(qtbot, w, data)
+    finally:
+        end_left_trainers(w.runs)  # never leave a trainer behind
+        w.close()
+
+
+def _oom_retry_then_deleted_folders(qtbot, w, data) -> None:
+    form = w.form_view.form
     fill_tiny(qtbot, w.form_view)
-    type_into(qtbot, w.form_view, "steps_to", "5")
+    for name, value in (("batch_per_card", 8), ("steps_to", 3)):
+        form.set(name, value)
     assert w.form_view.form.prepared_for_selection().dir == str(data)
-    qtbot.mouseClick(w.form_view.start_button, Qt.MouseButton.LeftButton)
+    rec = w.runs.registry.create_run(form.run_config())
+    now = time.time()
+    events = [
+        {"event": "start", "time": now, "step": 0, "params": 35200, "tokens_per_step": 256},
+        {"event": "error", "time": now, "step": 0, "kind": "oom", "message": "CUDA out of memory",
+         "advice": "lower training.batch_per_card", "checkpoint": None, "suggested_batch": 4},
+        {"event": "end", "time": now, "step": 0, "reason": "error", "state_sha256": None, "message": "CUDA out of memory"},
+    ]
+    rec.events_path.write_text("".join(json.dumps(e) + "\n" for e in events), encoding="utf-8")
+    w.runs.registry.ingest(rec.id)
+    assert w.runs.registry.get(rec.id).status == st.FAILED
+    w.follow(rec.id)
+    assert w.banner.failure.isVisible() and "4" in w.banner.failure.text()
+    assert w.banner.retry_button.text() == "Повторить с батчем 4"
+    qtbot.mouseClick(w.banner.retry_button, Qt.MouseButton.LeftButton)
     run_id = w.followed
+    assert run_id != rec.id
+    assert w.runs.registry.get(run_id).config()["training"]["batch_per_card"] == 4
+    assert w.runs.registry.get(run_id).config()["data"]["dir"] == str(data)
     qtbot.waitUntil(lambda: w.runs.registry.get(run_id).status == st.FINISHED, timeout=WAIT_MS)
 
-    shutil.rmtree(data)  # moved or deleted while the window is open
+    # Its data folder moved or deleted while the window is open.
+    shutil.rmtree(data)
     w.refresh_history()
     assert not w.continue_run(run_id)  # one click cannot start it: the form says why
     assert "Продолжить сразу нельзя" in w.statusBar().currentMessage()
@@ -155,7 +190,7 @@ def test_a_deleted_data_folder_is_caught_in_the_form_then_a_deleted_run_folder_i
     assert not view.start_button.isEnabled()
     assert "не подготовлены" in view.why.text() and not view.prepare_button.isHidden()
 
-    # The run's own folder deleted by hand too (one finished run serves both).
+    # The run's own folder deleted by hand too.
     rec = w.runs.registry.get(run_id)
     shutil.rmtree(rec.path)
     w.refresh_history()
@@ -167,7 +202,6 @@ def test_a_deleted_data_folder_is_caught_in_the_form_then_a_deleted_run_folder_i
     assert "Папки прогона нет" in w.statusBar().currentMessage() and rec.folder in w.statusBar().currentMessage()
     assert w.continue_info(rec.id) is None
     assert "Папки прогона нет" in w.statusBar().currentMessage()
-    w.close()
 
 
 def test_a_locked_state_file_at_start_is_reported_and_leaves_no_half_made_run(qtbot, window, monkeypatch):  # noqa: F811
