@@ -1,5 +1,6 @@
 """The window's rough edges a new user met on the first day (issue 16), each through the
-window as a user drives it: keys typed at 30 ms a key, clicks, a restart."""
+window as a user drives it: keys typed at 30 ms a key, clicks, a restart. (Start saying its
+own run trains, and the banner's speed: test_window_lifecycle, on the run started there.)"""
 
 from __future__ import annotations
 
@@ -40,21 +41,9 @@ def test_a_name_typed_at_30_ms_a_key_keeps_every_letter_while_the_window_refresh
         redraw.stop()
 
 
-def test_start_says_its_own_run_is_training_not_an_error(qtbot, window):  # noqa: F811
-    view = window.form_view
-    fill_tiny(qtbot, view)
-    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
-    run_id = window.followed
-    assert run_id, window.statusBar().currentMessage()
-    red = [label.text() for label in (*view.messages.values(), view.why, window.banner.failure)
-           if label.isVisible() and "#b00020" in label.styleSheet()]
-    assert red == []
-    assert "Старт недоступен" not in view.why.text()
-    assert "«tiny» обучается" in view.why.text() and run_id in view.why.text()
-    assert not view.start_button.isEnabled()  # a second click would train the same numbers
-
-
-def test_continue_in_the_history_continues_in_one_click_and_leaves_the_form(qtbot, window):  # noqa: F811
+def test_continue_in_the_history_continues_in_one_click_and_closing_then_asks_and_can_stop_it(qtbot, window):  # noqa: F811
+    """«Продолжить» in one click leaves the form as the user has it; with the continued run
+    training, closing the window asks, and can stop it (one run pair serves both)."""
     view = window.form_view
     fill_tiny(qtbot, view)
     qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
@@ -73,6 +62,26 @@ def test_continue_in_the_history_continues_in_one_click_and_leaves_the_form(qtbo
     assert child.config()["training"]["steps_to"] == 100000  # the parent's «Шагов до»
     # The form is the user's, untouched: no checkpoint loaded into it.
     assert view.form.continuing is None and view.form.values["name"] == "next-idea"
+
+    # Closing while a run trains asks, and can stop it.
+    qtbot.waitUntil(lambda: window.runs.registry.get(child_id).status == st.RUNNING, timeout=WAIT_MS)
+    window.close()
+    box = window.close_question
+    assert window.isVisible() and box.isVisible()
+    assert "продолжится" in box.informativeText() and "подхватит" in box.informativeText()
+    qtbot.mouseClick(box.buttons_by_answer["cancel"], Qt.MouseButton.LeftButton)
+    assert window.isVisible() and window.runs.registry.get(child_id).status == st.RUNNING
+
+    window.close()
+    box = window.close_question
+    box.checkBox().setChecked(True)
+    qtbot.mouseClick(box.buttons_by_answer["stop"], Qt.MouseButton.LeftButton)
+    assert not window.isVisible()
+    assert window.runs.registry.get(child_id).status == st.STOPPING
+    assert settings.ask_on_close() is False  # «Больше не спрашивать» is remembered
+    runs = RunManager()
+    qtbot.waitUntil(lambda: runs.poll() is not None and runs.registry.get(child_id).status == st.STOPPED,
+                    timeout=WAIT_MS)
 
 
 def test_a_restart_opens_the_form_as_the_user_left_it(qtbot, tiny_data):
@@ -108,15 +117,3 @@ def test_a_restart_opens_the_form_as_the_user_left_it(qtbot, tiny_data):
     assert values["constellations"] == ["tiny"] and values["context"] == 32
     assert values["gpu"] == "cpu" and values["machine"] == "local" and values["economical"] == "off"
     w.close()
-
-
-def test_the_banner_says_speed_and_time_left_while_it_trains(qtbot, window):  # noqa: F811
-    view = window.form_view
-    fill_tiny(qtbot, view)
-    # «Лимит» 3 min and «Шагов до» at its maximum: the limit comes first however fast this
-    # machine trains the tiny model (at 1.5 ms a step, 100 000 steps took less than 3 min).
-    type_into(qtbot, view, "steps_to", "100000000")
-    qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
-    live = window.banner.live
-    qtbot.waitUntil(lambda: live.isVisible() and "ток/с" in live.text(), timeout=WAIT_MS)
-    assert "мс/шаг" in live.text() and "лимит через" in live.text() and "раньше «Шагов до»" in live.text()
