@@ -35,6 +35,8 @@ class CliTask(QObject):
         self.output = manage.CliOutput()
         self.cancelled = False
         self.code: int | None = None  # set when ended
+        self.pid: int | None = None  # the child's, from its start (gone from QProcess after its end)
+        self.killed_pid: int | None = None  # set when «Отмена» had to kill it
         proc = QProcess(self)
         proc.setProgram(sys.executable)
         proc.setArguments(self.args)
@@ -44,6 +46,7 @@ class CliTask(QObject):
         proc.setProcessEnvironment(env)
         proc.readyReadStandardError.connect(self._read_stderr)
         proc.readyReadStandardOutput.connect(self._read_stdout)
+        proc.started.connect(self._started)
         proc.finished.connect(self._finished)
         proc.errorOccurred.connect(self._error)
         self.proc = proc
@@ -77,6 +80,9 @@ class CliTask(QObject):
         if self.code is None:  # finished was not delivered inside waitForFinished
             self._finished(self.proc.exitCode(), self.proc.exitStatus())
 
+    def _started(self) -> None:
+        self.pid = int(self.proc.processId()) or None
+
     def _kill_if_running(self) -> None:
         if self.code is None and self.proc.state() != QProcess.ProcessState.NotRunning:
             self.proc.kill()
@@ -101,7 +107,10 @@ class CliTask(QObject):
         self._read_stdout()
         self.output.finish()
         if self.cancelled and code != 0:
-            code = CANCELLED  # killed after the grace time: the command still wrote nothing final
+            # killed after the grace time: the command wrote nothing final, but what it was
+            # writing may still lie in its temporary folder (the caller removes it: killed_pid)
+            self.killed_pid = self.pid if status == QProcess.ExitStatus.CrashExit else None
+            code = CANCELLED
         elif status == QProcess.ExitStatus.CrashExit and code == 0:
             code = -1  # killed by a signal from elsewhere: never a success
         self._end(code)

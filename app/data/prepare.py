@@ -179,6 +179,19 @@ def _intact(folder: Path, key: str | None = None) -> dict[str, Any] | None:
         return None
 
 
+def remove_temps_of(pid: int, folder: Path | None = None) -> list[Path]:
+    """The temporary folders a prepare in process `pid` left (it was killed after «Отмена»
+    before it could remove them), removed now, so that «незаконченная папка удалена» holds.
+    The folders of prepares still running elsewhere are not touched (they carry their pid)."""
+    folder = Path(folder) if folder is not None else paths.prepared_dir()
+    gone = []
+    for p in folder.glob(f".*.tmp-{int(pid)}-*"):
+        shutil.rmtree(p, ignore_errors=True)
+        if not p.exists():
+            gone.append(p)
+    return gone
+
+
 def _clean_stale_temps(out: Path) -> None:
     """Temporary (and moved-aside old) folders of prepares that were killed: their process is gone."""
     for p in [*out.parent.glob(f".{out.name}.tmp-*"), *out.parent.glob(f".{out.name}.old-*")]:
