@@ -14,6 +14,10 @@ rendezvous store, as torch.distributed does without torchrun's agent), and as to
 a rank that fails ends the others. Its fallback is torchrun itself. The tests that are about
 torchrun (the 2×T4 kernel's launch, a rank's failure) call torchrun directly.
 
+`start_module` starts one and leaves it running, as subprocess.Popen does, for a test that
+signals it, pauses it or reads its output meanwhile (its stdout and stderr go to files);
+until it has ended, the worker's other runs start fresh (the zygote waits on it).
+
 What a fork cannot give falls back to a fresh interpreter (`subprocess.run`), the same
 call: an environment that differs from the zygote's in a variable read while the
 interpreter or its libraries start (PYTHON*, LC_*, LANG, OMP_*, CUDA*, TORCH*, CXX, …),
