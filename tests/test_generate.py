@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import torch
 
-from tests import forked
 from tests.trainer_run import ROOT, run_module, run_trainer, trainer_env, write_run
 from trainer.config import ModelConfig
 from trainer.generate import Sampling, crop, generate, generate_reference, load_for_generation
@@ -149,10 +149,8 @@ def test_sampler_input_errors(trained, tmp_path):
 
 
 def ternit(*args: str, lang: str = "en") -> subprocess.CompletedProcess:
-    """`python -m app ARGS` in its own process, forked from the tests' zygote (tests/forked.py);
-    the `python -m trainer.sample` it starts is the product's own launch, fresh."""
     env = {**trainer_env(), "TERNIT_LANG": lang}
-    return forked.run_module("app", list(args), env, ROOT, 120)
+    return subprocess.run([sys.executable, "-m", "app", *args], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120)
 
 
 def test_ternit_sample_streams_and_json(trained):
