@@ -14,6 +14,10 @@ rendezvous store, as torch.distributed does without torchrun's agent), and as to
 a rank that fails ends the others. Its fallback is torchrun itself. The tests that are about
 torchrun (the 2×T4 kernel's launch, a rank's failure) call torchrun directly.
 
+`start_module` starts one and leaves it running, as subprocess.Popen does, for a test that
+signals it, pauses it or reads its output meanwhile (its stdout and stderr go to files);
+until it has ended, the worker's other runs start fresh (the zygote waits on it).
+
 What a fork cannot give falls back to a fresh interpreter (`subprocess.run`), the same
 call: an environment that differs from the zygote's in a variable read while the
 interpreter or its libraries start (PYTHON*, LC_*, LANG, OMP_*, CUDA*, TORCH*, CXX, …),
@@ -272,6 +276,9 @@ class _Zygote:
 
 _zygote: _Zygote | None = None
 _lock = threading.Lock()
+# The run started by `start_module` that the zygote is waiting on (it serves one request at
+# a time): until it has ended, other runs of this worker start fresh.
+_busy: Started | None = None
 
 
 def _get(env: dict[str, str]) -> _Zygote | None:
@@ -285,6 +292,8 @@ def _get(env: dict[str, str]) -> _Zygote | None:
 def _forkable(env: dict[str, str]) -> _Zygote | None:
     """The zygote, if a run with this environment can be forked from it."""
     if os.environ.get("TERNIT_TEST_FRESH") == "1" or not hasattr(os, "fork"):
+        return None
+    if _busy is not None:
         return None
     zygote = _get(env)
     return zygote if zygote is not None and at_start(env) in zygote.start_envs else None
@@ -318,6 +327,101 @@ def run_module(module: str, argv: list[str], env: dict[str, str], cwd: Path = RO
         done = subprocess.run(args, stdout=out, stderr=out, timeout=timeout, env=env, cwd=cwd,
                               input=None if input is None else input.encode(), preexec_fn=preexec)
     return subprocess.CompletedProcess(args, done.returncode, "", "")
+
+
+class Started:
+    """A `python -m MODULE` left running, as subprocess.Popen leaves one (`start_module`): its
+    pid for signals, `wait`, `poll`, `kill`, and its output so far in files (`stderr()`,
+    `stdout()`), which a test reads while it runs."""
+
+    def __init__(self, module: str, argv: list[str], env: dict[str, str], cwd: Path) -> None:
+        global _busy
+        self.args = [sys.executable, "-m", module, *argv]
+        self._tmp = tempfile.TemporaryDirectory(prefix="started-")
+        tmp = Path(self._tmp.name)
+        self._out, self._err = tmp / "out", tmp / "err"
+        self.returncode: int | None = None
+        self._popen: subprocess.Popen | None = None
+        self._zygote: _Zygote | None = None
+        with _lock:
+            zygote = _forkable(env)
+            if zygote is not None:
+                proc = {"env": env, "out": str(self._out), "err": str(self._err), "input": None}
+                req = {"module": module, "argv": argv, "cwd": str(cwd), "procs": [proc]}
+                assert zygote.proc.stdin is not None
+                zygote.proc.stdin.write((json.dumps(req) + "\n").encode())
+                zygote.proc.stdin.flush()
+                started = zygote._answer(60)
+                if started is None:
+                    raise RuntimeError("the test zygote did not fork")
+                self.pid: int = started["pids"][0]
+                self._zygote = zygote
+                _busy = self
+                return
+        with open(self._out, "wb") as out, open(self._err, "wb") as err:
+            self._popen = subprocess.Popen(self.args, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                           stderr=err)
+        self.pid = self._popen.pid
+
+    def stdout(self) -> str:
+        return self._out.read_text(encoding="utf-8", errors="replace") if self._out.exists() else ""
+
+    def stderr(self) -> str:
+        return self._err.read_text(encoding="utf-8", errors="replace") if self._err.exists() else ""
+
+    def send_signal(self, sig: int) -> None:
+        if self._popen is not None:
+            self._popen.send_signal(sig)
+        elif self.returncode is None:
+            os.kill(self.pid, sig)
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            if self._popen is not None:
+                self._popen.kill()
+            else:
+                os.kill(self.pid, signal.SIGKILL)
+
+    def _ended(self, timeout: float | None) -> int | None:
+        global _busy
+        if self.returncode is not None:
+            return self.returncode
+        if self._popen is not None:
+            try:
+                self.returncode = self._popen.wait(timeout)
+            except subprocess.TimeoutExpired:
+                return None
+            return self.returncode
+        assert self._zygote is not None
+        done = self._zygote._answer(timeout)
+        if done is None:
+            return None
+        self.returncode = done["first"]
+        with _lock:
+            _busy = None
+        return self.returncode
+
+    def poll(self) -> int | None:
+        return self._ended(0)
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = self._ended(timeout)
+        if code is None:
+            raise subprocess.TimeoutExpired(self.args, timeout or 0, self.stdout(), self.stderr())
+        return code
+
+    def end(self) -> None:
+        """A test's clean-up: kill it if it still runs, wait for its exit, remove its files."""
+        if self.poll() is None:
+            self.kill()
+            self.wait(60)
+        self._tmp.cleanup()
+
+
+def start_module(module: str, argv: list[str], env: dict[str, str], cwd: Path = ROOT) -> Started:
+    """`python -m MODULE ARGV` started and left running (a test that signals it, or watches
+    its files meanwhile): forked where it can be, else fresh. Call `end()` after it."""
+    return Started(module, argv, env, cwd)
 
 
 def rank_env(rank: int, ranks: int, port: int) -> dict[str, str]:

@@ -4,12 +4,9 @@ is refused before training, resume stays bit-exact, DDP and the lean state accum
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
 
-from tests.trainer_run import ROOT, events, run_trainer, torchrun, trainer_env, write_run
+from tests.trainer_run import events, run_module, run_trainer, torchrun, write_run
 
 torch = pytest.importorskip("torch")
 
@@ -108,8 +105,7 @@ def test_a_tokens_per_step_that_does_not_divide_is_refused_by_the_config_check(t
     cfg = json.loads((run / "run.json").read_text())
     cfg["target"] = target
     (run / "run.json").write_text(json.dumps(cfg))
-    p = subprocess.run([sys.executable, "-m", "trainer.config", str(run / "run.json")], capture_output=True,
-                       text=True, env=trainer_env(), cwd=ROOT, timeout=60)
+    p = run_module("trainer.config", str(run / "run.json"), timeout=60)  # `python -m trainer.config`, forked
     assert p.returncode == 2 and says in p.stderr, p.stderr
 
 

@@ -70,10 +70,16 @@ def test_a_failed_compilation_is_said_and_training_goes_on_eagerly(tmp_path, tin
     # inductor with a C++ compiler that is there but does not work (a missing one is refused
     # by the plan: test_compile_choices_and_refusals): what such a CPU meets at the first step.
     monkeypatch.setenv("TERNIT_COMPILE_BACKEND", "inductor")
-    broken = tmp_path / "broken-g++"
+    # The broken one is the g++ first on PATH ($CXX unset, inductor's default: "g++"), not a
+    # $CXX: CXX is read as torch._inductor's config is imported, so a run that sets it needs a
+    # fresh interpreter, while with PATH it is forked as the other runs are (tests/forked.py).
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    broken = bin_dir / "g++"
     broken.write_text("#!/bin/sh\nexit 1\n")
     broken.chmod(0o755)
-    monkeypatch.setenv("CXX", str(broken))
+    monkeypatch.delenv("CXX", raising=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
     run = write_run(tmp_path / "run", tiny_data, **KW, compile="on")
     p = run_trainer(run)
     assert p.returncode == 0, p.stderr[-3000:]

@@ -70,7 +70,7 @@ def test_a_sharded_run_continues_on_one_process(sharded, capsys):
     m.registry.close()
 
 
-def test_a_changed_shard_is_passed_over_for_the_newest_intact_and_said(sharded, tmp_path, capsys):
+def test_a_changed_shard_is_passed_over_for_the_newest_intact_and_said_and_exported(sharded, tmp_path, capsys):
     newest = sharded.path / "checkpoints" / f"step-{STEPS:08d}.dcp"
     shard = newest / "__1_0.distcp"
     good = shard.read_bytes()
@@ -97,23 +97,25 @@ def test_a_changed_shard_is_passed_over_for_the_newest_intact_and_said(sharded, 
         assert "__1_0.distcp" in err and f"step-{STEPS - 1:08d}.dcp" in err
         from app.runs.export import _metadata
 
-        assert _metadata(out)["step"] == str(STEPS - 1)
+        meta = _metadata(out)
+        assert meta["step"] == str(STEPS - 1) and int(meta["params"]) > 0
+        # `ternit export ID` of a sharded run writes safetensors: the DCP form read whole.
+        from safetensors.numpy import load_file
+
+        weights = load_file(str(out))
+        assert "tok.weight" in weights and str(weights["tok.weight"].dtype) == "float32"
     finally:
         shard.write_bytes(good)
     assert damage(newest) is None
 
 
-def test_export_of_a_sharded_run_writes_safetensors(sharded, tmp_path, capsys):
-    out = tmp_path / "w.safetensors"
-    assert cli.main(["export", sharded.id, str(out)]) == 0, capsys.readouterr().err
-    from app.runs.export import _metadata
-
-    meta = _metadata(out)
-    assert meta["step"] == str(STEPS) and int(meta["params"]) > 0
-    from safetensors.numpy import load_file
-
-    weights = load_file(str(out))
-    assert "tok.weight" in weights and str(weights["tok.weight"].dtype) == "float32"
+def test_export_of_a_sharded_run_takes_its_newest_checkpoint_and_a_dcp_folder_is_one(sharded):
+    # Which checkpoint `ternit export ID` takes is choose_checkpoint's (app/runs/export_cli.py):
+    # the newest one here, intact. The export process itself, its safetensors read whole from
+    # the DCP form, runs in the test above (of the newest intact one there, step STEPS - 1):
+    # one export process, not two of the same kind.
+    checked = choose_checkpoint(sharded.path)
+    assert checked.path.name == f"step-{STEPS:08d}.dcp" and checked.passed_over == []
     # The folder itself is a checkpoint `ternit sample`/`eval` and export accept by path.
     from app.text.generation import resolve
 

@@ -5,20 +5,16 @@ joins; the checkpoint before it stays the one to continue from."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-from tests.trainer_run import ROOT, events, trainer_env, write_run
+from tests import forked
+from tests.trainer_run import events, trainer_env, write_run
 
 pytest.importorskip("torch")
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the full disk reads /proc/self/fd")
-
-FULL_EVENTS = Path(__file__).parent / "full_events_rank0"
 
 
 def test_a_full_disk_under_rank_0s_events_ends_the_sharded_run_without_a_hang(tmp_path, tiny_data):
@@ -26,20 +22,17 @@ def test_a_full_disk_under_rank_0s_events_ends_the_sharded_run_without_a_hang(tm
     run = write_run(tmp_path / "run", tiny_data, steps_to=40, eval_every=40, eval_segments=8,
                     sharding="fsdp", checkpoint_every_min=0)
     env = trainer_env()
-    env["PYTHONPATH"] = os.pathsep.join([str(FULL_EVENTS), env.get("PYTHONPATH", "")])
     env["TERNIT_TEST_FULL_EVENTS"] = "8"  # the start, a few steps and checkpoints, then full
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node=2",
-           "-m", "--", "trainer", "--run", str(run), "--device", "cpu"]
-    # Before the fix rank 0 entered the sharded save alone and both processes waited
-    # forever: a session of its own, so that a hang kills torchrun's workers too.
-    p = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+    # The trainer's two ranks (forked as `torchrun` is in tests/forked.py, torchrun itself where
+    # they cannot be), each with tests/trainer_full_events.py's disk. Before the fix rank 0
+    # entered the sharded save alone and both processes waited forever: past the limit both
+    # ranks are killed and the test fails.
     try:
-        _, stderr = p.communicate(timeout=150)
+        p = forked.run_ranks("tests.trainer_full_events", ["--run", str(run), "--device", "cpu"], env, 2,
+                             timeout=150)
     except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
         pytest.fail("the sharded run hung after rank 0's disk filled up")
+    stderr = p.stderr
     assert p.returncode != 0
     assert "could not write the events" in stderr or "No space left on device" in stderr, stderr[-3000:]
     written = events(run, "checkpoint")

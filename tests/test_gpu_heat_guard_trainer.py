@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import threading
 import time
 
 from app.gpu.heat_guard import PAUSED, HeatGuard
-from tests.trainer_run import ROOT, events, trainer_env, write_run
+from tests.trainer_run import events, start_trainer, write_run
 
 
 def wait_for(predicate, timeout: float = 60.0, what: str = "") -> None:
@@ -22,20 +19,7 @@ def wait_for(predicate, timeout: float = 60.0, what: str = "") -> None:
 
 def test_guard_pauses_and_resumes_the_real_trainer(tmp_path, tiny_data):
     run = write_run(tmp_path / "run", tiny_data, steps_to=100_000, eval_every=100_000)
-    proc = subprocess.Popen([sys.executable, "-m", "trainer", "--run", str(run)],
-                            env=trainer_env(), cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    paused = threading.Event()
-    log: list[str] = []
-
-    def read_log() -> None:  # the trainer says "paused: ..." on stderr when it holds
-        for line in proc.stderr:
-            log.append(line)
-            if line.startswith("paused:"):
-                paused.set()
-
-    reader = threading.Thread(target=read_log, daemon=True)
-    reader.start()
+    proc = start_trainer(run)  # the real trainer process, forked (tests/forked.py)
     try:
         wait_for(lambda: events(run, "step"), what="the first step")
         clock = [0.0]
@@ -45,7 +29,9 @@ def test_guard_pauses_and_resumes_the_real_trainer(tmp_path, tiny_data):
             clock[0] = float(t)
             status = guard.update([88.0, 70.0])
         assert status.state == PAUSED and (run / "PAUSE").exists()
-        assert paused.wait(60), "".join(log)
+        # The trainer says "paused: ..." on stderr when it holds.
+        wait_for(lambda: any(line.startswith("paused:") for line in proc.stderr().splitlines()),
+                 what="the trainer's pause")
         held_at = len(events(run, "step"))
         clock[0] += 5
         assert guard.update([81.0]).state == PAUSED  # not cool enough (hysteresis)
@@ -58,5 +44,7 @@ def test_guard_pauses_and_resumes_the_real_trainer(tmp_path, tiny_data):
         wait_for(lambda: len(events(run, "step")) > held_at, what="steps after the pause")
     finally:
         (run / "STOP").write_text("")
-        assert proc.wait(timeout=60) == 0, "".join(log)
-        reader.join(5)
+        try:
+            assert proc.wait(timeout=60) == 0, proc.stderr()
+        finally:
+            proc.end()

@@ -5,37 +5,30 @@ from __future__ import annotations
 
 import json
 import random
-import subprocess
-import sys
 
 import pytest
 
 from app.sizing import param_count
 from app.sizing.formulas import Shape
 from app.sizing.memory import estimate_memory
-from tests.trainer_run import ROOT, trainer_env
+from tests.trainer_run import run_trainer
 
 # The guide's default and an odd shape (every term different); more shapes in-process below.
 SIZES = [(8, 512, 8, 1024, 4000), (3, 40, 5, 130, 17)]
 
 
 def test_weight_count_matches_the_trainers_dry_run(tmp_path):
-    procs = []
     for i, (layers, width, heads, context, vocab) in enumerate(SIZES):
         d = tmp_path / f"r{i}"
         d.mkdir()
         model = {"layers": layers, "width": width, "heads": heads, "context": context, "vocab": vocab}
         (d / "run.json").write_text(json.dumps({"model": model}), encoding="utf-8")
-        procs.append((d, subprocess.Popen(
-            [sys.executable, "-m", "trainer", "--run", str(d), "--dry-run", "--device", "cpu"],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=trainer_env(), cwd=ROOT)))
-    for (d, p), (layers, width, _, context, vocab) in zip(procs, SIZES, strict=True):
-        out, err = p.communicate(timeout=120)
-        assert p.returncode == 0, err
+        p = run_trainer(d, "--dry-run", "--device", "cpu")  # the real trainer process (forked)
+        assert p.returncode == 0, p.stderr
         want = param_count(layers, width, context, vocab)
         start = next(json.loads(line) for line in (d / "events.jsonl").read_text().splitlines())
         assert start["event"] == "start" and start["params"] == want
-        assert f"parameters: {want:,}" in err
+        assert f"parameters: {want:,}" in p.stderr
 
 
 def test_weight_count_matches_the_model_for_random_shapes():

@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
 import time
 
 import pytest
 
-from tests.trainer_run import ROOT, events, run_module, run_trainer, trainer_env, write_run
+from tests.trainer_run import events, run_module, run_trainer, start_trainer, write_run
 
 torch = pytest.importorskip("torch")
 
@@ -123,17 +122,8 @@ def _wait_for_step(run, timeout=60):
     raise AssertionError("the trainer made no step")
 
 
-@pytest.mark.parametrize("how", ["stop_file", "sigterm"])
-def test_stop_request_finishes_step_and_saves(tmp_path, tiny_data, how):
-    run = write_run(tmp_path / how, tiny_data, steps_to=100000)
-    proc = subprocess.Popen([sys.executable, "-m", "trainer", "--run", str(run)], env=trainer_env(), cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    _wait_for_step(run)
-    if how == "stop_file":
-        (run / "STOP").write_text("")
-    else:
-        proc.send_signal(signal.SIGTERM)
-    assert proc.wait(timeout=60) == 0, proc.stderr.read()
+def _stopped_at_a_saved_step(run, proc, how: str) -> None:
+    assert proc.wait(timeout=60) == 0, proc.stderr()
     end = events(run, "end")[-1]
     assert end["reason"] == "stopped"
     # Which request stopped it (a STOP file left from before would stop a new run at once).
@@ -141,42 +131,36 @@ def test_stop_request_finishes_step_and_saves(tmp_path, tiny_data, how):
     assert (run / "checkpoints" / f"step-{end['step']:08d}.pt").is_file()
 
 
-def test_pause_file_holds_training(tmp_path, tiny_data):
+def test_sigterm_finishes_the_step_and_saves(tmp_path, tiny_data):
+    # (the STOP file's stop: test_pause_file_holds_training_then_a_stop_file_finishes_the_step_and_saves)
+    run = write_run(tmp_path / "sigterm", tiny_data, steps_to=100000)
+    proc = start_trainer(run)
+    try:
+        _wait_for_step(run)
+        proc.send_signal(signal.SIGTERM)
+        _stopped_at_a_saved_step(run, proc, "sigterm")
+    finally:
+        proc.end()
+
+
+def test_pause_file_holds_training_then_a_stop_file_finishes_the_step_and_saves(tmp_path, tiny_data):
     run = write_run(tmp_path / "paused", tiny_data, steps_to=100000)
     (run / "PAUSE").write_text("")
-    proc = subprocess.Popen([sys.executable, "-m", "trainer", "--run", str(run)], env=trainer_env(), cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while not events(run, "start") and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.0)
-    assert events(run, "step") == []  # started, but holds while PAUSE exists
-    (run / "PAUSE").unlink()
-    _wait_for_step(run)
-    (run / "STOP").write_text("")
-    assert proc.wait(timeout=60) == 0
+    proc = start_trainer(run)
+    try:
+        deadline = time.monotonic() + 60
+        while not events(run, "start") and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        assert events(run, "step") == []  # started, but holds while PAUSE exists
+        (run / "PAUSE").unlink()
+        _wait_for_step(run)
+        (run / "STOP").write_text("")
+        _stopped_at_a_saved_step(run, proc, "stop_file")
+    finally:
+        proc.end()
     pause = events(run, "pause")
     assert pause and pause[0]["step"] == 0 and pause[0]["seconds"] >= 1.0
-
-
-SIGKILL_MID_SAVE = r"""
-import io, os, signal, sys, torch
-real_save = torch.save
-calls = {"n": 0}
-def dying_save(obj, f, *a, **k):
-    calls["n"] += 1
-    if calls["n"] == 2:  # the second checkpoint of this process: write half of it, then die
-        buf = io.BytesIO()
-        real_save(obj, buf, *a, **k)
-        data = buf.getvalue()
-        f.write(data[: len(data) // 2])
-        f.flush()
-        os.kill(os.getpid(), signal.SIGKILL)
-    return real_save(obj, f, *a, **k)
-torch.save = dying_save
-from trainer.__main__ import main
-sys.exit(main(["--run", sys.argv[1], "--resume", sys.argv[2]]))
-"""
 
 
 @pytest.mark.skipif(os.name != "posix", reason="SIGKILL is POSIX (Windows' abrupt end, TerminateProcess, is in tests/test_windows_stop.py)")
@@ -184,8 +168,9 @@ def test_sigkill_in_the_middle_of_a_save_keeps_the_previous_checkpoint(tmp_path,
     # Continued from the whole run's step 10 in a folder of its own: it saves step 11, then
     # dies half-way through writing step 12.
     run = write_run(tmp_path / "killed", tiny_data, checkpoint_every_min=0)
-    p = subprocess.run([sys.executable, "-c", SIGKILL_MID_SAVE, str(run), str(ckpt(whole, 10))], env=trainer_env(),
-                       cwd=ROOT, capture_output=True, text=True, timeout=120)
+    # tests/trainer_dying_save.py: the trainer whose second torch.save of the process writes
+    # half of its file, then SIGKILLs the process.
+    p = run_module("tests.trainer_dying_save", "--run", str(run), "--resume", str(ckpt(whole, 10)))
     assert p.returncode == -signal.SIGKILL, p.stderr
     folder = run / "checkpoints"
     assert (folder / "latest").read_text().strip() == "step-00000011.pt"
@@ -333,18 +318,14 @@ def test_fp16_with_grad_scaler_resumes_bit_exact(tmp_path, tiny_data):
 
 @pytest.mark.skipif(sys.platform == "win32", reason="RLIMIT_FSIZE is POSIX")
 def test_full_disk_during_the_final_save_is_an_error_event_and_keeps_the_earlier_checkpoint(tmp_path, tiny_data):
-    import resource
-
     run = write_run(tmp_path / "full", tiny_data, steps_to=4)
     assert run_trainer(run, "--stop-at-step", "2").returncode == 0
     folder = run / "checkpoints"
     size = (folder / "step-00000002.pt").stat().st_size
 
-    def no_room() -> None:  # the child may write files only smaller than a checkpoint
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size // 2, size // 2))
-
-    p = subprocess.run([sys.executable, "-m", "trainer", "--run", str(run), "--resume", "latest"], env=trainer_env(),
-                       cwd=ROOT, capture_output=True, text=True, timeout=120, preexec_fn=no_room)
+    # The trainer may write files only smaller than a checkpoint (RLIMIT_FSIZE, set by
+    # tests/trainer_small_files.py before it runs `python -m trainer`).
+    p = run_module("tests.trainer_small_files", str(size // 2), "--run", str(run), "--resume", "latest")
     assert p.returncode == 3, p.stderr
     assert "Traceback" not in p.stderr and "could not write checkpoint" in p.stderr
     assert "the disk holding it is full" in p.stderr and "inline_container" not in p.stderr  # named as a full disk

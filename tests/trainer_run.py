@@ -35,6 +35,13 @@ def run_trainer(run_dir: Path, *args: str, timeout: float = 120) -> subprocess.C
     return run_module("trainer", "--run", str(run_dir), *args, timeout=timeout)
 
 
+def start_trainer(run_dir: Path, *args: str) -> forked.Started:
+    """`python -m trainer --run RUN_DIR ARGS` started and left running, for a test that
+    stops, pauses or watches it (subprocess.Popen's uses): forked as `run_trainer` is where
+    it can be. Its `end()` in the test's clean-up."""
+    return forked.start_module("trainer", ["--run", str(run_dir), *args], trainer_env(), ROOT)
+
+
 def run_module(module: str, *args: str, timeout: float = 120, input: str | None = None,
                output: Path | None = None, file_size_limit: int | None = None) -> subprocess.CompletedProcess:
     """`python -m MODULE ARGS` with the trainer's environment, captured as subprocess.run does
