@@ -230,6 +230,18 @@ class _Zygote:
         line = self.proc.stdout.readline()
         return json.loads(line) if line else None
 
+    def fork(self, module: str, argv: list[str], cwd: Path, procs: list[dict]) -> list[int]:
+        """Ask for `procs` (one a rank) forked as `python -m MODULE ARGV`: their pids, once
+        they have started."""
+        req = {"module": module, "argv": argv, "cwd": str(cwd), "procs": procs}
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((json.dumps(req) + "\n").encode())
+        self.proc.stdin.flush()
+        started = self._answer(60)
+        if started is None:
+            raise RuntimeError("the test zygote did not fork")
+        return started["pids"]
+
     def run(self, module: str, argv: list[str], envs: list[dict[str, str]], cwd: Path,
             timeout: float, input: str | None, args: list[str], output: Path | None = None,
             file_size_limit: int | None = None) -> subprocess.CompletedProcess:
@@ -244,13 +256,7 @@ class _Zygote:
                       "input": str(given) if input is not None else None,
                       "output": str(output) if output is not None else None,
                       "file_size_limit": file_size_limit} for i, env in enumerate(envs)]
-            req = {"module": module, "argv": argv, "cwd": str(cwd), "procs": procs}
-            assert self.proc.stdin is not None
-            self.proc.stdin.write((json.dumps(req) + "\n").encode())
-            self.proc.stdin.flush()
-            started = self._answer(60)
-            if started is None:
-                raise RuntimeError("the test zygote did not fork")
+            pids = self.fork(module, argv, cwd, procs)
             done = self._answer(timeout)
 
             def joined(kind: str) -> str:
@@ -258,7 +264,7 @@ class _Zygote:
                                for p in procs if Path(p[kind]).exists())
 
             if done is None:  # as subprocess.run: kill it, then say it ran too long
-                for pid in started["pids"]:
+                for pid in pids:
                     os.kill(pid, signal.SIGKILL)
                 self._answer(None)
                 raise subprocess.TimeoutExpired(args, timeout, joined("out"), joined("err"))
@@ -347,14 +353,7 @@ class Started:
             zygote = _forkable(env)
             if zygote is not None:
                 proc = {"env": env, "out": str(self._out), "err": str(self._err), "input": None}
-                req = {"module": module, "argv": argv, "cwd": str(cwd), "procs": [proc]}
-                assert zygote.proc.stdin is not None
-                zygote.proc.stdin.write((json.dumps(req) + "\n").encode())
-                zygote.proc.stdin.flush()
-                started = zygote._answer(60)
-                if started is None:
-                    raise RuntimeError("the test zygote did not fork")
-                self.pid: int = started["pids"][0]
+                self.pid: int = zygote.fork(module, argv, cwd, [proc])[0]
                 self._zygote = zygote
                 _busy = self
                 return
