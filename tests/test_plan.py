@@ -333,3 +333,32 @@ def test_a_run_json_the_lab_cannot_read_is_said_with_the_trainers_words(tmp_path
     kind.write_text(json.dumps({"target": {"kind": "cloud"}, "data": {"dir": str(tiny_data)}}), encoding="utf-8")
     assert main(["run", "start", "--config", str(kind)]) == 2
     assert "target.kind: local или kaggle, а не 'cloud'" in capsys.readouterr().err
+
+
+def test_the_forms_panel_says_how_the_trainer_will_run_it(tiny_data, russian):
+    """«Как пойдёт обучение» in the size panel is the trainer's own plan for the form's run on
+    the chosen machine (precision, sharding, compilation, step), each with its reason."""
+    from app.data.prepared import Prepared
+    from app.form.run_form import FormContext, RunForm
+
+    ctx = FormContext()
+    ctx.add_prepared(Prepared.read(tiny_data))
+    form = RunForm(ctx)
+    for name, value in (("context", 32), ("width", 32), ("heads", 2), ("layers", 2), ("batch_per_card", 4)):
+        form.set(name, value)
+    form.values["constellations"] = ["tiny"]
+    for gpu, lean in (("t4x2", "off"), ("t4", "on")):
+        form.set("gpu", gpu)
+        form.set("lean_state", lean)
+        [row] = [r for r in form.size_rows() if r.key == "plan"]
+        est = form.estimate()
+        assert est.plan.machine.name == gpu
+        # the trainer's plan function, on the run.json the form writes, for the machine it sized
+        want = plan(from_dict(form.run_config()), est.plan.machine)
+        assert isinstance(want, Plan), want
+        assert row.label == "Как пойдёт обучение" and row.level == "ok"
+        assert row.value == (f"точность {want.precision.value} · карты делят состояние {want.sharding.value}"
+                             f" · компиляция {want.compile.value} · шаг {want.step.value}"), row.value
+        for choice in ("precision", "sharding", "compile", "step"):
+            assert text(getattr(want, choice).reason, "ru") in row.note, (choice, row.note)
+    assert "held" in row.value  # one T4 with the lean state: gradients held

@@ -483,7 +483,8 @@ class RunForm(FormChecks):
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
             return rows
-        rows += [sizes.time_row(est, int(v["steps_to"])), sizes.limit_row(est, v["limit_min"]), *sizes.memory_rows(est)]
+        rows += [sizes.time_row(est, int(v["steps_to"])), sizes.limit_row(est, v["limit_min"]), *sizes.memory_rows(est),
+                 sizes.plan_row(est)]
         room = self.kaggle_room()
         if room is not None:
             rows.append(sizes.checkpoint_row(room))

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..base.i18n import current_language, t
 from ..base.numbers import bytes_decimal_text, count_text, decimal_mark, decimal_text, duration_text
+from ..base.plan_texts import plan_rows
 from ..sizing.advice import fix_phrase, time_parts
 from ..sizing.result import Estimate
 from .fields import format_value
@@ -104,3 +105,17 @@ def batch_issue(est: Estimate, batch: Any, card: str) -> str:
     need, have = est.memory.total, est.card_memory_mb
     return t(f"Батч {batch} не помещается в {card} (нужно ≈{mb(need)} из {mb(have)} МБ): {hint}",
              f"Batch {batch} does not fit {card} (needs ≈{mb(need)} of {mb(have)} MB): {hint}")
+
+
+# The plan's choices the panel names (the micro-steps are in «Токенов за шаг», the recompute
+# level and the samples are fields of the form).
+PLAN_SHOWN = ("precision", "sharding", "compile", "step")
+
+
+def plan_row(est: Estimate) -> SizeRow:
+    """How the trainer will run these settings on the chosen machine: the plan's choices
+    (trainer/plan.py, the same the trainer prints at its start) and why each."""
+    rows = plan_rows(est.plan, leave_out=tuple(c for c in est.plan.CHOICES if c not in PLAN_SHOWN))
+    value = " · ".join(f"{label.lower()} {value}" for label, value, _ in rows)
+    note = "; ".join(f"{label}: {why}" for label, _, why in rows)
+    return SizeRow("plan", t("Как пойдёт обучение", "How it will run"), value, note)
