@@ -345,6 +345,19 @@ def open_state(path: Path | None = None, migrations: Sequence[Migration] | None 
     return State(paths.state_db_path() if path is None else Path(path), migrations)
 
 
+class StateStore:
+    """A store of the lab's tables over a State: the one it is given (shared: its owner
+    closes it) or one it opens itself and closes in `close`."""
+
+    def __init__(self, state: State | None = None) -> None:
+        self._own = state is None
+        self.state = state if state is not None else open_state()
+
+    def close(self) -> None:
+        if self._own:
+            self.state.close()
+
+
 def now() -> float:
     """Timestamps in the state are unix seconds (REAL)."""
     return time.time()

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..base.state import State, open_state
+from ..base.state import StateStore
 from .quota import Quota
 
 ACCOUNT_OK, ACCOUNT_INVALID, ACCOUNT_UNKNOWN, ACCOUNT_UNREACHABLE = "ok", "invalid", "unknown", "unreachable"
@@ -43,16 +43,8 @@ class DatasetRow:
     uploaded_at: float
 
 
-class KaggleStore:
+class KaggleStore(StateStore):
     """Accounts, what they hold and the legs in flight, over the lab's State."""
-
-    def __init__(self, state: State | None = None) -> None:
-        self._own = state is None
-        self.state = state if state is not None else open_state()
-
-    def close(self) -> None:
-        if self._own:
-            self.state.close()
 
     # -- accounts -------------------------------------------------------------------------
     def ensure_account(self, username: str) -> None:

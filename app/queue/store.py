@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.i18n import t
-from ..base.state import State, open_state
+from ..base.state import StateStore
 
 WAITING, STARTING, RUNNING, DONE, FAILED = "waiting", "starting", "running", "done", "failed"
 STATES = (WAITING, STARTING, RUNNING, DONE, FAILED)
@@ -128,16 +128,8 @@ def _item(r: Any) -> Item:
     )
 
 
-class QueueStore:
+class QueueStore(StateStore):
     """The queue over the lab's State (its own connection per thread, as State gives)."""
-
-    def __init__(self, state: State | None = None) -> None:
-        self._own = state is None
-        self.state = state if state is not None else open_state()
-
-    def close(self) -> None:
-        if self._own:
-            self.state.close()
 
     # -- reading ----------------------------------------------------------------------------
     def items(self, states: Iterable[str] | None = None) -> list[Item]:
