@@ -51,20 +51,16 @@ def limit_s(config: dict[str, Any]) -> float:
     return float((config.get("training") or {}).get("limit_min", 630)) * 60.0
 
 
+def _named_gpu(config: dict[str, Any]) -> str:
+    """run.json's `target.gpu` (auto, cpu or card indices)."""
+    return str((config.get("target") or {}).get("gpu", "auto")).lower()
+
+
 def local_gpu(config: dict[str, Any]) -> str:
     """The sizing's name for the card a local run of this config trains on."""
-    gpu = str((config.get("target") or {}).get("gpu", "auto")).lower()
-    if gpu == "cpu" or sizing.local_card() is None:
+    if _named_gpu(config) == "cpu" or sizing.local_card() is None:
         return "cpu"
     return "local"
-
-
-def _no_card_here(config: dict[str, Any]) -> bool:
-    """A run left to the queue (target any) meets a PC without a card: hours on the CPU for
-    what a Kaggle account trains in minutes. Only a run.json that names the CPU itself, or a
-    run queued for this PC, trains there."""
-    gpu = str((config.get("target") or {}).get("gpu", "auto")).lower()
-    return gpu != "cpu" and sizing.local_card() is None
 
 
 def fit(config: dict[str, Any], gpu: str, start_s: float, measured: list[dict[str, Any]]) -> Fit | None:
@@ -95,16 +91,20 @@ def job(item_id: int, config: dict[str, Any], target: str, account: str,
     refused = refused or {}
     local = kaggle = None
     if target in ("local", "any"):
+        gpu = local_gpu(config)
         if "local" in refused:
             local = Fit(0.0, False, refused["local"])
-        elif target == "any" and _no_card_here(config):
+        elif target == "any" and gpu == "cpu" and _named_gpu(config) != "cpu":
+            # A run left to the queue meets a PC without a card: hours on the CPU for what a
+            # Kaggle account trains in minutes. Only a run.json naming the CPU, or a run
+            # queued for this PC, trains there.
             local = Fit(0.0, False, t(
                 "у этого ПК нет видеокарты NVIDIA: «куда освободится раньше» значит Kaggle; "
                 "на процессоре этого ПК — «на машину из формы» с процессором или --target local",
                 "this PC has no NVIDIA card: «wherever frees first» means Kaggle; for this PC's "
                 "CPU queue it to the form's machine with the CPU, or --target local"))
         else:
-            local = fit(config, local_gpu(config), LOCAL_START_S, measured)
+            local = fit(config, gpu, LOCAL_START_S, measured)
     if target in ("kaggle", "any"):
         kaggle = Fit(0.0, False, refused["kaggle"]) if "kaggle" in refused else \
             fit(config, KAGGLE_GPU, KAGGLE_START_S, measured)
