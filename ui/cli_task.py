@@ -36,7 +36,7 @@ class CliTask(QObject):
         self.cancelled = False
         self.code: int | None = None  # set when ended
         self.pid: int | None = None  # the child's, from its start (gone from QProcess after its end)
-        self.killed_pid: int | None = None  # set when «Отмена» had to kill it
+        self.killed = False  # «Отмена» had to kill it (it could not clean up after itself)
         proc = QProcess(self)
         proc.setProgram(sys.executable)
         proc.setArguments(self.args)
@@ -108,8 +108,8 @@ class CliTask(QObject):
         self.output.finish()
         if self.cancelled and code != 0:
             # killed after the grace time: the command wrote nothing final, but what it was
-            # writing may still lie in its temporary folder (the caller removes it: killed_pid)
-            self.killed_pid = self.pid if status == QProcess.ExitStatus.CrashExit else None
+            # writing may still lie in its temporary folder (the caller removes it: `killed`)
+            self.killed = status == QProcess.ExitStatus.CrashExit
             code = CANCELLED
         elif status == QProcess.ExitStatus.CrashExit and code == 0:
             code = -1  # killed by a signal from elsewhere: never a success

@@ -110,10 +110,10 @@ class PrepareRow(QObject):
         if task is None:
             return
         task.deleteLater()
-        if task.killed_pid is not None:  # «Отмена» had to kill it: its half-written folder goes now
+        if task.killed and task.pid is not None:  # «Отмена» had to kill it: its half-written folder goes now
             from app.data.prepare import remove_temps_of  # (not loaded for the first frame)
 
-            remove_temps_of(task.killed_pid)
+            remove_temps_of(task.pid)
         self.result = (code, task.output, self.names)
         self.message.emit(data_manage.prepare_outcome(*self.result).status)
         self.show_note()
