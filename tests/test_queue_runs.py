@@ -43,6 +43,19 @@ def tiny(data: Path, name: str = "q", **training) -> dict:
     }
 
 
+def _drive_to_the_end(reg: Registry) -> tuple[QueueRunner, list]:
+    """A runner in this process, driving the queue until nothing is left to start or follow
+    (DEADLINE_S bounds a broken test): the runner and what it announced."""
+    runner = QueueRunner(RunManager(reg), "test")
+    heard: list = []
+    runner.add_listener(heard.append)
+    runner.start()
+    deadline = time.monotonic() + DEADLINE_S
+    runner.drive(stop=lambda: time.monotonic() > deadline, poll_s=0.1)
+    runner.close()
+    return runner, heard
+
+
 def _events(run_dir: Path, kind: str) -> list[dict]:
     path = Path(run_dir) / "events.jsonl"
     lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
@@ -95,13 +108,7 @@ def test_a_series_over_this_pc_and_three_accounts(fake, tiny_data, capsys):
     ids = [it.id for it in added.items]
     assert first_wave == {ids[0]: "local", ids[1]: "kaggle:alice", ids[2]: "kaggle:alice", ids[3]: "kaggle:bob"}
 
-    runner = QueueRunner(RunManager(reg), "test")
-    heard = []
-    runner.add_listener(heard.append)
-    runner.start()
-    deadline = time.monotonic() + DEADLINE_S
-    runner.drive(stop=lambda: time.monotonic() > deadline, poll_s=0.1)
-    runner.close()
+    _, heard = _drive_to_the_end(reg)
 
     items = store.series_items(added.series.id)
     assert [it.state for it in items] == [DONE] * 6, [(it.name, it.state, it.message) for it in items]
@@ -137,13 +144,7 @@ def test_a_failed_run_is_retried_once_then_skipped_and_the_queue_goes_on(fake, t
     store = QueueStore(reg.state)
     doomed = add_runs(store, tiny(tiny_data, "doomed"), target="kaggle").items[0]
     after = add_runs(store, tiny(tiny_data, "after"), target="local").items[0]
-    runner = QueueRunner(RunManager(reg), "test")
-    heard = []
-    runner.add_listener(heard.append)
-    runner.start()
-    deadline = time.monotonic() + DEADLINE_S
-    runner.drive(stop=lambda: time.monotonic() > deadline, poll_s=0.1)
-    runner.close()
+    runner, heard = _drive_to_the_end(reg)
     doomed, after = store.item(doomed.id), store.item(after.id)
     seen = [(r, reg.get(r).status, reg.get(r).last_message) for r in doomed.runs]
     assert (doomed.state, doomed.attempt, len(doomed.runs)) == (FAILED, 2, 2), (seen, doomed.message)
