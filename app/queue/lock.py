@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainer.lock import WINDOWS_BYTE, try_lock
@@ -30,16 +31,42 @@ def lock_path() -> Path:
     return paths.data_dir() / LOCK_FILE
 
 
+@dataclass(frozen=True)
+class Note:
+    """What the lock file says of its holder. `pid` is the runner's own process — on Windows
+    not the pid `Popen` returned when a venv's launcher started it (app/queue/detach.py)."""
+
+    pid: int
+    program: str
+    since: float
+
+
+def read_note(path: Path | None = None) -> Note | None:
+    """The lock file's note, or None (no file, no note yet, a torn one)."""
+    try:
+        note = json.loads((path or lock_path()).read_text(encoding="utf-8"))
+        return Note(int(note["pid"]), str(note["program"]), float(note["since"]))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def holder(path: Path | None = None) -> str:
     """Who the lock file says drives the queue ("process 1234 (ternit queue run), since
     12:03"), or ""."""
-    try:
-        note = json.loads((path or lock_path()).read_text(encoding="utf-8"))
-        since = time.strftime("%d.%m %H:%M:%S", time.localtime(float(note["since"])))
-        return t(f"процесс {int(note['pid'])} ({note['program']}), с {since}",
-                 f"process {int(note['pid'])} ({note['program']}), since {since}")
-    except (OSError, ValueError, KeyError, TypeError):
+    note = read_note(path)
+    if note is None:
         return ""
+    since = time.strftime("%d.%m %H:%M:%S", time.localtime(note.since))
+    return t(f"процесс {note.pid} ({note.program}), с {since}", f"process {note.pid} ({note.program}), since {since}")
+
+
+def current_holder(path: Path | None = None) -> Note | None:
+    """The note of the runner holding the lock now (None when nobody holds it: a note left by
+    a runner that ended names nobody)."""
+    path = path or lock_path()
+    if not is_held(path):
+        return None
+    return read_note(path)
 
 
 def is_held(path: Path | None = None) -> bool:
