@@ -24,7 +24,6 @@ at a lab that moved or is gone; `off` removes it even then.
 from __future__ import annotations
 
 import os
-import shlex
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -136,8 +135,29 @@ def _desktop_keys(text: str) -> dict[str, str]:
 
 
 def desktop_argv(exec_line: str) -> list[str]:
-    """The Exec line back to its arguments (the quoting above is a subset of the shell's)."""
-    return [a.replace("%%", "%") for a in shlex.split(exec_line)]
+    """The Exec line back to its arguments, as the Desktop Entry spec reads it: `"…"` quotes,
+    `\\` escaping `"`, `` ` ``, `$` and `\\` inside them, `%%` a percent sign."""
+    out: list[str] = []
+    cur, quoted, started, i = "", False, False, 0
+    while i < len(exec_line):
+        c = exec_line[i]
+        if quoted and c == "\\" and i + 1 < len(exec_line) and exec_line[i + 1] in '"`$\\':
+            cur, i = cur + exec_line[i + 1], i + 2
+            continue
+        if c == '"':
+            quoted, started = not quoted, True
+        elif c in " \t" and not quoted:
+            if cur or started:
+                out.append(cur)
+            cur, started = "", False
+        else:
+            cur += c
+        i += 1
+    if quoted:
+        raise ValueError("an unclosed quote in Exec")
+    if cur or started:
+        out.append(cur)
+    return [a.replace("%%", "%") for a in out]
 
 
 # ---- Windows: Task Scheduler (and the Startup folder) ------------------------------------------
@@ -148,12 +168,12 @@ def task_user() -> str:
 
 
 def task_xml(entry: Entry, user: str) -> str:
-    """The task's definition (Task Scheduler schema 1.2): at this user's logon, as this user
+    """The task's definition (Task Scheduler schema 1.3: Windows 7 and later): at this user's logon, as this user
     with least privilege, on batteries too, with no time limit, one instance at a time."""
     args = subprocess.list2cmdline(entry.args())
     x = escape
     return f"""<?xml version="1.0" encoding="UTF-16"?>
-<Task version="1.2" xmlns="{TASK_NS}">
+<Task version="1.3" xmlns="{TASK_NS}">
   <RegistrationInfo>
     <Description>{x(t("Продолжает очередь обучения Ternit Lab после входа в систему",
                       "Carries the Ternit Lab training queue on after logon", entry.lang))}</Description>

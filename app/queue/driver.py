@@ -106,7 +106,7 @@ class QueueDriver:
         self.planner = Planner(self.store, self.registry)
         self.start_runner = start_runner  # off for --snapshot: a picture starts nothing
         self.started: Any = None  # the runner this window started last (a Popen)
-        self._started_mono = -RESTART_S
+        self._started_mono = float("-inf")
         self._seen: dict[int, tuple[str, int]] | None = None
         self._pending = False
 
@@ -114,9 +114,8 @@ class QueueDriver:
     def ensure_runner(self) -> bool:
         """Start the detached runner when the queue has work and nobody drives it (True when
         it was started now). One that ended at once (its log says why) is tried again later."""
-        if self.started is not None and self.started.poll() is not None:
-            self.started = None  # ended (its exit reaped): the queue ran dry, or it broke
-        if not self.start_runner or self.started is not None or lock.is_held() or not needs_runner(self.store):
+        alive = self.started is not None and self.started.poll() is None  # poll() reaps one that ended
+        if not self.start_runner or alive or lock.is_held() or not needs_runner(self.store):
             return False
         if time.monotonic() - self._started_mono < RESTART_S:
             return False
