@@ -53,6 +53,13 @@ def wait_for(what, timeout: float = DEADLINE_S, poll_s: float = 0.05):
     raise AssertionError(f"not seen within {timeout} s: {what}")
 
 
+def _gone(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
 def runner_gone() -> bool:
     return lock.current_holder() is None
 
@@ -131,7 +138,7 @@ def test_two_power_cuts_in_one_night_the_logon_entry_carries_the_run_on(tiny_dat
         rec = wait_for(trainer_past_a_checkpoint, poll_s=0.01)
         for pid in (note.pid, rec.pid):  # a power cut: both at once
             os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: not psutil.pid_exists(rec.pid) or psutil.Process(rec.pid).status() == psutil.STATUS_ZOMBIE)
+        wait_for(lambda pid=rec.pid: _gone(pid))
         wait_for(runner_gone)
     _logon(entry)
     wait_for(lambda: store.item(item.id).state == DONE)
