@@ -159,7 +159,7 @@ def test_the_rules_are_read_from_architecture_md():
     assert set(ROOMS) == {"app", "ui", "trainer", "bench"}
     assert TRAINER_CONTRACT == ("trainer.config", "trainer.plan", "trainer.reasons", "trainer.sampling",
                                 "trainer.checkpoint_index", "trainer.preflight", "trainer.streams",
-                                "trainer.lock")
+                                "trainer.lock", "trainer.awake")
     assert refused("ui.history", "torch.nn", RULES)
     text = ARCHITECTURE.read_text(encoding="utf-8")
     row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from . import awake, compiling, cuda_build, wrapping
 from . import checkpoint as ckpt
-from . import compiling, cuda_build, wrapping
 from .config import (
     ConfigError,
     RunConfig,
@@ -507,6 +507,10 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     if opts.dry_run:
         return EXIT_OK
     trainer.control.install_signals()
+    # The PC kept awake while this process trains, by its main thread; gone with the process.
+    keep = awake.hold(f"training {trainer.cfg.name}") if trainer.world.is_main else awake.Hold(False)
+    if trainer.world.is_main:
+        trainer.events.emit("awake", trainer.step, **keep.as_event())
     try:
         reason = trainer.train()
         # The final save fails like one during training (a full disk): inside the same try.
@@ -521,6 +525,8 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     except Exception as e:  # the event stream must say what happened, whatever it was
         report_failure(trainer, "other", f"{type(e).__name__}: {e}", "see trainer.log for the traceback")
         raise
+    finally:
+        keep.release()
     sha = trainer.state_sha256()
     messages = {
         "steps_reached": f"reached step {trainer.step}",

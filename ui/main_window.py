@@ -87,6 +87,7 @@ class MainWindow(QMainWindow):
         self.queue_status = QLabel()  # the status line's part that says who drives the queue
         self.statusBar().addPermanentWidget(self.queue_status)
         self.queue.events.changed.connect(lambda tl: self.queue_status.setText(tl.who))
+        self.queue.events.changed.connect(lambda _: self._show_awake())  # the queue's look: every few s
         self._live = LiveFollower()  # the followed run's speed and time left
         self.overlays: set[str] = set()
         self.notifier = Notifier(self)
@@ -506,6 +507,11 @@ class MainWindow(QMainWindow):
         desktop has no tray)."""
         self.notify(ended.title(), ended.text())
         self.load_measured()  # the run's speed and memory now correct the estimates
+
+    def _show_awake(self) -> None:
+        """The monitor's line on the sleep request (who holds it, or why nobody does)."""
+        if self.monitor is not None:
+            self.monitor.awake_label.setText(self.queue.awake_line())
 
     def notify(self, title: str, text: str) -> None:
         self.notifier.notify(title, text)

@@ -313,6 +313,14 @@ def _windows_on(entry: Entry) -> None:
     _write(startup_path(), startup_text(entry), newline="")
 
 
+def switch(on_: bool) -> str:
+    """The window's «Продолжать очередь после перезагрузки»: on or off, and what it now is."""
+    try:
+        return (on() if on_ else off()).text()
+    except OSError as e:
+        return t(f"Автозапуск очереди не изменён: {e}", f"Queue autostart not changed: {e}")
+
+
 def off(where: str | None = None) -> Status:
     """Remove the entry, whatever lab it points at."""
     where = where or platform()

@@ -16,6 +16,9 @@ import time
 from datetime import datetime
 from typing import Any
 
+from trainer.awake import Hold, hold
+
+from ..base import settings
 from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import plural_ru
@@ -249,14 +252,21 @@ def _run(registry: Registry) -> int:
         raise _Terminated
 
     previous = signal.signal(signal.SIGTERM, leave)
+    keep = Hold(False)
     try:
         runner.start()
+        # The PC kept awake while the runner has work: between runs, and while Kaggle legs are
+        # followed (each trainer here holds its own request too). Gone when it ends.
+        keep = hold("the training queue") if settings.keep_awake() else \
+            Hold(False, why="off in the lab's settings")
+        runner.lock.annotate(awake=keep.as_event())
         runner.drive()
     except (KeyboardInterrupt, _Terminated) as e:
         print(t("\nочередь больше не ведётся; идущие прогоны идут. Продолжить: ternit queue run",
                 "\nthe queue is no longer driven; running runs go on. To carry on: ternit queue run"), file=sys.stderr)
         return EXIT_TERMINATED if isinstance(e, _Terminated) else EXIT_INTERRUPTED
     finally:
+        keep.release()
         signal.signal(signal.SIGTERM, previous)
         runner.close()
         kaggle_bridge.shutdown()  # the legs are followed again by the next runner

@@ -23,6 +23,7 @@ from ..base.i18n import t
 from ..base.numbers import parse_number, plural_ru
 from ..base.state import StateError
 from ..form import fields as F
+from ..runs.awake import awake_line
 from ..runs.manager import RunManager
 from ..runs.registry import RunRecord
 from ..window.events import Event
@@ -204,6 +205,12 @@ class QueueDriver:
 
     def series_results(self, series_id: int) -> Results:
         return results(self.store, self.registry, series_id)
+
+    def awake_line(self) -> str:
+        """Whether the PC is kept awake now, and by whom: the trainers here, this runner (the
+        monitor's line)."""
+        note = lock.current_holder()
+        return awake_line(self.registry, note.awake if note is not None else None)
 
     def who_drives(self, tl: Timeline | None = None) -> str:
         """The status line: who drives the queue (its pid, since when) or why nobody does."""

@@ -14,6 +14,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainer.lock import WINDOWS_BYTE, try_lock
 
@@ -39,13 +40,16 @@ class Note:
     pid: int
     program: str
     since: float
+    awake: dict[str, Any] | None = None  # the runner's sleep request (trainer/awake.py's Hold)
 
 
 def read_note(path: Path | None = None) -> Note | None:
     """The lock file's note, or None (no file, no note yet, a torn one)."""
     try:
         note = json.loads((path or lock_path()).read_text(encoding="utf-8"))
-        return Note(int(note["pid"]), str(note["program"]), float(note["since"]))
+        awake = note.get("awake")
+        return Note(int(note["pid"]), str(note["program"]), float(note["since"]),
+                    awake if isinstance(awake, dict) else None)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -103,6 +107,7 @@ class RunnerLock:
         self.path = path or lock_path()
         self.program = program
         self._fd: int | None = None
+        self._note: dict[str, Any] = {}
 
     @property
     def held(self) -> bool:
@@ -120,10 +125,21 @@ class RunnerLock:
                                f"the queue is already driven by {who}; a second runner does not start — "
                                "wait for it or close it"))
         self._fd = fd
-        note = json.dumps({"pid": os.getpid(), "program": self.program, "since": time.time()})
+        self._note = {"pid": os.getpid(), "program": self.program, "since": time.time()}
+        self._write_note()
+
+    def annotate(self, **fields: Any) -> None:
+        """Add to the holder's note what others may want to see (its sleep request)."""
+        if self._fd is not None:
+            self._note.update(fields)
+            self._write_note()
+
+    def _write_note(self) -> None:
+        assert self._fd is not None
         try:
-            os.ftruncate(fd, 0)
-            os.write(fd, note.encode())
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            os.ftruncate(self._fd, 0)
+            os.write(self._fd, json.dumps(self._note).encode())
         except OSError:
             pass  # the lock holds without the note; only the refusal's wording loses the name
 
