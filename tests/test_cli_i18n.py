@@ -247,7 +247,7 @@ def test_an_ambiguous_run_id_and_a_bad_gpu_are_explained_in_russian(tmp_path):
     config = tmp_path / "run.json"
     config.write_text(json.dumps({"target": {"kind": "local"}, "data": {"dir": str(tmp_path)}}))
     code, _, err = run_cli(["run", "start", "--config", str(config), "--gpu", "first"], "ru")
-    # The trainer's own rule (trainer.config.gpu_choice), framed in Russian, before any run exists.
+    # The trainer's own rule (trainer.config.run_config.gpu_choice), framed in Russian, before any run exists.
     assert code == 2 and "run.json не пройдёт проверку тренера" in err and "target.gpu" in err and "'first'" in err, err
     assert Registry().list_runs() == [] or all(r.name == "alpha" for r in Registry().list_runs())
 

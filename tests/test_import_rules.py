@@ -4,7 +4,8 @@ The rules are the table in docs/ARCHITECTURE.md ("What each room may import"), r
 document and the check cannot disagree, because there is one copy of the rules. The same
 document's table of app's parts is held to the packages that exist, and app's parts may not
 import each other in a cycle (counting the imports made inside functions and the modules
-named by string for importlib).
+named by string for importlib), and no two files anywhere in the product import each other
+in a circle (trainer/'s and ui/'s rooms are rows of the same table).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def doc_table(name: str, text: str | None = None) -> list[list[str]]:
 
 
 def names_in(cell: str) -> tuple[str, ...]:
-    """The module names written in backquotes in a cell (`trainer.config`), in order."""
+    """The module names written in backquotes in a cell (`trainer.config.run_config`), in order."""
     return tuple(n for n in re.findall(r"`([^`]+)`", cell) if DOTTED.match(n))
 
 
@@ -157,9 +158,9 @@ def test_the_rules_are_read_from_architecture_md():
     """The table is the rule: each room has its row, and a row changed in the document is
     a different check (here: `torch` struck from ui's row is no longer refused)."""
     assert set(ROOMS) == {"app", "ui", "trainer", "bench"}
-    assert TRAINER_CONTRACT == ("trainer.config", "trainer.plan", "trainer.reasons", "trainer.sampling",
-                                "trainer.checkpoint_index", "trainer.preflight", "trainer.streams",
-                                "trainer.lock")
+    assert TRAINER_CONTRACT == ("trainer.config.run_config", "trainer.plan.planner", "trainer.config.reasons", "trainer.text.sampling",
+                                "trainer.state.checkpoint_index", "trainer.plan.preflight", "trainer.base.streams",
+                                "trainer.base.lock")
     assert refused("ui.history", "torch.nn", RULES)
     text = ARCHITECTURE.read_text(encoding="utf-8")
     row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))
@@ -176,14 +177,14 @@ def test_no_view_of_the_window_reaches_back_into_main_window():
 
 
 def test_the_trainer_rows_allow_only_their_libraries():
-    assert not refused("trainer.train", "torch.distributed", RULES)
-    assert not refused("trainer.train", "json", RULES)  # the standard library
-    assert refused("trainer.train", "safetensors.torch", RULES)  # "every other library"
-    assert not refused("trainer.export", "safetensors.torch", RULES)
-    assert not refused("trainer.lean", "bitsandbytes", RULES)
-    assert refused("trainer.train", "app.base.paths", RULES)
-    assert refused("app.runs.manager", "trainer.train", RULES)
-    assert not refused("app.runs.manager", "trainer.checkpoint_index", RULES)
+    assert not refused("trainer.run.train", "torch.distributed", RULES)
+    assert not refused("trainer.run.train", "json", RULES)  # the standard library
+    assert refused("trainer.run.train", "safetensors.torch", RULES)  # "every other library"
+    assert not refused("trainer.model.export", "safetensors.torch", RULES)
+    assert not refused("trainer.step.lean", "bitsandbytes", RULES)
+    assert refused("trainer.run.train", "app.base.paths", RULES)
+    assert refused("app.runs.manager", "trainer.run.train", RULES)
+    assert not refused("app.runs.manager", "trainer.state.checkpoint_index", RULES)
 
 
 def test_architecture_md_names_every_part_of_app():
@@ -262,6 +263,57 @@ def test_the_kaggle_code_bundle_is_the_trainer_alone():
     from app.kaggle.datasets import code_bundle
 
     names = [name for name, _ in code_bundle().files]
-    assert "trainer/train.py" in names and "trainer/__main__.py" in names
+    assert "trainer/run/train.py" in names and "trainer/__main__.py" in names
     assert all(n.startswith("trainer/") for n in names)
     assert not [n for n in names if "bench" in n or "opcount" in n]
+
+
+def module_graph(room: str) -> dict[str, set[str]]:
+    """{module: the lab modules of the same room it imports}, counting imports inside functions
+    and modules named by string. A module's own packages are no edge: Python loads them before
+    it (`from . import x` in app/runs/y.py imports app.runs.x, not a circle through app/runs/)."""
+    graph: dict[str, set[str]] = {}
+    for path in sources(room):
+        here = module_name(path)
+        for _, name in imports(path) + named_by_string(path):
+            if name.split(".")[0] == room and name != here and not here.startswith(name + ".") and is_lab_module(name):
+                graph.setdefault(here, set()).add(name)
+    return graph
+
+
+@pytest.mark.parametrize("room", LAB_ROOMS[:-1])
+def test_no_two_files_import_each_other_in_a_circle(room):
+    assert cycles(module_graph(room)) == []
+
+
+def test_the_file_graph_sees_a_circle(tmp_path, monkeypatch):
+    """Two files of a room that import each other, one of them inside a function and only for
+    its types, are a circle."""
+    (tmp_path / "trainer" / "run").mkdir(parents=True)
+    for init in ("trainer/__init__.py", "trainer/run/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "trainer" / "run" / "train.py").write_text("from trainer.run import wrapping\n")
+    (tmp_path / "trainer" / "run" / "wrapping.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trainer.run.train import Trainer\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert cycles(module_graph("trainer")) == [["trainer.run.train", "trainer.run.wrapping"]]
+
+
+def test_architecture_md_names_every_room_of_the_trainer():
+    """Its table of the trainer's rooms lists each package of trainer/ once, in the order of
+    the import rules (each room imports only those above it in the table), and each room has
+    its row among the import rules but the loop's, which may import them all."""
+    named = [names[0] for names in (re.findall(r"`(trainer/\w+)/`", row[0]) for row in doc_table("trainer-rooms")) if names]
+    packages = sorted(f"trainer/{p.parent.name}" for p in (ROOT / "trainer").glob("*/__init__.py"))
+    assert sorted(named) == packages and len(named) == len(set(named))
+    ruled = [r.who for r in RULES if r.who.startswith("trainer.") and r.never]
+    assert ruled == [n.replace("/", ".") for n in named[:-1]]
+
+
+def test_a_lower_room_of_the_trainer_may_not_import_a_higher_one():
+    assert refused("trainer.config.run_config", "trainer.plan.planner", RULES)  # the contract needs no plan
+    assert not refused("trainer.config.__main__", "trainer.plan.planner", RULES)  # the command above both
+    assert not refused("trainer.plan.planner", "trainer.config.run_config", RULES)
+    assert refused("trainer.state.checkpoint", "trainer.parallel.sharding", RULES)
+    assert refused("trainer.model.gpt", "trainer.step.optim", RULES)
+    assert not refused("trainer.run.train", "trainer.text.generate", RULES)

@@ -29,7 +29,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     from app.cli.main import utf8_stdio
 
-    utf8_stdio()  # what it prints, redirected, is UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # what it prints, redirected, is UTF-8 on Windows too (trainer/base/streams.py)
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.snapshot:
         # Offscreen: no display needed, and nothing flashes on screen.

@@ -1,4 +1,4 @@
-"""The «Текст» tab's child process (python -m trainer.sample) as a QProcess: its output
+"""The «Текст» tab's child process (python -m trainer.text.sample) as a QProcess: its output
 read as it comes, without a thread; «Стоп» kills it and reaps it at once, so no process is
 left behind. What the lines mean is app.text.playground.Session's."""
 

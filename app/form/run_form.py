@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.config import (
+from trainer.config.reasons import Refusal
+from trainer.config.run_config import (
     default,
     weight_count,
 )
-from trainer.reasons import Refusal
 
 from .. import sizing
 from ..base.i18n import current_language, t

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.checkpoint_index import hash_path, is_dcp
-from trainer.config import lean_mode
+from trainer.config.run_config import lean_mode
+from trainer.state.checkpoint_index import hash_path, is_dcp
 
 from ..base import paths
 from ..base.i18n import t

@@ -1,4 +1,4 @@
-"""One writer per run folder: an OS lock on RUN_DIR/trainer.lock, held while training.
+"""One writer per run folder: an OS lock on RUN_DIR/trainer.base.lock, held while training.
 
 Two trainers on one folder would interleave their events and prune each other's
 checkpoints. The lock is the operating system's own (flock on POSIX, a byte-range lock on
@@ -13,7 +13,7 @@ import os
 import time
 from pathlib import Path
 
-LOCK_FILE = "trainer.lock"
+LOCK_FILE = "trainer.base.lock"
 # Windows locks are mandatory: the locked byte lies far past the text, so that a second
 # process can still read who holds the lock.
 WINDOWS_BYTE = 1 << 20

@@ -1,6 +1,6 @@
 """Why a run executes as it does, and why it is refused: codes with parameters.
 
-A plan (trainer/plan.py) gives every choice a `Reason`; a combination that cannot run is
+A plan (trainer/plan/planner.py) gives every choice a `Reason`; a combination that cannot run is
 a `Refusal`, and a run.json rule the contract checks raises a ConfigError that carries
 one. Each is a code and its parameters, never a finished sentence, so that whoever shows
 it words it in its own language from the same facts: the trainer in English (its log,
@@ -150,7 +150,7 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "file_not_utf8": "{path} is not UTF-8 text (byte {byte}): save it as UTF-8",
     "file_unreadable": "{path} cannot be read ({error})",
     "not_an_object": "run.json must hold one JSON object",
-    # ---- sampling from a checkpoint (trainer/sampling.py) -------------------------------------
+    # ---- sampling from a checkpoint (trainer/text/sampling.py) -------------------------------------
     "temperature": "temperature {value} refused: it must be 0 (always the likeliest token) to {most:g}",
     "top_k": "top-k {value} refused: 0 (no limit) or more",
     "top_p": "top-p {value} refused: it must be above 0 and at most 1",

@@ -14,12 +14,12 @@ from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-from .reasons import Refusal, number_text
+from trainer.config.reasons import Refusal, number_text
 
 
 class ConfigError(ValueError):
     """A run.json that cannot be trained: the message says what to change. It carries the
-    refusal as a code with parameters (trainer/reasons.py), so the lab words it in Russian
+    refusal as a code with parameters (trainer/config/reasons.py), so the lab words it in Russian
     from the same facts; a plain message is the code "invalid"."""
 
     def __init__(self, problem: str | Refusal) -> None:
@@ -49,15 +49,15 @@ class TrainingConfig:
     checkpoint_every_min: float = 30.0
     keep_checkpoints: int = 3
     economical: bool | str = False
-    # The lean training state (trainer/lean.py): false, true (gradients held for an exact
+    # The lean training state (trainer/step/lean.py): false, true (gradients held for an exact
     # clip), "fused" (no gradients held: two backward passes) or "offload" (fused, the
     # moments in the host's memory between steps).
     lean_state: bool | str = False
     precision: str = "auto"
-    # torch.compile of the model for the training step (trainer/compiling.py): "auto" = on
+    # torch.compile of the model for the training step (trainer/step/compiling.py): "auto" = on
     # for a CUDA card, off on the CPU; "on", "off" (true/false read as on/off).
     compile: bool | str = "auto"
-    # How two or more processes (torchrun) share the work (trainer/sharding.py): "ddp"
+    # How two or more processes (torchrun) share the work (trainer/parallel/sharding.py): "ddp"
     # (every process holds the whole state), "fsdp" (the state sharded, FSDP2), "auto".
     sharding: str = "auto"
     deterministic: bool = False
@@ -68,7 +68,7 @@ class TrainingConfig:
     # micro-steps whose gradients add up (accumulation = this / (cards × batch_per_card ×
     # context), a whole number). 0: one micro-step, cards × batch_per_card × context.
     tokens_per_step: int = 0
-    # Samples during training (trainer.samples): every `sample_every` steps, 0 = with each
+    # Samples during training (trainer.run.samples): every `sample_every` steps, 0 = with each
     # evaluation; `sample_tokens` new tokens per prompt, 0 = no samples; no prompts = the
     # first words of a few held-out documents, the same for the whole run.
     sample_every: int = 0
@@ -442,7 +442,7 @@ def economical_level(value: bool | str | None) -> str:
 
 
 LEAN_MODES = ("off", "on", "fused", "offload")
-# The lean states whose update runs inside a second backward pass (trainer/lean.py).
+# The lean states whose update runs inside a second backward pass (trainer/step/lean.py).
 FUSED_LEAN_MODES = ("fused", "offload")
 
 
@@ -513,7 +513,7 @@ def read_json(path: str | Path) -> Any:
 
 
 def weight_count(layers: int, width: int, context: int, vocab: int) -> int:
-    """Exact weight count of trainer/model.py's GPT: 12·L·d² (per block: fused qkv 3d²,
+    """Exact weight count of trainer/model/gpt.py's GPT: 12·L·d² (per block: fused qkv 3d²,
     projection d², MLP 4d² + 4d²; no biases, norms without weights) + V·d (the token
     embedding, tied with the output layer) + n·d (learned positions). 27,738,112 for
     8 × 512, V 4000, n 1024. The one formula: the sizing and the form use it too, and a
@@ -549,51 +549,3 @@ def default(path: str) -> Any:
     if is_dataclass(node):
         raise KeyError(path)
     return copy.deepcopy(node)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m trainer.config RUN.json [--machine NAME] [--json]`: check a run.json as
-    the trainer will (no torch imported, nothing trained); with --machine, the plan of what
-    it would run on that machine of the lab's catalogue (trainer.plan.KNOWN_CARDS: the
-    names `ternit estimate --gpu` knows), each choice with its reason. Exit 0, or 2 with
-    the refusal (on stderr; with --json as {"refusal": …} on stdout). The lab runs the same
-    rules in its own process before any run exists (app/runs/precheck.py), with the start
-    checks of trainer.preflight, which need the data this command does not."""
-    import argparse
-    import sys
-
-    from .plan import KNOWN_CARDS, known_machine, plan
-
-    parser = argparse.ArgumentParser(prog="python -m trainer.config", description=(
-        "Check a run.json as the trainer will; with --machine, print what it would run there."))
-    parser.add_argument("run_json", metavar="RUN.json")
-    parser.add_argument("--machine", choices=list(KNOWN_CARDS), help="a machine of the lab's catalogue")
-    parser.add_argument("--json", action="store_true", help="print one JSON object")
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-
-    def refused(refusal: Refusal) -> int:
-        if args.json:
-            print(json.dumps({"refusal": refusal.as_json()}, ensure_ascii=False))
-        print(f"error: {refusal.text()}", file=sys.stderr)
-        return 2
-
-    try:
-        cfg = load(args.run_json)
-    except ConfigError as e:
-        return refused(e.refusal)
-    if args.machine is None:
-        if args.json:
-            print(json.dumps({"plan": None}))
-        return 0
-    result = plan(cfg, known_machine(args.machine))
-    if isinstance(result, Refusal):
-        return refused(result)
-    print(json.dumps({"plan": result.as_json()}, ensure_ascii=False) if args.json else "\n".join(result.lines()))
-    return 0
-
-
-if __name__ == "__main__":
-    from .streams import utf8_stdio
-
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
-    raise SystemExit(main())

@@ -21,7 +21,7 @@ three matrix products as the normal loss: no recomputation.
 The recomputation is written out (two small autograd functions) rather than left to
 torch.utils.checkpoint's selective policies, which held more of the normal peak and
 cost Python work per operator in both passes (docs/PERF.md, «Figures the code's docstrings carried»). The block's forward is restated here
-(trainer.model.Block: x + attn(norm(x)), then x + mlp(norm(x))); the tests compare the
+(trainer.model.gpt.Block: x + attn(norm(x)), then x + mlp(norm(x))); the tests compare the
 modes' losses and gradients, so a change to one that the other lacks fails them.
 
 On a fast GPU a step of the lab's small models waits mostly for kernel launches, so the
@@ -46,8 +46,8 @@ import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 
-from .config import ECONOMICAL_LEVELS
-from .functional import GELU_APPROXIMATE, lm_loss, norm
+from trainer.config.run_config import ECONOMICAL_LEVELS
+from trainer.model.functional import GELU_APPROXIMATE, lm_loss, norm
 
 # What each level costs, printed with the benchmark's report (figures: docs/PERF.md). On a
 # GPU the step time is not measured for this version: the extra arithmetic (what a busy
@@ -77,7 +77,7 @@ def mlp_chunks(layers: int) -> tuple[int, int]:
     return (1, 2 if layers < 8 else 1)
 
 
-_EPS = 1e-5  # F.layer_norm's default, as trainer.model.norm uses
+_EPS = 1e-5  # F.layer_norm's default, as trainer.model.gpt.norm uses
 
 
 def _precision(t: torch.Tensor) -> tuple[torch.dtype, torch.dtype]:
@@ -229,7 +229,7 @@ def tiled_mlp(
 
 
 def _attention(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """block.attn(norm(x)) (trainer.model.Attention) with the norm recomputed, not kept."""
+    """block.attn(norm(x)) (trainer.model.gpt.Attention) with the norm recomputed, not kept."""
     attn = block.attn
     b, t, d = x.shape
     qkv = _NormLinear.apply(x, attn.qkv.weight)
@@ -248,7 +248,7 @@ def _recomputed_attention(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
 
 
 def block_forward(block: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """A trainer.model.Block's forward pass in its economical level (`block.level`, with
+    """A trainer.model.gpt.Block's forward pass in its economical level (`block.level`, with
     its MLP's row slices `block.mlp_chunks`), for the training step; the block's own
     forward calls it (so FSDP's hooks on the block gather its weights around it as
     around the normal pass)."""
@@ -340,7 +340,7 @@ class _ChunkedLinearCrossEntropy(torch.autograd.Function):
 def chunked_lm_loss(
     h: torch.Tensor, weight: torch.Tensor, targets: torch.Tensor, layers: int = 1
 ) -> torch.Tensor:
-    """The same value as trainer.model.lm_loss, without holding the (N, V) logits.
+    """The same value as trainer.model.gpt.lm_loss, without holding the (N, V) logits.
     `layers` is the model's depth (it sets the slices: loss_slices)."""
     device_type = h.device.type
     if torch.is_autocast_enabled(device_type):

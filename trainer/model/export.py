@@ -1,7 +1,7 @@
-"""python -m trainer.export CKPT OUT.safetensors — the weights alone, with the model config
+"""python -m trainer.model.export CKPT OUT.safetensors — the weights alone, with the model config
 in the file's metadata (what another program needs to load them).
 
-python -m trainer.export CKPT OUT --format hf [--tokenizer TOKENIZER.json] — a folder that
+python -m trainer.model.export CKPT OUT --format hf [--tokenizer TOKENIZER.json] — a folder that
 Hugging Face transformers loads as GPT2LMHeadModel (and AutoTokenizer as its tokenizer),
 which llama.cpp's convert_hf_to_gguf.py also reads."""
 
@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .checkpoint import CheckpointError, load
+from trainer.state.checkpoint import load
+from trainer.state.checkpoint_index import CheckpointError
 
 EOT = "<|endoftext|>"
 
@@ -63,10 +64,10 @@ class TokenizerError(Exception):
 # The lab's GPT is GPT-2's architecture without what it does not learn: no biases and no
 # norm weights (GPT-2's are written as zeros and ones, which change nothing), the output
 # layer tied to the token embedding, learned positions, MLP 4·d, the exact (erf) GELU
-# (trainer.model.GELU_APPROXIMATE) and torch's LayerNorm eps. GPT-2's Conv1D keeps its
+# (trainer.model.gpt.GELU_APPROXIMATE) and torch's LayerNorm eps. GPT-2's Conv1D keeps its
 # weight as (in, out): nn.Linear's (out, in) transposed.
 HF_ACTIVATION = {"none": "gelu", "tanh": "gelu_pytorch_tanh"}
-LAYER_NORM_EPS = 1e-5  # F.layer_norm's default, which trainer.model.norm uses
+LAYER_NORM_EPS = 1e-5  # F.layer_norm's default, which trainer.model.gpt.norm uses
 HF_FILES = ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
             "special_tokens_map.json", "vocab.json", "merges.txt")
 
@@ -93,7 +94,7 @@ def hf_tensors(model_state: dict[str, Any], layers: int) -> dict[str, Any]:
 
 
 def hf_config(model: dict[str, int], eot_id: int | None) -> dict[str, Any]:
-    from .model import GELU_APPROXIMATE
+    from trainer.model.gpt import GELU_APPROXIMATE
 
     d = model["width"]
     return {
@@ -187,7 +188,7 @@ EXIT_CHECKPOINT, EXIT_WRITE, EXIT_TOKENIZER = 2, 4, 5
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m trainer.export", description=__doc__)
+    p = argparse.ArgumentParser(prog="python -m trainer.model.export", description=__doc__)
     p.add_argument("checkpoint", type=Path)
     p.add_argument("out", type=Path)
     p.add_argument("--format", choices=("safetensors", "hf"), default="safetensors")
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main())

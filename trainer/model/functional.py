@@ -1,5 +1,5 @@
-"""The model's plain functions, shared by the normal forward pass (trainer/model.py) and
-the economical levels' written-out one (trainer/economical.py): the norm, the GELU's
+"""The model's plain functions, shared by the normal forward pass (trainer/model/gpt.py) and
+the economical levels' written-out one (trainer/model/economical.py): the norm, the GELU's
 setting and the loss."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import torch.nn.functional as F
 
 # The exact (erf) GELU: on the CPU it is about 2% faster per training step than the tanh
 # approximation (measured side by side, docs/PERF.md), and on a GPU the two cost the same.
-# trainer.economical recomputes it with the same setting.
+# trainer.model.economical recomputes it with the same setting.
 GELU_APPROXIMATE = "none"
 
 

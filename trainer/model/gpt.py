@@ -2,7 +2,7 @@
 
 Learned positional embedding, input and output embedding tied, pre-norm blocks whose
 norms have no learnable weights, no biases anywhere, MLP width 4·d. The weight count is
-therefore exactly 12·L·d² + V·d + n·d (see `weight_count` in trainer.config).
+therefore exactly 12·L·d² + V·d + n·d (see `weight_count` in trainer.config.run_config).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import economical
-from .config import ModelConfig, economical_level, heads_divide
-from .functional import GELU_APPROXIMATE, lm_loss, norm
+from trainer.config.run_config import ModelConfig, economical_level, heads_divide
+from trainer.model import economical
+from trainer.model.functional import GELU_APPROXIMATE, lm_loss, norm
 
 
 class Attention(nn.Module):
@@ -47,7 +47,7 @@ class MLP(nn.Module):
 
 class Block(nn.Module):
     """Attention then MLP, each on the normed residual stream. In an economical level
-    (trainer/economical.py) the training step's pass keeps fewer activations and
+    (trainer/model/economical.py) the training step's pass keeps fewer activations and
     recomputes the rest; evaluation and generation (no gradients) run the normal pass."""
 
     def __init__(self, width: int, heads: int, level: str = "off", mlp_chunks: tuple[int, int] = (1, 1)) -> None:

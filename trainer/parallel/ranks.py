@@ -1,4 +1,4 @@
-"""python -m trainer.ranks N TRAINER-ARGS...: N processes of `python -m trainer TRAINER-ARGS`
+"""python -m trainer.parallel.ranks N TRAINER-ARGS...: N processes of `python -m trainer TRAINER-ARGS`
 on this PC, as `torchrun --standalone --nproc_per_node=N` starts them. For Windows.
 
 Windows' torch cannot run torchrun: its rendezvous store (TCPStore) asks for libuv, which
@@ -7,7 +7,7 @@ without libuv support"), and torchrun's agent gives no way to ask otherwise (USE
 not read there; torch 2.15). The trainer's own `init_process_group` (env://) takes the
 plain store on Windows by itself, so the ranks only need what torchrun would give them:
 RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT. They talk
-through gloo (trainer/distributed.py says what that costs).
+through gloo (trainer/parallel/distributed.py says what that costs).
 
 As torchrun does: a rank that fails ends the others; the exit code is the first failed
 rank's, else 0. A stop request reaches every rank (RUN_DIR/STOP, which they agree on; a
@@ -59,13 +59,13 @@ def launch(world: int, trainer_args: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args or not args[0].isdigit() or int(args[0]) < 1:
-        print("usage: python -m trainer.ranks N TRAINER-ARGS...", file=sys.stderr)
+        print("usage: python -m trainer.parallel.ranks N TRAINER-ARGS...", file=sys.stderr)
         return 2
     return launch(int(args[0]), args[1:])
 
 
 if __name__ == "__main__":
-    from .streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
     utf8_stdio()
     sys.exit(main())

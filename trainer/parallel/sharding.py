@@ -8,7 +8,7 @@ run.json `training.sharding`:
   gathering one block's weights at a time for its forward and backward passes and
   reduce-scattering its gradients; under bf16/fp16 the gathered weights are 16-bit
   (MixedPrecisionPolicy: half the traffic) and the gradients are reduced in fp32;
-- "auto" (the default; trainer/plan.py decides it and says why): fsdp when the whole
+- "auto" (the default; trainer/plan/planner.py decides it and says why): fsdp when the whole
   state (16 bytes a weight) would take more than half of one card and the lean state is
   off, else ddp. DDP is kept wherever it fits because it is the faster
   of the two when the state fits (one all-reduce overlapping the backward pass, no
@@ -20,15 +20,15 @@ run.json `training.sharding`:
 
 FSDP's checkpoints are saved and loaded through `torch.distributed.checkpoint` (DCP: a
 folder `step-XXXXXXXX.dcp/` in which every process writes its own shards, with the run's
-counters in `extra.pt`; trainer/checkpoint.py keeps its SHA-256 manifest beside it and
+counters in `extra.pt`; trainer/state/checkpoint.py keeps its SHA-256 manifest beside it and
 validates it on load), so a run saved on two processes continues on one and back: DCP
 re-shards on load, and one process reads the whole state from it.
 
 What FSDP does not combine with here, refused by the plan in one line before anything is
 built: the lean state (its per-parameter step in the backward pass would need FSDP's
 sharded gradients, which arrive only after the reduce-scatter), and compilation `on`
-(trainer/compiling.py). The economical levels run inside each block's own forward pass
-(trainer.model.Block), so under every level only one block's weights are gathered at a
+(trainer/step/compiling.py). The economical levels run inside each block's own forward pass
+(trainer.model.gpt.Block), so under every level only one block's weights are gathered at a
 time (plus the one FSDP fetches ahead), as app.sizing.state models it.
 """
 
@@ -41,11 +41,12 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import TrainingConfig
+from trainer.config.run_config import TrainingConfig
+from trainer.state.dcp import to_ids, to_named
 
 
 def shard(model: nn.Module, precision: str) -> str:
-    """Apply FSDP2 to a trainer.model.GPT in place (FSDP's way: the module is the sharded
+    """Apply FSDP2 to a trainer.model.gpt.GPT in place (FSDP's way: the module is the sharded
     model from then on); returns a line for the log."""
     from torch.distributed.fsdp import (
         MixedPrecisionPolicy,
@@ -68,7 +69,7 @@ def shard(model: nn.Module, precision: str) -> str:
 
 
 def make_optimizer(model: nn.Module, t: TrainingConfig) -> torch.optim.AdamW:
-    """The normal AdamW (trainer.optim's groups and settings) over the sharded weights.
+    """The normal AdamW (trainer.step.optim's groups and settings) over the sharded weights.
     Not fused: torch 2.13's fused AdamW fails on DTensor weights under the GradScaler
     ("output with shape [] doesn't match the broadcast shape [1]"). Not foreach either:
     the foreach step makes its denominator (√v / bias correction + ε) for a whole group
@@ -79,7 +80,7 @@ def make_optimizer(model: nn.Module, t: TrainingConfig) -> torch.optim.AdamW:
     the largest parameter's shard (app.sizing.memory models it), for about 600 more
     small kernel launches a step at the full model (26 layers), against a step of
     seconds there."""
-    from .lean import param_groups
+    from trainer.step.lean import param_groups
 
     return torch.optim.AdamW(param_groups(model, t.weight_decay), lr=t.lr, betas=(0.9, 0.95), eps=1e-8,
                              foreach=False)
@@ -98,30 +99,13 @@ def make_scaler(precision: str, device: torch.device) -> torch.amp.GradScaler:
 
 def optimizer_names(model: nn.Module) -> list[str]:
     """The parameters' names in the optimizer's order (a torch optimizer state dict's
-    integer ids are positions in this list): trainer.optim's two groups, matrices with
+    integer ids are positions in this list): trainer.step.optim's two groups, matrices with
     weight decay first, then the rest, each in the model's order. Found by name, not by
     identity: FSDP swaps the module's parameter objects between sharded and gathered."""
     decay, rest = [], []
     for name, p in model.named_parameters():
         (decay if p.dim() >= 2 and not name.startswith(("tok.", "pos.")) else rest).append(name)
     return decay + rest
-
-
-def to_named(sd: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    """A torch optimizer state dict (integer ids) → keyed by parameter names (DCP's form)."""
-    return {
-        "state": {names[int(i)]: s for i, s in sd["state"].items()},
-        "param_groups": [{**g, "params": [names[int(i)] for i in g["params"]]} for g in sd["param_groups"]],
-    }
-
-
-def to_ids(sd: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    """The inverse of to_named: a named optimizer state dict → integer ids."""
-    index = {n: i for i, n in enumerate(names)}
-    return {
-        "state": {index[n]: s for n, s in sd["state"].items()},
-        "param_groups": [{**g, "params": [index[n] for n in g["params"]]} for g in sd["param_groups"]],
-    }
 
 
 # How an optimizer computes, not what it has learnt: kept from the receiving optimizer
@@ -183,20 +167,6 @@ def load_full_sharded(model: nn.Module, optimizer: torch.optim.Optimizer, model_
     optim_sd = keep_implementation(optim_sd, optimizer)
     set_state_dict(model, optimizer, model_state_dict=model_sd, optim_state_dict=to_named(optim_sd, names),
                    options=StateDictOptions(full_state_dict=True))
-
-
-def read_dcp_whole(folder: Path, names: list[str]) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
-    """The whole model and optimizer state of a DCP checkpoint in this process (one
-    process continuing it, or the export), the optimizer in integer ids (`names`: the
-    parameters in the optimizer's order, saved with the checkpoint)."""
-    import warnings
-
-    from torch.distributed.checkpoint.state_dict_loader import _load_state_dict_from_keys
-
-    with warnings.catch_warnings():  # "assuming the intent is to load in a single process": it is
-        warnings.simplefilter("ignore")
-        sd = _load_state_dict_from_keys(checkpoint_id=str(folder))
-    return sd["model"], to_ids(sd["optimizer"], names)
 
 
 def local_tensors(tensors: Iterable[Any]) -> list[torch.Tensor]:

@@ -14,7 +14,7 @@ CPU instead). Standard library at import; torch only inside `problem()`.
 - The cards are found with `nvidia-smi` (installed with every NVIDIA driver), as desktop
   trainers' installers do; torch is the authority after installing.
 
-`python -m trainer.cuda_build` prints the verdict in one line (exit 0: fine, 1: the line
+`python -m trainer.plan.cuda_build` prints the verdict in one line (exit 0: fine, 1: the line
 says what to install); `--index` prints which build the set-up installs for this PC.
 """
 
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
     utf8_stdio()
     sys.exit(main())

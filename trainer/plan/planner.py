@@ -8,8 +8,8 @@ samples are written — each with its reason; or it refuses the combination with
 `Refusal`. Nothing is changed silently: an "auto" says what it chose and why, and
 anything asked for explicitly runs as asked or is refused.
 
-Everyone asks it: the trainer builds its parts from the plan (trainer/train.py) after
-filling the `Machine` from torch (trainer/hardware.py); the lab fills it from its card
+Everyone asks it: the trainer builds its parts from the plan (trainer/run/train.py) after
+filling the `Machine` from torch (trainer/run/hardware.py); the lab fills it from its card
 catalogue (`known_machine` here, the cards' facts that `ternit estimate --gpu` uses too) or
 NVML, and asks before anything is created or uploaded; the sizing offers exactly the
 combinations it accepts. Pure and torch-free (standard library only), so the lab reads it
@@ -25,7 +25,8 @@ import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .config import (
+from trainer.config.reasons import Reason, Refusal
+from trainer.config.run_config import (
     FUSED_LEAN_MODES,
     STATE_BYTES_PER_WEIGHT,
     ConfigError,
@@ -37,13 +38,12 @@ from .config import (
     parameter_count,
     sharding_mode,
 )
-from .reasons import Reason, Refusal
 
 # auto shards (FSDP) when the whole normal state would take more than this share of a card.
 AUTO_SHARE = 0.5
 # The step's kinds: AdamW after a backward pass; the lean state's update after a backward
 # pass that held the gradients; inside a second backward pass (none held); the same with
-# the moments in the host's memory. trainer/step.py runs each.
+# the moments in the host's memory. trainer/step/step.py runs each.
 STEP_KINDS = ("normal", "held", "fused", "offload")
 FUSED_STEPS = ("fused", "offload")
 SHARDINGS = ("none", "ddp", "fsdp")
@@ -52,7 +52,7 @@ SHARDINGS = ("none", "ddp", "fsdp")
 @dataclass(frozen=True)
 class Machine:
     """What the plan's choices depend on. The trainer fills it from torch at its start
-    (trainer/hardware.py); the lab from its card catalogue (`known_machine`) and NVML."""
+    (trainer/run/hardware.py); the lab from its card catalogue (`known_machine`) and NVML."""
 
     processes: int = 1  # the world size: one process per card (torchrun), or one on the CPU
     device: str = "cpu"  # "cpu" or "cuda"
@@ -121,7 +121,7 @@ class Plan:
 
     @property
     def lean(self) -> bool:
-        """The lean training state (8-bit moments; trainer/lean.py) makes the step."""
+        """The lean training state (8-bit moments; trainer/step/lean.py) makes the step."""
         return self.step.value != "normal"
 
     def values(self) -> dict[str, Any]:
@@ -237,7 +237,7 @@ def known_machine(name: str, libraries: Libraries | None = None) -> Machine:
 
 def plan(cfg: RunConfig, machine: Machine) -> Plan | Refusal:
     """Every choice of a run of `cfg` on `machine`, or the one refusal. `cfg` is a
-    validated RunConfig (trainer.config.from_dict / load)."""
+    validated RunConfig (trainer.config.run_config.from_dict / load)."""
     t = cfg.training
     try:
         level = economical_level(t.economical)
@@ -333,7 +333,7 @@ def _step(lean: str, precision: Choice, micro: int, m: Machine) -> Choice | Refu
 
 
 def _compile(asked: str, lean: str, step: str, sharding: str, m: Machine) -> Choice | Refusal:
-    """torch.compile of the training step's model (trainer/compiling.py says why each)."""
+    """torch.compile of the training step's model (trainer/step/compiling.py says why each)."""
     # What keeps a combination from compiling: the fused step updates each weight from its
     # gradient hook, and a compiled backward pass makes every gradient at once before those
     # hooks run; FSDP's per-block hooks gather and free weights around each block, which

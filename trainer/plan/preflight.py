@@ -1,9 +1,9 @@
 """What the trainer checks before it builds anything, without torch: the prepared data
 folder against the model (its files, vocabulary and size) and the checkpoint a run resumes
 from (there, the run and step its content says, its model, its tokenizer, its step against
-training.steps_to). run.json's own rules are trainer.config's.
+training.steps_to). run.json's own rules are trainer.config.run_config's.
 
-The trainer runs these at its start (trainer/data.py, trainer/train.py); the lab runs the
+The trainer runs these at its start (trainer/run/data.py, trainer/run/train.py); the lab runs the
 same functions through `check_start` before it creates a run (app/runs/precheck.py), so a
 run the trainer would refuse at once is refused before a run folder or history row exists,
 by one rule. Standard library only.
@@ -17,8 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checkpoint_index import CheckpointError, identity, is_checkpoint, read_payload
-from .config import ConfigError, RunConfig
+from trainer.config.run_config import ConfigError, RunConfig
+from trainer.state.checkpoint_index import (
+    CheckpointError,
+    identity,
+    read_payload,
+    resume_path,
+)
 
 REQUIRED_FILES = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
 TOKEN_BYTES = 2  # uint16 token ids
@@ -94,16 +99,6 @@ def check_data(cfg: RunConfig, data: DataFolder) -> None:
                           f"set model.vocab to at least {data.vocab_size}")
 
 
-def resume_path(spec: str) -> Path:
-    """The checkpoint `--resume PATH` or run.json's resume_from names: a step-*.pt file or a
-    sharded run's step-*.dcp folder that is there."""
-    path = Path(spec)
-    if not is_checkpoint(path):
-        raise CheckpointError(f"checkpoint {path} does not exist: name one that does (resume_from), "
-                              "or start without it")
-    return path
-
-
 def check_resume(cfg: RunConfig, path: Path, payload: dict[str, Any], tokenizer_sha256: str | None) -> str | None:
     """Whether the run may go on from the checkpoint at `path` whose payload is `payload`
     (the trainer's torch.load, or read_payload without torch): its content is the step
@@ -134,7 +129,7 @@ def check_resume(cfg: RunConfig, path: Path, payload: dict[str, Any], tokenizer_
 
 def check_start(cfg: RunConfig, resume: str | None = None) -> list[str]:
     """Everything the trainer checks at its start before it builds the model, for a run.json
-    already read by trainer.config: the data folder and, when the run resumes from a named
+    already read by trainer.config.run_config: the data folder and, when the run resumes from a named
     checkpoint (`resume`, else run.json's resume_from), that checkpoint. Raises DataError,
     ConfigError or CheckpointError with the trainer's own message; returns notes to say."""
     data = data_folder(cfg.data.dir)

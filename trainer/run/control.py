@@ -1,6 +1,6 @@
 """What starts and stops a training loop: the command line's options, the stop requests
 (signals, RUN_DIR/STOP, the time limit, --stop-at-step) and a failure the loop reports.
-Kept apart from trainer/train.py, the loop itself."""
+Kept apart from trainer/run/train.py, the loop itself."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .events import detach_terminal
+from trainer.run.events import detach_terminal
 
 # Windows' console events (wincon.h). Ctrl+C and Ctrl+Break reach Python as SIGINT and
 # SIGBREAK; closing the console window, logging off and shutting down only reach a handler

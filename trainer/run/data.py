@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .preflight import REQUIRED_FILES, DataError, DataFolder, data_folder  # noqa: F401 — DataError, REQUIRED_FILES re-exported
+from trainer.plan.preflight import DataFolder, data_folder
 
 
 @dataclass
@@ -28,11 +28,11 @@ class PreparedData:
     vocab_size: int
     data_id: str
     tokenizer_sha256: str
-    folder: DataFolder  # what the checks read (trainer.preflight.check_data takes it)
+    folder: DataFolder  # what the checks read (trainer.plan.preflight.check_data takes it)
 
 
 def open_prepared(data_dir: str | Path) -> PreparedData:
-    """The prepared data, memory-mapped, after the folder's checks (trainer.preflight: the
+    """The prepared data, memory-mapped, after the folder's checks (trainer.plan.preflight: the
     same the lab makes before it creates a run)."""
     folder = data_folder(data_dir)
     d = folder.dir

@@ -84,7 +84,7 @@ def detach_terminal() -> None:
 
 def _encodable(stream: Any, text: str) -> str:
     """`text` with what the stream's encoding lacks written as escapes (\\u20bd). Redirected
-    streams are UTF-8 (trainer/streams.py); this is for a terminal in a legacy code page: a
+    streams are UTF-8 (trainer/base/streams.py); this is for a terminal in a legacy code page: a
     run never dies on a character, and a character is no full disk."""
     encoding = getattr(stream, "encoding", None) or "utf-8"
     return text.encode(encoding, "backslashreplace").decode(encoding)

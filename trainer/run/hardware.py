@@ -1,4 +1,4 @@
-"""This machine as the plan sees it (trainer.plan.Machine), filled from torch at the
+"""This machine as the plan sees it (trainer.plan.planner.Machine), filled from torch at the
 trainer's start: the processes, the device, the card's memory and compute capability, and
 which libraries and compilers the choices need are installed."""
 
@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from .config import ConfigError, RunConfig
-from .distributed import World
-from .plan import Machine, Plan, Refusal, installed_libraries, native_bf16, plan
+from trainer.config.run_config import ConfigError, RunConfig
+from trainer.parallel.distributed import World
+from trainer.plan.planner import Machine, Plan, Refusal, installed_libraries, native_bf16, plan
 
 
 def this_machine(device: torch.device, world: World) -> Machine:

@@ -3,7 +3,7 @@ GPT on random tokens on the CPU (the trainer's own model, optimizer and step), t
 after one warm-up step. The lab starts it as a child process when it knows nothing of the
 CPU's speed (app/sizing/cpu_rate.py), so the window never imports torch.
 
-    python -m trainer.rate --layers 4 --width 256 --heads 4 --context 256 --vocab 4000 \
+    python -m trainer.run.rate --layers 4 --width 256 --heads 4 --context 256 --vocab 4000 \
         --batch 4 --steps 4 --out RATE.json
 
 Writes (to --out, atomically, else stdout) one JSON object: the shape, the threads, the
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import torch
 
-from .config import ModelConfig, TrainingConfig
-from .model import GPT
-from .optim import make_optimizer, make_scaler
-from .step import train_step
+from trainer.config.run_config import ModelConfig, TrainingConfig
+from trainer.model.gpt import GPT
+from trainer.step.optim import make_optimizer, make_scaler
+from trainer.step.step import train_step
 
 
 def measure(layers: int, width: int, heads: int, context: int, vocab: int, batch: int, steps: int) -> dict:
@@ -50,7 +50,7 @@ def measure(layers: int, width: int, heads: int, context: int, vocab: int, batch
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m trainer.rate", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m trainer.run.rate", description=__doc__.split("\n\n")[0])
     for name, default in (("layers", 4), ("width", 256), ("heads", 4), ("context", 256), ("vocab", 4000),
                           ("batch", 4), ("steps", 4)):
         p.add_argument(f"--{name}", type=int, default=default)
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main())

@@ -4,7 +4,7 @@ The prompts are run.json's `training.sample_prompts`, or else the first words of
 held-out documents: the tokens after an end-of-text mark at evenly spread places of val.bin,
 a pure function of the data, so every sample of a run (and of its continuations on the same
 data) continues the same prompts. Each prompt is continued at a fixed seed by
-trainer.generate, whose random numbers come from a generator of its own: the training's
+trainer.text.generate, whose random numbers come from a generator of its own: the training's
 random streams, its batches and its weights are untouched, so a run with samples ends in
 the same state as one without.
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .config import TrainingConfig
-from .tokenizer import Tokenizer, TokenizerError
+from trainer.config.run_config import TrainingConfig
+from trainer.text.tokenizer import Tokenizer
 
 PROMPTS = 3
 PROMPT_TOKENS = 6
@@ -68,10 +68,8 @@ class Sampler:
         return step % self.every == 0 or step == steps_to
 
     def run(self, model, precision: str) -> list[dict]:
-        from .generate import training_samples
+        from trainer.text.generate import training_samples
 
         return training_samples(model, self.prompts, self.tokens, self.seed, precision, self.tok.decode,
                                 self.tok.eot, self.allowed)
 
-
-__all__ = ["Sampler", "TokenizerError", "held_out_prompts"]

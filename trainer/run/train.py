@@ -16,9 +16,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from . import checkpoint as ckpt
-from . import compiling, cuda_build, wrapping
-from .config import (
+from trainer.base.lock import LockError, RunLock
+from trainer.config.run_config import (
     ConfigError,
     RunConfig,
     lean_mode,
@@ -26,19 +25,24 @@ from .config import (
     parameter_count,
     smaller_batch,
 )
-from .control import Control, Options, TrainingFailure
-from .data import DataError, Prefetcher, PreparedData, eval_offsets, open_prepared
-from .distributed import World, init_world, shutdown, sum_across, sum_tensor
-from .events import EventLog, OutputError, say
-from .hardware import plan_here
-from .lock import LockError, RunLock
-from .memory import StepMemory, model_tensors, optimizer_tensors
-from .model import GPT, count_parameters
-from .optim import Schedule, autocast
-from .plan import Plan
-from .preflight import check_data, check_resume
-from .samples import Sampler, TokenizerError
-from .step import train_step
+from trainer.model.gpt import GPT, count_parameters
+from trainer.parallel.distributed import World, init_world, shutdown, sum_across, sum_tensor
+from trainer.plan import cuda_build
+from trainer.plan.planner import Plan
+from trainer.plan.preflight import DataError, check_data, check_resume
+from trainer.run import wrapping
+from trainer.run.control import Control, Options, TrainingFailure
+from trainer.run.data import Prefetcher, PreparedData, eval_offsets, open_prepared
+from trainer.run.events import EventLog, OutputError, say
+from trainer.run.hardware import plan_here
+from trainer.run.samples import Sampler
+from trainer.state import checkpoint as ckpt
+from trainer.state.checkpoint_index import LATEST, CheckpointError, file_sha256
+from trainer.step import compiling
+from trainer.step.memory import StepMemory, model_tensors, optimizer_tensors
+from trainer.step.optim import Schedule, autocast
+from trainer.step.step import train_step
+from trainer.text.tokenizer import TokenizerError
 
 EXIT_OK, EXIT_CONFIG, EXIT_TRAINING = 0, 2, 3
 
@@ -66,7 +70,7 @@ class Trainer:
         t = cfg.training
         self.events = EventLog(opts.run_dir / "events.jsonl" if world.is_main else None, echo=world.is_main)
         self.control = Control(opts.run_dir, t.limit_min * 60, opts.stop_at_step)
-        # What this run executes here (trainer/plan.py), decided by take_plan() before
+        # What this run executes here (trainer/plan/planner.py), decided by take_plan() before
         # anything is built; the choices below are its.
         self.plan: Plan | None = None
         self.precision = "fp32"
@@ -83,14 +87,14 @@ class Trainer:
         # The step the newest checkpoint holds, known on every process (last_good is the
         # first rank's): a sharded save is collective, so every rank must agree on it.
         self.saved_step: int | None = None
-        # Each step's memory, its peak the highest over every step so far (trainer.memory).
+        # Each step's memory, its peak the highest over every step so far (trainer.step.memory).
         self.memory = StepMemory(device)
-        self.sampler: Sampler | None = None  # samples during training (trainer.samples)
+        self.sampler: Sampler | None = None  # samples during training (trainer.run.samples)
         self.compiled: compiling.CompiledStep | None = None  # when the plan compiles
 
     # ---- set-up -------------------------------------------------------------------------
     def take_plan(self) -> None:
-        """Decide what this run executes on this machine (trainer/plan.py; emit_start logs
+        """Decide what this run executes on this machine (trainer/plan/planner.py; emit_start logs
         every choice with its reason); a refusal is a ConfigError (one line, exit 2) before
         anything is read or built."""
         decided = plan_here(self.cfg, self.device, self.world)
@@ -108,7 +112,7 @@ class Trainer:
             torch.use_deterministic_algorithms(True, warn_only=True)
             torch.backends.cudnn.benchmark = False
         if p.lean:  # before anything is built: a library that fails here is one line, exit 2
-            from .lean import check_device
+            from trainer.step.lean import check_device
 
             check_device(self.device)
         self.model = GPT(cfg.model, p.economical.value)
@@ -141,7 +145,7 @@ class Trainer:
                 self.say(f"warning: no samples during training: {e}")
 
     def restore(self, spec: str) -> None:
-        if spec == ckpt.LATEST:
+        if spec == LATEST:
             path, state, passed_over = ckpt.load_latest(self.opts.run_dir)
         else:
             path, passed_over = ckpt.resolve(self.opts.run_dir, spec), []
@@ -158,7 +162,7 @@ class Trainer:
         self.schedule = Schedule(**state["schedule"]).restretched(self.step, self.cfg.training.steps_to)
         self.data_changed = self.data is not None and state["data"]["data_id"] != self.data.data_id
         self.resumed_from = str(path)
-        self.last_good = (str(path), ckpt.file_sha256(path))
+        self.last_good = (str(path), file_sha256(path))
         self.saved_step = self.step
         for note in passed_over:  # said, not hidden: the run goes on from an older step
             self.warn("checkpoint_skipped", f"{note}; resuming from {path.name}, the newest intact checkpoint")
@@ -174,7 +178,7 @@ class Trainer:
         saved_lean = "lean" in state["optimizer"]
         mine_lean = lean_mode(self.cfg.training.lean_state) != "off"
         if saved_lean and not mine_lean:
-            from .lean import adamw_state_from_lean
+            from trainer.step.lean import adamw_state_from_lean
 
             self.optimizer.load_state_dict(adamw_state_from_lean(state["optimizer"], self.optimizer))
             self.say(f"checkpoint {path.name} was saved with lean_state: 8-bit moments dequantized to fp32 AdamW")
@@ -324,7 +328,7 @@ class Trainer:
         return self.memory.alloc_mb, self.memory.peak_mb
 
     def run_step(self, batch: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-        t, kind = self.cfg.training, self.plan.step.value  # the plan's step kind (trainer/step.py)
+        t, kind = self.cfg.training, self.plan.step.value  # the plan's step kind (trainer/step/step.py)
         args = (self.optimizer, self.scaler, batch, self.schedule.at(self.step), self.precision, self.device, t.grad_clip)
 
         def step(module: torch.nn.Module) -> torch.Tensor:
@@ -458,7 +462,7 @@ def run(opts: Options) -> int:
         # place) at once, not after the teardown below, which a loaded machine stretches.
         lock.release()
         if trainer is not None:
-            trainer.events.close()
+            trainer.run.events.close()
         # The DDP wrapper (its reducer) holds the process group: freed here, before the
         # group is left, not by the interpreter's exit after it, where gloo's threads then
         # died unjoined and aborted a finished rank now and then (shutdown's note).
@@ -498,7 +502,7 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
         resume = opts.resume or cfg.resume_from
         if resume and not opts.dry_run:
             trainer.restore(resume)
-    except (ConfigError, DataError, ckpt.CheckpointError) as e:
+    except (ConfigError, DataError, CheckpointError) as e:
         kind = "data" if isinstance(e, DataError) else "other"
         report_failure(trainer, kind, str(e), "fix run.json or the data as the message says")
         trainer.say_error(f"error: {e}")
@@ -506,9 +510,9 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     trainer.emit_start()
     if opts.dry_run:
         return EXIT_OK
-    trainer.control.install_signals()
+    trainer.run.control.install_signals()
     try:
-        reason = trainer.train()
+        reason = trainer.run.train()
         # The final save fails like one during training (a full disk): inside the same try.
         if not trainer.saved_at_this_step():
             trainer.save()
@@ -523,14 +527,14 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
         raise
     sha = trainer.state_sha256()
     messages = {
-        "steps_reached": f"reached step {trainer.step}",
-        "time_limit": f"stopped by the time limit at step {trainer.step}",
+        "steps_reached": f"reached step {trainer.step.step}",
+        "time_limit": f"stopped by the time limit at step {trainer.step.step}",
         # Which request: a STOP file left from an earlier run stops a new one at once, and
         # the line should say why.
-        "stopped": f"stopped on request at step {trainer.step}"
+        "stopped": f"stopped on request at step {trainer.step.step}"
         + (" (RUN_DIR/STOP exists)" if (opts.run_dir / "STOP").exists() else " (a signal)"),
     }
-    trainer.events.emit("end", trainer.step, reason=reason, state_sha256=sha, message=messages[reason])
+    trainer.run.events.emit("end", trainer.step.step, reason=reason, state_sha256=sha, message=messages[reason])
     trainer.say(f"end: {messages[reason]}; state sha256 {sha}")
     return EXIT_OK
 
@@ -541,7 +545,7 @@ def _output_failed(trainer: Trainer, error: OutputError) -> int:
     checkpoint may fit where a log line did not), then what can still be said is said.
     Not under FSDP: only rank 0 writes events, and its shards' save is collective — the
     other ranks, still training, would never join it and both would wait forever."""
-    if trainer.trained_since_save() and trainer.sharding != "fsdp":
+    if trainer.trained_since_save() and trainer.parallel.sharding != "fsdp":
         try:
             trainer.save()
         except TrainingFailure:
@@ -558,5 +562,5 @@ def _output_failed(trainer: Trainer, error: OutputError) -> int:
 
 def report_failure(trainer: Trainer, kind: str, message: str, advice: str, **extra: Any) -> None:
     checkpoint = trainer.last_good[0] if trainer.last_good else None
-    trainer.events.emit("error", trainer.step, kind=kind, message=message, advice=advice, checkpoint=checkpoint, **extra)
-    trainer.events.emit("end", trainer.step, reason="error", state_sha256=None, message=message)
+    trainer.run.events.emit("error", trainer.step.step, kind=kind, message=message, advice=advice, checkpoint=checkpoint, **extra)
+    trainer.run.events.emit("end", trainer.step.step, reason="error", state_sha256=None, message=message)

@@ -1,28 +1,48 @@
-"""The parts the training step runs with, built from the plan (trainer/plan.py): the
+"""The parts the training step runs with, built from the plan (trainer/plan/planner.py): the
 module the step calls (the model, its DDP wrapper, or the model sharded by FSDP2:
-trainer/sharding.py), the optimizer the step kind takes, the loss scaler; and the sharded
+trainer/parallel/sharding.py), the optimizer the step kind takes, the loss scaler; and the sharded
 run's checkpoints. Each function takes its inputs and returns what it made; the loop
-(trainer/train.py) holds them."""
+(trainer/run/train.py) holds them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
-from . import checkpoint as ckpt
-from . import sharding
-from .config import TrainingConfig
-from .optim import make_optimizer, make_scaler
-from .plan import Plan
+from trainer.config.run_config import TrainingConfig
+from trainer.parallel import sharding
+from trainer.plan.planner import Plan
+from trainer.state import checkpoint as ckpt
+from trainer.step.optim import make_optimizer, make_scaler
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from .train import Trainer
+    from trainer.config.run_config import RunConfig
+    from trainer.parallel.distributed import World
+    from trainer.run.control import Options
+
+
+class Holder(Protocol):
+    """What the sharded checkpoints' functions below read of the loop that holds the parts
+    (trainer/run/train.py's Trainer is one): named here so that this module needs no
+    import of the loop, not even for its types."""
+
+    cfg: RunConfig
+    opts: Options
+    world: World
+    sharding: str
+    step: int
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+
+    def say(self, message: str) -> None: ...
+
+    def load_optimizer(self, state: dict[str, Any], path: Path) -> None: ...
 
 
 @dataclass
@@ -44,7 +64,7 @@ def build_parts(model: nn.Module, plan: Plan, t: TrainingConfig, device: torch.d
         note = sharding.shard(model, precision)
         return Parts(model, sharding.make_optimizer(model, t), sharding.make_scaler(precision, device), [note])
     if plan.lean:
-        from .lean import LeanOptimizer  # bitsandbytes only where the lean state runs
+        from trainer.step.lean import LeanOptimizer  # bitsandbytes only where the lean state runs
 
         optimizer: torch.optim.Optimizer = LeanOptimizer(model, t, device, precision, plan.step.value)
     else:
@@ -78,7 +98,7 @@ def describe(module: nn.Module, optimizer: torch.optim.Optimizer, scaler: torch.
 # ---- checkpoints of a sharded run ---------------------------------------------------------
 
 
-def load_tensors(tr: Trainer, state: dict[str, Any], path: Path) -> None:
+def load_tensors(tr: Holder, state: dict[str, Any], path: Path) -> None:
     """The model's and optimizer's state from a checkpoint of either form into this run,
     sharded or not (a DCP checkpoint read whole on an unsharded run, a .pt one scattered
     over the shards of a sharded run)."""
@@ -98,7 +118,7 @@ def load_tensors(tr: Trainer, state: dict[str, Any], path: Path) -> None:
         return
     optim = state["optimizer"]
     if "lean" in optim:
-        from .lean import adamw_state_from_lean
+        from trainer.step.lean import adamw_state_from_lean
 
         optim = adamw_state_from_lean(optim, tr.optimizer)
         tr.say(f"checkpoint {path.name} was saved with lean_state: 8-bit moments dequantized to fp32 AdamW")
@@ -106,9 +126,9 @@ def load_tensors(tr: Trainer, state: dict[str, Any], path: Path) -> None:
     tr.say(f"checkpoint {path.name} was saved whole ({state.get('world_size', 1)} process(es)): sharded over {tr.world.size}")
 
 
-def save_sharded(tr: Trainer, counters: dict[str, Any]) -> tuple[Path, str] | None:
+def save_sharded(tr: Holder, counters: dict[str, Any]) -> tuple[Path, str] | None:
     """Every process's part of a DCP checkpoint; (path, sha256) on rank 0."""
-    from .distributed import barrier
+    from trainer.parallel.distributed import barrier
 
     extra = None
     if tr.world.is_main:
@@ -119,7 +139,7 @@ def save_sharded(tr: Trainer, counters: dict[str, Any]) -> tuple[Path, str] | No
     )
 
 
-def full_state_sha256(tr: Trainer) -> str:
+def full_state_sha256(tr: Holder) -> str:
     """The hash of the whole state (every rank calls; rank 0's answer is the one said)."""
     if tr.sharding != "fsdp":
         return ckpt.state_sha256(tr.model.state_dict(), tr.optimizer.state_dict())

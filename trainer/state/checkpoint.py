@@ -10,7 +10,7 @@ written before the checkpoint gets its name): a file changed on disk afterwards 
 bit, a bad copy) is refused on load instead of being trained on silently. A checkpoint
 written before these files existed has none and is only checked by loading it.
 
-A sharded run (FSDP, trainer/sharding.py) writes the DCP form instead: a folder
+A sharded run (FSDP, trainer/parallel/sharding.py) writes the DCP form instead: a folder
 `step-XXXXXXXX.dcp/` (every process's shards, DCP's `.metadata`, and `extra.pt` with the
 run's counters from rank 0), written under a hidden temporary name and renamed into place
 like a file. Its `.sha256` beside it lists every file inside in `sha256sum` format (check
@@ -34,12 +34,11 @@ import torch
 
 # The naming, the hash lists and which checkpoint is newest live in checkpoint_index
 # (standard library only, so the lab reads them by the same rule without torch).
-from .checkpoint_index import (  # noqa: F401 — re-exported: callers use trainer.checkpoint
+from trainer.state.checkpoint_index import (
     DCP_SUFFIX,
     EXTRA,
     HASH_SUFFIX,
     LATEST,
-    NAME,
     CheckpointError,
     checkpoint_files,
     damage_text,
@@ -48,12 +47,9 @@ from .checkpoint_index import (  # noqa: F401 — re-exported: callers use train
     find_damage,
     hash_path,
     identity,
-    is_checkpoint,
-    is_dcp,
     newest_first,
-    read_pointer,
+    resume_path,
 )
-from .preflight import resume_path
 
 FORMAT = 1
 
@@ -247,7 +243,7 @@ def _problem(path: Path) -> str | None:
 def _load_checked(path: Path) -> dict[str, Any]:
     """The checkpoint's payload after its hash check; for a DCP folder, its `extra.pt`
     only (the counters, config, RNG: `"sharded": True`); its tensors are read by the
-    trainer (trainer.sharding) or by `load`."""
+    trainer (trainer.parallel.sharding) or by `load`."""
     wrong = damage(path)
     if wrong:
         raise CheckpointError(f"checkpoint {path} is damaged: {wrong}")
@@ -280,7 +276,7 @@ def with_tensors(path: Path, payload: dict[str, Any]) -> dict[str, Any]:
     """A DCP checkpoint's payload completed with its whole model and optimizer state read
     into this process (as a .pt checkpoint holds them): one process continuing a sharded
     run, or the export. Collective when a process group is up (every rank calls it)."""
-    from .sharding import read_dcp_whole
+    from trainer.state.dcp import read_dcp_whole
 
     try:
         model, optimizer = read_dcp_whole(path, payload["optimizer_names"])

@@ -1,6 +1,6 @@
 """Which checkpoints a run folder holds, whether each is what was written, which is newest:
 the standard library only, so the lab (app/, which never imports torch) reads them by the
-same rule as the trainer (trainer/checkpoint.py, which writes and loads them).
+same rule as the trainer (trainer/state/checkpoint.py, which writes and loads them).
 
 Two forms: a file `step-XXXXXXXX.pt` with `step-XXXXXXXX.pt.sha256` beside it (one
 `sha256sum` line), and a folder `step-XXXXXXXX.dcp/` (a sharded run's torch.distributed
@@ -308,3 +308,13 @@ def identity(path: Path, payload: dict[str, Any]) -> Identity:
         mismatch = "run"
     unchecked = not mismatch and ("run_id" not in payload or kernel_named)
     return Identity(path.name, mismatch, step, named, run_id, owner, unchecked=unchecked)
+
+
+def resume_path(spec: str) -> Path:
+    """The checkpoint `--resume PATH` or run.json's resume_from names: a step-*.pt file or a
+    sharded run's step-*.dcp folder that is there."""
+    path = Path(spec)
+    if not is_checkpoint(path):
+        raise CheckpointError(f"checkpoint {path} does not exist: name one that does (resume_from), "
+                              "or start without it")
+    return path

@@ -4,7 +4,7 @@ At the lab's sizes a step on a fast card waits mostly for kernel launches, which
 compilation cuts by fusing the element-wise work between the matrix products. On the CPU
 it measured no gain and costs a compilation, so `auto` means on for a CUDA card and off on
 the CPU (the figures: docs/PERF.md, «Figures the code's docstrings carried»). Whether a
-run compiles is the plan's choice (trainer/plan.py: `auto` says why it chose, `on`
+run compiles is the plan's choice (trainer/plan/planner.py: `auto` says why it chose, `on`
 compiles or is refused); this module makes the compiled step.
 
 What is compiled is a wrapper (`torch.compile(module)`) used only by the training step;
@@ -40,11 +40,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from .plan import compile_backend
+from trainer.plan.planner import compile_backend
 
 
 def backend() -> str:
-    """torch.compile's backend (trainer.plan.compile_backend: the environment's choice)."""
+    """torch.compile's backend (trainer.plan.planner.compile_backend: the environment's choice)."""
     return compile_backend()
 
 

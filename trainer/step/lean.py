@@ -24,7 +24,7 @@ saving makes it fit a 16 GB card. The lean state keeps:
     each parameter from its hook with the exact coefficient and frees its gradient (the
     scheme of LOMO, Lv et al. 2023). Its price is one more backward pass (≈ ⅔ of a step's
     arithmetic). With several micro-steps a step would hold the first ones' gradients anyway,
-    so the plan refuses that combination (trainer/plan.py), as it refuses a fused step under
+    so the plan refuses that combination (trainer/plan/planner.py), as it refuses a fused step under
     fp16.
   A step clipped by the previous step's norm instead (one backward pass, no gradients
   held) was measured and rejected: a spike of the norm passes unclipped, and the held-out
@@ -54,10 +54,10 @@ from typing import Any
 import torch
 from torch import nn
 
-from .config import ConfigError, TrainingConfig
-from .plan import FUSED_STEPS
+from trainer.config.run_config import ConfigError, TrainingConfig
+from trainer.plan.planner import FUSED_STEPS
 
-# The step kinds the lean state makes (trainer.plan.STEP_KINDS less "normal").
+# The step kinds the lean state makes (trainer.plan.planner.STEP_KINDS less "normal").
 LEAN_STEPS = ("held", "fused", "offload")
 
 BLOCK = 256  # bitsandbytes' block size for its 8-bit optimizer state
@@ -98,7 +98,7 @@ def check_device(device: torch.device) -> None:
 
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """The two groups trainer.optim.make_optimizer makes (decay on matrices, not on the
+    """The two groups trainer.step.optim.make_optimizer makes (decay on matrices, not on the
     embeddings), in its order: an AdamW checkpoint's state indices follow it."""
     decay, rest = [], []
     for name, p in model.named_parameters():
@@ -118,10 +118,10 @@ def stochastic_round_(dest: torch.Tensor, value: torch.Tensor, generator: torch.
 
 class LeanOptimizer(torch.optim.Optimizer):
     """8-bit AdamW, one bitsandbytes optimizer per parameter, for the plan's step kind
-    (trainer/plan.py): "held" — `step_held()` after a backward pass that kept the gradients,
+    (trainer/plan/planner.py): "held" — `step_held()` after a backward pass that kept the gradients,
     or under fp16 the trainer's GradScaler path calling `step()` as for any optimizer;
     "fused" and "offload" — `norm_pass()` and `update_pass()` around two backward passes
-    (trainer/step.py runs each kind).
+    (trainer/step/step.py runs each kind).
 
     It is a torch Optimizer over the model's parameters so that the trainer's code
     (GradScaler, learning-rate setting, checkpoints, the memory count) treats it as any
@@ -130,7 +130,7 @@ class LeanOptimizer(torch.optim.Optimizer):
     def __init__(self, model: nn.Module, t: TrainingConfig, device: torch.device, precision: str,
                  step: str) -> None:
         if step not in LEAN_STEPS or (step in FUSED_STEPS and precision == "fp16"):
-            # The plan never asks it (trainer.plan refuses a fused step under fp16, whose
+            # The plan never asks it (trainer.plan.planner refuses a fused step under fp16, whose
             # GradScaler must see every gradient before any weight moves).
             raise ValueError(f"no lean {step!r} step under {precision}")
         bnb = import_library()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from .config import TrainingConfig
+from trainer.config.run_config import TrainingConfig
 
 
 def make_optimizer(model: nn.Module, t: TrainingConfig, device: torch.device) -> torch.optim.AdamW:
@@ -62,9 +62,9 @@ class Schedule:
 
 
 def pick_precision(requested: str, device: torch.device) -> str:
-    """The plan's precision (trainer.plan.precision_choice) on `device`, for the tools that
+    """The plan's precision (trainer.plan.planner.precision_choice) on `device`, for the tools that
     run the model outside a training run (generation, the benchmarks)."""
-    from .plan import Machine, native_bf16, precision_choice
+    from trainer.plan.planner import Machine, native_bf16, precision_choice
 
     cc = torch.cuda.get_device_capability(device) if device.type == "cuda" else None
     machine = Machine(device=device.type, capability=cc, bf16=native_bf16(device.type, cc))

@@ -1,5 +1,5 @@
 """One training step: forward, backward, clip, optimizer update, of the plan's kind
-(trainer/plan.py, STEP_KINDS): "normal" (AdamW after the backward pass, through the
+(trainer/plan/planner.py, STEP_KINDS): "normal" (AdamW after the backward pass, through the
 GradScaler), "held" (the lean state's update after a backward pass that held the
 gradients; under fp16 through the GradScaler), "fused" and "offload" (the lean state's
 update inside a second backward pass).
@@ -20,8 +20,8 @@ from contextlib import nullcontext
 import torch
 from torch import nn
 
-from .optim import autocast
-from .plan import FUSED_STEPS
+from trainer.plan.planner import FUSED_STEPS
+from trainer.step.optim import autocast
 
 Batch = tuple[torch.Tensor, torch.Tensor]
 
@@ -39,7 +39,7 @@ def train_step(
 ) -> torch.Tensor:
     """Run one update of `kind` over `batch` (one (inputs, targets) pair, or a list of
     them: the micro-steps of one update); returns the mean loss (a detached scalar tensor,
-    not yet synchronised). `optimizer` is the one the plan's kind takes (trainer.lean's
+    not yet synchronised). `optimizer` is the one the plan's kind takes (trainer.step.lean's
     LeanOptimizer for all but "normal")."""
     for group in optimizer.param_groups:
         group["lr"] = lr

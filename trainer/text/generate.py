@@ -3,7 +3,7 @@
 The cache: each block's keys and values of the tokens seen so far are kept, so a new token
 costs one position's forward pass, not the whole context's (nanoGPT's `generate` re-runs the
 context per token; `ternit bench sample` measures the two side by side). `forward_cached`
-restates trainer.model.Block's forward for that (x + attn(norm(x)), then x + mlp(norm(x)));
+restates trainer.model.gpt.Block's forward for that (x + attn(norm(x)), then x + mlp(norm(x)));
 tests/test_generate.py compares it with the model's own forward, token for token.
 
 The context window: a prompt longer than the model's context keeps its last `context` tokens
@@ -28,12 +28,13 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from . import checkpoint as ckpt
-from . import cuda_build
-from .config import ModelConfig
-from .model import GPT, norm
-from .optim import autocast, pick_precision
-from .sampling import Sampling
+from trainer.config.run_config import ModelConfig
+from trainer.model.gpt import GPT, norm
+from trainer.plan import cuda_build
+from trainer.state import checkpoint as ckpt
+from trainer.state.checkpoint_index import CheckpointError
+from trainer.step.optim import autocast, pick_precision
+from trainer.text.sampling import Sampling
 
 
 class Cache:
@@ -194,7 +195,7 @@ def load_for_generation(path: Path, device: str = "auto") -> Loaded:
     try:
         kind, cpu_because = cuda_build.pick(device)
     except ValueError as e:
-        raise ckpt.CheckpointError(str(e)) from None
+        raise CheckpointError(str(e)) from None
     dev = torch.device(kind)
     payload = ckpt.load(Path(path))
     payload.pop("optimizer", None)
@@ -202,7 +203,7 @@ def load_for_generation(path: Path, device: str = "auto") -> Loaded:
         model = GPT(ModelConfig(**payload["config"]["model"]))
         model.load_state_dict(_model_state(payload["model"]))
     except (KeyError, TypeError, RuntimeError, ValueError) as e:
-        raise ckpt.CheckpointError(f"{path} holds no model this version can load ({type(e).__name__}: {e})") from None
+        raise CheckpointError(f"{path} holds no model this version can load ({type(e).__name__}: {e})") from None
     model.to(dev).eval()
     return Loaded(model, dev, pick_precision("auto", dev), int(payload.get("step", 0)), dict(payload.get("data") or {}),
                   cpu_because)

@@ -1,5 +1,5 @@
-"""python -m trainer.sample sample CKPT [options] < PROMPT
-   python -m trainer.sample eval CKPT FILE [--tokenizer PATH] [--device D]
+"""python -m trainer.text.sample sample CKPT [options] < PROMPT
+   python -m trainer.text.sample eval CKPT FILE [--tokenizer PATH] [--device D]
 
 The child process behind `ternit sample`, `ternit eval` and the window's «Текст» tab (the
 lab's core never imports torch). It speaks JSON lines on stdout, one object per line:
@@ -23,8 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .sampling import DEFAULT_NUM, DEFAULT_SEED, DEFAULT_TOKENS, Sampling, request_problem
-from .tokenizer import Tokenizer, TokenizerError
+from trainer.text.sampling import (
+    DEFAULT_NUM,
+    DEFAULT_SEED,
+    DEFAULT_TOKENS,
+    Sampling,
+    request_problem,
+)
+from trainer.text.tokenizer import Tokenizer, TokenizerError
 
 EXIT_OK, EXIT_INPUT = 0, 2
 
@@ -40,12 +46,12 @@ def emit(kind: str, **fields: Any) -> None:
 
 
 def parse(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="python -m trainer.sample", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m trainer.text.sample", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", required=True)
     s = sub.add_parser("sample")
     s.add_argument("checkpoint", type=Path)
-    d = Sampling()  # the defaults and their check: trainer.sampling
+    d = Sampling()  # the defaults and their check: trainer.text.sampling
     s.add_argument("--tokens", type=int, default=DEFAULT_TOKENS)
     s.add_argument("--temperature", type=float, default=d.temperature)
     s.add_argument("--top-k", type=int, default=d.top_k)
@@ -77,7 +83,7 @@ def open_tokenizer(path: Path | None, data: dict[str, Any]) -> Tokenizer:
 
 
 def run_sample(args: argparse.Namespace, loaded: Any, tok: Tokenizer) -> None:
-    from .generate import crop, generate
+    from trainer.text.generate import crop, generate
 
     s = Sampling(args.temperature, args.top_k, args.top_p)
     problem = request_problem(s, args.tokens, args.num)
@@ -113,7 +119,7 @@ def run_sample(args: argparse.Namespace, loaded: Any, tok: Tokenizer) -> None:
 
 
 def run_eval(args: argparse.Namespace, loaded: Any, tok: Tokenizer) -> None:
-    from .generate import score_tokens
+    from trainer.text.generate import score_tokens
 
     try:
         raw = args.file.read_bytes()
@@ -138,14 +144,14 @@ def run_eval(args: argparse.Namespace, loaded: Any, tok: Tokenizer) -> None:
 
 
 def _fallback(loaded: Any) -> dict[str, str]:
-    """Why --device auto runs on the CPU while there is a card (trainer.cuda_build's line)."""
+    """Why --device auto runs on the CPU while there is a card (trainer.plan.cuda_build's line)."""
     return {"cpu_because": loaded.cpu_because} if loaded.cpu_because else {}
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    from .checkpoint import CheckpointError
-    from .generate import load_for_generation
+    from trainer.state.checkpoint_index import CheckpointError
+    from trainer.text.generate import load_for_generation
 
     try:
         try:
@@ -162,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main())

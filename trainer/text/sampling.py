@@ -1,14 +1,14 @@
-"""How text is sampled from a checkpoint (`python -m trainer.sample`, the lab's «Текст» tab
+"""How text is sampled from a checkpoint (`python -m trainer.text.sample`, the lab's «Текст» tab
 and `ternit sample`): the next-token choice and a request's length and count, their
 defaults and their one check. Standard library only, so the lab reads it without torch; a
-value refused is a Refusal (trainer/reasons.py), which the lab says in Russian."""
+value refused is a Refusal (trainer/config/reasons.py), which the lab says in Russian."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
 
-from .reasons import Refusal
+from trainer.config.reasons import Refusal
 
 TOKENS_RANGE = (1, 100_000)  # new tokens a sample: at most minutes of a card for one prompt
 NUM_RANGE = (1, 100)  # samples a request
