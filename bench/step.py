@@ -96,7 +96,7 @@ def trainer_series(cfg: RunConfig, data_dir: Path, steps: int, warmup: int, devi
         trainer.open_data()
         trainer.build()
         stamps: list[float] = []
-        emit = trainer.run.events.emit
+        emit = trainer.events.emit
 
         def stamping_emit(event, step, **fields):
             record = emit(event, step, **fields)
@@ -104,11 +104,11 @@ def trainer_series(cfg: RunConfig, data_dir: Path, steps: int, warmup: int, devi
                 stamps.append(time.perf_counter())
             return record
 
-        trainer.run.events.emit = stamping_emit
-        trainer.run.events.echo = False
+        trainer.events.emit = stamping_emit
+        trainer.events.echo = False
         stamps.append(time.perf_counter())
-        trainer.run.train()
-        trainer.run.events.close()
+        trainer.train()
+        trainer.events.close()
     gaps = np.diff(stamps)
     return list(gaps[warmup:])
 

@@ -115,7 +115,7 @@ def run_one(run_dir: Path, raw: dict, world, device: torch.device) -> dict:
     compiled = trainer.compiled
     after = {"code": code, "compiled_used": bool(compiled is not None and compiled.compiled is not None
                                                  and not compiled.failed and graphs() > 0),
-             "grads_left": sum(p.grad is not None for p in trainer.model.gpt.parameters()),
+             "grads_left": sum(p.grad is not None for p in trainer.model.parameters()),
              "updates": getattr(trainer.optimizer, "updates", None), "run_dir": str(run_dir),
              "config": raw["training"]}
     return after

@@ -259,11 +259,13 @@ def test_the_contract_app_reads_does_not_load_torch():
 
 
 def test_the_kaggle_code_bundle_is_the_trainer_alone():
-    """What a kernel receives: trainer/*.py, none of the measuring tools."""
+    """What a kernel receives: the trainer package, every room of it, none of the measuring tools."""
     from app.kaggle.datasets import code_bundle
 
     names = [name for name, _ in code_bundle().files]
     assert "trainer/run/train.py" in names and "trainer/__main__.py" in names
+    assert {n.split("/")[1] for n in names if n.count("/") == 2} == {
+        p.parent.name for p in (ROOT / "trainer").glob("*/__init__.py")}  # every room travels
     assert all(n.startswith("trainer/") for n in names)
     assert not [n for n in names if "bench" in n or "opcount" in n]
 

@@ -462,7 +462,7 @@ def run(opts: Options) -> int:
         # place) at once, not after the teardown below, which a loaded machine stretches.
         lock.release()
         if trainer is not None:
-            trainer.run.events.close()
+            trainer.events.close()
         # The DDP wrapper (its reducer) holds the process group: freed here, before the
         # group is left, not by the interpreter's exit after it, where gloo's threads then
         # died unjoined and aborted a finished rank now and then (shutdown's note).
@@ -510,9 +510,9 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     trainer.emit_start()
     if opts.dry_run:
         return EXIT_OK
-    trainer.run.control.install_signals()
+    trainer.control.install_signals()
     try:
-        reason = trainer.run.train()
+        reason = trainer.train()
         # The final save fails like one during training (a full disk): inside the same try.
         if not trainer.saved_at_this_step():
             trainer.save()
@@ -527,14 +527,14 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
         raise
     sha = trainer.state_sha256()
     messages = {
-        "steps_reached": f"reached step {trainer.step.step}",
-        "time_limit": f"stopped by the time limit at step {trainer.step.step}",
+        "steps_reached": f"reached step {trainer.step}",
+        "time_limit": f"stopped by the time limit at step {trainer.step}",
         # Which request: a STOP file left from an earlier run stops a new one at once, and
         # the line should say why.
-        "stopped": f"stopped on request at step {trainer.step.step}"
+        "stopped": f"stopped on request at step {trainer.step}"
         + (" (RUN_DIR/STOP exists)" if (opts.run_dir / "STOP").exists() else " (a signal)"),
     }
-    trainer.run.events.emit("end", trainer.step.step, reason=reason, state_sha256=sha, message=messages[reason])
+    trainer.events.emit("end", trainer.step, reason=reason, state_sha256=sha, message=messages[reason])
     trainer.say(f"end: {messages[reason]}; state sha256 {sha}")
     return EXIT_OK
 
@@ -545,7 +545,7 @@ def _output_failed(trainer: Trainer, error: OutputError) -> int:
     checkpoint may fit where a log line did not), then what can still be said is said.
     Not under FSDP: only rank 0 writes events, and its shards' save is collective — the
     other ranks, still training, would never join it and both would wait forever."""
-    if trainer.trained_since_save() and trainer.parallel.sharding != "fsdp":
+    if trainer.trained_since_save() and trainer.sharding != "fsdp":
         try:
             trainer.save()
         except TrainingFailure:
@@ -562,5 +562,5 @@ def _output_failed(trainer: Trainer, error: OutputError) -> int:
 
 def report_failure(trainer: Trainer, kind: str, message: str, advice: str, **extra: Any) -> None:
     checkpoint = trainer.last_good[0] if trainer.last_good else None
-    trainer.run.events.emit("error", trainer.step.step, kind=kind, message=message, advice=advice, checkpoint=checkpoint, **extra)
-    trainer.run.events.emit("end", trainer.step.step, reason="error", state_sha256=None, message=message)
+    trainer.events.emit("error", trainer.step, kind=kind, message=message, advice=advice, checkpoint=checkpoint, **extra)
+    trainer.events.emit("end", trainer.step, reason="error", state_sha256=None, message=message)
