@@ -26,7 +26,6 @@ from app.runs.series import DATA_CHANGED, LEG, PAUSE, LossSeries, Marker, Series
 
 from . import palette, wheel_guard
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
 SMOOTHING = 0.9  # EMA weight of the past: about the last 10 steps
 PLOT_MIN_HEIGHT = 180  # px: the axes, their labels and a readable curve
 RECENT_SHARE = 0.25  # «Конец крупно»: the last quarter of the run's x-range
@@ -413,7 +412,7 @@ class LossPlot(QWidget):
             # The first colour no run on the plot has: counting the traces gave a new one
             # the colour of one still shown once another had been removed (two runs alike).
             used = [tr.color for tr in self.traces.values()]
-            color = min(PALETTE, key=lambda c: (used.count(c), PALETTE.index(c)))
+            color = min(palette.SERIES, key=lambda c: (used.count(c), palette.SERIES.index(c)))
             tr = RunTrace(self.plot, key, label or key, color, primary)
             tr.x_tokens = self.x_tokens
             tr.raw_curve.setVisible(primary and self.show_raw.isChecked())

@@ -13,7 +13,6 @@ from app.base.i18n import t
 from app.gpu.present import GpuView
 
 from . import palette
-from .loss_plot import PALETTE
 
 # A level's meaning colour (app.gpu.present decides the level; app.window.colors the colour for the
 # system palette): as text on the window, and as the memory bar's fill behind the bar's text.
@@ -26,12 +25,11 @@ LEVEL_COLOURS = {
     "unknown": "muted",
 }
 FILL_COLOURS = {"normal": "gpu_fill_normal", "high": "gpu_fill_high", "full": "gpu_fill_full"}
-# History series -> (colour, RU label, EN label). The loss plot's line colours: each keeps
-# ≥ 3:1 against both the light and the dark plot background, so they stay fixed.
+# History series -> (colour, RU label, EN label): palette.SERIES, the loss plot's line colours.
 SERIES_STYLE = {
-    "mem_pct": (PALETTE[0], "память, %", "memory, %"),
-    "util_pct": (PALETTE[2], "загрузка, %", "load, %"),
-    "temp_c": (PALETTE[1], "температура, °C", "temperature, °C"),
+    "mem_pct": (palette.SERIES[0], "память, %", "memory, %"),
+    "util_pct": (palette.SERIES[2], "загрузка, %", "load, %"),
+    "temp_c": (palette.SERIES[1], "температура, °C", "temperature, °C"),
 }
 _style = palette.set_style
 

@@ -9,6 +9,10 @@ from PySide6.QtWidgets import QApplication, QWidget
 
 from app.window.colors import colors, is_dark
 
+# Distinct series lines (the loss plot's runs, the GPU monitor's history, a series' curves):
+# each keeps ≥ 3:1 against both the light and the dark plot background, so they stay fixed.
+SERIES = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b")
+
 
 def dark() -> bool:
     app = QApplication.instance()

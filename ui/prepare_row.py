@@ -5,17 +5,37 @@ new language. The outcome's words are app.data.manage's."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QToolButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QHBoxLayout,
+    QLabel,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
 
 from app.base.i18n import t
 from app.data import manage as data_manage
 
 from . import palette
 from .cli_task import CliTask, TaskBar
-from .run_form import RunFormView
 
 NOTE_COLOURS = {"error": "error", "warning": "warning"}  # an outcome's level -> app.window.colors' name
+
+
+class FormFooter(Protocol):
+    """What the row needs of the form it sits under (the form's view is one): the footer
+    whose layout takes the progress bar and the note, and «Подготовить данные», off while a
+    prepare runs."""
+
+    @property
+    def footer(self) -> QWidget: ...
+
+    @property
+    def prepare_button(self) -> QAbstractButton: ...
 
 
 class PrepareRow(QObject):
@@ -31,9 +51,9 @@ class PrepareRow(QObject):
         self.names: list[str] = []
         # How the last prepare ended (exit code, its output, the constellations).
         self.result: tuple[int, data_manage.CliOutput, list[str]] | None = None
-        self.view: RunFormView | None = None
+        self.view: FormFooter | None = None
 
-    def build(self, view: RunFormView) -> None:
+    def build(self, view: FormFooter) -> None:
         """The progress bar and the note, under «Подготовить данные» and «Старт» in the
         form's footer."""
         self.view = view

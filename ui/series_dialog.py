@@ -171,13 +171,11 @@ class SeriesResultsDialog(QDialog):
         for r in res.rows:
             key = r.values.get(res.keys[1]) if len(res.keys) > 1 else None
             groups.setdefault(key, []).append(r)
-        from .loss_plot import PALETTE  # the loss plot's series colours, readable on both palettes
-
         for n, (key, rows) in enumerate(groups.items()):
             pts = [(xs.index(r.values.get(first)), r) for r in rows if r.val_loss is not None]
             if not pts:
                 continue
-            color = PALETTE[n % len(PALETTE)]
+            color = palette.SERIES[n % len(palette.SERIES)]  # readable on both palettes
             name = values_text({res.keys[1]: key}) if len(res.keys) > 1 else "val loss"
             plot.plot([x for x, _ in pts], [r.val_loss for _, r in pts], pen=pg.mkPen(color, width=2),
                       symbol="o", symbolBrush=color, name=name)
