@@ -160,19 +160,19 @@ def test_the_rules_are_read_from_architecture_md():
     assert TRAINER_CONTRACT == ("trainer.config", "trainer.plan", "trainer.reasons", "trainer.sampling",
                                 "trainer.checkpoint_index", "trainer.preflight", "trainer.streams",
                                 "trainer.lock")
-    assert refused("ui.history", "torch.nn", RULES)
+    assert refused("ui.runs.history", "torch.nn", RULES)
     text = ARCHITECTURE.read_text(encoding="utf-8")
     row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))
     looser = parse_rules(text.replace(row, row.replace("`torch`, ", "", 1)))
-    assert not refused("ui.history", "torch.nn", looser)
+    assert not refused("ui.runs.history", "torch.nn", looser)
 
 
 def test_no_view_of_the_window_reaches_back_into_main_window():
     """The window's helpers (menus, memory, the GPU tab, …) get the objects and callbacks
-    they need: only the program's start (ui.main) imports ui.main_window."""
-    assert refused("ui.window_menu", "ui.main_window", RULES)
-    assert refused("ui.monitor_tab", "ui.main_window.MainWindow", RULES)
-    assert not refused("ui.main", "ui.main_window", RULES)
+    they need: only the program's start (ui.main) imports ui.window.main_window."""
+    assert refused("ui.window.menu", "ui.window.main_window", RULES)
+    assert refused("ui.monitor.tab", "ui.window.main_window.MainWindow", RULES)
+    assert not refused("ui.main", "ui.window.main_window", RULES)
 
 
 def test_the_trainer_rows_allow_only_their_libraries():
