@@ -6,7 +6,7 @@ form's rules are app.form.run_form's. The views refresh from what Lab announces
 (`Lab.events`: the history, a run's state, the followed run, the monitored run), never from
 a list at the end of each action. The menus, the close-time question, the prepare row, the
 export, the notifications, the GPU tab and what the window remembers are small modules
-beside this one; each gets the objects and callbacks it needs, never this window. This module (and everything it imports at load time) never imports torch:
+in ui/'s rooms (this window's own helpers beside it in ui/window/); each gets the objects and callbacks it needs, never this window. This module (and everything it imports at load time) never imports torch:
 the trainer is always its own process (docs/ARCHITECTURE.md).
 """
 
