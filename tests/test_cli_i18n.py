@@ -317,7 +317,7 @@ def test_argparse_messages_of_other_python_versions_are_translated():
 
 def test_bench_window_help_exits_0_and_a_wrong_argument_is_a_usage_error(capsys):
     # A process benchmark, run in process here: only its argument handling is under test.
-    from ui.bench_window import main as bench_window
+    from ui.window.bench import main as bench_window
 
     assert bench_window(["--help"]) == 0
     assert "startup|plot" in capsys.readouterr().out

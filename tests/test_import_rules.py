@@ -161,19 +161,60 @@ def test_the_rules_are_read_from_architecture_md():
     assert TRAINER_CONTRACT == ("trainer.config.run_config", "trainer.plan.planner", "trainer.config.reasons", "trainer.text.sampling",
                                 "trainer.state.checkpoint_index", "trainer.plan.preflight", "trainer.base.streams",
                                 "trainer.base.lock")
-    assert refused("ui.history", "torch.nn", RULES)
+    assert refused("ui.runs.history", "torch.nn", RULES)
     text = ARCHITECTURE.read_text(encoding="utf-8")
     row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))
     looser = parse_rules(text.replace(row, row.replace("`torch`, ", "", 1)))
-    assert not refused("ui.history", "torch.nn", looser)
+    assert not refused("ui.runs.history", "torch.nn", looser)
 
 
 def test_no_view_of_the_window_reaches_back_into_main_window():
     """The window's helpers (menus, memory, the GPU tab, …) get the objects and callbacks
-    they need: only the program's start (ui.main) imports ui.main_window."""
-    assert refused("ui.window_menu", "ui.main_window", RULES)
-    assert refused("ui.monitor_tab", "ui.main_window.MainWindow", RULES)
-    assert not refused("ui.main", "ui.main_window", RULES)
+    they need: only the program's start (ui.main) imports ui.window.main_window."""
+    assert refused("ui.window.menu", "ui.window.main_window", RULES)
+    assert refused("ui.monitor.tab", "ui.window.main_window.MainWindow", RULES)
+    assert not refused("ui.main", "ui.window.main_window", RULES)
+
+
+# ---- ui's rooms: a view reaches into no other view; no circle between ui's files ----------
+
+UI_ROOMS = sorted(p.parent.name for p in (ROOT / "ui").glob("*/__init__.py"))
+VIEW_ROOMS = [r for r in UI_ROOMS if r not in ("base", "window")]  # base under them, window over them
+
+
+def test_a_view_reaching_into_another_view_is_refused():
+    """Each view room has its row: it imports no other view room and not the window that
+    composes them (the window imports the views, never the other way); ui.base imports none
+    of them. A room added to ui/ without its row fails here."""
+    assert refused("ui.data.prepare_row", "ui.form.run_form.RunFormView", RULES)
+    assert refused("ui.monitor.gpu_card", "ui.runs.loss_plot", RULES)
+    assert refused("ui.runs.history", "ui.window.memory", RULES)
+    assert refused("ui.base.palette", "ui.runs.loss_plot", RULES)
+    assert not refused("ui.window.memory", "ui.runs.history", RULES)
+    assert not refused("ui.form.column", "ui.form.run_form", RULES)
+    assert not refused("ui.queue.tab", "ui.base.palette", RULES)
+    assert "base" in UI_ROOMS and "window" in UI_ROOMS and len(VIEW_ROOMS) >= 7
+    for room in VIEW_ROOMS + ["base"]:
+        for other in VIEW_ROOMS + ["window"]:
+            assert refused(f"ui.{room}.x", f"ui.{other}.y", RULES) is (other != room), (room, other)
+
+
+def test_architecture_md_names_every_room_of_ui():
+    """Its table of ui's rooms lists each package of ui/ once, and nothing that is not one."""
+    named = [names[0] for names in (re.findall(r"`ui/(\w+)/`", row[0]) for row in doc_table("ui-rooms")) if names]
+    assert sorted(named) == UI_ROOMS
+    assert len(named) == len(set(named))
+
+
+def test_the_file_graph_sees_a_cycle_made_inside_a_function(tmp_path, monkeypatch):
+    (tmp_path / "ui" / "runs").mkdir(parents=True)
+    (tmp_path / "ui" / "__init__.py").write_text("")
+    (tmp_path / "ui" / "runs" / "__init__.py").write_text("")
+    (tmp_path / "ui" / "runs" / "a.py").write_text("from ui.runs.b import B\n")
+    (tmp_path / "ui" / "runs" / "b.py").write_text("def f():\n    from . import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert module_graph("ui")["ui.runs.b"] == {"ui.runs.a"}  # its own package is no edge
+    assert cycles(module_graph("ui")) == [["ui.runs.a", "ui.runs.b"]]
 
 
 def test_the_trainer_rows_allow_only_their_libraries():

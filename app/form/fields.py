@@ -32,7 +32,7 @@ from ..base.numbers import format_value
 from .texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .tooltips import wrap_tip
 
-# The last line of every field's tooltip: where the whole story is (ui/help_page.py).
+# The last line of every field's tooltip: where the whole story is (ui/form/help_page.py).
 HELP_HINT = {"ru": "Подробнее: кнопка «?» у поля или F1.", "en": "More: the «?» button by the field, or F1."}
 # A FieldSpec with a run.json `path` and no `default` of its own starts at the trainer's
 # default for that key (trainer.config.run_config, the one contract), in the form's terms.

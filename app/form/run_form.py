@@ -1,7 +1,7 @@
 """The «Новый прогон» form's logic, with no Qt: values, validation as the user types,
 continue-locking, the live «Как выбрать размер» numbers and the run.json it produces.
 
-The window (ui/run_form.py) only mirrors a RunForm: it passes what the user typed to
+The window (ui/form/run_form.py) only mirrors a RunForm: it passes what the user typed to
 `set_text`/`set`, and shows `issues()`, `start_blockers()`, `size_rows()` and the values.
 Every rule lives here so it can be tested without a display.
 """
