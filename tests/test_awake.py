@@ -1,4 +1,4 @@
-"""The "do not sleep" request (trainer/awake.py) taken and released around a run, at the
+"""The "do not sleep" request (trainer/run/awake.py) taken and released around a run, at the
 OS-call boundary: Windows' SetThreadExecutionState through a stand-in for kernel32 (flags,
 restype, the thread, the release — Wine's own is a stub, so its real effect is to be
 confirmed on Windows), and Linux's systemd-inhibit as a real process that this suite puts
@@ -19,7 +19,7 @@ import psutil
 import pytest
 
 from tests.trainer_run import events, run_trainer, write_run
-from trainer import awake
+from trainer.run import awake
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -126,7 +126,7 @@ def test_the_request_dies_with_a_killed_process_and_a_refusal_is_said(tmp_path):
     asked = _fake_inhibitor(tmp_path / "bin")
     env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", awake.ENV: "1",
            "PYTHONPATH": str(ROOT)}
-    code = "import sys, time; from trainer import awake; h = awake.hold('x'); print(h.held, h.how, flush=True); time.sleep(600)"
+    code = "import sys, time; from trainer.run import awake; h = awake.hold('x'); print(h.held, h.how, flush=True); time.sleep(600)"
     holder = subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().split() == ["True", "systemd-inhibit"]

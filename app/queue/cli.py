@@ -16,7 +16,7 @@ import time
 from datetime import datetime
 from typing import Any
 
-from trainer.awake import Hold, hold
+from trainer.run.awake import Hold, hold
 
 from ..base import settings
 from ..base.cli_args import Parser

@@ -6,7 +6,7 @@ form's run or a series in the queue, edits it, says what changed, and says who d
 
 It announces (`QueueDriver.events`, the pattern of app/window/events.py): `changed(timeline)`
 — the queue as it is now, after a look or an edit — and `news(title, text)` — a tray
-message. ui/queue_tab.py and the window subscribe. `tick()` and `add()` run in a worker
+message. ui/queue/tab.py and the window subscribe. `tick()` and `add()` run in a worker
 thread (the estimates read the measured runs' folders; the pre-check is a child process);
 `refresh()`, called in the window's thread after them, announces.
 """

@@ -1,7 +1,7 @@
 """Exactly one runner drives the queue: an OS lock on `queue.lock` in the lab's data folder.
 
 The lock is the operating system's own (flock on POSIX, a byte-range lock on Windows: the
-trainer's own `trainer.lock.try_lock`, one writer per run folder), so it
+trainer's own `trainer.base.lock.try_lock`, one writer per run folder), so it
 goes away with its process however that ends: a runner that was SIGKILLed or crashed never
 leaves the queue locked. The file says who holds it (pid, what program, since when), so a
 second runner is refused with a line naming the first.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.lock import WINDOWS_BYTE, try_lock
+from trainer.base.lock import WINDOWS_BYTE, try_lock
 
 from ..base import paths
 from ..base.i18n import t
@@ -40,7 +40,7 @@ class Note:
     pid: int
     program: str
     since: float
-    awake: dict[str, Any] | None = None  # the runner's sleep request (trainer/awake.py's Hold)
+    awake: dict[str, Any] | None = None  # the runner's sleep request (trainer/run/awake.py's Hold)
 
 
 def read_note(path: Path | None = None) -> Note | None:

@@ -1,5 +1,5 @@
 """Whether this PC is kept awake now, in one line for the monitor: who holds the OS's "do not
-sleep" request (the trainers training here, the queue runner between runs; trainer/awake.py),
+sleep" request (the trainers training here, the queue runner between runs; trainer/run/awake.py),
 or why nobody does, and what a battery changes.
 
 The trainer says what it got in its `awake` event, right after `start`; the runner in its
