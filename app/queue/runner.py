@@ -1,6 +1,8 @@
-"""The runner: the one process that drives the queue — settles the runs that ended (a failed
-one retried once as its advice says, then skipped and said), and starts what the planner
-says can start now, through RunManager like «Старт».
+"""The runner: the one process that drives the queue (`ternit queue run`, started detached by
+the window when the queue has work: app/queue/detach.py) — settles the runs that ended (a
+failed one continued or retried as the one retry policy says, app/queue/retry.py, or skipped
+and said), and starts what the planner says can start now, through RunManager like «Старт».
+It keeps going while the queue has work (`needs_runner`) and ends when it has none.
 
 Exactly one runner per queue (app/queue/lock.py). Starting an item is three side effects —
 reserve the run's id, create its folder and row, spawn its trainer or push its Kaggle leg —
@@ -81,14 +83,12 @@ Listener = Callable[[QueueEvent], None]
 class QueueRunner:
     """Drives the queue. `start()` takes the lock and reconciles; `tick()` does one round."""
 
-    def __init__(self, manager: RunManager, program: str, *, poll_runs: bool = True,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, manager: RunManager, program: str, *, clock: Callable[[], float] = time.time) -> None:
         self.manager = manager
         self.registry = manager.registry
         self.store = QueueStore(self.registry.state)
         self.planner = Planner(self.store, self.registry, clock=clock)
         self.lock = RunnerLock(program)
-        self.poll_runs = poll_runs  # the window polls the runs itself (Lab.poll)
         self.clock = clock
         self.failed: list[int] = []  # items this runner skipped
         self._listeners: list[Listener] = []
@@ -129,10 +129,9 @@ class QueueRunner:
     # -- one round ----------------------------------------------------------------------------------
     def tick(self) -> list[QueueEvent]:
         """Settle what ended, then start what can start now. Blocks while a Kaggle leg is
-        uploaded and pushed (the window calls it from a worker thread)."""
+        uploaded and pushed."""
         assert self.lock.held, "start() first"
-        if self.poll_runs:
-            self.manager.poll()
+        self.manager.poll()
         events = self._settle()
         if not self.store.paused():
             events += self._start_ready()
