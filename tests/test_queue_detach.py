@@ -114,6 +114,7 @@ def test_the_retry_policy_machine_loss_and_a_full_disk_keep_the_retry_its_own_fa
     vanished = Failure(kind="vanished", message="", advice="")
     assert retry.verdict(gone, vanished, watched=False, booted=booted) == retry.FREE  # found so at a start
     assert retry.verdict(gone, vanished, watched=True, booted=booted) == retry.SPEND  # died under a runner
+    assert retry.verdict(gone, vanished, watched=True, booted=booted, free=1024) == retry.ROOM  # no room to say why
     before_boot = reg.update(rec.id, pid_started_at=booted - 60)
     assert retry.verdict(before_boot, vanished, watched=True, booted=booted) == retry.FREE  # the PC rebooted
     full = Failure(kind="other", advice="", message="could not write events.jsonl (OSError: [Errno 28] "
@@ -238,3 +239,72 @@ def test_the_windows_task_is_valid_for_task_scheduler_and_carries_the_lab():
     assert argv == entry.argv() and data == entry.data
     # The Startup folder's fallback carries the same command.
     assert autostart._startup_entry(autostart.startup_text(entry)) == (entry.argv(), entry.data)
+
+
+def test_a_run_stopped_by_a_full_disk_waits_for_room_at_its_place_and_keeps_its_retry(tiny_data):
+    """The trainer's own words for a full disk in its `error` event (trainer/state/checkpoint.py):
+    the runner puts the item back without spending its retry, and does not start it while the
+    disk lacks what it needs — its line says how much is free and how much it needs."""
+    import json
+
+    from app.queue.runner import QueueRunner, needs_runner
+    from app.queue.store import RUNNING, WAITING
+
+    reg = Registry()
+    store = QueueStore(reg.state)
+    it = store.add(_config(tiny_data, "full"), "local")
+    rec = reg.create_run(_config(tiny_data, "full"))
+    assert store.claim(it.id, "local", rec.id)
+    store.started(it.id)
+    lines = [{"event": "start", "time": 1.0, "step": 0, "params": 10**13},  # a state no disk here holds twice
+             {"event": "error", "time": 2.0, "step": 3, "kind": "other", "advice": "free disk space",
+              "message": f"could not write checkpoint {rec.path}/checkpoints/step-00000003.pt: the disk holding it "
+                         "is full (No space left on device): free disk space"}]
+    rec.events_path.write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
+    reg.ingest(rec.id)
+    reg.update(rec.id, status="failed", end_reason="error")
+    runner = QueueRunner(RunManager(reg), "test")
+    runner.start()
+    try:
+        for _ in range(2):  # checked at each round: never started while there is no room
+            runner.tick()
+            item = store.item(it.id)
+            assert (item.state, item.attempt, item.run_id) == (WAITING, 1, None), item
+            assert item.room_bytes and item.room_bytes > retry.free_bytes(reg.runs_root)
+            assert item.message.startswith("диск заполнен: свободно ") and "нужно" in item.message
+        assert needs_runner(store)  # the runner stays to look again
+        row = runner.planner.timeline().row(it.id)
+        assert row.note == item.message and row.machine is None
+    finally:
+        runner.close()
+    assert store.item(it.id).state != RUNNING
+
+
+def test_the_monitor_says_who_keeps_the_pc_awake(tiny_data):
+    import json
+
+    from app.base import settings
+    from app.runs.awake import awake_line
+
+    reg = Registry()
+    assert "ничего не обучается" in awake_line(reg)
+    rec = reg.create_run(_config(tiny_data, "X"))
+    reg.update(rec.id, status="running", pid=os.getpid())
+    rec.events_path.write_text(json.dumps({"event": "awake", "time": 1, "step": 0, "held": True,
+                                           "how": "systemd-inhibit", "why": ""}) + "\n", encoding="utf-8")
+    assert awake_line(reg).startswith("ПК не уснёт: запрет сна держит «X» (systemd-inhibit)")
+    rec.events_path.write_text(json.dumps({"event": "awake", "time": 1, "step": 0, "held": False, "how": "",
+                                           "why": "Failed to connect to bus"}) + "\n", encoding="utf-8")
+    assert "не получен («X»): Failed to connect to bus" in awake_line(reg)
+    assert "очередь (SetThreadExecutionState)" in awake_line(reg, {"held": True, "how": "SetThreadExecutionState"})
+    settings.save_keep_awake(False)
+    assert "выключен в настройках" in awake_line(reg)
+
+
+def test_the_macos_launch_agent_carries_the_lab():
+    import plistlib
+
+    entry = autostart.Entry("/Users/a/lab/.venv/bin/python", "/Users/a/lab", None, "/Users/a/Library/ternit-lab", "en")
+    plist = plistlib.loads(autostart.plist_text(entry).encode())
+    assert plist["ProgramArguments"] == entry.argv() and plist["RunAtLoad"] is True
+    assert plist["Label"] == autostart.MAC_LABEL and plist["WorkingDirectory"] == entry.code

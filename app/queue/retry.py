@@ -7,7 +7,8 @@ Each item has one retry. Whether a failure spends it is decided here, once:
   PC's current boot. `FREE`: continued from its latest verified checkpoint (the vanished
   run's continuation, `Failure.retry_config`); with no checkpoint yet it starts again and
   says so. Two power cuts in one night still finish it.
-- **stopped by a full disk** — `ROOM`: it waits at its place until the disk holding the
+- **stopped by a full disk** (its `error` says so, or it vanished from a disk left with no
+  room, where the `error` could not be written) — `ROOM`: it waits at its place until the disk holding the
   lab's runs has room for it (checked each round, the free space and what it needs in its
   line), then continues as above. Not spent either.
 - **its own failure** — out of memory, NaN, a traceback, a trainer that died while a runner
@@ -51,10 +52,14 @@ def lost_with_machine(rec: RunRecord, watched: bool, booted: float | None) -> bo
     return not watched
 
 
-def verdict(rec: RunRecord, failure: Failure | None, watched: bool, booted: float | None = None) -> str:
+def verdict(rec: RunRecord, failure: Failure | None, watched: bool, booted: float | None = None,
+            free: int | None = None) -> str:
     """FREE, ROOM or SPEND for a failed run (`watched`: the runner deciding saw its trainer
-    alive in an earlier round)."""
+    alive in an earlier round; `free`: the bytes free on its disk now). A trainer that went
+    without a word on a disk with no room left could not write its `error`: room, too."""
     if failure is not None and failure.no_room:
+        return ROOM
+    if rec.end_reason == VANISHED and free is not None and free < MARGIN_BYTES:
         return ROOM
     if lost_with_machine(rec, watched, booted):
         return FREE

@@ -282,7 +282,7 @@ class QueueRunner:
 
     def _failed(self, it: Item, rec: RunRecord) -> list[QueueEvent]:
         f = self.manager.failure(rec.id)
-        how = retry.verdict(rec, f, rec.id in self._watched, self._booted)
+        how = retry.verdict(rec, f, rec.id in self._watched, self._booted, retry.free_bytes(rec.path))
         if how != retry.SPEND and f is not None and (cfg := self._continuation(it, rec, f)) is not None:
             text = retry.continued_text(how, f.checkpoint, _checkpoint_step(f.checkpoint))
             room = retry.room_needed(rec) if how == retry.ROOM else None
