@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from xml.sax.saxutils import escape
@@ -295,13 +296,13 @@ def on(entry: Entry | None = None, where: str | None = None) -> Status:
     return status(where)
 
 
-def _windows_on(entry: Entry) -> None:
+def _windows_on(entry: Entry, schtasks: Callable[..., subprocess.CompletedProcess] | None = None) -> None:
     xml = task_xml(entry, task_user())
     copy = task_copy_path()
     copy.parent.mkdir(parents=True, exist_ok=True)
     copy.write_text(xml, encoding="utf-16")  # schtasks reads the XML as it declares it
     try:
-        done = _schtasks("/Create", "/TN", TASK, "/XML", str(copy), "/F")
+        done = (schtasks or _schtasks)("/Create", "/TN", TASK, "/XML", str(copy), "/F")
         refused = done.returncode != 0
     except (OSError, subprocess.SubprocessError):
         refused = True
