@@ -308,3 +308,27 @@ def test_the_macos_launch_agent_carries_the_lab():
     plist = plistlib.loads(autostart.plist_text(entry).encode())
     assert plist["ProgramArguments"] == entry.argv() and plist["RunAtLoad"] is True
     assert plist["Label"] == autostart.MAC_LABEL and plist["WorkingDirectory"] == entry.code
+
+
+def test_with_no_runner_the_list_shows_each_items_true_state(tiny_data):
+    """A runner gone (a reboot): an item whose run ended says so, one whose trainer is gone
+    says it goes on when the queue runs — from the runs themselves, before any runner settles."""
+    import subprocess
+    import sys
+
+    from app.queue.world import Planner
+
+    reg = Registry()
+    store = QueueStore(reg.state)
+    ended, lost = store.add(_config(tiny_data, "ended"), "local"), store.add(_config(tiny_data, "lost"), "local")
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    for it, changes in ((ended, {"status": "finished", "ended_at": 123.0}),
+                        (lost, {"status": "running", "pid": dead.pid, "pid_started_at": time.time() - 5})):
+        rec = reg.create_run(_config(tiny_data, it.name))
+        assert store.claim(it.id, "local", rec.id)
+        store.started(it.id)
+        reg.update(rec.id, **changes)
+    tl = Planner(store, reg).timeline()
+    assert tl.row(ended.id).label == "завершён" and tl.row(ended.id).end == 123.0
+    assert tl.row(lost.id).label == "прерван — продолжится при запуске очереди"

@@ -100,6 +100,18 @@ def test_queue_from_the_form_a_series_and_the_queue_after_a_restart(qtbot, tiny_
         # Paused: nobody drives it, and the window says so (it never drives the queue itself).
         assert again.queue.started is None and "приостановлена" in again.queue_tab.who.text()
         assert "приостановлена" in again.queue_status.text()
+        # «Настройки»: the queue after a reboot (the logon entry) and the sleep request, on and off.
+        from app.base import settings
+        from app.queue import autostart
+
+        night = again.menu.night_actions
+        assert not night["autostart"].isChecked() and night["awake"].isChecked()
+        night["autostart"].trigger()
+        assert autostart.status().installed and "включён" in again.statusBar().currentMessage()
+        night["autostart"].trigger()
+        assert not autostart.status().installed
+        night["awake"].trigger()
+        assert settings.keep_awake() is False
     finally:
         again.close()
 
