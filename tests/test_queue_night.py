@@ -1,7 +1,7 @@
 """The night queue for real: the window starts the queue's own runner and may then die; the
 runner and its trainer die together (a power cut) and the logon entry's command carries the
-run on from its checkpoint without spending its retry; the runner ends by itself when
-nothing is left. Real processes (the window offscreen, the runner, tiny CPU trainers), the
+run on from its checkpoint without spending its retry; a Kaggle leg is followed after a
+reboot as after a runner kill; the runner ends by itself when nothing is left. Real processes (the window offscreen, the runner, tiny CPU trainers), the
 lab's SQLite state; every wait is for an event, bounded by DEADLINE_S only against a hang."""
 
 from __future__ import annotations
@@ -17,10 +17,15 @@ from pathlib import Path
 import psutil
 
 from app.base import run_status as st
+from app.kaggle.store import KaggleStore
 from app.queue import autostart, detach, lock
 from app.queue.adding import add_runs
 from app.queue.store import DONE, QueueStore
 from app.runs.registry import Registry
+from tests.fake_kaggle import fixtures
+from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts
+
+fake = fixtures.fake  # the fake-server fixture
 
 ROOT = Path(__file__).resolve().parent.parent
 DEADLINE_S = 240.0
@@ -154,3 +159,38 @@ def test_two_power_cuts_in_one_night_the_logon_entry_carries_the_run_on(tiny_dat
     assert last.status == st.FINISHED and len(events(last.path, "end")) == 1
     assert sum(len(events(reg.get(r).path, "end")) for r in it.runs) == 1
     assert len(reg.list_runs()) == 3
+
+
+def test_a_kaggle_leg_is_followed_after_a_reboot_as_after_a_runner_kill(fake, tiny_data):
+    """The runner goes down (a reboot) while its Kaggle leg runs: the logon entry's command
+    brings a runner back, which follows the leg to its end — no second push, the outputs
+    fetched once, the item done with its one run."""
+    fake.add_account("alice", KEYS["alice"], quota_h=10)
+    add_lab_accounts("alice")
+    reg = Registry()
+    store = QueueStore(reg.state)
+    item = add_runs(store, tiny(tiny_data, "there"), target="kaggle", check=lambda _: None).items[0]
+    autostart.on(where="linux")
+    entry = autostart.current()
+    _logon(entry)
+    note = wait_for(lock.current_holder)
+    kaggle = KaggleStore(reg.state)
+
+    def leg_pushed() -> bool:
+        run_id = store.item(item.id).run_id
+        leg = kaggle.leg(run_id) if run_id else None
+        return bool(leg and leg["state"] in ("pushed", "running"))
+
+    wait_for(leg_pushed, poll_s=0.01)
+    os.kill(note.pid, signal.SIGKILL)  # the PC went down: the runner with it
+    wait_for(runner_gone)
+    _logon(entry)
+    wait_for(lambda: store.item(item.id).state == DONE)
+    wait_for(runner_gone)
+    it = store.item(item.id)
+    rec = reg.get(it.run_id)
+    assert len(fake.pushes) == 1 and len(it.runs) == 1 and it.attempt == 1, it
+    assert rec.status == st.FINISHED and len(events(rec.path, "start")) == 1 and len(events(rec.path, "end")) == 1
+    fetched = [p.name for p in (rec.path / "outputs").rglob("*") if p.is_file()]
+    assert fetched and len(fetched) == len(set(fetched))
+    assert kaggle.leg(rec.id)["state"] == "done"
