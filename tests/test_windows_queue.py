@@ -85,3 +85,15 @@ def test_the_startup_folder_takes_the_entry_where_task_scheduler_refuses_it():
     assert autostart._startup_entry(text) == (entry.argv(), entry.data)
     assert not autostart.task_copy_path().exists()
     assert not autostart.off("windows").installed and not autostart.startup_path().exists()
+
+
+@pytest.mark.skipif(sys.platform != "win32", reason="kernel32's own SetThreadExecutionState")
+def test_the_real_set_thread_execution_state_is_asked_and_cleared_from_the_main_thread():
+    """Through the real kernel32 (under Wine a stub that answers but holds nothing: the
+    effect on sleep is to be confirmed on Windows)."""
+    from trainer.run import awake
+
+    h = awake.hold("the test", env={awake.ENV: "1"}, platform="win32")
+    assert h.held and h.how == "SetThreadExecutionState", h.why
+    h.release()
+    assert not h.held
