@@ -332,3 +332,14 @@ def test_with_no_runner_the_list_shows_each_items_true_state(tiny_data):
     tl = Planner(store, reg).timeline()
     assert tl.row(ended.id).label == "завершён" and tl.row(ended.id).end == 123.0
     assert tl.row(lost.id).label == "прерван — продолжится при запуске очереди"
+
+
+def test_the_runners_log_is_rotated_as_the_labs_log_is():
+    from app.base import logs
+
+    path = detach.runner_log()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(b"x" * logs.MAX_BYTES)
+    detach.spawn(lambda argv, **kw: "started", os_name="posix")
+    assert path.with_name(path.name + ".1").stat().st_size == logs.MAX_BYTES
+    assert path.stat().st_size < 1000 and "queue run --wait" in path.read_text(encoding="utf-8")
