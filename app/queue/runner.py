@@ -46,6 +46,7 @@ from .store import (
     Item,
     QueueStore,
 )
+from .trials import Trials
 from .world import Planner, machine_label, measured
 
 log = logging.getLogger(__name__)
@@ -92,6 +93,7 @@ class QueueRunner:
         self._listeners: list[Listener] = []
         self._quota_checked = 0.0
         self._was_empty = True
+        self.trials = Trials(self.store, manager)  # the searches' trials (app/search/)
 
     def add_listener(self, fn: Listener) -> None:
         self._listeners.append(fn)
@@ -128,6 +130,7 @@ class QueueRunner:
         if self.poll_runs:
             self.manager.poll()
         events = self._settle()
+        self.trials.tick()  # a search told of its ended trials, its next one asked (before the starts)
         if not self.store.paused():
             events += self._start_ready()
         empty = self.store.is_empty()
@@ -265,6 +268,8 @@ class QueueRunner:
                 cfg = f.retry_config(rec.config())
             except (OSError, ValueError):
                 cfg = None
+            if cfg is not None and not self.trials.retry_allowed(it.id, cfg):
+                cfg = None  # a trial is measured at its searched values: the retry would change one
             if cfg is not None:
                 label = f.retry_label() or t("Повторить", "Retry")
                 cfg["target"] = copy.deepcopy(it.config.get("target") or {})
