@@ -127,3 +127,52 @@ def test_the_command(tiny_data, lang):
         assert ("лестница" if lang == "ru" else "the ladder") in out and "ternit queue add" in out
     finally:
         reg.close()
+
+
+def test_the_advice_lines_say_what_they_rest_on(russian):
+    from app.law.advice import advice_lines
+
+    a = assess(drawn(TRUE, 0.01))
+    n, d = 600_000, 12_000_000
+    loss, opt, grow = advice_lines(a, n, d)
+    assert [loss.key, opt.key, grow.key] == ["law_loss", "law_optimum", "law_grow"]
+    assert abs(float(loss.value.replace(",", ".")) - float(TRUE.loss(n, d))) < 0.05
+    assert loss.note.startswith("по 12 прогонам лабы, ±0,0")
+    assert "по справке (20 токенов на вес)" in opt.note and "по 12 прогонам лабы" in opt.note
+    compute = 6.0 * n * d
+    n_opt, _ = a.law.optimal(compute)
+    # The same compute spent on a quarter of the optimal size, and on four times it.
+    small = advice_lines(a, int(n_opt / 4), int(compute / (6 * n_opt / 4)))[2]
+    big = advice_lines(a, int(n_opt * 4), int(compute / (6 * n_opt * 4)))[2]
+    assert small.value == "упирается в размер" and big.value == "упирается в токены"
+    assert advice_lines(a, n, d, unique_tokens=1000)[2].value == "упирается в данные"
+    [few] = advice_lines(assess(drawn(TRUE, 0.01, sizes=SIZES[:2])), n, d)
+    assert few.level == "warning" and "ternit law" in few.note
+    [counting] = advice_lines(None, n, d)
+    assert counting.value == "…"
+
+
+def test_the_form_shows_the_law_beside_the_guide(tiny_data, russian):
+    from app.data.prepared import Prepared
+    from app.form.run_form import FormContext, RunForm
+    from app.law.advice import LawAdvisor
+
+    law = Law(E=2.0, A=60.0, B=90.0, alpha=0.4, beta=0.35)
+    reg = Registry()
+    try:
+        for n in (1000, 3000, 8000, 20000):
+            for d in (n // 3, n, 3 * n):
+                _finished_run(reg, tiny_data, n, d, float(law.loss(n, d)))
+        advisor = LawAdvisor(reg)
+        prep = Prepared.read(tiny_data)
+        assert advisor.assessment(prep.data_id, wait=True).enough
+        form = RunForm(FormContext(prepared=[prep], constellations={"tiny": prep.train_tokens},
+                                   law_lines=advisor.lines))
+        form.values.update(constellations=["tiny"], context=32, width=32, heads=2, layers=2, batch_per_card=4,
+                           steps_to=20)
+        rows = {r.key: r for r in form.size_rows()}
+        assert {"law_loss", "law_optimum", "law_grow"} <= set(rows), list(rows)
+        assert rows["law_loss"].note.startswith("по 12 прогонам лабы")
+        assert rows["data"].note.endswith(")") and "~20" in rows["data"].note  # the guide's rule stays beside it
+    finally:
+        reg.close()

@@ -103,10 +103,11 @@ def lab_facts(registry: Registry) -> list[RunFacts]:
     return [f for f in out if f is not None]
 
 
-def select(facts: list[RunFacts], constellations: tuple[str, ...] | None = None) -> Selection:
-    """The points of one data set: of those named by `constellations` (any order), or the one
-    with the most runs."""
-    pool = [f for f in facts if f.data_id and (constellations is None or f.constellations == tuple(sorted(constellations)))]
+def select(facts: list[RunFacts], constellations: tuple[str, ...] | None = None, data_id: str | None = None) -> Selection:
+    """The points of one data set: the one `data_id` names, or of those named by
+    `constellations` (any order) the one with the most runs."""
+    pool = [f for f in facts if f.data_id and (constellations is None or f.constellations == tuple(sorted(constellations)))
+            and (data_id is None or f.data_id == data_id)]
     counts: dict[str, int] = {}
     for f in pool:
         counts[f.data_id] = counts.get(f.data_id, 0) + 1
