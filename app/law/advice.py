@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import math
+import sqlite3
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -146,7 +147,7 @@ class LawAdvisor:
             result = self._fit(points)
             with self._lock:
                 self._done[data_id] = (key, result)
-        except (OSError, ValueError) as e:  # a run folder unreadable: no advice, never a crash
+        except (OSError, ValueError, sqlite3.Error) as e:  # a folder unreadable, the state closed: no advice
             log.warning("the lab's law could not be fitted for %s: %s", data_id, e)
         finally:
             with self._lock:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from typing import Any
 
@@ -22,7 +21,7 @@ from ..data.library import LibraryError
 from ..runs.precheck import RunError, load_config
 from ..runs.registry import Registry
 from ..runs.start_flags import data_for_cli
-from . import study as studies
+from .adding import create_search
 from .space import parse_space
 from .store import PRUNERS, SEARCH_ACTIVE, STOPPING, SearchError, SearchStore, label
 from .view import search_json
@@ -106,29 +105,14 @@ def _dispatch(args: argparse.Namespace, registry: Registry, store: SearchStore) 
     return EXIT_USAGE
 
 
-def _slug(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_-]+", "-", name).strip("-")[:32] or "search"
-
-
 def _add(args: argparse.Namespace, store: SearchStore) -> int:
     if args.trials < 1:
         raise SearchError(t("--trials: хотя бы одна попытка", "--trials: at least one trial"))
     space = parse_space(args.space)
     raw, _base = load_config(args.config)
     cfg = data_for_cli(raw)  # data.dir found (or prepared) now, not at each trial's turn
-    name = str(cfg.get("name") or "search")
-    account = str((cfg.get("target") or {}).get("account") or "auto")
-
-    def journal_for(sid: int) -> tuple[str, str]:
-        relative = f"searches/{sid}-{_slug(name)}.journal"
-        study_name = f"ternit-search-{sid}"
-        # In the row's own transaction: the runner sees the search only once its study exists.
-        studies.create_study(studies.journal_path(relative), study_name)
-        return relative, study_name
-
-    search = store.add(name=name, journal_for=journal_for, config=cfg, space=space, trials=args.trials,
-                       budget_hours=args.budget_hours, pruner=args.pruner, target=args.target, account=account,
-                       seed=args.seed)
+    search = create_search(store, cfg, space, args.trials, budget_hours=args.budget_hours, pruner=args.pruner,
+                           target=args.target, seed=args.seed)
     print(search.id)
     print(t("попытки пойдут, когда очередь ведут: ternit queue run (или окно лаборатории)",
             "the trials go when the queue is driven: ternit queue run (or the lab's window)"), file=sys.stderr)

@@ -70,3 +70,16 @@ def search_json(store: SearchStore, search: Search) -> dict[str, Any]:
         "history": [list(h) for h in history(trials)],
         "importances": importances(search),
     }
+
+
+def best_config(store: SearchStore, search: Search) -> dict[str, Any] | None:
+    """The best trial's run.json (the search's base with its values): the window's «Лучшая —
+    в форму» opens it as a new form."""
+    from .space import with_params
+
+    top = best(store.trials(search.id))
+    if top is None:
+        return None
+    cfg = with_params(search.config, top.params)
+    cfg["name"] = f"{search.name}-best"
+    return cfg

@@ -37,6 +37,7 @@ from app.form.run_form import ContinueFrom, FormContext
 from app.queue.driver import QueueDriver
 from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
+from app.search.store import SearchStore
 from app.window.lab import ActionError, Lab, Started
 from ui.base import settings, tooltips
 from ui.base.background import run_in_thread
@@ -50,6 +51,7 @@ from ui.queue.tab import QueueTab
 from ui.runs.banner import RunBanner
 from ui.runs.export_weights import export_metrics, export_weights
 from ui.runs.history import HistoryView
+from ui.search.tab import SearchTab
 from ui.text.tab import TextTab
 from ui.window import memory as window_memory
 from ui.window import qt_language
@@ -178,6 +180,12 @@ class MainWindow(QMainWindow):
         self.queue_tab = QueueTab(self.queue, self.drive_queue, **({"tick_ms": self.queue_ms} if self.queue_ms else {}))
         self.queue_tab.message.connect(lambda text: self.statusBar().showMessage(text))
         self.tabs.addTab(self.queue_tab, t("Очередь", "Queue"))
+        old_search = getattr(self, "search_tab", None)
+        if old_search is not None:
+            old_search.stop()
+        self.search_tab = SearchTab(SearchStore(self.runs.registry.state))
+        self.search_tab.use_best.connect(self.form_view.load_config)  # the best trial as a new form
+        self.tabs.addTab(self.search_tab, t("Поиск", "Search"))
         self.form_view.queue_requested.connect(self.queue_run)
         self.form_view.series_requested.connect(self.queue_series)
         right_top = QWidget()
@@ -526,6 +534,7 @@ class MainWindow(QMainWindow):
         self.save_layout()
         self.timer.stop()
         self.queue_tab.stop()
+        self.search_tab.stop()
         self.queue.close()  # the queue stays as it is; the next window or `ternit queue run` goes on
         self.prepare_row.stop_and_wait()
         if self.monitor is not None:

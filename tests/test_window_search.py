@@ -1,0 +1,58 @@
+"""The «Поиск» tab (pytest-qt): a search's trials in the table, the optimisation history
+drawn by the lab, each field's importance (PedAnovaImportanceEvaluator) once enough trials
+completed, and the best trial's run.json handed on for a new form."""
+
+from __future__ import annotations
+
+from optuna.trial import TrialState
+
+from app.runs import Registry
+from app.search import study as studies
+from app.search.adding import create_search
+from app.search.space import parse_space
+from app.search.store import COMPLETE, FAILED, SearchStore
+
+
+def _search_with_trials(store: SearchStore):
+    base = {"name": "wide", "model": {"width": 32}, "training": {"lr": 0.001, "warmup_steps": 10}}
+    search = create_search(store, base, parse_space(["lr=log:1e-4..1e-1", "warmup_steps=1..100"]), 8, seed=3)
+    study, _ = studies.load_study(studies.journal_path(search.journal), search.study_name)
+    losses = [4.0, 3.5, None, 3.8, 3.2, 3.6, 3.4, 3.9]
+    for number, loss in enumerate(losses):
+        trial = study.ask(fixed_distributions={d.key: d.distribution() for d in search.space})
+        store.add_trial(search.id, number, dict(trial.params))
+        if loss is None:
+            study.tell(trial, state=TrialState.FAIL)
+            store.set_trial(search.id, number, state=FAILED, told=1)
+        else:
+            study.tell(trial, loss)
+            store.set_trial(search.id, number, state=COMPLETE, val_loss=loss, val_low=loss - 0.05,
+                           val_high=loss + 0.05, run_id=f"run-{number}", told=1)
+    return search
+
+
+def test_the_tab_shows_a_search_and_hands_on_its_best(qtbot, russian):
+    from ui.search.tab import SearchTab
+
+    reg = Registry()
+    try:
+        store = SearchStore(reg.state)
+        search = _search_with_trials(store)
+        tab = SearchTab(store, refresh_ms=0)
+        qtbot.addWidget(tab)
+        assert tab.choice.count() == 1 and tab.table.rowCount() == 8
+        assert tab.table.item(4, 2).text() == "готов" and tab.table.item(2, 2).text() == "не удался"
+        assert tab.table.item(4, 3).text() == "3,2000 [3,1500…3,2500]"
+        xs, ys = tab.best_line.getData()
+        assert list(xs) == [0, 1, 3, 4, 5, 6, 7] and list(ys) == [4.0, 3.5, 3.5, 3.2, 3.2, 3.2, 3.2]
+        assert tab.importance.text().startswith("Важность полей: lr ")
+        assert "warmup_steps" in tab.importance.text()
+        with qtbot.waitSignal(tab.use_best) as got:
+            tab.best_button.click()
+        cfg = got.args[0]
+        best = store.trial(search.id, 4).params
+        assert cfg["training"]["lr"] == best["training.lr"] and cfg["training"]["warmup_steps"] == best["training.warmup_steps"]
+        assert cfg["name"] == "wide-best" and cfg["model"] == {"width": 32}
+        tab.stop()
+    finally:
+        reg.close()
