@@ -56,3 +56,40 @@ def test_the_tab_shows_a_search_and_hands_on_its_best(qtbot, russian):
         tab.stop()
     finally:
         reg.close()
+
+
+def test_a_search_from_the_form_runs_through_the_windows_queue(qtbot, tiny_data, russian):
+    """«Поиск…» beside «Серия…»: two trials over lr, run by the window's own queue driver on
+    this PC's CPU; the tab's table and history plot follow them to the end."""
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    from tests.test_window_queue import WAIT_MS, fill_tiny, make_window
+    from tests.trainer_run import end_left_trainers
+
+    w = make_window(qtbot, tiny_data)
+    try:
+        view = w.form_view
+        fill_tiny(qtbot, view)
+        dialog = w.start_search(view.form.run_config())
+        assert dialog.fields[0].text().startswith("lr=log:")
+        dialog.fields[1].setText("nosuch=1..2")
+        ok = dialog.findChild(QDialogButtonBox).button(QDialogButtonBox.StandardButton.Ok)
+        ok.click()
+        assert dialog.isVisible() and "nosuch" in dialog.error.text()  # said, the dialog stays
+        dialog.fields[1].setText("")
+        dialog.trials.setValue(2)
+        dialog.target.setCurrentIndex(dialog.target.findData("local"))
+        ok.click()
+        tab = w.search_tab
+        assert w.tabs.currentWidget() is tab and tab.choice.count() == 1
+
+        def states() -> list[str]:
+            tab.refresh()
+            return [tab.table.item(r, 2).text() for r in range(tab.table.rowCount())]
+
+        qtbot.waitUntil(lambda: states() == ["готов", "готов"], timeout=WAIT_MS)
+        xs, _ = tab.points.getData()
+        assert list(xs) == [0, 1] and tab.best_button.isEnabled()
+    finally:
+        end_left_trainers(w.runs)
+        w.close()

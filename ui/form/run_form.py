@@ -50,6 +50,7 @@ class RunFormView(QWidget):
     start_requested = Signal(dict)
     queue_requested = Signal(dict, str)  # the form's run.json, and where ("" = the form's machine, "any")
     series_requested = Signal(dict)  # the form's run.json, to vary in «Серия…»
+    search_requested = Signal(dict)  # the form's run.json, to search in «Поиск…»
     prepare_requested = Signal(list)
     changed = Signal()
 

@@ -37,6 +37,7 @@ from app.form.run_form import ContinueFrom, FormContext
 from app.queue.driver import QueueDriver
 from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
+from app.search.adding import create_search
 from app.search.store import SearchStore
 from app.window.lab import ActionError, Lab, Started
 from ui.base import settings, tooltips
@@ -51,6 +52,7 @@ from ui.queue.tab import QueueTab
 from ui.runs.banner import RunBanner
 from ui.runs.export_weights import export_metrics, export_weights
 from ui.runs.history import HistoryView
+from ui.search.dialog import SearchDialog
 from ui.search.tab import SearchTab
 from ui.text.tab import TextTab
 from ui.window import memory as window_memory
@@ -188,6 +190,7 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.search_tab, t("Поиск", "Search"))
         self.form_view.queue_requested.connect(self.queue_run)
         self.form_view.series_requested.connect(self.queue_series)
+        self.form_view.search_requested.connect(self.start_search)
         right_top = QWidget()
         col = QVBoxLayout(right_top)
         col.setContentsMargins(0, 0, 0, 0)
@@ -358,6 +361,21 @@ class MainWindow(QMainWindow):
         """«Серия…»: choose one or two fields and their values; each combination is queued."""
         dialog = SeriesDialog(self.form_view.form.values, self)
         dialog.accepted.connect(lambda: self.queue_tab.add(config, dialog.target(), vary=dialog.vary()))
+        dialog.open()
+        return dialog
+
+    def start_search(self, config: dict[str, Any]) -> QDialog:
+        """«Поиск…»: the fields and ranges to search; the search's trials are queued as slots free."""
+        dialog = SearchDialog(self.form_view.form.values, self)
+
+        def accepted() -> None:
+            search = create_search(self.search_tab.store, config, **dialog.result_kwargs())
+            self.search_tab.reload()
+            self.tabs.setCurrentWidget(self.search_tab)
+            self.statusBar().showMessage(t(f"Поиск {search.id}: попытки пойдут через очередь",
+                                           f"Search {search.id}: its trials go through the queue"))
+
+        dialog.accepted.connect(accepted)
         dialog.open()
         return dialog
 
