@@ -33,14 +33,14 @@ DEADLINE_S = 300.0  # a bound for a broken test, not a timing: each wait is for 
 LOW, HIGH = 1e-4, 0.9  # wide enough to hold clearly bad values at both ends
 
 
-def tiny(data: Path, steps_to: int = 40) -> dict:
+def tiny(data: Path, steps_to: int = 200) -> dict:
     return {"name": "lrs", "model": {"context": 16, "width": 16, "heads": 2, "layers": 1, "vocab": 300},
-            "training": {"batch_per_card": 2, "steps_to": steps_to, "limit_min": 2, "eval_every": 5,
+            "training": {"batch_per_card": 2, "steps_to": steps_to, "limit_min": 2, "eval_every": 10,
                          "eval_segments": 4, "warmup_steps": 1, "sample_tokens": 0},
             "data": {"dir": str(data)}, "target": {"kind": "local", "gpu": "cpu"}}
 
 
-def add_search(tmp_path: Path, data: Path, trials: int, steps_to: int = 40) -> int:
+def add_search(tmp_path: Path, data: Path, trials: int, steps_to: int = 200) -> int:
     config = tmp_path / "run.json"
     config.write_text(json.dumps(tiny(data, steps_to)), encoding="utf-8")
     code, out, err = run_cli(["search", "add", "--config", str(config), "--space", f"lr=log:{LOW}..{HIGH}",
