@@ -190,3 +190,44 @@ def test_a_torn_journal_line_is_cut_before_the_writer_appends(tmp_path):
     study.ask()
     study.ask()  # a second line after the cut: Optuna reads the file whole again
     assert len(studies.load_study(path, "s")[0].trials) == 2
+
+
+def test_a_trial_removed_by_hand_fails_and_the_budget_ends_the_search(tiny_data, russian):
+    """The driver over the real queue tables, a trial's run played by hand: its item removed
+    from the queue → failed; a run that took 10 s against a budget of 3.6 s → no trial more."""
+    from app.queue.store import DONE
+    from app.queue.trials import Trials
+    from app.search.adding import create_search
+
+    reg = Registry()
+    try:
+        queue = QueueStore(reg.state)
+        searches = SearchStore(reg.state)
+        search = create_search(searches, tiny(tiny_data), parse_space([f"lr=log:{LOW}..{HIGH}"]), 5,
+                               budget_hours=0.001, target="local", seed=2)
+        trials = Trials(queue, RunManager(reg))
+        trials.tick()
+        [first] = searches.trials(search.id)
+        assert first.state == "waiting" and queue.item(first.item_id).state == "waiting"
+        trials.tick()  # it still waits for a slot: nothing more is asked
+        assert len(searches.trials(search.id)) == 1
+        queue.remove(first.item_id)
+        trials.tick()
+        first, second = searches.trials(search.id)
+        assert (first.state, first.told, first.message) == ("failed", True, "убран из очереди")
+        # The second trial trains (played by hand: a finished run of 10 s with its evaluation).
+        rec = reg.create_run(queue.item(second.item_id).config, run_id="played")
+        rec.events_path.write_text(json.dumps({"event": "eval", "time": 1.0, "step": 200, "val_loss": 4.2,
+                                               "val_ci95": [4.1, 4.3]}) + "\n", encoding="utf-8")
+        now = time.time()
+        reg.update(rec.id, status=st.FINISHED, started_at=now - 10, ended_at=now)
+        assert queue.claim(second.item_id, "local", rec.id)
+        queue.started(second.item_id)
+        queue.finish(second.item_id, DONE, "finished")
+        trials.tick()
+        second = searches.trials(search.id)[1]
+        assert (second.state, second.val_loss, second.val_low) == ("complete", 4.2, 4.1)
+        assert len(searches.trials(search.id)) == 2 and searches.search(search.id).state == "done"
+        assert not trials.retry_allowed(second.item_id, {"training": {"lr": second.params["training.lr"] / 10}})
+    finally:
+        reg.close()

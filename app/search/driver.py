@@ -92,6 +92,7 @@ class SearchDriver:
     def __init__(self, store: SearchStore, registry: Registry, port: QueuePort,
                  stop_run: Callable[[str], Any], clock: Callable[[], float] = time.time) -> None:
         self.store, self.registry, self.port, self.stop_run, self.clock = store, registry, port, stop_run, clock
+        self._opened: dict[int, tuple[Any, Any]] = {}  # search id -> (study, storage)
         self._storage: Any = None   # the study being driven this round, and its id in its storage
         self._study_id = 0
 
@@ -107,8 +108,10 @@ class SearchDriver:
 
     # -- one search ---------------------------------------------------------------------------------
     def _round(self, search: Search) -> list[str]:
-        study, self._storage = studies.load_study(studies.journal_path(search.journal), search.study_name,
-                                                  search.pruner, search.seed, repair=True)
+        if search.id not in self._opened:  # opened (and its tail repaired) once per runner
+            self._opened[search.id] = studies.load_study(studies.journal_path(search.journal), search.study_name,
+                                                         search.pruner, search.seed, repair=True)
+        study, self._storage = self._opened[search.id]  # the storage reads what was appended since
         self._study_id = self._storage.get_study_id_from_name(search.study_name)
         said = self._adopt(search, study)
         for trial in self.store.trials(search.id):
