@@ -15,12 +15,18 @@ from typing import Any
 from ..runs.manager import RunManager
 from ..runs.precheck import RunError
 from ..search.driver import QueuedRun, SearchDriver, retry_allowed
-from ..search.store import SearchStore
+from ..search.store import SEARCH_ACTIVE, SearchStore
 from .adding import KINDS as TARGET_KINDS
 from .adding import refusals
 from .store import QueueError, QueueStore
 
 log = logging.getLogger(__name__)
+
+
+def searching(store: QueueStore) -> bool:
+    """Whether a search is going on (it needs a runner to ask its trials, even with nothing
+    queued yet)."""
+    return bool(SearchStore(store.state).searches(SEARCH_ACTIVE))
 
 
 class QueuePort:
