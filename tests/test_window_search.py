@@ -93,3 +93,35 @@ def test_a_search_from_the_form_runs_through_the_windows_queue(qtbot, tiny_data,
     finally:
         end_left_trainers(w.runs)
         w.close()
+
+
+def test_the_form_shows_the_lab_law_once_it_is_fitted(qtbot, tiny_data, russian):
+    """«Как выбрать размер» in the window: the law's lines with their basis appear by themselves
+    once the fit (in its own thread) is done."""
+    from app.law.fit import Law
+    from tests.test_law import _finished_run
+    from tests.test_window_queue import WAIT_MS, fill_tiny, make_window
+
+    law = Law(E=2.0, A=60.0, B=90.0, alpha=0.4, beta=0.35)
+    reg = Registry()
+    try:
+        for n in (1000, 3000, 8000, 20000):
+            for d in (n // 3, n, 3 * n):
+                _finished_run(reg, tiny_data, n, d, float(law.loss(n, d)))
+    finally:
+        reg.close()
+    w = make_window(qtbot, tiny_data)
+    try:
+        fill_tiny(qtbot, w.form_view)
+
+        def shown() -> str:  # the panel's own labels, not the form asked again
+            layout = w.form_view.size_layout
+            return "\n".join(layout.itemAt(i).widget().text() for i in range(layout.count())
+                             if layout.itemAt(i).widget() is not None and layout.itemAt(i).widget().isVisible())
+
+        qtbot.waitUntil(lambda: "Закон лабы: val loss" in shown(), timeout=WAIT_MS)
+        text = shown()
+        assert "по 12 прогонам лабы" in text and "Оптимум для этих вычислений" in text and "Когда расти" in text
+        assert "по справке (20 токенов на вес)" in text
+    finally:
+        w.close()

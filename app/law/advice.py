@@ -113,9 +113,11 @@ class LawAdvisor:
     """The form's law lines, with each data set's assessment kept and refitted in a thread
     when the history's ended runs change."""
 
-    def __init__(self, registry: Registry, fit: Callable[[list], Assessment] = assess) -> None:
+    def __init__(self, registry: Registry, fit: Callable[[list], Assessment] = assess,
+                 on_ready: Callable[[], object] | None = None) -> None:
         self.registry = registry
         self._fit = fit
+        self.on_ready = on_ready  # told (from the fitting thread) when a new fit is there
         self._lock = threading.Lock()
         self._done: dict[str, tuple[tuple, Assessment]] = {}
         self._busy: set[str] = set()
@@ -147,6 +149,8 @@ class LawAdvisor:
             result = self._fit(points)
             with self._lock:
                 self._done[data_id] = (key, result)
+            if self.on_ready is not None:
+                self.on_ready()
         except (OSError, ValueError, sqlite3.Error) as e:  # a folder unreadable, the state closed: no advice
             log.warning("the lab's law could not be fitted for %s: %s", data_id, e)
         finally:

@@ -176,7 +176,7 @@ class Lab:
         if self._law is None:
             from ..law.advice import LawAdvisor
 
-            self._law = LawAdvisor(self.runs.registry)
+            self._law = LawAdvisor(self.runs.registry, on_ready=self.events.law.emit)
         return self._law
 
     def reload_context(self, old: FormContext) -> FormContext:

@@ -434,6 +434,10 @@ class RunFormView(QWidget):
             self._updating = False
         self.changed.emit()
 
+    def refresh_sizes(self) -> None:
+        """«Как выбрать размер» shown again (the lab's law was fitted anew), the fields as they are."""
+        self._show_sizes()
+
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
         super().changeEvent(event)
         if palette.changed(event) and hasattr(self, "why"):  # built: the new palette's colours

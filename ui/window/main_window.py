@@ -73,6 +73,7 @@ class MainWindow(QMainWindow):
 
     data_prepared = Signal(int)  # «Подготовить данные» finished: the exit code (0: done)
     launch_done = Signal(str, str)  # a background (Kaggle) start ended: run id, error or ""
+    law_ready = Signal()  # the lab's law was fitted again (in its thread): the form's sizes anew
 
     def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None,
@@ -125,6 +126,8 @@ class MainWindow(QMainWindow):
     def _subscribe(self) -> None:
         """The views hear what Lab announces (app/window/events.py), whoever caused it."""
         events = self.lab.events
+        events.law.connect(self._emit_law_ready)  # from the fitting thread into the window's
+        self.law_ready.connect(lambda: self.form_view.refresh_sizes())
         events.history.connect(self.refresh_history)
         events.followed.connect(self._show_followed)
         events.followed.connect(lambda _chain: self.update_banner())
@@ -383,6 +386,10 @@ class MainWindow(QMainWindow):
         dialog.accepted.connect(accepted)
         dialog.open()
         return dialog
+
+    def _emit_law_ready(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the window was closed meanwhile
+            self.law_ready.emit()
 
     def _emit_launch_done(self, run_id: str, error: str) -> None:
         """From the launch thread: into the window's thread through the signal."""
