@@ -18,7 +18,7 @@ from ..base.i18n import t
 from ..base.numbers import loss_text
 from ..base.state import StateError
 from ..data.library import LibraryError
-from ..runs.precheck import RunError, load_config
+from ..runs.precheck import RunError, load_config, normalize_config
 from ..runs.registry import Registry
 from ..runs.start_flags import data_for_cli
 from .adding import create_search
@@ -109,8 +109,9 @@ def _add(args: argparse.Namespace, store: SearchStore) -> int:
     if args.trials < 1:
         raise SearchError(t("--trials: хотя бы одна попытка", "--trials: at least one trial"))
     space = parse_space(args.space)
-    raw, _base = load_config(args.config)
-    cfg = data_for_cli(raw)  # data.dir found (or prepared) now, not at each trial's turn
+    raw, base = load_config(args.config)
+    # data.dir found (or prepared) now, not at each trial's turn; a relative one from the file's folder
+    cfg = normalize_config(data_for_cli(raw), base)
     search = create_search(store, cfg, space, args.trials, budget_hours=args.budget_hours, pruner=args.pruner,
                            target=args.target, seed=args.seed)
     print(search.id)
