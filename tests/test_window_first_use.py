@@ -44,11 +44,14 @@ def test_the_wheel_over_an_unfocused_combo_box_scrolls_the_form_and_leaves_the_c
 def test_every_combo_box_and_number_box_of_the_window_is_guarded(qtbot, window):  # noqa: F811
     from ui.base import wheel_guard
     from ui.data.dialog import AddDialog
+    from ui.search.dialog import SearchDialog
 
     window.tabs.setCurrentWidget(window.text_tab)
     add = AddDialog("/tmp/some.txt", ["demo"], None, window)
+    search = SearchDialog({}, window)
     qtbot.addWidget(add)
-    controls = [w for root in (window, add) for w in root.findChildren(QWidget)
+    qtbot.addWidget(search)
+    controls = [w for root in (window, add, search) for w in root.findChildren(QWidget)
                 if isinstance(w, (QComboBox, QAbstractSpinBox))]
     assert len(controls) >= 10  # the form's, the plot's, the text tab's, the GPU tab's, the dialog's
     loose = [f"{type(w).__name__} {w.toolTip()[:40]!r}" for w in controls if not wheel_guard.guarded(w)]

@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 from app.base.i18n import t
 from app.search.space import MAX_FIELDS, Dimension, SpaceError, parse_space
 from app.search.store import PRUNERS
-from ui.base import palette
+from ui.base import palette, wheel_guard
 
 
 def default_space(values: dict[str, Any]) -> str:
@@ -72,6 +72,7 @@ class SearchDialog(QDialog):
         col.addLayout(form)
         col.addWidget(self.error)
         col.addWidget(buttons)
+        wheel_guard.guard(self)  # the wheel does not change a choice it merely passes over
 
     def space(self) -> list[Dimension]:
         return parse_space([e.text().strip() for e in self.fields if e.text().strip()])

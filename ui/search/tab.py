@@ -29,7 +29,7 @@ from app.base.i18n import t
 from app.base.numbers import decimal_text, loss_text
 from app.search.store import SearchError, SearchStore, label
 from app.search.view import best_config, search_json
-from ui.base import palette
+from ui.base import palette, wheel_guard
 
 REFRESH_MS = 5000
 
@@ -72,6 +72,7 @@ class SearchTab(QWidget):
         col.addWidget(self.table, 3)
         col.addWidget(self.plot, 2)
         col.addWidget(self.importance)
+        wheel_guard.guard(self)  # the wheel scrolls past the search's choice, not through it
         self.timer = QTimer(self)
         self.timer.timeout.connect(self.refresh)
         if refresh_ms:
