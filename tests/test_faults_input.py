@@ -6,6 +6,7 @@ is not what its name says. Real trainer processes (tiny model, CPU), real SQLite
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -459,7 +460,8 @@ def test_a_locked_state_file_names_who_holds_it_and_says_the_lab_waits(tiny_data
         path = tmp_path / "run.json"
         path.write_text(json.dumps(config(tiny_data)), encoding="utf-8")
         p = subprocess.run([sys.executable, "-m", "app", "run", "start", "--config", str(path)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "TERNIT_STATE_WAIT_S": "3"})  # not a command's two minutes
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)

@@ -106,6 +106,9 @@ class QueueDriver:
         """Drive the queue if no other runner does (finishing what a killed one began)."""
         if self.driving:
             return True
+        if self.runner.gone:  # its state file was replaced: the window does not drive the new one
+            self.other_runner = self.runner.gone
+            return False
         try:
             self.runner.start()
         except RunnerBusy as e:
@@ -185,7 +188,8 @@ class QueueDriver:
 
     def who_drives(self) -> str:
         if self.driving:
-            return t("очередь ведёт это окно", "this window drives the queue")
+            here = t("очередь ведёт это окно", "this window drives the queue")
+            return f"{here} — {self.runner.trouble}" if self.runner.trouble else here
         return self.other_runner or t("очередь никто не ведёт", "nobody drives the queue")
 
     # -- the user's edits ------------------------------------------------------------------

@@ -1,0 +1,164 @@
+"""Faults, round 3 (issue 37): what a night can meet must not stop the queue — a state file
+another process holds write-locked, a damaged queue row, the state file deleted or set aside
+under a runner, an account that does not exist. Real runners (`ternit queue run --wait`),
+real trainers on tiny CPU models, the lab's real SQLite, other real processes holding it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from app.base import paths
+from app.queue.adding import add_runs
+from app.queue.store import DONE, QueueStore
+from app.runs.registry import Registry
+
+ROOT = Path(__file__).resolve().parent.parent
+DEADLINE_S = float(os.environ.get('T37', 240))  # a bound for a broken test, not a timing
+
+
+def tiny(data: Path, name: str = "q") -> dict:
+    return {
+        "name": name,
+        "model": {"context": 16, "width": 16, "heads": 2, "layers": 1, "vocab": 300},
+        "training": {"batch_per_card": 2, "steps_to": 4, "limit_min": 2, "eval_every": 2, "eval_segments": 4,
+                     "warmup_steps": 1, "sample_tokens": 0},
+        "data": {"dir": str(data)},
+        "target": {"kind": "local", "gpu": "cpu"},
+    }
+
+
+def _until(what, timeout: float = DEADLINE_S, every: float = 0.05, why=lambda: ""):
+    """Wait for `what()` to be true (an event, bounded by `timeout` for a broken test);
+    `why()`: what to show if it never is."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = what()
+        if got:
+            return got
+        time.sleep(every)
+    raise AssertionError(f"never happened: {what}\n{why()}")
+
+
+def _events(path: Path) -> list[dict]:
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [json.loads(x) for x in lines if x.strip().endswith("}")]
+
+
+class Lines:
+    """A process's output, read line by line in a thread (so the test can wait for one)."""
+
+    def __init__(self, proc: subprocess.Popen) -> None:
+        self.lines: list[str] = []
+        self._t = threading.Thread(target=self._read, args=(proc,), daemon=True)
+        self._t.start()
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        for line in proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    def count(self, *words: str) -> int:
+        return sum(1 for ln in self.lines if any(w in ln for w in words))
+
+    def text(self) -> str:
+        self._t.join(timeout=5)
+        return "\n".join(self.lines)
+
+
+HOLDER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=60)
+conn.execute("BEGIN IMMEDIATE")
+print("held", flush=True)
+sys.stdin.readline()
+conn.execute("ROLLBACK")
+"""
+
+
+def test_a_state_file_write_locked_past_the_wait_never_stops_the_runner(tiny_data):
+    """Another process holds the state file's write lock (BEGIN IMMEDIATE) while the first of
+    two queued runs trains and ends, for several times a command's wait (TERNIT_STATE_WAIT_S=2
+    here, two minutes by default): the runner says it waits, retries with backoff, never exits;
+    `ternit queue pause` meanwhile says it waits, then fails in one line naming the holder;
+    once the lock goes, the first run's end is recorded and the second starts."""
+    reg = Registry()
+    store = QueueStore(reg.state)
+    first = add_runs(store, tiny(tiny_data, "first"), target="local", check=lambda _: None).items[0]
+    second = add_runs(store, tiny(tiny_data, "second"), target="local", check=lambda _: None).items[0]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TERNIT_STATE_WAIT_S": "2"}
+    runner = subprocess.Popen([sys.executable, "-m", "app.cli", "queue", "run", "--wait"], cwd=ROOT, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    out = Lines(runner)
+    holder = None
+    try:
+        it = _until(lambda: (x := store.item(first.id)).state == "running" and x)
+        holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(paths.state_db_path())], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, text=True)
+        assert holder.stdout.readline().strip() == "held"
+        events = reg.get(it.run_id).events_path
+        _until(lambda: any(e.get("event") == "end" for e in _events(events)),
+               why=out.text)  # the run ended under the lock
+        _until(lambda: out.count("ждёт файл состояния", "waits for the state file") >= 2)  # waited, retried
+        assert runner.poll() is None, out.text()  # the runner is still there
+        pause = subprocess.run([sys.executable, "-m", "app.cli", "queue", "pause"], cwd=ROOT, env=env,
+                               capture_output=True, text=True, timeout=120)
+        lines = [ln for ln in pause.stderr.splitlines() if ln.strip()]
+        assert pause.returncode == 2 and "Traceback" not in pause.stderr, pause.stderr
+        assert len(lines) == 2 and ("жду" in lines[0] or "waiting" in lines[0]), lines
+        assert f"{holder.pid} " in lines[1] and ("держит" in lines[1] or "holds" in lines[1]), lines
+        assert store.item(second.id).state == "waiting" and store.item(first.id).state == "running"
+        released = time.time()
+        holder.stdin.write("\n")
+        holder.stdin.flush()
+        assert holder.wait(30) == 0
+        assert runner.wait(DEADLINE_S) == 0, out.text()
+    finally:
+        for p in (runner, holder):
+            if p is not None and p.poll() is None:
+                p.kill()
+    a, b = store.item(first.id), store.item(second.id)
+    assert (a.state, b.state) == (DONE, DONE), out.text()
+    assert len(a.runs) == 1 and len(b.runs) == 1
+    assert b.claimed_at > released  # the next one started after the lock went
+    assert not store.paused()  # the refused pause did nothing
+    assert "Traceback" not in out.text()
+    assert reg.get(a.run_id).config()["name"] == "first"
+
+
+READER = """
+import sqlite3, sys
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("SELECT count(*) FROM queue_items").fetchall()  # open, reading nothing now
+print("open", flush=True)
+sys.stdin.readline()
+"""
+
+
+def test_the_lock_line_names_the_writer_not_the_readers_that_only_have_the_file_open(monkeypatch):
+    """Two processes have the state file open, one holds its write lock: the line names that
+    one (Linux: /proc/locks); where the system cannot tell, it says "one of" them."""
+    from app.base import state_faults
+
+    Registry().close()
+    db = str(paths.state_db_path())
+    reader = subprocess.Popen([sys.executable, "-c", READER, db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    writer = subprocess.Popen([sys.executable, "-c", HOLDER, db], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert reader.stdout.readline().strip() == "open" and writer.stdout.readline().strip() == "held"
+        said = state_faults.holder_text(paths.state_db_path())
+        assert f"{writer.pid} " in said and str(reader.pid) not in said, said
+        monkeypatch.setattr(state_faults, "PROC_LOCKS", Path("/nonexistent/locks"))  # an OS that cannot tell
+        said = state_faults.holder_text(paths.state_db_path())
+        assert ("один из" in said or "one of" in said) and str(writer.pid) in said and str(reader.pid) in said, said
+    finally:
+        for p in (reader, writer):
+            p.stdin.write("\n")
+            p.stdin.flush()
+            p.wait(30)
