@@ -162,3 +162,53 @@ def test_the_lock_line_names_the_writer_not_the_readers_that_only_have_the_file_
             p.stdin.write("\n")
             p.stdin.flush()
             p.wait(30)
+
+
+def _raw_item(store: QueueStore, config: str, state: str = "waiting", name: str = "bad") -> int:
+    """A queue row written as a hand edit or a bad copy would leave it."""
+    now = time.time()
+    cur = store.state.execute(
+        "INSERT INTO queue_items (position, name, config, target, account, state, created_at, updated_at) "
+        "VALUES ((SELECT COALESCE(MAX(position), 0) + 1 FROM queue_items), ?, ?, 'local', 'auto', ?, ?, ?)",
+        (name, config, state, now, now))
+    return int(cur.lastrowid)
+
+
+def test_a_damaged_queue_row_fails_only_itself_shown_damaged_and_removable(tiny_data, capsys):
+    """Beside a good run: a stored config that is not JSON (`{not json`), one that is JSON but
+    not an object (`[1]`), one whose target is a list, and a row in an unknown state. `queue
+    list` lists them all (the bad ones «повреждён» with why), the runner runs the good one and
+    fails each bad one alone, and `queue remove` takes each out."""
+    from app.queue import cli
+    from app.queue.runner import QueueRunner
+    from app.runs.manager import RunManager
+
+    reg = Registry()
+    store = QueueStore(reg.state)
+    bad = [_raw_item(store, "{not json"), _raw_item(store, "[1]")]
+    good = add_runs(store, tiny(tiny_data, "good"), target="local", check=lambda _: None).items[0]
+    listed = {**tiny(tiny_data, "listy"), "target": [1]}
+    bad.append(_raw_item(store, json.dumps(listed), name="listy"))
+    odd = _raw_item(store, json.dumps(tiny(tiny_data, "odd")), state="zzz", name="odd")
+    capsys.readouterr()
+    assert cli.main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert "Traceback" not in out and out.count("повреждён") + out.count("damaged") >= 3 * 2, out
+    assert cli.main(["list", "--json"]) == 0
+    rows = {r["id"]: r for r in json.loads(capsys.readouterr().out)["items"]}
+    assert "not JSON" in rows[bad[0]]["note"] or "не JSON" in rows[bad[0]]["note"]
+    assert "zzz" in rows[odd]["note"]
+
+    runner = QueueRunner(RunManager(reg), "test")
+    runner.start()
+    deadline = time.monotonic() + DEADLINE_S
+    runner.drive(stop=lambda: time.monotonic() > deadline, poll_s=0.1)
+    runner.close()
+    assert store.item(good.id).state == DONE
+    for item_id in bad:
+        it = store.item(item_id)
+        assert it.state == "failed" and it.damaged or it.message, it
+    assert sorted(runner.failed) == sorted(bad)
+    for item_id in [*bad, odd]:
+        assert cli.main(["remove", str(item_id)]) == 0, capsys.readouterr().err
+    assert [it.id for it in store.items()] == [good.id]

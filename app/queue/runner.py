@@ -50,7 +50,7 @@ from .store import (
     Item,
     QueueStore,
 )
-from .world import Planner, machine_label, measured
+from .world import Planner, damaged_note, machine_label, measured
 
 log = logging.getLogger(__name__)
 
@@ -216,13 +216,18 @@ class QueueRunner:
         return True
 
     def _start_ready(self) -> list[QueueEvent]:
-        waiting = [it for it in self.store.items((WAITING,)) if not it.held]
+        events: list[QueueEvent] = []
+        for it in self.store.items((WAITING,)):
+            if it.damaged:  # it alone fails; the rest go on
+                self.store.finish(it.id, FAILED, damaged_note(it))
+                self.failed.append(it.id)
+                events.append(QueueEvent("failed", self.store.item(it.id), damaged_note(it)))
+        waiting = [it for it in self.store.items((WAITING,)) if it.ready]
         if not waiting:
-            return []
+            return events
         if any(it.target != "local" for it in waiting):
             self._refresh_quota()
         _, slots = self.planner.plan(self.clock())
-        events: list[QueueEvent] = []
         by_id = {it.id: it for it in waiting}
         for slot in slots:
             if slot.never:
@@ -376,7 +381,7 @@ class QueueRunner:
             return True
         if any(it.state in (STARTING, RUNNING) for it in pending):
             return False
-        return self.store.paused() or all(it.held for it in pending)
+        return self.store.paused() or not any(it.ready for it in pending)
 
 
 LOCK_BACKOFF_S = 0.5   # the first wait after a round met a locked state file; it doubles
@@ -397,6 +402,11 @@ def run_config(it: Item) -> dict[str, Any]:
     """The item's run.json with the machine the runner chose written into its target."""
     cfg = copy.deepcopy(it.config)
     target = cfg.setdefault("target", {})
+    if target is None:
+        target = cfg["target"] = {}
+    if not isinstance(target, dict):  # the run's creation says so and the item alone fails
+        raise ValueError(t(f"run.json: target должен быть объектом, а не {target!r}",
+                           f"run.json: target must be an object, not {target!r}"))
     if it.machine == LOCAL:
         target["kind"] = "local"
     else:

@@ -189,7 +189,7 @@ class Planner:
     def plan(self, now: float | None = None) -> tuple[list[Item], list[Slot]]:
         """The waiting items (not held) and their slots, in queue order."""
         now = self.clock() if now is None else now
-        waiting = [it for it in self.store.items((WAITING,)) if not it.held]
+        waiting = [it for it in self.store.items((WAITING,)) if it.ready]
         running = self.store.items((STARTING, RUNNING))
         return waiting, predict(self.jobs(waiting), self.world(now, running))
 
@@ -198,7 +198,7 @@ class Planner:
         now = self.clock() if now is None else now
         items = self.store.items()
         running = [it for it in items if it.state in (STARTING, RUNNING)]
-        waiting = [it for it in items if it.state == WAITING and not it.held]
+        waiting = [it for it in items if it.ready]
         world = self.world(now, running)
         slots = {s.item_id: s for s in predict(self.jobs(waiting), world)}
         rows, place = [], 0
@@ -214,6 +214,8 @@ class Planner:
     def _row(self, it: Item, slot: Slot | None, place: int | None, now: float) -> Row:
         rec = self._run(it.run_id)
         status = rec.status if rec else None
+        if it.damaged:
+            return Row(it, place, it.machine, None, None, damaged_note(it), status)
         if it.state == WAITING:
             if it.held:
                 return Row(it, place, None, None, None, t("отложен: очередь его обходит", "held: the queue passes it by"))
@@ -234,6 +236,12 @@ class Planner:
             return self.registry.get(run_id)
         except RunNotFound:
             return None
+
+
+def damaged_note(it: Item) -> str:
+    """What the queue shows of a damaged item: why, and how to take it out."""
+    return t(f"повреждён ({it.damaged}); убрать: ternit queue remove {it.id}",
+             f"damaged ({it.damaged}); to take it out: ternit queue remove {it.id}")
 
 
 def expected_end(rec: RunRecord, now: float, fit_seconds: float | None = None) -> float:
