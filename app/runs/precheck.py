@@ -16,11 +16,12 @@ through `plan_check`) must not be a refusal. A refusal is a RunError with the tr
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 from trainer.checkpoint_index import CheckpointError
-from trainer.config import ConfigError, from_dict, read_json
+from trainer.config import ConfigError, check_size, from_dict, read_json
 from trainer.preflight import DataError, check_start
 from trainer.reasons import Refusal
 
@@ -41,6 +42,7 @@ def precheck(config: dict[str, Any]) -> list[str]:
     the data or the checkpoint when the trainer would refuse to start it; else the notes
     to say (an older checkpoint whose run cannot be checked)."""
     try:
+        check_size(len(json.dumps(config, ensure_ascii=False, default=str)))  # what the state stores of it
         cfg = from_dict(copy.deepcopy(config))
         notes = check_start(cfg)
     except (ConfigError, DataError, CheckpointError) as e:
