@@ -16,7 +16,7 @@ from typing import Any
 
 from ..base.i18n import t
 from ..runs.precheck import RunError, normalize_config, precheck
-from .series import expand, values_text
+from .series import distinct, expand, values_text
 from .store import Item, QueueError, QueueStore, Series, check_target
 
 Check = Callable[[dict[str, Any]], object]  # raises RunError when it refuses
@@ -52,6 +52,7 @@ def add_runs(store: QueueStore, config: dict[str, Any], *, target: str = "any", 
     checkpoint the config continues (the history draws them as one chain)."""
     check_target(target)
     cfg = normalize_config(config, base)
+    vary = distinct(vary) if vary else vary
     combos = expand(cfg, vary) if vary else [(cfg, None)]
     verdicts = []
     for run_cfg, values in combos:

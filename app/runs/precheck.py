@@ -20,8 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from trainer.config.reasons import Refusal
-from trainer.config.run_config import ConfigError, check_size, from_dict, read_json
+from trainer.config.run_config import ConfigError, check_shape, check_size, from_dict, read_json
 from trainer.plan.preflight import DataError, check_start
 from trainer.state.checkpoint_index import CheckpointError
 
@@ -68,10 +67,9 @@ def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Pa
     path = Path(source)
     try:  # the trainer's own reading of a run.json, its refusal said in the interface's language
         raw = read_json(path)
+        check_shape(raw, path)
     except ConfigError as e:
         raise RunError(refusal_text(e.refusal)) from None
-    if not isinstance(raw, dict):
-        raise RunError(refusal_text(Refusal("not_an_object")))
     return raw, path.resolve().parent
 
 
@@ -81,9 +79,15 @@ def normalize_config(config: dict[str, Any], base: Path | None = None) -> dict[s
     A relative data.dir is looked up from the current folder, then next to the config
     file, then among the lab's prepared data (`ternit data prepare` puts sets there); a
     relative resume_from from the current folder, then next to the config file. A section
-    given as null is a missing one (as the trainer reads it). Nothing else is judged here:
-    a value of the wrong kind is left for `precheck` (the trainer's rules) to name.
+    given as null is a missing one (as the trainer reads it); a section that is not an
+    object is refused here (the lab reads the sections before the whole check). Nothing
+    else is judged here: a value of the wrong kind is left for `precheck` (the trainer's
+    rules) to name.
     """
+    try:
+        check_shape(config)
+    except ConfigError as e:
+        raise RunError(refusal_text(e.refusal)) from None
     cfg = copy.deepcopy(config)
     for section in ("model", "training", "data", "target"):
         if section in cfg and cfg[section] is None:

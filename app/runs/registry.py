@@ -19,11 +19,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from trainer.config.run_config import SQLITE_INTEGER_MAX, ConfigError, from_dict
+from trainer.config.run_config import SQLITE_INTEGER_MAX, ConfigError, check_shape, from_dict
+from trainer.config.run_config import read_json as read_run_json
 
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.plan_texts import text as refusal_text
 from ..base.run_status import RunNotFound
 from ..base.state import State, open_state, unavailable
 from ..base.state_faults import no_room
@@ -114,13 +116,13 @@ class RunRecord:
         """The run's run.json as written at creation; a damaged one is a ValueError that
         names the file."""
         path = self.run_json_path
-        try:
-            config = read_json(path)
-        except ValueError as e:  # not JSON, not UTF-8
-            raise ValueError(t(f"{path} повреждён ({e}): восстановите его или запустите прогон заново.",
-                               f"{path} is damaged ({e}): restore it or start the run again.")) from None
-        if not isinstance(config, dict):
-            raise ValueError(t(f"{path} повреждён: в нём не JSON-объект.", f"{path} is damaged: it holds no JSON object."))
+        try:  # read as the trainer reads one: missing, not UTF-8, not JSON, too deep, sections not objects
+            config = read_run_json(path)
+            check_shape(config, path)
+        except ConfigError as e:
+            said = refusal_text(e.refusal)
+            raise ValueError(t(f"{said}: восстановите run.json прогона {self.id} или запустите прогон заново.",
+                               f"{said}: restore run {self.id}'s run.json or start the run again.")) from None
         return config
 
 

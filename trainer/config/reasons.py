@@ -150,6 +150,7 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "file_not_utf8": "{path} is not UTF-8 text (byte {byte}): save it as UTF-8",
     "file_unreadable": "{path} cannot be read ({error})",
     "not_an_object": "run.json must hold one JSON object",
+    "section_kind": "{where}: {key} must be an object, not {value}",
     "file_too_big": "{path} is {size:,} characters, over the {most:,} a run.json may have",
     "file_too_deep": "{path} nests its JSON too deep for a run.json (objects within objects: a run.json has two levels)",
     "prompts_many": "training.sample_prompts has {count:,} prompts, more than {most}: each is written out at every sample",

@@ -231,7 +231,7 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     if raw is None:
         return cls()
     if not isinstance(raw, dict):
-        raise ConfigError(f"{name} must be an object, not {raw!r}")
+        raise ConfigError(Refusal("section_kind", {"where": "run.json", "key": name, "value": _short(raw)}))
     known = {f.name: f for f in fields(cls)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -255,10 +255,26 @@ def check_size(size: int, where: str | Path = "run.json") -> None:
         raise ConfigError(Refusal("file_too_big", {"path": str(where), "size": size, "most": MAX_CONFIG_BYTES}))
 
 
-def from_dict(raw: dict[str, Any]) -> RunConfig:
-    """Build and validate a RunConfig from the parsed run.json."""
+def _short(value: Any, most: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def check_shape(raw: Any, where: str | Path = "run.json") -> None:
+    """run.json is one object, and each section it gives (model, training, data, target) an
+    object or null: the first thing anyone reading one relies on, said naming the file and
+    the key (the lab reads its sections before the whole check)."""
     if not isinstance(raw, dict):
         raise ConfigError(Refusal("not_an_object"))
+    for name in _SECTIONS:
+        value = raw.get(name)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(Refusal("section_kind", {"where": str(where), "key": name, "value": _short(value)}))
+
+
+def from_dict(raw: dict[str, Any]) -> RunConfig:
+    """Build and validate a RunConfig from the parsed run.json."""
+    check_shape(raw)
     top = {"name", "resume_from", *_SECTIONS}
     unknown = sorted(set(raw) - top)
     if unknown:

@@ -1,0 +1,145 @@
+"""Faults, round 3 (issue 37): inputs that got a traceback or passed unbounded — each is
+said in one line naming the file and the key, before anything exists (the lab's one door:
+`ternit run start`, `ternit queue add`, `ternit run continue`)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from app.cli import main as cli
+from app.queue.adding import add_runs
+from app.queue.store import QueueStore
+from app.runs import Registry
+from tests.test_faults_lab import config
+
+
+def _no_run_left() -> None:
+    reg = Registry()
+    try:
+        assert reg.list_runs() == []
+        assert not reg.runs_root.exists() or not any(reg.runs_root.iterdir())
+        assert QueueStore(reg.state).items() == []
+    finally:
+        reg.close()
+
+
+def _one_line(capsys, *argv: str) -> str:
+    code = cli.main(list(argv))
+    err = capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and "Traceback" not in err and len(lines) == 1, (code, err)
+    return lines[0]
+
+
+def _deep(n: int) -> str:
+    return '{"name": "x", "model": ' + "[" * n + "]" * n + "}"
+
+
+BAD = {
+    # what the file holds -> what its one line must name
+    "model-list": (lambda c: {**c, "model": [1]}, ["model"]),
+    "data-list": (lambda c: {**c, "data": [1]}, ["data"]),
+    "training-text": (lambda c: {**c, "training": "fast"}, ["training"]),
+    "deep": (lambda c: _deep(100_000), ["run.json"]),  # 600 KB: over the size a run.json may have
+    "deep-small": (lambda c: _deep(20_000), ["JSON"]),  # 120 KB: under it, nested past json's stack
+    "prompts-many": (lambda c: {**c, "training": {**c["training"], "sample_prompts": ["о"] * 50_000}},
+                     ["training.sample_prompts"]),
+    "prompt-long": (lambda c: {**c, "training": {**c["training"], "sample_prompts": ["о" * 5000]}},
+                    ["training.sample_prompts[0]"]),
+    "name-newline": (lambda c: {**c, "name": "two\nlines"}, ["two\\nlines"]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_a_bad_run_json_is_one_line_naming_the_file_and_the_key(case, tmp_path, tiny_data, capsys):
+    make, named = BAD[case]
+    body = make(config(tiny_data))
+    path = tmp_path / f"{case}.json"
+    path.write_text(body if isinstance(body, str) else json.dumps(body, ensure_ascii=False), encoding="utf-8")
+    for cmd in (["run", "start"], ["queue", "add"]):
+        line = _one_line(capsys, *cmd, "--config", str(path))
+        assert all(word in line for word in named), line
+        if case != "name-newline":
+            assert str(path) in line or "sample_prompts" in line, line
+    _no_run_left()
+
+
+def test_a_utf8_bom_is_read_past(tmp_path, tiny_data, capsys):
+    """Windows PowerShell 5 (`Out-File -Encoding utf8`) and older Notepad write a BOM."""
+    from app.runs.precheck import load_config
+
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps(config(tiny_data)).encode())
+    raw, _ = load_config(path)
+    assert raw["name"] == "tiny"
+    assert cli.main(["queue", "add", "--config", str(path), "--target", "local"]) == 0, capsys.readouterr().err
+
+
+def test_run_continue_names_the_folders_run_json_missing_or_holding_nan(tmp_path, tiny_data, capsys):
+    """`run continue` of a run whose run.json was deleted, or edited to hold NaN: one line
+    naming the file (and the key), as the pre-check does for `run start`."""
+    from app.runs import RunManager
+
+    reg = Registry()
+    rec = reg.create_run(config(tiny_data))
+    ckpt = rec.path / "checkpoints" / "step-00000003.pt"
+    ckpt.write_bytes(b"not used: the run.json is refused first")
+    saved = rec.run_json_path.read_text(encoding="utf-8")
+    rec.run_json_path.unlink()
+    reg.close()
+    line = _one_line(capsys, "run", "continue", rec.id)
+    assert str(rec.run_json_path) in line, line
+    broken = json.loads(saved)
+    broken["training"]["steps_to"] = math.nan
+    rec.run_json_path.write_text(json.dumps(broken), encoding="utf-8")  # json writes NaN as NaN
+    line = _one_line(capsys, "run", "continue", rec.id)
+    assert str(rec.run_json_path) in line and "training.steps_to" in line and "nan" in line.lower(), line
+    reg = Registry()
+    try:  # the window's «Продолжить» asks the same
+        with pytest.raises(ValueError, match="training.steps_to"):
+            RunManager(reg).continue_config(rec.id)
+    finally:
+        reg.close()
+
+
+def test_repeated_vary_values_make_one_run_each(tiny_data):
+    """`--vary training.lr=1e-3,0.001,0.0010,0.003` is two runs, not four identical ones."""
+    reg = Registry()
+    try:
+        added = add_runs(QueueStore(reg.state), config(tiny_data), target="local", check=lambda _: None,
+                         vary=[("training.lr", [1e-3, 0.001, 0.0010, 0.003])])
+        assert [it.config["training"]["lr"] for it in added.items] == [0.001, 0.003]
+        assert added.series.vary == [("training.lr", [0.001, 0.003])]
+    finally:
+        reg.close()
+
+
+def test_a_queue_item_in_an_unknown_state_can_be_removed(capsys):
+    from tests.test_faults_queue import _raw_item
+
+    reg = Registry()
+    try:
+        item_id = _raw_item(QueueStore(reg.state), json.dumps({"name": "odd"}), state="paused-by-hand")
+    finally:
+        reg.close()
+    assert cli.main(["queue", "remove", str(item_id)]) == 0, capsys.readouterr().err
+    _no_run_left()
+
+
+def test_sample_prompts_bounds_are_the_trainers_rule():
+    from trainer.config.run_config import (
+        MAX_PROMPT_CHARS,
+        MAX_SAMPLE_PROMPTS,
+        ConfigError,
+        from_dict,
+    )
+
+    base = {"training": {"sample_prompts": ["a"] * MAX_SAMPLE_PROMPTS}}
+    from_dict(base)
+    from_dict({"training": {"sample_prompts": ["a" * MAX_PROMPT_CHARS]}})
+    for bad in (["a"] * (MAX_SAMPLE_PROMPTS + 1), ["a" * (MAX_PROMPT_CHARS + 1)]):
+        with pytest.raises(ConfigError):
+            from_dict({"training": {"sample_prompts": bad}})
