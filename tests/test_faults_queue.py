@@ -246,3 +246,77 @@ def test_a_live_runs_checkpoint_is_read_safely_while_keep_checkpoints_rotates(tm
         (run / "STOP").write_text("", encoding="utf-8")
         proc.wait(60)
         proc.end()
+
+
+def test_a_runner_whose_state_file_is_set_aside_or_deleted_lets_go(tiny_data):
+    """The state file renamed aside (a backup tool, a user making room), then on a second lab
+    deleted, under a runner that holds the queue: at its next round the runner sees the file
+    at the lab's path is not the one it drives (device and inode), starts nothing, lets the
+    queue's lock go and says so; a new runner then takes the new, empty queue."""
+    import shutil as sh
+
+    from app.queue import lock
+    from app.queue.runner import QueueRunner
+    from app.runs.manager import RunManager
+
+    for how in ("rename", "delete"):
+        reg = Registry()
+        store = QueueStore(reg.state)
+        item = add_runs(store, tiny(tiny_data, how), target="local", check=lambda _: None).items[0]
+        runner = QueueRunner(RunManager(reg), "test")
+        heard: list = []
+        runner.add_listener(heard.append)
+        runner.start()
+        assert lock.is_held()
+        db = paths.state_db_path()
+        for suffix in ("", "-wal", "-shm"):
+            part = Path(str(db) + suffix)
+            if part.exists():
+                if how == "rename":
+                    part.rename(part.with_name(part.name.replace("state", "state.aside")))
+                else:
+                    part.unlink()
+        if how == "delete":
+            Registry().close()  # the lab opened again meanwhile: a new file at the same path
+        runner.tick()
+        assert runner.gone and [e.kind for e in heard] == ["let_go"], heard
+        assert "ternit queue run" in heard[0].text
+        assert store.item(item.id).state == "waiting" and store.item(item.id).runs == []  # nothing started
+        assert not lock.is_held()
+        assert runner.tick() == []  # and it stays let go
+        runner.close()
+        reg.close()
+        fresh = Registry()
+        other = QueueRunner(RunManager(fresh), "the next")
+        other.start()  # the new queue is free to drive
+        assert QueueStore(fresh.state).items() == []
+        other.close()
+        fresh.close()
+        sh.rmtree(paths.data_dir(), ignore_errors=True)
+
+
+def test_an_unknown_kaggle_account_is_refused_at_add_and_wait_ends_when_nothing_can_start(tiny_data, capsys):
+    """`queue add --account nobody` is refused naming `ternit kaggle add-account`; an item that
+    still waits for an account that is not there (removed after it was queued) ends `queue
+    run --wait` with a line saying why, instead of waiting forever."""
+    from app.kaggle.store import KaggleStore
+    from app.queue import cli
+
+    reg = Registry()
+    store = QueueStore(reg.state)
+    path = Path(paths.data_dir()) / "run.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(tiny(tiny_data, "far")), encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["add", "--config", str(path), "--target", "kaggle", "--account", "nobody"]) == 2
+    err = capsys.readouterr().err
+    assert "ternit kaggle add-account" in err and "nobody" in err and "Traceback" not in err, err
+    assert store.items() == []
+    KaggleStore(reg.state).ensure_account("gone")  # queued while it was there, removed after
+    add_runs(store, tiny(tiny_data, "far"), target="kaggle", account="gone", check=lambda _: None)
+    reg.state.execute("DELETE FROM kaggle_accounts WHERE username = 'gone'")
+    reg.close()
+    done = subprocess.run([sys.executable, "-m", "app.cli", "queue", "run", "--wait"], cwd=ROOT,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "gone" in done.stderr and ("негде" in done.stderr or "nowhere" in done.stderr), done.stderr

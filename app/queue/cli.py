@@ -267,7 +267,10 @@ def _run(registry: Registry) -> int:
         print(f"ternit queue run: {runner.gone}", file=sys.stderr)
         return EXIT_USAGE
     left = runner.store.pending()
-    if left:
+    if left and runner.stuck:
+        print(t(f"ждут {len(left)}, но начаться им негде: {'; '.join(runner.stuck)}",
+                f"{len(left)} wait, but nowhere can they start: {'; '.join(runner.stuck)}"), file=sys.stderr)
+    elif left:
         print(t(f"ждут {len(left)}: очередь приостановлена или они отложены", f"{len(left)} wait: the queue is "
                 "paused or they are held"), file=sys.stderr)
     return EXIT_FAILED if runner.failed else EXIT_OK

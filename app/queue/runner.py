@@ -111,6 +111,9 @@ class QueueRunner:
         # under it is no longer the lab's, and the runner lets go (`gone` says why).
         self._identity: tuple[int, int] | None = None
         self.gone = ""
+        # Why each ready item cannot be placed anywhere as the lab is now (an account that
+        # is not there, no working key): when that is all that waits, `drive` ends.
+        self.stuck: list[str] = []
 
     def add_listener(self, fn: Listener) -> None:
         self._listeners.append(fn)
@@ -217,6 +220,7 @@ class QueueRunner:
 
     def _start_ready(self) -> list[QueueEvent]:
         events: list[QueueEvent] = []
+        self.stuck = []
         for it in self.store.items((WAITING,)):
             if it.damaged:  # it alone fails; the rest go on
                 self.store.finish(it.id, FAILED, damaged_note(it))
@@ -228,6 +232,11 @@ class QueueRunner:
         if any(it.target != "local" for it in waiting):
             self._refresh_quota()
         _, slots = self.planner.plan(self.clock())
+        by_item = {it.id: it for it in waiting}
+        self.stuck = [f"{by_item[s.item_id].name}: {s.reason}" for s in slots
+                      if s.start is None and not s.never and s.item_id in by_item]
+        if len(self.stuck) < len(waiting):
+            self.stuck = []
         by_id = {it.id: it for it in waiting}
         for slot in slots:
             if slot.never:
@@ -381,7 +390,9 @@ class QueueRunner:
             return True
         if any(it.state in (STARTING, RUNNING) for it in pending):
             return False
-        return self.store.paused() or not any(it.ready for it in pending)
+        # Paused, only held or damaged items left, or none of them can go anywhere there is
+        # (`stuck`: a round found no machine that could ever take them as the lab is now).
+        return self.store.paused() or not any(it.ready for it in pending) or bool(self.stuck)
 
 
 LOCK_BACKOFF_S = 0.5   # the first wait after a round met a locked state file; it doubles
