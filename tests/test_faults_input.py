@@ -215,7 +215,10 @@ def _three_choices(m: RunManager, run_id: str) -> dict[str, tuple[int, str, str]
 
     target = resolve(run_id)
     choice = choose_checkpoint(m.registry.get(run_id).path)
-    assert choice.path is not None and choice.path == target.checkpoint, (choice, target)
+    # sample reads the chosen file through a second name a live run's rotation cannot take
+    # (app/runs/checkpoints.pinned_choice): the same file, the same step
+    assert choice.path is not None and choice.path.name == target.checkpoint.name, (choice, target)
+    assert target.checkpoint.samefile(choice.path)
     notes: list[str] = []
     cfg = m.continue_config(run_id, notes=notes)
     return {"sample": (0, "\n".join(target.notes), ""),
