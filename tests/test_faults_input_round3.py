@@ -143,3 +143,20 @@ def test_sample_prompts_bounds_are_the_trainers_rule():
     for bad in (["a"] * (MAX_SAMPLE_PROMPTS + 1), ["a" * (MAX_PROMPT_CHARS + 1)]):
         with pytest.raises(ConfigError):
             from_dict({"training": {"sample_prompts": bad}})
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "symlink") or __import__("os").name == "nt",
+                    reason="a symlink needs privileges on Windows")
+def test_a_checkpoint_that_is_a_symlink_to_itself_is_named_not_skipped_silently(tmp_path):
+    from app.runs.checkpoints import choose_checkpoint
+
+    folder = tmp_path / "run" / "checkpoints"
+    folder.mkdir(parents=True)
+    loop = folder / "step-00000005.pt"
+    loop.symlink_to(loop.name)  # a link to itself
+    (folder / "step-00000004.pt").symlink_to("gone.pt")  # and one to nothing
+    choice = choose_checkpoint(tmp_path / "run")
+    links = [x for x in choice.passed_over if "latest" not in x]  # the pointer's absence is said first
+    assert choice.path is None and len(links) == 2, choice
+    assert "step-00000005.pt" in links[0] and "step-00000004.pt" in links[1]
+    assert all("ссылка" in x or "link" in x for x in links), links

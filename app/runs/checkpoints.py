@@ -18,6 +18,7 @@ where the newest is (the history's buttons, a failure's advice).
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from trainer.state.checkpoint_index import (
     hash_path,
     identity,
     is_checkpoint,
+    is_dcp,
     newest_first,
     read_payload,
     read_pointer,
@@ -223,7 +225,11 @@ def _first_sound(files: list[Path], choice: Choice) -> Choice:
     """The first of `files` that is intact and this run's, set as `choice.path`; the others
     before it added to what was passed over."""
     for p in files:
-        if not is_checkpoint(p):  # a file named like a folder, or the other way
+        if not is_checkpoint(p):
+            if os.path.lexists(p):  # there, but nothing a checkpoint can be: said, never skipped silently
+                choice.passed_over.append(_not_a_checkpoint(p))
+            else:
+                choice.vanished.append(p)  # removed since the folder was listed (rotation)
             continue
         wrong = damage(p)
         if wrong is None:
@@ -239,6 +245,17 @@ def _first_sound(files: list[Path], choice: Choice) -> Choice:
             continue
         choice.passed_over.append(wrong)
     return choice
+
+
+def _not_a_checkpoint(path: Path) -> str:
+    if path.is_symlink():
+        return t(f"{path.name}: ссылка, которая никуда не ведёт (на саму себя или на несуществующий файл)",
+                 f"{path.name}: a link that leads nowhere (to itself, or to a file that is not there)")
+    if is_dcp(path):
+        return t(f"{path.name}: файл под именем папки сегментированного чекпоинта",
+                 f"{path.name}: a file under a sharded checkpoint folder's name")
+    return t(f"{path.name}: не файл чекпоинта (папка или особый файл)",
+             f"{path.name}: not a checkpoint file (a folder, or a special file)")
 
 
 def _pointer_bytes(folder: Path) -> bytes | None:
