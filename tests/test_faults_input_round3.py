@@ -160,3 +160,47 @@ def test_a_checkpoint_that_is_a_symlink_to_itself_is_named_not_skipped_silently(
     assert choice.path is None and len(links) == 2, choice
     assert "step-00000005.pt" in links[0] and "step-00000004.pt" in links[1]
     assert all("ссылка" in x or "link" in x for x in links), links
+
+
+@pytest.mark.skipif(__import__("os").name != "posix", reason="file modes are POSIX's")
+def test_under_umask_000_the_key_folders_are_0700_and_logs_not_world_writable(monkeypatch):
+    """A umask of 000 (a misconfigured shell, some containers): the config folder and the
+    Kaggle client's folder around the key are still 0700, the log file and its folder not
+    writable by others."""
+    import logging
+    import os
+    import stat
+
+    from app.base import logs, paths
+    from app.kaggle import sdk
+
+    old = os.umask(0)
+    try:
+        config = paths.config_dir()
+        client = sdk.client_dir()
+        where = logs.setup()
+        logging.getLogger("test").warning("a line, so the file exists")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(config.stat().st_mode) == 0o700
+    assert stat.S_IMODE(client.stat().st_mode) == 0o700
+    assert where is not None
+    for path in (where, where.parent):
+        assert not stat.S_IMODE(path.stat().st_mode) & 0o022, (path, oct(path.stat().st_mode))
+
+
+@pytest.mark.skipif(__import__("os").name != "posix", reason="file modes are POSIX's")
+def test_exported_weights_keep_the_users_normal_mode(tmp_path, tiny_data):
+    """safetensors writes owner-only (0600); the export is the user's file like any other."""
+    import stat
+
+    from tests.trainer_run import run_module, run_trainer, write_run
+    from trainer.model.export import umask
+
+    run = write_run(tmp_path / "r", tiny_data, steps_to=2, eval_every=2, eval_segments=2, warmup_steps=1)
+    assert run_trainer(run, "--device", "cpu").returncode == 0
+    out = tmp_path / "w.safetensors"
+    ckpt = sorted((run / "checkpoints").glob("step-*.pt"))[-1]
+    done = run_module("trainer.model.export", str(ckpt), str(out))
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask()

@@ -216,6 +216,7 @@ def _run_in_background(wait_s: float = 30.0) -> int:
     kwargs: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {
         "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)}
     with open(log_path, "ab") as out:
+        paths.not_world_writable(log_path)  # under a umask of 000
         proc = subprocess.Popen([sys.executable, "-m", "app.cli", "queue", "run", "--wait"], stdin=subprocess.DEVNULL,
                                 stdout=out, stderr=subprocess.STDOUT, close_fds=True, **kwargs)
     deadline = time.monotonic() + wait_s
