@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -204,3 +205,76 @@ def test_exported_weights_keep_the_users_normal_mode(tmp_path, tiny_data):
     done = run_module("trainer.model.export", str(ckpt), str(out))
     assert done.returncode == 0, done.stderr
     assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask()
+
+
+def _tree(root) -> dict[str, tuple[int, int]]:
+    """Every file under `root` with its size and modification time: what a look changes."""
+    return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_labs_folder_moved_or_copied_finds_its_runs_and_never_touches_the_old(tmp_path, tiny_data, monkeypatch):
+    """A lab with a trained run (its data in the lab's prepared/) moved to another
+    TERNIT_HOME lists the run as it is, not «папка удалена»; a copy of it lists, reads and
+    continues its own folders (the run's, its checkpoint, its data) — the old lab's files
+    stay byte for byte and time for time as they were."""
+    import os
+    import shutil
+
+    from app.base import paths
+    from app.runs import RunManager
+    from tests.trainer_run import run_trainer
+
+    first = Path(os.environ["TERNIT_HOME"])
+    shutil.copytree(tiny_data, paths.prepared_dir() / "tiny")
+    reg = Registry()
+    m = RunManager(reg)
+    rec = m.create({**config(paths.prepared_dir() / "tiny"), "name": "moving"})
+    assert run_trainer(rec.path, "--device", "cpu").returncode == 0
+    reg.ingest(rec.id)
+    reg.close()
+
+    copy = tmp_path / "copy"
+    shutil.copytree(first, copy)  # the old lab stays where it was, whole
+    before = _tree(first)
+    monkeypatch.setenv("TERNIT_HOME", str(copy))
+    reg = Registry()
+    m = RunManager(reg)
+    assert [r.path for r in reg.list_runs()] == [copy / "data" / "runs" / rec.id]
+    cfg = m.continue_config(rec.id)
+    assert Path(cfg["resume_from"]).is_relative_to(copy) and Path(cfg["data"]["dir"]).is_relative_to(copy), cfg
+    nxt = m.create(cfg, parent_id=rec.id)
+    assert run_trainer(nxt.path, "--device", "cpu").returncode == 0
+    reg.ingest(nxt.id)
+    assert reg.get(nxt.id).status == "finished"
+    reg.close()
+    assert _tree(first) == before  # nothing of the old lab was written
+
+    moved = tmp_path / "moved"
+    shutil.move(str(first), str(moved))
+    monkeypatch.setenv("TERNIT_HOME", str(moved))
+    reg = Registry()
+    got = reg.get(rec.id)
+    assert got.path == moved / "data" / "runs" / rec.id and got.path.is_dir() and not got.path.parent.samefile(
+        copy / "data" / "runs")
+    assert Path(got.config()["data"]["dir"]) == moved / "data" / "prepared" / "tiny"
+    assert [r.id for r in reg.list_runs()] == [rec.id]  # the copy's continuation is the copy's alone
+    reg.close()
+
+
+def test_migration_007_makes_a_labs_absolute_run_folders_relative(monkeypatch):
+    from app.base import paths
+    from app.base.state import open_state
+
+    reg = Registry()
+    rec = reg.create_run(config(Path("/nowhere")))
+    stored = reg.state.one("SELECT folder FROM runs WHERE id = ?", (rec.id,))["folder"]
+    assert stored == f"runs/{rec.id}"  # new rows: relative already
+    reg.state.execute("UPDATE runs SET folder = ? WHERE id = ?", (f"/old/place/data/runs/{rec.id}", rec.id))
+    reg.state.execute("DELETE FROM schema_migrations WHERE version = 7")
+    reg.close()
+    with open_state() as st:  # 007 again, as an older lab's file meets it
+        assert st.one("SELECT folder FROM runs WHERE id = ?", (rec.id,))["folder"] == f"runs/{rec.id}"
+    reg = Registry()
+    assert reg.get(rec.id).path == paths.runs_dir() / rec.id
+    reg.close()
