@@ -278,3 +278,27 @@ def test_migration_007_makes_a_labs_absolute_run_folders_relative(monkeypatch):
     reg = Registry()
     assert reg.get(rec.id).path == paths.runs_dir() / rec.id
     reg.close()
+
+
+def test_a_lab_folder_too_deep_for_windows_paths_is_refused_before_the_run_exists(tmp_path, tiny_data, capsys,
+                                                                                  monkeypatch):
+    """The lab's folder at ~190 characters on a Windows PC without long paths: the run's
+    checkpoint would be written and then not open (WinError 234). `run start` refuses before
+    anything exists, with the real reason and the fix; a short folder starts. (Windows' own
+    limit is read from LongPathsEnabled there; here it is given.)"""
+    import os
+
+    from app.runs import precheck
+
+    deep = tmp_path / ("d" * 60) / ("e" * 60) / "lab"
+    monkeypatch.setenv("TERNIT_HOME", str(deep))
+    monkeypatch.setattr(precheck, "path_limit", lambda: precheck.WINDOWS_MAX_PATH)
+    assert len(str(deep)) > 150 and precheck.path_too_long(deep / "data" / "runs", "tiny") is not None
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(config(tiny_data)), encoding="utf-8")
+    line = _one_line(capsys, "run", "start", "--config", str(path))
+    assert "260" in line or "259" in line, line
+    assert "TERNIT_HOME" in line and "LongPathsEnabled" in line, line
+    _no_run_left()
+    assert precheck.path_too_long(Path("C:/tl/data/runs"), "tiny") is None
+    assert os.name != "nt" or precheck.path_limit() in (None, 260)

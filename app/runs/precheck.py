@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +49,9 @@ def precheck(config: dict[str, Any]) -> list[str]:
         said = refusal_text(e.refusal) if isinstance(e, ConfigError) else str(e)
         raise RunError(t(f"run.json не пройдёт проверку тренера: {said}",
                          f"the trainer would refuse this run.json: {said}")) from None
+    too_long = path_too_long(paths.runs_dir(), str(config.get("name") or "run"))
+    if too_long:
+        raise RunError(too_long)
     if cfg.target.kind == "local":  # the machine: a card it names must be one of this PC's
         absent = absent_cards(cfg.target.gpu)
         if absent:
@@ -57,6 +61,53 @@ def precheck(config: dict[str, Any]) -> list[str]:
     except ValueError as e:  # the plan's refusal in the interface's language
         raise RunError(t(f"тренер не запустит этот прогон: {e}", f"the trainer would refuse this run: {e}")) from None
     return notes
+
+
+# The longest paths a run writes or reads under its folder: a checkpoint's hash beside it, a
+# sharded checkpoint's shard, each also under the lab's pinned second name
+# (app/runs/checkpoints.pinned_choice), and a Kaggle leg's downloaded outputs.
+LONGEST_TAILS = ("checkpoints/.pinned/4294967295-999/step-00000000.dcp/__15_0.distcp",
+                 "checkpoints/.pinned/4294967295-999/step-00000000.pt.sha256",
+                 "outputs/run/checkpoints/.pinned/4294967295-999/step-00000000.pt.sha256")
+WINDOWS_MAX_PATH = 260
+
+
+def path_limit() -> int | None:
+    """The longest path this PC's file calls take: Windows' 260 characters unless long paths
+    are turned on (LongPathsEnabled); None elsewhere."""
+    if os.name != "nt":
+        return None
+    try:
+        import winreg
+
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"SYSTEM\CurrentControlSet\Control\FileSystem") as key:
+            if int(winreg.QueryValueEx(key, "LongPathsEnabled")[0]) == 1:
+                return None
+    except (OSError, ValueError, ImportError):
+        pass
+    return WINDOWS_MAX_PATH
+
+
+def path_too_long(runs_root: Path, name: str, limit: int | None = None) -> str | None:
+    """Why a run named `name` could write a path this PC cannot read back (a checkpoint that
+    `sample` and `export` then cannot open: WinError 234), with the fix; None when it fits."""
+    from .files import slug
+
+    limit = path_limit() if limit is None else limit
+    if limit is None:
+        return None
+    folder = Path(runs_root) / f"20260101-0000-{slug(name)}-99"
+    longest = max(len(str(folder / tail)) for tail in LONGEST_TAILS)
+    if longest < limit:
+        return None
+    return t(f"пути файлов прогона дойдут до {longest} символов, а Windows без длинных путей читает не больше "
+             f"{limit - 1}: чекпоинт запишется, но не откроется. Перенесите папку данных лаборатории ближе к "
+             f"корню диска (TERNIT_HOME, сейчас {Path(runs_root).parent}), укоротите имя прогона или включите "
+             "длинные пути Windows (LongPathsEnabled)",
+             f"the run's file paths would reach {longest} characters, and Windows without long paths reads at "
+             f"most {limit - 1}: a checkpoint would be written but not open. Move the lab's data folder nearer "
+             f"the drive's root (TERNIT_HOME, now {Path(runs_root).parent}), shorten the run's name, or turn on "
+             "Windows long paths (LongPathsEnabled)")
 
 
 def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Path | None]:
