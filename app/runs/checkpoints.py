@@ -273,6 +273,13 @@ def _there(path: Path) -> bool:
 # ---- reading a live run's checkpoint: a second name rotation cannot take -------------------
 PINNED = ".pinned"  # RUN_DIR/checkpoints/.pinned/<pid>-<n>/step-….pt: never a step name at the top
 _pins: list[Path] = []
+_made = [0]
+KEEP_PINS = 3  # this process's pins kept in one run's folder; older ones go as a new one is made
+
+
+def _counter() -> int:
+    _made[0] += 1
+    return _made[0]
 
 
 def pinned_choice(run_dir: Path) -> Choice:
@@ -315,9 +322,12 @@ def _pin(path: Path) -> Path:
 
     base = path.parent / PINNED
     _sweep(base)
-    folder = base / f"{os.getpid()}-{len(_pins)}"
+    mine = sorted((f for f in _pins if f.parent == base), key=lambda f: int(f.name.rsplit("-", 1)[1]))
+    for old in mine[:-KEEP_PINS]:  # a window asks again and again: its older reads have long opened theirs
+        _unpin(old)
+    folder = base / f"{os.getpid()}-{_counter()}"
     folder.mkdir(parents=True, exist_ok=True)
-    if not _pins:
+    if _made[0] == 1:
         atexit.register(lambda: [_unpin(f) for f in list(_pins)])
     _pins.append(folder)
     try:
