@@ -269,7 +269,7 @@ def test_values_once_refused_only_at_step_1_are_refused_by_the_check(tmp_path, c
         cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
     path = tmp_path / "run.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
-    proc = run_module("trainer.config.run_config", str(path), timeout=60)
+    proc = run_module("trainer.config", str(path), timeout=60)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
     assert main([str(path)]) == 2
 

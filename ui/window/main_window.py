@@ -80,11 +80,16 @@ class MainWindow(QMainWindow):
         self.menu: Menu | None = None
         self.pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
         self.lab = Lab(runs, extra_prepared)  # the decisions; this window shows them
-        self.queue = QueueDriver(self.lab.runs)  # the run queue, driven while the window is open
-        self.drive_queue = drive_queue  # off for --snapshot: a picture must start no run
+        # The queue: shown and edited here, driven by its own runner (started when needed, never
+        # by --snapshot: a picture must start no run).
+        self.queue = QueueDriver(self.lab.runs, start_runner=drive_queue)
         self.queue_ms = queue_ms
         self._subscribe()
         self.queue.events.news.connect(self.notify)  # a queued run skipped or retried, the queue emptied
+        self.queue_status = QLabel()  # the status line's part that says who drives the queue
+        self.statusBar().addPermanentWidget(self.queue_status)
+        self.queue.events.changed.connect(lambda tl: self.queue_status.setText(tl.who))
+        self.queue.events.changed.connect(lambda _: self._show_awake())  # the queue's look: every few s
         self._live = LiveFollower()  # the followed run's speed and time left
         self.overlays: set[str] = set()
         self.notifier = Notifier(self)
@@ -175,7 +180,7 @@ class MainWindow(QMainWindow):
         old_queue = getattr(self, "queue_tab", None)
         if old_queue is not None:  # a language switch rebuilds the tab; one timer drives the queue
             old_queue.stop()
-        self.queue_tab = QueueTab(self.queue, self.drive_queue, **({"tick_ms": self.queue_ms} if self.queue_ms else {}))
+        self.queue_tab = QueueTab(self.queue, **({"tick_ms": self.queue_ms} if self.queue_ms else {}))
         self.queue_tab.message.connect(lambda text: self.statusBar().showMessage(text))
         self.tabs.addTab(self.queue_tab, t("Очередь", "Queue"))
         self.form_view.queue_requested.connect(self.queue_run)
@@ -505,6 +510,11 @@ class MainWindow(QMainWindow):
         self.notify(ended.title(), ended.text())
         self.load_measured()  # the run's speed and memory now correct the estimates
 
+    def _show_awake(self) -> None:
+        """The monitor's line on the sleep request (who holds it, or why nobody does)."""
+        if self.monitor is not None:
+            self.monitor.awake_label.setText(self.queue.awake_line())
+
     def notify(self, title: str, text: str) -> None:
         self.notifier.notify(title, text)
 
@@ -517,16 +527,17 @@ class MainWindow(QMainWindow):
         # While one trains, the user is told so first (unless they asked not to be).
         if not self._close_confirmed and self.isVisible() and app_settings.ask_on_close():
             running = self.lab.training_here()
-            if running:
+            question = self.queue.close_question(running)
+            if question is not None:
                 event.ignore()
                 if self.close_question is not None:  # asked before and answered «Отмена»
                     self.close_question.deleteLater()
-                self.close_question = ask_about_running(self, running, self.runs.stop, self._closed_by_answer)
+                self.close_question = ask_about_running(self, question, running, self.runs.stop,
+                                                        lambda: self.queue.set_paused(True), self._closed_by_answer)
                 return
         self.save_layout()
         self.timer.stop()
-        self.queue_tab.stop()
-        self.queue.close()  # the queue stays as it is; the next window or `ternit queue run` goes on
+        self.queue_tab.stop()  # the queue goes on: its runner is a process of its own
         self.prepare_row.stop_and_wait()
         if self.monitor is not None:
             self.monitor.stop()
