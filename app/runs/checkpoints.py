@@ -323,7 +323,7 @@ def _pin(path: Path) -> Path:
     base = path.parent / PINNED
     _sweep(base)
     mine = sorted((f for f in _pins if f.parent == base), key=lambda f: int(f.name.rsplit("-", 1)[1]))
-    for old in mine[:-KEEP_PINS]:  # a window asks again and again: its older reads have long opened theirs
+    for old in mine[: max(0, len(mine) - (KEEP_PINS - 1))]:  # a window asks again and again: older reads have opened theirs
         _unpin(old)
     folder = base / f"{os.getpid()}-{_counter()}"
     folder.mkdir(parents=True, exist_ok=True)
