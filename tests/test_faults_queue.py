@@ -105,6 +105,12 @@ def test_a_state_file_write_locked_past_the_wait_never_stops_the_runner(tiny_dat
                why=out.text)  # the run ended under the lock
         _until(lambda: out.count("ждёт файл состояния", "waits for the state file") >= 2)  # waited, retried
         assert runner.poll() is None, out.text()  # the runner is still there
+        from app.queue import lock
+        from app.queue.world import runner_line
+
+        note = lock.current_holder()  # what the window's queue line shows meanwhile
+        assert note is not None and note.pid == runner.pid and note.waiting, note
+        assert note.waiting in runner_line(store, note)
         pause = subprocess.run([sys.executable, "-m", "app.cli", "queue", "pause"], cwd=ROOT, env=env,
                                capture_output=True, text=True, timeout=120)
         lines = [ln for ln in pause.stderr.splitlines() if ln.strip()]
