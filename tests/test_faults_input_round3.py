@@ -305,3 +305,17 @@ def test_a_lab_folder_too_deep_for_windows_paths_is_refused_before_the_run_exist
     _no_run_left()
     assert precheck.path_too_long(Path("C:/tl/data/runs"), "tiny") is None
     assert os.name != "nt" or precheck.path_limit() in (None, 260)
+
+
+def test_data_prepare_names_a_path_too_long_as_such():
+    """Windows' WinError 206/234 (and ENAMETOOLONG) is the path's length, not free space or
+    access: `ternit data prepare`'s line says so and the fix."""
+    import errno
+
+    from app.data.prepare import _write_failed
+
+    for exc in (OSError(errno.ENAMETOOLONG, "File name too long", "C:/" + "x" * 250),):
+        said = _write_failed(exc, Path("C:/lab/data/prepared/x")).args[0]
+        assert "LongPathsEnabled" in said and ("места" not in said and "free space" not in said), said
+    said = _write_failed(OSError(errno.ENOSPC, "No space left on device"), Path("/lab/x")).args[0]
+    assert "LongPathsEnabled" not in said
