@@ -409,6 +409,11 @@ def test_a_kernel_kaggle_ended_for_quota_shows_kaggles_words_and_goes_on_on_anot
     reg.ingest(legs[1].id)
     assert reg.get(legs[1].id).last_step == 40
     assert _events(legs[1].path, "start")[0]["resumed_from"].endswith(".pt")
+    from app.kaggle.accounts import Accounts, leg_state_text
+
+    alice = next(v for v in Accounts(KaggleStore(reg.state)).views() if v.username == "alice")
+    shown = [leg_state_text(k) for k in alice.kernels]  # «Аккаунты…» and `ternit kaggle accounts`
+    assert shown and all("weekly GPU quota exhausted" in x for x in shown), shown
 
 
 def test_a_kernel_kaggle_ended_is_never_shown_as_a_limit_stop():

@@ -166,6 +166,16 @@ class Accounts:
         return out
 
 
+def leg_state_text(leg: dict) -> str:
+    """A kernel's line in the accounts' lists: its leg's state, and for one Kaggle ended
+    (ERROR) Kaggle's own words instead of «done»."""
+    if leg.get("kernel_status") == "ERROR":
+        said = (leg.get("message") or "").strip().rstrip(".")
+        return t(f"Kaggle завершил с ошибкой: {said}" if said else "Kaggle завершил с ошибкой",
+                 f"Kaggle ended it with an error: {said}" if said else "Kaggle ended it with an error")
+    return str(leg.get("state") or "")
+
+
 def auth_text(view: AccountView) -> str:
     """What the lab holds for the account: «токен API» or «устаревший ключ»."""
     return {"token": t("токен API", "API token"), "key": t("устаревший ключ", "legacy key")}.get(view.auth, "")

@@ -23,7 +23,7 @@ from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import bytes_text
 from . import cleanup
-from .accounts import Accounts, AccountView, auth_text, key_status_text
+from .accounts import Accounts, AccountView, auth_text, key_status_text, leg_state_text
 from .credentials import (
     Credential,
     CredentialsError,
@@ -196,7 +196,7 @@ def _list(accounts: Accounts, args: argparse.Namespace) -> int:
             print("    " + t("хранит: ", "holds: ") + f"{d.label} ({d.ref})")
         for k in v.kernels[:5]:
             when = datetime.fromtimestamp(k["updated_at"]).strftime("%d.%m %H:%M")
-            print("    " + t("ядро: ", "kernel: ") + f"{k.get('kernel_ref') or k['kernel_slug']} — {k['state']} ({when})")
+            print("    " + t("ядро: ", "kernel: ") + f"{k.get('kernel_ref') or k['kernel_slug']} — {leg_state_text(k)} ({when})")
     return 0
 
 
@@ -247,5 +247,6 @@ def _as_dict(v: AccountView) -> dict:
         "quota": None if q is None else {"total_s": q.total_s, "used_s": q.used_s, "reserved_s": q.reserved_s,
                                          "remaining_s": q.remaining_s, "refresh_at": q.refresh_at},
         "holds": [{"kind": d.kind, "ref": d.ref, "hash": d.content_hash, "label": d.label} for d in v.holds],
-        "kernels": [{"ref": k.get("kernel_ref"), "state": k["state"], "run_id": k["run_id"]} for k in v.kernels],
+        "kernels": [{"ref": k.get("kernel_ref"), "state": k["state"], "run_id": k["run_id"],
+                     "kernel_status": k.get("kernel_status"), "said": leg_state_text(k)} for k in v.kernels],
     }
