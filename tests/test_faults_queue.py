@@ -13,6 +13,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from app.base import paths
 from app.queue.adding import add_runs
 from app.queue.store import DONE, QueueStore
@@ -326,3 +328,31 @@ def test_an_unknown_kaggle_account_is_refused_at_add_and_wait_ends_when_nothing_
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert "gone" in done.stderr and ("негде" in done.stderr or "nowhere" in done.stderr), done.stderr
+
+
+@pytest.mark.windows
+def test_on_windows_an_open_state_file_cannot_be_set_aside_and_elsewhere_the_runner_lets_go():
+    """What can happen to a runner's state file on each system: on Windows SQLite opens it
+    without sharing deletion, so renaming (or deleting) it while the runner holds it open is
+    refused by the system itself; where it succeeds (POSIX), the runner lets go at its next
+    round."""
+    from app.queue import lock
+    from app.queue.runner import QueueRunner
+    from app.runs.manager import RunManager
+
+    reg = Registry()
+    runner = QueueRunner(RunManager(reg), "test")
+    runner.start()
+    db = paths.state_db_path()
+    try:
+        os.rename(db, db.with_name("state.aside.sqlite"))
+    except PermissionError:
+        assert os.name == "nt"  # the system refuses it: the runner's file stays the lab's
+        runner.tick()
+        assert not runner.gone and lock.is_held()
+    else:
+        runner.tick()
+        assert runner.gone and not lock.is_held()
+    finally:
+        runner.close()
+        reg.close()
