@@ -54,6 +54,7 @@ from .store import (
     Item,
     QueueStore,
 )
+from .trials import Trials, searching
 from .world import Planner, damaged_note, machine_label, measured
 
 log = logging.getLogger(__name__)
@@ -102,6 +103,7 @@ class QueueRunner:
         self._listeners: list[Listener] = []
         self._quota_checked = 0.0
         self._was_empty = True
+        self.trials = Trials(self.store, manager)  # the searches' trials (app/search/)
         # The local runs this runner saw training at its last round: one of them found gone
         # died under it (its own failure); one never seen went down with the machine (retry.py).
         self._watched: set[str] = set()
@@ -187,6 +189,7 @@ class QueueRunner:
     def _round(self) -> list[QueueEvent]:
         self.manager.poll()
         events = self._settle()
+        self.trials.tick()  # a search told of its ended trials, its next one asked (before the starts)
         if not self.store.paused():
             events += self._start_ready()
         self._watched = {r.id for r in self.registry.active() if r.target_kind == "local"}
@@ -399,13 +402,15 @@ class QueueRunner:
         self.failed.append(it.id)
         return [QueueEvent("failed", self.store.item(it.id), text)]
 
-    @staticmethod
-    def _continuation(it: Item, rec: RunRecord, f: Any) -> dict[str, Any] | None:
-        """The failed run's config as its failure continues it, on the item's own target."""
+    def _continuation(self, it: Item, rec: RunRecord, f: Any) -> dict[str, Any] | None:
+        """The failed run's config as its failure continues it, on the item's own target; none
+        for a search's trial whose searched values it would change (app/queue/trials.py)."""
         try:
             cfg = f.retry_config(rec.config())
         except (OSError, ValueError):
             return None
+        if not self.trials.retry_allowed(it.id, cfg):
+            return None  # a trial is measured at its searched values: it ends failed instead
         cfg["target"] = copy.deepcopy(it.config.get("target") or {})
         return cfg
 
@@ -432,10 +437,12 @@ class QueueRunner:
 
 def needs_runner(store: QueueStore) -> bool:
     """Whether the queue has work for a runner: a run to follow, or one that may start (not
-    paused, not held, not damaged). The runner ends when it has none; the window starts one
-    when it has."""
+    paused, not held, not damaged), or a search going on. The runner ends when it has none;
+    the window starts one when it has."""
     pending = store.pending()
     if any(it.state in (STARTING, RUNNING) for it in pending):
+        return True
+    if searching(store) and not store.paused():  # a search asks its next trial only from a runner
         return True
     return bool(pending) and not store.paused() and any(it.ready for it in pending)
 
