@@ -6,6 +6,7 @@ is not what its name says. Real trainer processes (tiny model, CPU), real SQLite
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -214,7 +215,10 @@ def _three_choices(m: RunManager, run_id: str) -> dict[str, tuple[int, str, str]
 
     target = resolve(run_id)
     choice = choose_checkpoint(m.registry.get(run_id).path)
-    assert choice.path is not None and choice.path == target.checkpoint, (choice, target)
+    # sample reads the chosen file through a second name a live run's rotation cannot take
+    # (app/runs/checkpoints.pinned_choice): the same file, the same step
+    assert choice.path is not None and choice.path.name == target.checkpoint.name, (choice, target)
+    assert target.checkpoint.samefile(choice.path)
     notes: list[str] = []
     cfg = m.continue_config(run_id, notes=notes)
     return {"sample": (0, "\n".join(target.notes), ""),
@@ -459,7 +463,8 @@ def test_a_locked_state_file_names_who_holds_it_and_says_the_lab_waits(tiny_data
         path = tmp_path / "run.json"
         path.write_text(json.dumps(config(tiny_data)), encoding="utf-8")
         p = subprocess.run([sys.executable, "-m", "app", "run", "start", "--config", str(path)], cwd=ROOT,
-                           capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120,
+                           env={**os.environ, "TERNIT_STATE_WAIT_S": "3"})  # not a command's two minutes
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)

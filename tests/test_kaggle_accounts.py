@@ -263,3 +263,32 @@ def test_cli_clean_lists_the_labs_datasets_with_sizes_and_deletes_what_no_run_ne
     assert cli.main(["clean", "--yes"]) == 0
     assert set(fake.datasets) == {data.ref("alice"), "alice/not-the-labs"}  # needed, and not the lab's
     assert [d.kind for d in KaggleStore().holdings("alice")] == ["data"]
+
+
+def test_removing_an_account_whose_runs_train_asks_first_and_marks_them_untracked(tiny_data, capsys):
+    """`ternit kaggle remove-account alice` while a run trains there: refused naming the run
+    (its kernel would go on spending the quota unseen); with --force removed, and the run
+    shows «не отслеживается: аккаунт удалён» with the way back (add the account again)."""
+    from app.kaggle import cli as kaggle_cli
+    from app.kaggle.credentials import Credential, CredentialStore
+    from app.kaggle.store import KaggleStore
+    from app.runs.registry import Registry
+    from tests.fake_kaggle.fixtures import KEYS, tiny_config
+
+    CredentialStore().add(Credential("alice", key=KEYS["alice"]))
+    reg = Registry()
+    rec = reg.create_run(tiny_config(tiny_data))
+    store = KaggleStore(reg.state)
+    store.ensure_account("alice")
+    store.add_leg(run_id=rec.id, run_dir=str(rec.path), account="alice", kernel_slug="k", state="running")
+    reg.close()
+    assert kaggle_cli.main(["remove-account", "alice"]) == 2
+    err = capsys.readouterr().err
+    assert rec.id in err and "--force" in err, err
+    assert CredentialStore().names() == ["alice"]
+    assert kaggle_cli.main(["remove-account", "alice", "--force"]) == 0
+    assert CredentialStore().names() == []
+    reg = Registry()
+    said = reg.get(rec.id).last_message or ""
+    reg.close()
+    assert ("не отслеживается" in said or "not followed" in said) and "add-account --username alice" in said, said

@@ -388,3 +388,46 @@ def test_a_first_real_use_from_the_cli_fresh_token_account_auto_processing_queue
     assert fake.kernels[done.kaggle_kernel_ref].request["datasetDataSources"]  # mounted, none left out
     _assert_no_secret(fake)
     assert b"KGAT_alice_fresh_token" not in fake.all_received() + _lab_bytes()
+
+
+def test_a_kernel_kaggle_ended_for_quota_shows_kaggles_words_and_goes_on_on_another_account(fake, tiny_data):
+    """Alice's quota runs dry mid-leg (issue 37): Kaggle ends the session (ERROR, «weekly GPU
+    quota exhausted») after the trainer's first checkpoint. The leg says Kaggle's words — not
+    «остановлен по лимиту» of its own — and the chain goes on on bob from that checkpoint to
+    the run's end."""
+    from tests.fake_kaggle.server import QUOTA_ENDED
+
+    fake.add_account("alice", KEYS["alice"], quota_h=30)
+    fake.add_account("bob", KEYS["bob"], quota_h=20)
+    add_lab_accounts("alice", "bob")
+    fake.dry_at = {"alice": '"event":"checkpoint"'}
+    reg = Registry()
+    first = reg.create_run(tiny_config(tiny_data, steps_to=40, checkpoint_every_min=0))
+    runner.start_kaggle_run(reg, first.id, account="alice")
+    assert runner.wait_followers(180)
+    legs = reg.chain(first.chain_id)
+    said = [(r.leg, r.target_account, r.status, r.last_message) for r in legs]
+    assert len(legs) == 2 and legs[0].target_account == "alice" and legs[1].target_account == "bob", said
+    assert QUOTA_ENDED.rstrip(".") in (legs[0].last_message or ""), said
+    assert legs[1].status == st.FINISHED, said
+    reg.ingest(legs[1].id)
+    assert reg.get(legs[1].id).last_step == 40
+    assert _events(legs[1].path, "start")[0]["resumed_from"].endswith(".pt")
+    from app.kaggle.accounts import Accounts, leg_state_text
+
+    alice = next(v for v in Accounts(KaggleStore(reg.state)).views() if v.username == "alice")
+    shown = [leg_state_text(k) for k in alice.kernels]  # «Аккаунты…» and `ternit kaggle accounts`
+    assert shown and all("weekly GPU quota exhausted" in x for x in shown), shown
+
+
+def test_a_kernel_kaggle_ended_is_never_shown_as_a_limit_stop():
+    """The trainer saved and ended at its limit as Kaggle ended the session (ERROR): the run
+    failed, in Kaggle's words; a COMPLETE kernel's limit stop stays one."""
+    from app.kaggle.outputs import kaggle_ended
+
+    status, message, quota = kaggle_ended("ERROR", "Your session ended: weekly GPU quota exhausted.",
+                                          st.TIME_LIMIT, "reached the time limit", True)
+    assert status == st.FAILED and quota and "weekly GPU quota exhausted" in message
+    status, message, quota = kaggle_ended("ERROR", "Kernel ran out of memory", st.STOPPED, "stopped", True)
+    assert status == st.FAILED and not quota and "out of memory" in message
+    assert kaggle_ended("COMPLETE", "", st.TIME_LIMIT, "limit", True) == (st.TIME_LIMIT, "limit", False)

@@ -98,6 +98,9 @@ def test_nothing_is_queued_unless_every_run_passes_the_pre_check(lab, tiny_data)
     with pytest.raises(QueueError, match="width=30"):  # 30 is not a multiple of 4 heads
         add_runs(store, {**base, "model": {**base["model"], "heads": 4}}, vary=[("model.width", [32, 30])])
     assert store.items() == []
+    from app.kaggle.store import KaggleStore
+
+    KaggleStore(store.state).ensure_account("bob")  # a named account must be the lab's (issue 37)
     added = add_runs(store, base, target="kaggle", account="bob", vary=[("training.lr", [0.001, 0.003])])
     assert [(it.target, it.account, it.series_id) for it in added.items] == [("kaggle", "bob", added.series.id)] * 2
 

@@ -60,6 +60,11 @@ class LabFileHandler(logging.handlers.RotatingFileHandler):
 
     failed = False
 
+    def _open(self):  # type: ignore[no-untyped-def]  # logging's own
+        stream = super()._open()
+        paths.not_world_writable(Path(self.baseFilename))  # under a umask of 000
+        return stream
+
     def handleError(self, record: logging.LogRecord) -> None:  # noqa: N802 — logging's name
         error = sys.exc_info()[1]
         if self.failed or (isinstance(error, OSError) and error.errno in NO_ROOM):
@@ -79,6 +84,7 @@ def setup(level: int = logging.INFO) -> Path | None:
         return target
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        paths.not_world_writable(target.parent)
         handler = LabFileHandler(
             target, maxBytes=MAX_BYTES, backupCount=BACKUPS, encoding="utf-8", delay=True)
     except OSError as e:

@@ -30,8 +30,35 @@ def config_dir(create: bool = True) -> Path:
     env = os.environ
     path = _config_path(env.get("TERNIT_HOME"), *(env.get(k) for k in _PLATFORM_ENV))
     if create:
-        path.mkdir(parents=True, exist_ok=True)
+        private_dir(path)  # the Kaggle keys live here
     return path
+
+
+def private_dir(path: Path) -> Path:
+    """A folder only its owner can enter (0700 on POSIX, whatever the umask: mkdir's mode is
+    narrowed by it, never widened, and a umask of 000 would leave it world-writable)."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.name == "posix":
+        import stat
+
+        if stat.S_IMODE(path.stat().st_mode) != 0o700:
+            os.chmod(path, 0o700)
+    return path
+
+
+def not_world_writable(path: Path) -> None:
+    """Drop group and others' write from a file or folder the lab made (a log, its folder)
+    that a umask of 000 left writable to every user of the machine."""
+    if os.name != "posix":
+        return
+    import stat
+
+    try:
+        mode = stat.S_IMODE(path.stat().st_mode)
+        if mode & 0o022:
+            os.chmod(path, mode & ~0o022)
+    except OSError:
+        pass  # not ours to change (a shared folder): as it is
 
 
 def config_file(name: str) -> str:

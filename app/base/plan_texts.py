@@ -136,6 +136,14 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "file_not_utf8": "{path}: не текст UTF-8 (байт {byte}); сохраните его в UTF-8",
     "file_unreadable": "{path} не читается ({error})",
     "not_an_object": "в run.json должен быть один JSON-объект",
+    "section_kind": "{where}: {key} должен быть объектом, а не {value}",
+    "file_too_big": lambda p: f"{p['path']}: {_shown(p['size'])} символов, больше {_shown(p['most'])} допустимых в run.json",
+    "file_too_deep": "{path}: JSON вложен слишком глубоко для run.json (объекты в объектах; в run.json два уровня)",
+    "prompts_many": lambda p: (f"training.sample_prompts: {_shown(p['count'])} затравок, больше {p['most']}: "
+                               "каждая пишется при каждом образце"),
+    "prompt_long": lambda p: (f"training.sample_prompts[{p['index']}]: {_shown(p['length'])} символов, "
+                              f"больше {_shown(p['most'])}"),
+    "name_one_line": "имя должно быть одной строкой, без переводов строки и управляющих символов: {name!r}",
     # ---- sampling from a checkpoint ------------------------------------------------------
     "temperature": "температура {value} не подходит: нужно от 0 (всегда самый вероятный токен) до {most}",
     "top_k": "top-k {value} не подходит: 0 (без ограничения) или больше",

@@ -18,6 +18,7 @@ statements that must stand or fall together go in `with state.transaction():`.
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sqlite3
 import threading
@@ -34,7 +35,18 @@ from .state_repair import is_damaged, repair
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent.parent / "migrations"
-BUSY_TIMEOUT_MS = 10_000
+
+def _wait_ms() -> int:
+    """How long a command waits for another program's write lock on the state file: two
+    minutes (a backup or sync tool, an SQLite browser's edit), TERNIT_STATE_WAIT_S to
+    change it (the tests wait a second or two)."""
+    try:
+        return max(0, int(float(os.environ.get("TERNIT_STATE_WAIT_S", "120")) * 1000))
+    except ValueError:
+        return 120_000
+
+
+BUSY_TIMEOUT_MS = _wait_ms()
 _NAME = re.compile(r"^(\d{3})_[A-Za-z0-9_\-]+\.sql$")
 
 
@@ -98,15 +110,58 @@ def _strip_comments(sql: str) -> str:
     return "\n".join(line.split("--", 1)[0] for line in sql.splitlines()).strip().rstrip(";").strip()
 
 
+class _Connection(sqlite3.Connection):
+    """A connection whose every statement that meets another program's write lock waits
+    WAIT_NOTICE_S, says so (who holds the file, that the lab waits), then waits the rest of
+    BUSY_TIMEOUT_MS: a plain UPDATE as much as a BEGIN, so no write fails at SQLite's first
+    busy moment and none waits unannounced."""
+
+    state_path: Path
+    _notice_ms = -1
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor:  # type: ignore[override]
+        return self._waiting(super().execute, sql, parameters)
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor:  # type: ignore[override]
+        return self._waiting(super().executemany, sql, parameters)
+
+    def _busy(self, ms: int) -> None:
+        sqlite3.Connection.execute(self, f"PRAGMA busy_timeout = {int(ms):d}")
+
+    def _waiting(self, fn: Callable[..., sqlite3.Cursor], *args: Any) -> sqlite3.Cursor:
+        notice_ms = int(WAIT_NOTICE_S * 1000)
+        if notice_ms != self._notice_ms:  # read each time: a test may shorten it
+            self._busy(notice_ms)
+            self._notice_ms = notice_ms
+        try:
+            return fn(*args)
+        except sqlite3.OperationalError as exc:
+            from .state_faults import holder_text, kind
+
+            rest = BUSY_TIMEOUT_MS / 1000 - WAIT_NOTICE_S
+            if kind(exc) != "locked" or rest <= 0:
+                raise
+            from .i18n import t
+
+            who = holder_text(self.state_path)
+            _say_wait(t(f"файл состояния лаборатории {self.state_path} занят ({who}): жду до {rest:g} с…",
+                        f"the lab's state file {self.state_path} is locked ({who}): waiting up to {rest:g} s…"))
+            self._busy(int(rest * 1000))
+            try:
+                return fn(*args)
+            finally:
+                self._busy(notice_ms)
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     # isolation_level=None: autocommit; transactions are explicit (BEGIN ... COMMIT).
     # check_same_thread=False only so that close() can close every thread's connection at
     # shutdown; each connection is still used by the one thread that made it.
     conn = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        str(path), timeout=WAIT_NOTICE_S, isolation_level=None, check_same_thread=False, factory=_Connection
     )
+    conn.state_path = path
     conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL; a power cut loses at most the last commit
     return conn
@@ -265,7 +320,8 @@ class State:
         if conn.in_transaction:
             yield conn
             return
-        self._begin(conn, "BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # IMMEDIATE waits for another program's write lock aloud (_Connection).
+        conn.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
         try:
             yield conn
         except BaseException:
@@ -273,28 +329,6 @@ class State:
             raise
         else:
             conn.execute("COMMIT")
-
-    def _begin(self, conn: sqlite3.Connection, begin: str) -> None:
-        """BEGIN, waiting for another program's write lock: after WAIT_NOTICE_S the wait is
-        said (who holds the file, that the lab waits) and goes on to BUSY_TIMEOUT_MS."""
-        conn.execute(f"PRAGMA busy_timeout = {int(WAIT_NOTICE_S * 1000)}")
-        try:
-            conn.execute(begin)
-        except sqlite3.OperationalError as exc:
-            from .state_faults import holders, kind
-
-            if kind(exc) != "locked":
-                raise
-            from .i18n import t
-
-            who = ", ".join(holders(self.path)) or t("другая программа", "another program")
-            rest = BUSY_TIMEOUT_MS / 1000 - WAIT_NOTICE_S
-            _say_wait(t(f"файл состояния лаборатории {self.path} занят ({who}): жду до {rest:g} с…",
-                        f"the lab's state file {self.path} is locked ({who}): waiting up to {rest:g} s…"))
-            conn.execute(f"PRAGMA busy_timeout = {int(rest * 1000)}")
-            conn.execute(begin)
-        finally:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def close(self) -> None:
         """Close every thread's connection (call from the owning thread at shutdown)."""

@@ -45,6 +45,19 @@ def kind(exc: sqlite3.Error) -> str:
     return "other"
 
 
+def locked(exc: BaseException) -> bool:
+    """Whether `exc` (or what it was raised from: a StateError made of it) is another
+    program's write lock on the state file that outlasted the wait."""
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, sqlite3.Error) and kind(seen) == "locked":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def no_room(folder: Path) -> str | None:
     """Why nothing more can be written in `folder` — a full disk, a quota, a file-size limit
     (the operating system's own words) or almost no free space — or None when there is room."""
@@ -87,6 +100,63 @@ def holders(path: Path) -> list[str]:
     return found
 
 
+# SQLite's write lock: in WAL mode the byte WAL_WRITE_LOCK (120) of the -shm file, in a
+# rollback journal the RESERVED/PENDING bytes from 2^30 of the file itself (os_unix.c).
+WAL_WRITE_BYTE, PENDING_BYTE = 120, 0x40000000
+PROC_LOCKS = Path("/proc/locks")
+
+
+def writers(path: Path, locks: str | None = None) -> list[int] | None:
+    """The pids holding SQLite's write lock on the state file, from Linux's /proc/locks
+    (`locks`: its text, for the tests); None where the system cannot tell."""
+    if locks is None:
+        try:
+            locks = PROC_LOCKS.read_text(encoding="ascii", errors="replace")
+        except OSError:
+            return None
+    wanted: dict[str, int] = {}  # "maj:min:inode" (hex:hex:dec as /proc/locks writes it) -> the first byte
+    for suffix, first in (("-shm", WAL_WRITE_BYTE), ("", PENDING_BYTE)):
+        try:
+            st = os.stat(str(path) + suffix)
+        except OSError:
+            continue
+        wanted[f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}:{st.st_ino}"] = first
+    found: list[int] = []
+    for line in locks.splitlines():
+        parts = line.split()
+        if "->" in parts:  # a waiter, not a holder
+            continue
+        try:
+            i = parts.index("WRITE")
+            pid, where, start = int(parts[i + 1]), parts[i + 2], int(parts[i + 3])
+            end = parts[i + 4]
+        except (ValueError, IndexError):
+            continue
+        first = wanted.get(where)
+        if first is None or pid == os.getpid() or pid in found:
+            continue
+        if start <= first and (end == "EOF" or int(end) >= first) or first == PENDING_BYTE and start >= first:
+            found.append(pid)
+    return found
+
+
+def holder_text(path: Path) -> str:
+    """Who holds the state file: the writer where the system tells (Linux), else the
+    processes that have it open — "one of" them when there are several (a reader that only
+    has it open holds nothing)."""
+    who = holders(path)
+    pids = writers(path) if os.name == "posix" else None
+    if pids:
+        named = {int(w.split(" ", 1)[0]): w for w in who}
+        return t(f"его держит процесс {', '.join(named.get(p, str(p)) for p in pids)}",
+                 f"process {', '.join(named.get(p, str(p)) for p in pids)} holds it")
+    if len(who) == 1:
+        return t(f"его держит процесс {who[0]}", f"process {who[0]} holds it")
+    if who:
+        return t(f"его держит один из процессов: {', '.join(who)}", f"one of processes {', '.join(who)} holds it")
+    return t("его держит другая программа", "another program holds it")
+
+
 def state_error(path: Path, exc: sqlite3.Error, what: str = "", waited_s: float | None = None) -> str:
     """One line for a failure of the state file at `path`: what happened, what was not done
     (`what`), what to do."""
@@ -105,9 +175,7 @@ def state_error(path: Path, exc: sqlite3.Error, what: str = "", waited_s: float 
                  f"The lab's state file {path} cannot be read or written ({exc}).{done} Check the disk "
                  "(is it still connected, does it report errors) and try again.")
     if found == "locked":
-        who = holders(path)
-        held = (t(f"его держит процесс {', '.join(who)}", f"process {', '.join(who)} holds it") if who else
-                t("его держит другая программа", "another program holds it"))
+        held = holder_text(path)
         waited = t(f"; лаборатория ждала {waited_s:g} с", f"; the lab waited {waited_s:g} s") if waited_s else ""
         return t(f"Файл состояния лаборатории {path} занят: {held}{waited}.{done} Дождитесь, пока та программа "
                  "закончит, или закройте её (другое окно лаборатории, просмотрщик SQLite), и повторите.",

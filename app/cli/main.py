@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sqlite3
 import sys
 
 from trainer.base.streams import utf8_stdio
@@ -81,6 +82,9 @@ def _main(argv: list[str] | None) -> int:
     module = importlib.import_module(GROUPS[name][0])
     try:
         return int(module.main(rest) or 0)
+    except sqlite3.Error as e:  # the state file past what a command handles itself: one line, not a traceback
+        print(f"ternit {name}: {state.failure_text(e)}", file=sys.stderr)
+        return 2
     finally:
         for line in state.repairs_to_say():  # a damaged state file set aside on the way: said once
             print(f"ternit: {line}", file=sys.stderr)

@@ -411,12 +411,29 @@ def _resolve_sources(lib: Library, names: list[str], report: Reporter, cancel: C
 
 
 def _write_failed(exc: OSError, out: Path) -> PrepareError:
+    if _path_too_long(exc):  # the real reason, not free space or access
+        where = exc.filename or out
+        return PrepareError(t(
+            f"подготовка не удалась: путь {where} слишком длинный для этой системы "
+            f"({len(str(where))} символов). Укажите папку ближе к корню диска (--out или TERNIT_HOME) "
+            "или, на Windows, включите длинные пути (LongPathsEnabled); ничего не записано",
+            f"preparing failed: the path {where} is too long for this system "
+            f"({len(str(where))} characters). Choose a folder nearer the drive's root (--out or "
+            "TERNIT_HOME) or, on Windows, turn on long paths (LongPathsEnabled); nothing was written"))
     return PrepareError(t(
         f"подготовка не удалась: {exc}. Проверьте свободное место и доступ к {out.parent} "
         "(или укажите другую папку --out); ничего не записано",
         f"preparing failed: {exc}. Check free space and access to {out.parent} "
         "(or choose another --out); nothing was written",
     ))
+
+
+def _path_too_long(exc: OSError) -> bool:
+    """A path the system refused for its length: ENAMETOOLONG, or Windows' 206 (the name or
+    extension is too long) and 234 (more data is available: a path past MAX_PATH)."""
+    import errno
+
+    return exc.errno == errno.ENAMETOOLONG or getattr(exc, "winerror", None) in (206, 234)
 
 
 def _check_out(out: Path) -> None:

@@ -7,6 +7,7 @@ works (and why not), the quota and its refresh time.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,16 @@ class CheckResult:
     quota: Quota | None = None
 
 
+def untracked(username: str) -> str:
+    """What a run on a removed account shows: it is not followed, why, and the way back."""
+    return t(f"не отслеживается: аккаунт {username} удалён — ядро на Kaggle идёт и тратит его квоту; "
+             f"добавьте аккаунт снова (ternit kaggle add-account --username {username}), и лаборатория "
+             "продолжит следить и скачает результаты",
+             f"not followed: account {username} was removed — the kernel goes on on Kaggle, spending its "
+             f"quota; add the account again (ternit kaggle add-account --username {username}) and the lab "
+             "follows it again and downloads its outputs")
+
+
 class Accounts:
     def __init__(self, store: KaggleStore, creds: CredentialStore | None = None,
                  client_factory: ClientFactory | None = None) -> None:
@@ -87,9 +98,21 @@ class Accounts:
     def add_json(self, *files: Path) -> list[str]:
         return self.add(*(read_kaggle_json(Path(f)) for f in files))
 
+    def in_flight(self, username: str) -> list[str]:
+        """The runs whose Kaggle legs go on this account now (its kernels spend its quota)."""
+        return [leg["run_id"] for leg in self.store.legs_in_flight() if leg["account"] == username]
+
     def remove(self, username: str) -> bool:
+        """Forget the account and its key. Its runs in flight are marked «не отслеживается:
+        аккаунт удалён» with the way back: their kernels go on spending the account's quota,
+        and adding the account again resumes following them."""
+        busy = self.in_flight(username)
         removed = self.creds.remove(username)
         self.store.forget_account(username)
+        note = untracked(username)
+        for run_id in busy:
+            self.store.state.execute("UPDATE runs SET last_message = ?, updated_at = ? WHERE id = ?",
+                                     (note, time.time(), run_id))
         return removed
 
     # -- checking -----------------------------------------------------------------------------
@@ -141,6 +164,16 @@ class Accounts:
                 self.store.holdings(name), self.store.legs(name)[:10], creds[name].kind if name in creds else "",
             ))
         return out
+
+
+def leg_state_text(leg: dict) -> str:
+    """A kernel's line in the accounts' lists: its leg's state, and for one Kaggle ended
+    (ERROR) Kaggle's own words instead of «done»."""
+    if leg.get("kernel_status") == "ERROR":
+        said = (leg.get("message") or "").strip().rstrip(".")
+        return t(f"Kaggle завершил с ошибкой: {said}" if said else "Kaggle завершил с ошибкой",
+                 f"Kaggle ended it with an error: {said}" if said else "Kaggle ended it with an error")
+    return str(leg.get("state") or "")
 
 
 def auth_text(view: AccountView) -> str:

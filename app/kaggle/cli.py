@@ -23,7 +23,7 @@ from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import bytes_text
 from . import cleanup
-from .accounts import Accounts, AccountView, auth_text, key_status_text
+from .accounts import Accounts, AccountView, auth_text, key_status_text, leg_state_text
 from .credentials import (
     Credential,
     CredentialsError,
@@ -68,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     ls.add_argument("--json", action="store_true", help=t("вывод в JSON для программ", "machine-readable output"))
     rm = sub.add_parser("remove-account", help=t("забыть аккаунт и его ключ", "forget an account and its key"))
     rm.add_argument("name", metavar=t("ИМЯ", "NAME"), help=t("имя аккаунта", "the account's username"))
+    rm.add_argument("--force", action="store_true", help=t(
+        "удалить, даже если на нём идут прогоны (лаборатория перестанет следить за ними)",
+        "remove it even while runs go on it (the lab stops following them)"))
     cl = sub.add_parser("clean", help=t(
         "показать датасеты лаборатории на аккаунтах, не нужные ни одному прогону, с размерами, и удалить их "
         "после подтверждения", "list the lab's datasets on the accounts that no run needs, with their sizes, "
@@ -94,6 +97,16 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "clean":
             return _clean(accounts, args)
         if args.cmd == "remove-account":
+            busy = accounts.in_flight(args.name)
+            if busy and not args.force:  # asked first: the runs would go on unseen, spending its quota
+                print(t(f"на аккаунте {args.name} идут прогоны: {', '.join(busy)}. Без ключа лаборатория не сможет "
+                        "следить за ними и скачать результаты, а ядра продолжат тратить квоту. Дождитесь их конца "
+                        "(ternit run wait ID) или остановите (ternit run stop ID); удалить всё равно: --force",
+                        f"runs go on account {args.name}: {', '.join(busy)}. Without the key the lab cannot follow "
+                        "them or download their outputs, and the kernels go on spending its quota. Wait for them "
+                        "(ternit run wait ID) or stop them (ternit run stop ID); to remove it anyway: --force"),
+                      file=sys.stderr)
+                return 2
             if accounts.remove(args.name):
                 print(t(f"аккаунт {args.name} удалён вместе с ключом", f"account {args.name} removed with its key"))
                 return 0
@@ -183,7 +196,7 @@ def _list(accounts: Accounts, args: argparse.Namespace) -> int:
             print("    " + t("хранит: ", "holds: ") + f"{d.label} ({d.ref})")
         for k in v.kernels[:5]:
             when = datetime.fromtimestamp(k["updated_at"]).strftime("%d.%m %H:%M")
-            print("    " + t("ядро: ", "kernel: ") + f"{k.get('kernel_ref') or k['kernel_slug']} — {k['state']} ({when})")
+            print("    " + t("ядро: ", "kernel: ") + f"{k.get('kernel_ref') or k['kernel_slug']} — {leg_state_text(k)} ({when})")
     return 0
 
 
@@ -234,5 +247,6 @@ def _as_dict(v: AccountView) -> dict:
         "quota": None if q is None else {"total_s": q.total_s, "used_s": q.used_s, "reserved_s": q.reserved_s,
                                          "remaining_s": q.remaining_s, "refresh_at": q.refresh_at},
         "holds": [{"kind": d.kind, "ref": d.ref, "hash": d.content_hash, "label": d.label} for d in v.holds],
-        "kernels": [{"ref": k.get("kernel_ref"), "state": k["state"], "run_id": k["run_id"]} for k in v.kernels],
+        "kernels": [{"ref": k.get("kernel_ref"), "state": k["state"], "run_id": k["run_id"],
+                     "kernel_status": k.get("kernel_status"), "said": leg_state_text(k)} for k in v.kernels],
     }

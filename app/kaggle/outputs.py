@@ -78,17 +78,23 @@ class LegOutputs:
                         f"{': ' + said if said else ''}. Последние строки журнала: {tail}",
                         f"the kernel ended ({kernel_status}) without the trainer's end event"
                         f"{': ' + said if said else ''}. Last log lines: {tail}")
+        status, message, quota_gone = kaggle_ended(kernel_status, leg.get("message") or "", status, message, bool(end))
         if ckpt_msg:
             message = f"{message} {ckpt_msg}".strip()
         changes["message"] = message
-        if status == st.TIME_LIMIT and ckpt_path and not leg.get("stop_requested_at"):
+        if (status == st.TIME_LIMIT or quota_gone) and ckpt_path and not leg.get("stop_requested_at"):
             rec = self.registry.get(run_id)
             training = rec.config().get("training") or {}
             steps_to = training.get("steps_to")
-            # Only a leg that the account's quota cut short goes on elsewhere; at the run's
-            # own «Лимит, мин» it stops, as the field promises (the user continues it).
-            cut_by_quota = float(leg.get("limit_min") or 0.0) < leg_allotment(leg, rec.config()) - 1e-6
+            # Only a leg that the account's quota cut short goes on elsewhere — planned so
+            # (its leg limit below the run's), or the quota ran dry under it (Kaggle ended the
+            # session); at the run's own «Лимит, мин» it stops, as the field promises.
+            cut_by_quota = quota_gone or float(leg.get("limit_min") or 0.0) < leg_allotment(leg, rec.config()) - 1e-6
             if isinstance(steps_to, int) and (last_step or 0) < steps_to and cut_by_quota:
+                status = st.TIME_LIMIT  # a leg of a chain that goes on, as one cut by its planned share
+                if quota_gone:  # it ran what its events say, not its whole leg limit
+                    times = [e["time"] for e in events if isinstance(e.get("time"), (int, float))]
+                    leg = {**leg, "limit_min": (max(times) - min(times)) / 60.0 if times else 0.0}
                 next_id, note = self._continue(rec, leg, Path(ckpt_path))
                 message = f"{message}. {note}"
                 changes["message"] = message
@@ -98,6 +104,21 @@ class LegOutputs:
             self.registry.ingest(run_id)
         self._status(run_id, status, message)
         return next_id
+
+
+def kaggle_ended(kernel_status: str, said: str, status: str, message: str, trainer_ended: bool) -> tuple[str, str, bool]:
+    """A kernel Kaggle itself ended (ERROR) is never shown as a limit stop: Kaggle's own
+    words lead the message and the run failed; (status, message, whether the account's quota
+    ran dry under it — then the chain goes on elsewhere from the last checkpoint)."""
+    said = said.strip().rstrip(".")
+    if kernel_status != "ERROR":
+        return status, message, False
+    quota_gone = "quota" in said.lower()
+    if trainer_ended and status in (st.TIME_LIMIT, st.STOPPED):
+        status = st.FAILED
+        message = t(f"Kaggle завершил сессию: {said or kernel_status}. {message}".strip(),
+                    f"Kaggle ended the session: {said or kernel_status}. {message}".strip())
+    return status, message, quota_gone
 
 
 def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> tuple[str, str | None, str | None]:

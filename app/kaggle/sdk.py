@@ -52,9 +52,7 @@ _stall_s = DEFAULT_STALL_S
 
 def client_dir() -> Path:
     """The kaggle client's own config folder: the lab's, empty (never ~/.kaggle)."""
-    path = paths.config_dir() / "kaggle-client"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return paths.private_dir(paths.config_dir() / "kaggle-client")
 
 
 def _no_global_token() -> tuple[None, None]:

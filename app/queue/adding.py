@@ -16,7 +16,7 @@ from typing import Any
 
 from ..base.i18n import t
 from ..runs.precheck import RunError, normalize_config, precheck
-from .series import expand, values_text
+from .series import distinct, expand, values_text
 from .store import Item, QueueError, QueueStore, Series, check_target
 
 Check = Callable[[dict[str, Any]], object]  # raises RunError when it refuses
@@ -43,6 +43,20 @@ def refusals(config: dict[str, Any], target: str, check: Check = precheck) -> di
     return out
 
 
+def check_account(store: QueueStore, target: str, account: str) -> None:
+    """A run queued for a named Kaggle account needs that account in the lab: refused now,
+    not left waiting all night for an account that is not there."""
+    if target == "local" or account in ("", "auto"):
+        return
+    from ..kaggle.store import KaggleStore
+
+    if KaggleStore(store.state).account(account) is None:
+        raise QueueError(t(f"аккаунта Kaggle {account} в лаборатории нет: добавьте его — ternit kaggle add-account "
+                           f"--username {account} — или ставьте на auto",
+                           f"there is no Kaggle account {account} in the lab: add it — ternit kaggle add-account "
+                           f"--username {account} — or queue it for auto"))
+
+
 def add_runs(store: QueueStore, config: dict[str, Any], *, target: str = "any", account: str = "auto",
              vary: list[tuple[str, list[Any]]] | None = None, base: Path | None = None,
              parent_id: str | None = None, check: Check = precheck) -> Added:
@@ -51,7 +65,9 @@ def add_runs(store: QueueStore, config: dict[str, Any], *, target: str = "any", 
     allows (where it is refused, the planner does not send it). `parent_id`: the run whose
     checkpoint the config continues (the history draws them as one chain)."""
     check_target(target)
+    check_account(store, target, account)
     cfg = normalize_config(config, base)
+    vary = distinct(vary) if vary else vary
     combos = expand(cfg, vary) if vary else [(cfg, None)]
     verdicts = []
     for run_cfg, values in combos:

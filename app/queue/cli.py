@@ -11,6 +11,7 @@ import argparse
 import json
 import logging
 import signal
+import sqlite3
 import sys
 import time
 from datetime import datetime
@@ -22,7 +23,7 @@ from ..base import settings
 from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import plural_ru
-from ..base.state import StateError
+from ..base.state import StateError, failure_text
 from ..data.library import LibraryError
 from ..runs import kaggle_bridge
 from ..runs.manager import RunManager
@@ -108,6 +109,9 @@ def main(argv: list[str]) -> int:
     except LibraryError as e:
         print(f"ternit queue {args.cmd}: {e}", file=sys.stderr)
         return e.exit_code
+    except sqlite3.Error as e:  # a lock held past the wait, a full disk: one line naming it
+        print(f"ternit queue {args.cmd}: {failure_text(e, registry.state.path)}", file=sys.stderr)
+        return EXIT_USAGE
     finally:
         registry.close()
 
@@ -270,8 +274,14 @@ def _run(registry: Registry) -> int:
         signal.signal(signal.SIGTERM, previous)
         runner.close()
         kaggle_bridge.shutdown()  # the legs are followed again by the next runner
+    if runner.gone:
+        print(f"ternit queue run: {runner.gone}", file=sys.stderr)
+        return EXIT_USAGE
     left = runner.store.pending()
-    if left:
+    if left and runner.stuck:
+        print(t(f"ждут {len(left)}, но начаться им негде: {'; '.join(runner.stuck)}",
+                f"{len(left)} wait, but nowhere can they start: {'; '.join(runner.stuck)}"), file=sys.stderr)
+    elif left:
         print(t(f"ждут {len(left)}: очередь приостановлена или они отложены", f"{len(left)} wait: the queue is "
                 "paused or they are held"), file=sys.stderr)
     print(t(f"{time.strftime('%H:%M:%S')} больше нечего запускать и не за чем следить: процесс очереди завершается",

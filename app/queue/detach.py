@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..base import logs
+from ..base import logs, paths
 from ..base.children import child_env
 from . import lock
 
@@ -92,6 +92,7 @@ def spawn(popen: Callable[..., Any] = subprocess.Popen, os_name: str = os.name) 
     path.parent.mkdir(parents=True, exist_ok=True)
     _rotate(path)
     with open(path, "ab") as out:
+        paths.not_world_writable(path)  # under a umask of 000
         out.write(f"\n{time.strftime('%Y-%m-%d %H:%M:%S')} $ {' '.join(runner_command(os_name))}\n".encode())
         out.flush()
         common = {"stdin": subprocess.DEVNULL, "stdout": out, "stderr": subprocess.STDOUT, "close_fds": True,

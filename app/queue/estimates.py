@@ -47,13 +47,23 @@ def _shape_kwargs(config: dict[str, Any]) -> dict[str, Any] | None:
     )
 
 
+def _section(config: dict[str, Any], key: str) -> dict[str, Any]:
+    """One section of a stored run.json; anything but an object reads as none (the
+    trainer's check names it when the run is created)."""
+    value = config.get(key) if isinstance(config, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
 def limit_s(config: dict[str, Any]) -> float:
-    return float((config.get("training") or {}).get("limit_min", 630)) * 60.0
+    try:
+        return float(_section(config, "training").get("limit_min", 630)) * 60.0
+    except (TypeError, ValueError):
+        return 630 * 60.0
 
 
 def _named_gpu(config: dict[str, Any]) -> str:
     """run.json's `target.gpu` (auto, cpu or card indices)."""
-    return str((config.get("target") or {}).get("gpu", "auto")).lower()
+    return str(_section(config, "target").get("gpu", "auto")).lower()
 
 
 def local_gpu(config: dict[str, Any]) -> str:

@@ -41,15 +41,16 @@ class Note:
     program: str
     since: float
     awake: dict[str, Any] | None = None  # the runner's sleep request (trainer/run/awake.py's Hold)
+    waiting: str | None = None  # what the runner waits for now (the state file another program locks)
 
 
 def read_note(path: Path | None = None) -> Note | None:
     """The lock file's note, or None (no file, no note yet, a torn one)."""
     try:
         note = json.loads((path or lock_path()).read_text(encoding="utf-8"))
-        awake = note.get("awake")
+        awake, waiting = note.get("awake"), note.get("waiting")
         return Note(int(note["pid"]), str(note["program"]), float(note["since"]),
-                    awake if isinstance(awake, dict) else None)
+                    awake if isinstance(awake, dict) else None, waiting if isinstance(waiting, str) else None)
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 

@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import copy
 import logging
+import os
 import re
 import shutil
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +32,8 @@ from typing import Any
 
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.state import StateError
+from ..base.state_faults import holder_text, locked
 from ..kaggle.accounts import Accounts
 from ..kaggle.settings import load as kaggle_settings
 from ..runs.events import read_events
@@ -51,7 +55,7 @@ from .store import (
     QueueStore,
 )
 from .trials import Trials, searching
-from .world import Planner, machine_label, measured
+from .world import Planner, damaged_note, machine_label, measured
 
 log = logging.getLogger(__name__)
 
@@ -60,13 +64,17 @@ log = logging.getLogger(__name__)
 class QueueEvent:
     """What the runner did that a person may want to hear of (a tray message, a CLI line)."""
 
-    kind: str                 # started | ended | retry | failed | empty
+    kind: str                 # started | ended | retry | failed | empty | waiting | let_go
     item: Item | None
     text: str
 
     def title(self, lang: str | None = None) -> str:
         if self.kind == "empty":
             return t("Очередь пуста", "The queue is empty", lang)
+        if self.kind == "waiting":
+            return t("Очередь ждёт файл состояния", "The queue waits for the state file", lang)
+        if self.kind == "let_go":
+            return t("Очередь отпущена", "The queue was let go", lang)
         name = self.item.name if self.item else ""
         word = {"started": t("запущен", "started", lang), "ended": t("готов", "done", lang),
                 "retry": t("повтор", "retry", lang), "failed": t("пропущен", "skipped", lang)}[self.kind]
@@ -74,8 +82,8 @@ class QueueEvent:
 
     @property
     def notify(self) -> bool:
-        """Whether it deserves a tray message (a start does not)."""
-        return self.kind != "started"
+        """Whether it deserves a tray message (a start or a wait does not)."""
+        return self.kind not in ("started", "waiting")
 
 
 Listener = Callable[[QueueEvent], None]
@@ -100,6 +108,20 @@ class QueueRunner:
         # died under it (its own failure); one never seen went down with the machine (retry.py).
         self._watched: set[str] = set()
         self._booted = retry.boot_time()
+        # Another program holding the state file's write lock past a command's wait: the
+        # runner says so (`trouble`), waits LOCK_BACKOFF_S (doubling) and tries again, and
+        # first finishes any start the interrupted round left half-done (reconcile).
+        self.trouble = ""
+        self._backoff_s = 0.0
+        self._retry_at = 0.0
+        self._reconcile = False
+        # The state file this runner drives (device, inode): a file deleted or set aside
+        # under it is no longer the lab's, and the runner lets go (`gone` says why).
+        self._identity: tuple[int, int] | None = None
+        self.gone = ""
+        # Why each ready item cannot be placed anywhere as the lab is now (an account that
+        # is not there, no working key): when that is all that waits, `drive` ends.
+        self.stuck: list[str] = []
 
     def add_listener(self, fn: Listener) -> None:
         self._listeners.append(fn)
@@ -114,9 +136,18 @@ class QueueRunner:
     def start(self) -> list[QueueEvent]:
         """Take the queue (RunnerBusy names the runner that has it) and finish every start
         a killed runner left half-done."""
+        if self.gone:
+            raise StateError(self.gone)
         self.lock.acquire()
-        self._was_empty = self.store.is_empty()
-        return self._say(self.reconcile())
+        self._identity = _identity(self.registry.state.path)
+        try:
+            self._was_empty = self.store.is_empty()
+            return self._say(self.reconcile())
+        except (StateError, sqlite3.OperationalError) as e:
+            if not locked(e):
+                raise
+            self._reconcile = True
+            return self._say(self._locked(e))
 
     def close(self) -> None:
         self.lock.release()
@@ -131,8 +162,31 @@ class QueueRunner:
     # -- one round ----------------------------------------------------------------------------------
     def tick(self) -> list[QueueEvent]:
         """Settle what ended, then start what can start now. Blocks while a Kaggle leg is
-        uploaded and pushed."""
+        uploaded and pushed. A state file write-locked by another program is waited out,
+        never a reason to stop."""
+        if self.gone:
+            return []
         assert self.lock.held, "start() first"
+        if self._lets_go():
+            return self._say([QueueEvent("let_go", None, self.gone)])
+        if time.monotonic() < self._retry_at:
+            return []
+        try:
+            events = self.reconcile() if self._reconcile else []
+            self._reconcile = False
+            events += self._round()
+        except (StateError, sqlite3.OperationalError) as e:
+            if not locked(e):
+                raise
+            self._reconcile = True  # a start may have stopped between its steps
+            return self._say(self._locked(e))
+        if self.trouble:
+            log.info("queue: the state file is free again; the queue goes on")
+            self.lock.annotate(waiting=None)
+        self.trouble, self._backoff_s = "", 0.0
+        return self._say(events)
+
+    def _round(self) -> list[QueueEvent]:
         self.manager.poll()
         events = self._settle()
         self.trials.tick()  # a search told of its ended trials, its next one asked (before the starts)
@@ -143,16 +197,57 @@ class QueueRunner:
         if empty and not self._was_empty:
             events.append(QueueEvent("empty", None, t("Все прогоны очереди завершились.", "Every queued run has ended.")))
         self._was_empty = empty
-        return self._say(events)
+        return events
+
+    def _locked(self, exc: BaseException) -> list[QueueEvent]:
+        """The round met another program's write lock: wait (doubling up to LOCK_BACKOFF_MAX_S)
+        and try again, said in one line."""
+        self._backoff_s = min(max(self._backoff_s * 2, LOCK_BACKOFF_S), LOCK_BACKOFF_MAX_S)
+        self._retry_at = time.monotonic() + self._backoff_s
+        path = self.registry.state.path
+        self.trouble = t(
+            f"файл состояния {path} занят ({holder_text(path)}); очередь ждёт и попробует снова через "
+            f"{self._backoff_s:g} с",
+            f"the state file {path} is locked ({holder_text(path)}); the queue waits and tries again in "
+            f"{self._backoff_s:g} s")
+        log.warning("queue: %s (%s)", self.trouble, exc)
+        self.lock.annotate(waiting=self.trouble)  # the window's queue line says it (world.runner_line)
+        return [QueueEvent("waiting", None, self.trouble)]
+
+    def _lets_go(self) -> bool:
+        """Whether the state file this runner drives is still the lab's (same device and
+        inode at its path); if not, the runner lets the queue go, once, and says why."""
+        path = self.registry.state.path
+        if self._identity is None or _identity(path) == self._identity:
+            return False
+        self.gone = t(
+            f"файл состояния {path} удалён или заменён, пока очередь шла: этот процесс больше не ведёт "
+            "очередь (идущие прогоны идут); новую очередь ведёт следующий запуск: ternit queue run",
+            f"the state file {path} was deleted or replaced while the queue ran: this process no longer "
+            "drives the queue (running runs go on); the next start drives the new one: ternit queue run")
+        log.warning("queue: %s", self.gone)
+        self.lock.release()
+        return True
 
     def _start_ready(self) -> list[QueueEvent]:
-        waiting = [it for it in self.store.items((WAITING,)) if not it.held and self._room_for(it)]
+        events: list[QueueEvent] = []
+        self.stuck = []
+        for it in self.store.items((WAITING,)):
+            if it.damaged:  # it alone fails; the rest go on
+                self.store.finish(it.id, FAILED, damaged_note(it))
+                self.failed.append(it.id)
+                events.append(QueueEvent("failed", self.store.item(it.id), damaged_note(it)))
+        waiting = [it for it in self.store.items((WAITING,)) if it.ready and self._room_for(it)]
         if not waiting:
-            return []
+            return events
         if any(it.target != "local" for it in waiting):
             self._refresh_quota()
         _, slots = self.planner.plan(self.clock(), only={it.id for it in waiting})
-        events: list[QueueEvent] = []
+        by_item = {it.id: it for it in waiting}
+        self.stuck = [f"{by_item[s.item_id].name}: {s.reason}" for s in slots
+                      if s.start is None and not s.never and s.item_id in by_item]
+        if len(self.stuck) < len([it for it in self.store.items((WAITING,)) if it.ready]):
+            self.stuck = []  # something else may still start (one waits for room, another has a place)
         by_id = {it.id: it for it in waiting}
         for slot in slots:
             if slot.never:
@@ -326,24 +421,30 @@ class QueueRunner:
         items left) or `stop()` says so."""
         while not stop():
             self.tick()
-            if until_empty and self._idle():
+            if self.gone:
+                return
+            if until_empty and not self.trouble and self._idle():
                 return
             time.sleep(poll_s)
 
     def _idle(self) -> bool:
-        return not needs_runner(self.store)
+        """Nothing runs and nothing more will start by itself: no work for a runner, or only
+        items none of which can go anywhere there is (`stuck`: a round found no machine that
+        could ever take them as the lab is now)."""
+        return not needs_runner(self.store) or bool(self.stuck) and not any(
+            it.state in (STARTING, RUNNING) for it in self.store.pending())
 
 
 def needs_runner(store: QueueStore) -> bool:
     """Whether the queue has work for a runner: a run to follow, or one that may start (not
-    paused, not held), or a search going on. The runner ends when it has none; the window starts
-    one when it has."""
+    paused, not held, not damaged), or a search going on. The runner ends when it has none;
+    the window starts one when it has."""
     pending = store.pending()
     if any(it.state in (STARTING, RUNNING) for it in pending):
         return True
     if searching(store) and not store.paused():  # a search asks its next trial only from a runner
         return True
-    return bool(pending) and not store.paused() and not all(it.held for it in pending)
+    return bool(pending) and not store.paused() and any(it.ready for it in pending)
 
 
 def _checkpoint_step(path: str | None) -> int | None:
@@ -351,10 +452,29 @@ def _checkpoint_step(path: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+LOCK_BACKOFF_S = 0.5   # the first wait after a round met a locked state file; it doubles
+LOCK_BACKOFF_MAX_S = 30.0
+
+
+def _identity(path: os.PathLike[str] | str) -> tuple[int, int] | None:
+    """The file at `path` as the system knows it (device, inode; on Windows the volume and
+    the file's index), or None when nothing is there."""
+    try:
+        s = os.stat(path)
+    except OSError:
+        return None
+    return (s.st_dev, s.st_ino)
+
+
 def run_config(it: Item) -> dict[str, Any]:
     """The item's run.json with the machine the runner chose written into its target."""
     cfg = copy.deepcopy(it.config)
     target = cfg.setdefault("target", {})
+    if target is None:
+        target = cfg["target"] = {}
+    if not isinstance(target, dict):  # the run's creation says so and the item alone fails
+        raise ValueError(t(f"run.json: target должен быть объектом, а не {target!r}",
+                           f"run.json: target must be an object, not {target!r}"))
     if it.machine == LOCAL:
         target["kind"] = "local"
     else:

@@ -46,6 +46,21 @@ def _value(text: str) -> Any:
         return text
 
 
+def distinct(vary: list[tuple[str, list[Any]]]) -> list[tuple[str, list[Any]]]:
+    """Each field's values with repeats dropped, the first kept (`1e-3,0.001,0.0010` is one
+    value: the series would train the same run three times). true and 1 stay two."""
+    out = []
+    for key, values in vary:
+        seen, kept = set(), []
+        for v in values:
+            mark = (type(v) is bool, json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v)
+            if mark not in seen:
+                seen.add(mark)
+                kept.append(v)
+        out.append((key, kept))
+    return out
+
+
 def short_key(key: str) -> str:
     return key.rsplit(".", 1)[-1]
 

@@ -72,6 +72,10 @@ class Item:
     started_at: float | None  # the run's own `start` event's time (its first run's)
     ended_at: float | None    # its last run's `end` event's time
     room_bytes: int | None = None  # failed for room: waits for this much free (migration 006)
+    # Why the row cannot be read as a queued run (a stored config that is not a JSON object,
+    # an unknown state, …): "" when it can. A damaged item never starts, is shown so, and
+    # can be removed; the rest of the queue goes on.
+    damaged: str = ""
 
     @property
     def pending(self) -> bool:
@@ -82,16 +86,24 @@ class Item:
         return self.state in ENDED
 
     @property
+    def ready(self) -> bool:
+        """Waiting for its turn: not held back, and readable (a damaged item never starts)."""
+        return self.state == WAITING and not self.held and not self.damaged
+
+    @property
     def movable(self) -> bool:
         """Only a waiting run changes its place; a started one has its machine."""
         return self.state == WAITING
 
     @property
     def removable(self) -> bool:
-        """Waiting or ended: a run that has started is stopped first (ternit run stop)."""
-        return self.state in (WAITING, DONE, FAILED)
+        """Not started (waiting, ended, or in a state this lab does not know): a run that has
+        started is stopped first (ternit run stop)."""
+        return self.state not in (STARTING, RUNNING)
 
     def label(self, lang: str | None = None) -> str:
+        if self.damaged:
+            return t("повреждён", "damaged", lang)
         text = state_label(self.state, lang)
         if self.held and self.state == WAITING:
             text = t("отложен", "held", lang)
@@ -117,16 +129,57 @@ def check_target(target: str) -> str:
     return target
 
 
+def _column(r: Any, key: str, default: Any, kind: type, bad: list[str]) -> Any:
+    """A JSON column of a row, or `default` with why it cannot be read added to `bad`."""
+    text = r[key]
+    if text is None or text == "":
+        return default
+    try:
+        value = json.loads(text)
+    except (ValueError, TypeError) as e:
+        bad.append(t(f"{key}: не JSON ({e})", f"{key}: not JSON ({e})"))
+        return default
+    if not isinstance(value, kind):
+        bad.append(t(f"{key}: {type(value).__name__} вместо {kind.__name__}",
+                     f"{key}: a {type(value).__name__}, not a {kind.__name__}"))
+        return default
+    return value
+
+
+def _number(value: Any, default: float, key: str, bad: list[str]) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        bad.append(t(f"{key}: не число ({value!r})", f"{key}: not a number ({value!r})"))
+        return default
+
+
+def _whole(value: Any) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
 def _item(r: Any) -> Item:
+    """A row as an Item; a row that cannot be read as one (edited by hand, a bad copy) is
+    an Item all the same, `damaged` saying why, so only that item fails."""
+    bad: list[str] = []
+    config = _column(r, "config", {}, dict, bad)
+    values = _column(r, "series_values", None, dict, bad)
+    runs = _column(r, "runs", [], list, bad)
+    refused = _column(r, "refused", {}, dict, bad)
+    state = str(r["state"])
+    if state not in STATES:
+        bad.append(t(f"неизвестное состояние {state!r}", f"an unknown state {state!r}"))
     return Item(
-        id=int(r["id"]), position=int(r["position"]), name=str(r["name"]), config=json.loads(r["config"]),
-        target=str(r["target"]), account=str(r["account"]), series_id=r["series_id"],
-        series_values=json.loads(r["series_values"]) if r["series_values"] else None,
-        state=str(r["state"]), step=r["step"], machine=r["machine"], run_id=r["run_id"], parent_id=r["parent_id"],
-        attempt=int(r["attempt"]), runs=list(json.loads(r["runs"] or "[]")), held=bool(r["held"]),
-        refused=dict(json.loads(r["refused"] or "{}")), message=r["message"], created_at=float(r["created_at"]), claimed_at=r["claimed_at"],
-        started_at=r["started_at"], ended_at=r["ended_at"],
-        room_bytes=r["room_bytes"],
+        id=int(r["id"]), position=int(_number(r["position"], 0, "position", bad)), name=str(r["name"]),
+        config=config, target=str(r["target"]), account=str(r["account"]), series_id=r["series_id"],
+        series_values=values, state=state, step=r["step"], machine=r["machine"], run_id=r["run_id"],
+        parent_id=r["parent_id"], attempt=int(_number(r["attempt"], 1, "attempt", bad)),
+        runs=[str(x) for x in runs], held=bool(r["held"]), refused={str(k): str(v) for k, v in refused.items()},
+        message=r["message"], created_at=_number(r["created_at"], 0.0, "created_at", bad),
+        claimed_at=r["claimed_at"], started_at=r["started_at"], ended_at=r["ended_at"], room_bytes=_whole(r["room_bytes"]), damaged="; ".join(bad),
     )
 
 
@@ -203,7 +256,7 @@ class QueueStore(StateStore):
         """Take a waiting or ended item out of the queue (a running one is stopped first)."""
         it = self.item(item_id)
         cur = self.state.execute(
-            "DELETE FROM queue_items WHERE id = ? AND state IN (?, ?, ?)", (it.id, WAITING, DONE, FAILED))
+            "DELETE FROM queue_items WHERE id = ? AND state NOT IN (?, ?)", (it.id, STARTING, RUNNING))
         if cur.rowcount == 0:
             raise QueueError(t(
                 f"прогон {it.id} уже запущен ({it.run_id or '—'}): сначала остановите его — "

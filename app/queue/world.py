@@ -197,7 +197,7 @@ class Planner:
         """The waiting items (not held; of `only`, when given: those that may start now) and
         their slots, in queue order."""
         now = self.clock() if now is None else now
-        waiting = [it for it in self.store.items((WAITING,)) if not it.held and (only is None or it.id in only)]
+        waiting = [it for it in self.store.items((WAITING,)) if it.ready and (only is None or it.id in only)]
         running = self.store.items((STARTING, RUNNING))
         return waiting, predict(self.jobs(waiting), self.world(now, running))
 
@@ -206,7 +206,7 @@ class Planner:
         now = self.clock() if now is None else now
         items = self.store.items()
         running = [it for it in items if it.state in (STARTING, RUNNING)]
-        waiting = [it for it in items if it.state == WAITING and not it.held]
+        waiting = [it for it in items if it.ready]
         world = self.world(now, running)
         slots = {s.item_id: s for s in predict(self.jobs(waiting), world)}
         rows, place = [], 0
@@ -224,6 +224,8 @@ class Planner:
     def _row(self, it: Item, slot: Slot | None, place: int | None, now: float) -> Row:
         rec = self._run(it.run_id)
         status = rec.status if rec else None
+        if it.damaged:
+            return Row(it, place, it.machine, None, None, damaged_note(it), status)
         if it.state == WAITING:
             if it.held:
                 return Row(it, place, None, None, None, t("отложен: очередь его обходит", "held: the queue passes it by"))
@@ -250,6 +252,12 @@ class Planner:
             return self.registry.get(run_id)
         except RunNotFound:
             return None
+
+
+def damaged_note(it: Item) -> str:
+    """What the queue shows of a damaged item: why, and how to take it out."""
+    return t(f"повреждён ({it.damaged}); убрать: ternit queue remove {it.id}",
+             f"damaged ({it.damaged}); to take it out: ternit queue remove {it.id}")
 
 
 def expected_end(rec: RunRecord, now: float, fit_seconds: float | None = None) -> float:
@@ -296,7 +304,8 @@ def runner_line(store: QueueStore, note: lock.Note | None | bool = True) -> str:
     if note is True:
         note = lock.current_holder()
     if isinstance(note, lock.Note):
-        return t(f"очередь ведёт {_holder_text(note)}", f"the queue is driven by {_holder_text(note)}")
+        said = t(f"очередь ведёт {_holder_text(note)}", f"the queue is driven by {_holder_text(note)}")
+        return f"{said} — {note.waiting}" if note.waiting else said
     pending = store.pending()
     if not pending:
         return t("очередь никто не ведёт: она пуста", "nobody drives the queue: it is empty")

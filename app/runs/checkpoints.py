@@ -18,6 +18,7 @@ where the newest is (the history's buttons, a failure's advice).
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ from trainer.state.checkpoint_index import (
     hash_path,
     identity,
     is_checkpoint,
+    is_dcp,
     newest_first,
     read_payload,
     read_pointer,
@@ -42,7 +44,7 @@ from trainer.state.checkpoint_index import (
 from ..base.i18n import t
 
 __all__ = ["Choice", "checkpoint_step", "checkpoint_steps", "choose_checkpoint", "damage", "earlier_sound",
-           "inspect_checkpoint",
+           "inspect_checkpoint", "pinned_choice",
            "is_checkpoint", "latest_checkpoint", "usable_checkpoint"]
 
 
@@ -140,6 +142,9 @@ class Choice:
     path: Path | None
     passed_over: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # Checkpoints that vanished while they were looked at (a live run's keep_checkpoints
+    # removed them): never called damaged; the choice is taken again instead.
+    vanished: list[Path] = field(default_factory=list)
 
     def said(self) -> list[str]:
         """Everything to tell the user about this choice, in order."""
@@ -156,14 +161,30 @@ def choose_checkpoint(run_dir: Path, at_step: int | None = None) -> Choice:
     and its content is the step its name says of this run; then a Kaggle run's downloaded
     outputs; then the checkpoint the run itself started from (run.json's resume_from: a
     continuation that failed before its first save). With `at_step`, only that step's
-    (`--from-step`). What is passed over is said, never skipped silently."""
-    run_dir = Path(run_dir)
+    (`--from-step`). What is passed over is said, never skipped silently; a checkpoint that
+    vanished meanwhile (a live run's rotation) is not damage, and the choice is taken again."""
+    choice = Choice(None)
+    for _ in range(RECHOOSE):
+        choice = _choose(Path(run_dir), at_step)
+        if not choice.vanished and (choice.path is None or _there(choice.path)):
+            return choice
+    return choice
+
+
+RECHOOSE = 20  # a run saving every step rotates far slower than this many choices take
+
+
+def _choose(run_dir: Path, at_step: int | None) -> Choice:
     folder = run_dir / "checkpoints"
     choice = Choice(None)
     if at_step is not None:
         files = [p for p in checkpoint_files(folder)[::-1] if checkpoint_step(p) == at_step]
         return _first_sound(files, choice)
+    before = _pointer_bytes(folder)
     files, pointer_notes = newest_first(folder)
+    if pointer_notes and _pointer_bytes(folder) != before:  # it moved on while read (a live run's save)
+        choice.vanished.append(folder / LATEST)
+        return choice
     choice.passed_over += [_pointer_said(note) for note in pointer_notes if files]
     if _first_sound(files, choice).path is not None:
         return choice
@@ -204,7 +225,11 @@ def _first_sound(files: list[Path], choice: Choice) -> Choice:
     """The first of `files` that is intact and this run's, set as `choice.path`; the others
     before it added to what was passed over."""
     for p in files:
-        if not is_checkpoint(p):  # a file named like a folder, or the other way
+        if not is_checkpoint(p):
+            if os.path.lexists(p):  # there, but nothing a checkpoint can be: said, never skipped silently
+                choice.passed_over.append(_not_a_checkpoint(p))
+            else:
+                choice.vanished.append(p)  # removed since the folder was listed (rotation)
             continue
         wrong = damage(p)
         if wrong is None:
@@ -215,8 +240,137 @@ def _first_sound(files: list[Path], choice: Choice) -> Choice:
         if wrong is None:
             choice.path = p
             return choice
+        if not _there(p):  # removed while it was read (rotation): not damaged, choose again
+            choice.vanished.append(p)
+            continue
         choice.passed_over.append(wrong)
     return choice
+
+
+def _not_a_checkpoint(path: Path) -> str:
+    if path.is_symlink():
+        return t(f"{path.name}: ссылка, которая никуда не ведёт (на саму себя или на несуществующий файл)",
+                 f"{path.name}: a link that leads nowhere (to itself, or to a file that is not there)")
+    if is_dcp(path):
+        return t(f"{path.name}: файл под именем папки сегментированного чекпоинта",
+                 f"{path.name}: a file under a sharded checkpoint folder's name")
+    return t(f"{path.name}: не файл чекпоинта (папка или особый файл)",
+             f"{path.name}: not a checkpoint file (a folder, or a special file)")
+
+
+def _pointer_bytes(folder: Path) -> bytes | None:
+    try:
+        return (folder / LATEST).read_bytes()
+    except OSError:
+        return None
+
+
+def _there(path: Path) -> bool:
+    """Whether a checkpoint is still there (rotation removes the file, then its hash)."""
+    return path.exists()
+
+
+# ---- reading a live run's checkpoint: a second name rotation cannot take -------------------
+PINNED = ".pinned"  # RUN_DIR/checkpoints/.pinned/<pid>-<n>/step-….pt: never a step name at the top
+_pins: list[Path] = []
+_made = [0]
+KEEP_PINS = 3  # this process's pins kept in one run's folder; older ones go as a new one is made
+
+
+def _counter() -> int:
+    _made[0] += 1
+    return _made[0]
+
+
+def pinned_choice(run_dir: Path) -> Choice:
+    """`choose_checkpoint`, with the chosen checkpoint given a second name (a hard link, the
+    hash file and, for a .dcp folder, each file with it) that the trainer's keep_checkpoints
+    cannot remove while the command reads it: a child that opens it later reads the bytes
+    that were chosen. The link is checked again (its hash, its step is the one chosen); one
+    that vanished before it was linked is chosen anew. Where the folder takes no hard links,
+    the checkpoint itself. The names go when this process ends (and stale ones of ended
+    processes at the next pin)."""
+    choice = Choice(None)
+    for _ in range(RECHOOSE):
+        choice = choose_checkpoint(run_dir)
+        if choice.path is None or choice.path.parent.name != "checkpoints":
+            return choice  # nothing to read, or a Kaggle output / a parent's: no live rotation there
+        try:
+            pin = _pin(choice.path)
+        except FileNotFoundError:
+            continue  # rotated between the choice and the link: choose again
+        except OSError:
+            return choice  # no hard links here (FAT, some network shares): as before
+        if find_damage(pin) is None and _step_of(pin) == checkpoint_step(choice.path):
+            choice.path = pin
+            return choice
+        _unpin(pin.parent)
+    return choice
+
+
+def _step_of(path: Path) -> int | None:
+    try:
+        step = read_payload(path).get("step")
+    except CheckpointError:
+        return checkpoint_step(path) if path.is_dir() else None  # a .dcp: its manifest vouches for it
+    return step if isinstance(step, int) else None
+
+
+def _pin(path: Path) -> Path:
+    import atexit
+    import os
+
+    base = path.parent / PINNED
+    _sweep(base)
+    mine = sorted((f for f in _pins if f.parent == base), key=lambda f: int(f.name.rsplit("-", 1)[1]))
+    for old in mine[: max(0, len(mine) - (KEEP_PINS - 1))]:  # a window asks again and again: older reads have opened theirs
+        _unpin(old)
+    folder = base / f"{os.getpid()}-{_counter()}"
+    folder.mkdir(parents=True, exist_ok=True)
+    if _made[0] == 1:
+        atexit.register(lambda: [_unpin(f) for f in list(_pins)])
+    _pins.append(folder)
+    try:
+        target = folder / path.name
+        if path.is_dir():
+            for src in sorted(path.rglob("*")):
+                dst = target / src.relative_to(path)
+                if src.is_dir():
+                    dst.mkdir(parents=True, exist_ok=True)
+                else:
+                    dst.parent.mkdir(parents=True, exist_ok=True)
+                    os.link(src, dst)
+        else:
+            os.link(path, target)
+        try:  # the hash after the checkpoint: rotation removes them in that order
+            os.link(hash_path(path), hash_path(target))
+        except FileNotFoundError:
+            if not path.is_dir() and path.exists():
+                pass  # an older checkpoint, written before hash files: checked by its loader
+            else:
+                raise
+    except OSError:
+        _unpin(folder)
+        raise
+    return target
+
+
+def _unpin(folder: Path) -> None:
+    import shutil
+
+    shutil.rmtree(folder, ignore_errors=True)
+    if folder in _pins:
+        _pins.remove(folder)
+
+
+def _sweep(base: Path) -> None:
+    """Pins of processes that ended without removing theirs (killed)."""
+    import psutil
+
+    for folder in base.glob("*-*") if base.is_dir() else []:
+        pid = folder.name.split("-", 1)[0]
+        if pid.isdigit() and not psutil.pid_exists(int(pid)):
+            _unpin(folder)
 
 
 @dataclass(frozen=True)

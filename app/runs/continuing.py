@@ -15,7 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from trainer.config.run_config import ConfigError, from_dict
+
 from ..base.i18n import t
+from ..base.plan_texts import text as refusal_text
 from .checkpoints import checkpoint_step, checkpoint_steps, choose_checkpoint, usable_checkpoint
 from .events import read_events
 from .files import folder_gone
@@ -125,8 +128,12 @@ def continue_config(
     if gone:
         raise ContinueError(gone)
     refuse_running(parent)
-    ckpt = pick_checkpoint(parent, from_step, notes)
     cfg = copy.deepcopy(parent.config())
+    try:  # the folder's run.json as the pre-check reads a new one: a NaN, a wrong kind, named
+        from_dict(copy.deepcopy(cfg))
+    except ConfigError as e:
+        raise ContinueError(f"{parent.run_json_path}: {refusal_text(e.refusal)}") from None
+    ckpt = pick_checkpoint(parent, from_step, notes)
     cfg["model"] = parent_model(parent)
     cfg["resume_from"] = str(ckpt.resolve())
     training = cfg.setdefault("training", {})

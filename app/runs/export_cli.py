@@ -61,7 +61,7 @@ def main(argv: list[str]) -> int:
             return 2
     else:  # a run id
         from . import Registry, RunNotFound
-        from .checkpoints import choose_checkpoint
+        from .checkpoints import pinned_choice
 
         reg = Registry()
         try:
@@ -76,7 +76,7 @@ def main(argv: list[str]) -> int:
             from .export import run_tokenizer
 
             tokenizer = run_tokenizer(rec.config())
-        seen = choose_checkpoint(rec.path)
+        seen = pinned_choice(rec.path)  # a live run's rotation cannot take it mid-export
         if seen.path is None:
             why = "; ".join(seen.passed_over)
             print(t(f"ternit export: у прогона {rec.id} нет целого чекпоинта ({why})",

@@ -30,10 +30,10 @@ from .continuing import (
 )
 from .events import Event, EventTail, read_events
 from .failure import VANISHED_MESSAGE, Failure, failure_from_events, kaggle_failed, vanished
-from .files import STOP_FILE
+from .files import STOP_FILE, atomic_write_json, read_json
 from .history import HistoryRow, history
 from .precheck import RunError, load_config, normalize_config, precheck
-from .registry import Registry, RunNotFound, RunRecord
+from .registry import Registry, RunNotFound, RunRecord, rebased
 from .series import LossSeries, loss_series
 
 STOP_GRACE_S = 60.0  # after STOP, how long the trainer may take to save before SIGTERM
@@ -183,6 +183,7 @@ class RunManager:
                 raise RunError(str(e)) from e
             return self.registry.get(rec.id)
         (rec.path / STOP_FILE).unlink(missing_ok=True)
+        own_paths(rec)
         absent = proc.absent_cards(rec.target_gpu or "auto")  # a card gone since the run was made
         if absent:
             self.registry.set_status(rec.id, st.FAILED, absent)
@@ -429,6 +430,20 @@ class RunManager:
         # A Kaggle start uploads and pushes over the network: the window does that in a
         # thread of its own (launch=False, then launch(rec.id) there).
         return self.launch(rec.id) if launch else rec
+
+
+def own_paths(rec: RunRecord) -> None:
+    """Before a trainer reads its run.json: in a lab that was moved or copied, the old lab's
+    data and checkpoint paths written as this lab's (registry.rebased), so the trainer
+    never reads the old place."""
+    try:
+        raw = read_json(rec.run_json_path)
+    except (OSError, ValueError):
+        return  # the trainer names a missing or damaged run.json itself
+    if isinstance(raw, dict):
+        cfg = rebased(raw, rec.path)
+        if cfg != raw:
+            atomic_write_json(rec.run_json_path, cfg)
 
 
 def state_write_failed(error: sqlite3.Error) -> str:

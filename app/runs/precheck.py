@@ -16,11 +16,12 @@ through `plan_check`) must not be a refusal. A refusal is a RunError with the tr
 from __future__ import annotations
 
 import copy
+import json
+import os
 from pathlib import Path
 from typing import Any
 
-from trainer.config.reasons import Refusal
-from trainer.config.run_config import ConfigError, from_dict, read_json
+from trainer.config.run_config import ConfigError, check_shape, check_size, from_dict, read_json
 from trainer.plan.preflight import DataError, check_start
 from trainer.state.checkpoint_index import CheckpointError
 
@@ -41,12 +42,16 @@ def precheck(config: dict[str, Any]) -> list[str]:
     the data or the checkpoint when the trainer would refuse to start it; else the notes
     to say (an older checkpoint whose run cannot be checked)."""
     try:
+        check_size(len(json.dumps(config, ensure_ascii=False, default=str)))  # what the state stores of it
         cfg = from_dict(copy.deepcopy(config))
         notes = check_start(cfg)
     except (ConfigError, DataError, CheckpointError) as e:
         said = refusal_text(e.refusal) if isinstance(e, ConfigError) else str(e)
         raise RunError(t(f"run.json не пройдёт проверку тренера: {said}",
                          f"the trainer would refuse this run.json: {said}")) from None
+    too_long = path_too_long(paths.runs_dir(), str(config.get("name") or "run"))
+    if too_long:
+        raise RunError(too_long)
     if cfg.target.kind == "local":  # the machine: a card it names must be one of this PC's
         absent = absent_cards(cfg.target.gpu)
         if absent:
@@ -58,6 +63,53 @@ def precheck(config: dict[str, Any]) -> list[str]:
     return notes
 
 
+# The longest paths a run writes or reads under its folder: a checkpoint's hash beside it, a
+# sharded checkpoint's shard, each also under the lab's pinned second name
+# (app/runs/checkpoints.pinned_choice), and a Kaggle leg's downloaded outputs.
+LONGEST_TAILS = ("checkpoints/.pinned/4294967295-999/step-00000000.dcp/__15_0.distcp",
+                 "checkpoints/.pinned/4294967295-999/step-00000000.pt.sha256",
+                 "outputs/run/checkpoints/.pinned/4294967295-999/step-00000000.pt.sha256")
+WINDOWS_MAX_PATH = 260
+
+
+def path_limit() -> int | None:
+    """The longest path this PC's file calls take: Windows' 260 characters unless long paths
+    are turned on (LongPathsEnabled); None elsewhere."""
+    if os.name != "nt":
+        return None
+    try:
+        import winreg
+
+        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, r"SYSTEM\CurrentControlSet\Control\FileSystem") as key:
+            if int(winreg.QueryValueEx(key, "LongPathsEnabled")[0]) == 1:
+                return None
+    except (OSError, ValueError, ImportError):
+        pass
+    return WINDOWS_MAX_PATH
+
+
+def path_too_long(runs_root: Path, name: str, limit: int | None = None) -> str | None:
+    """Why a run named `name` could write a path this PC cannot read back (a checkpoint that
+    `sample` and `export` then cannot open: WinError 234), with the fix; None when it fits."""
+    from .files import slug
+
+    limit = path_limit() if limit is None else limit
+    if limit is None:
+        return None
+    folder = Path(runs_root) / f"20260101-0000-{slug(name)}-99"
+    longest = max(len(str(folder / tail)) for tail in LONGEST_TAILS)
+    if longest < limit:
+        return None
+    return t(f"пути файлов прогона дойдут до {longest} символов, а Windows без длинных путей читает не больше "
+             f"{limit - 1}: чекпоинт запишется, но не откроется. Перенесите папку данных лаборатории ближе к "
+             f"корню диска (TERNIT_HOME, сейчас {Path(runs_root).parent}), укоротите имя прогона или включите "
+             "длинные пути Windows (LongPathsEnabled)",
+             f"the run's file paths would reach {longest} characters, and Windows without long paths reads at "
+             f"most {limit - 1}: a checkpoint would be written but not open. Move the lab's data folder nearer "
+             f"the drive's root (TERNIT_HOME, now {Path(runs_root).parent}), shorten the run's name, or turn on "
+             "Windows long paths (LongPathsEnabled)")
+
+
 def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Path | None]:
     """A run.json as a dict (from a dict or a file, read as the trainer reads it: a key
     written twice is refused), and the folder it came from."""
@@ -66,10 +118,9 @@ def load_config(source: dict[str, Any] | str | Path) -> tuple[dict[str, Any], Pa
     path = Path(source)
     try:  # the trainer's own reading of a run.json, its refusal said in the interface's language
         raw = read_json(path)
+        check_shape(raw, path)
     except ConfigError as e:
         raise RunError(refusal_text(e.refusal)) from None
-    if not isinstance(raw, dict):
-        raise RunError(refusal_text(Refusal("not_an_object")))
     return raw, path.resolve().parent
 
 
@@ -79,9 +130,15 @@ def normalize_config(config: dict[str, Any], base: Path | None = None) -> dict[s
     A relative data.dir is looked up from the current folder, then next to the config
     file, then among the lab's prepared data (`ternit data prepare` puts sets there); a
     relative resume_from from the current folder, then next to the config file. A section
-    given as null is a missing one (as the trainer reads it). Nothing else is judged here:
-    a value of the wrong kind is left for `precheck` (the trainer's rules) to name.
+    given as null is a missing one (as the trainer reads it); a section that is not an
+    object is refused here (the lab reads the sections before the whole check). Nothing
+    else is judged here: a value of the wrong kind is left for `precheck` (the trainer's
+    rules) to name.
     """
+    try:
+        check_shape(config)
+    except ConfigError as e:
+        raise RunError(refusal_text(e.refusal)) from None
     cfg = copy.deepcopy(config)
     for section in ("model", "training", "data", "target"):
         if section in cfg and cfg[section] is None:

@@ -19,11 +19,13 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from trainer.config.run_config import SQLITE_INTEGER_MAX, ConfigError, from_dict
+from trainer.config.run_config import SQLITE_INTEGER_MAX, ConfigError, check_shape, from_dict
+from trainer.config.run_config import read_json as read_run_json
 
 from ..base import paths
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.plan_texts import text as refusal_text
 from ..base.run_status import RunNotFound
 from ..base.state import State, open_state, unavailable
 from ..base.state_faults import no_room
@@ -114,14 +116,14 @@ class RunRecord:
         """The run's run.json as written at creation; a damaged one is a ValueError that
         names the file."""
         path = self.run_json_path
-        try:
-            config = read_json(path)
-        except ValueError as e:  # not JSON, not UTF-8
-            raise ValueError(t(f"{path} повреждён ({e}): восстановите его или запустите прогон заново.",
-                               f"{path} is damaged ({e}): restore it or start the run again.")) from None
-        if not isinstance(config, dict):
-            raise ValueError(t(f"{path} повреждён: в нём не JSON-объект.", f"{path} is damaged: it holds no JSON object."))
-        return config
+        try:  # read as the trainer reads one: missing, not UTF-8, not JSON, too deep, sections not objects
+            config = read_run_json(path)
+            check_shape(config, path)
+        except ConfigError as e:
+            said = refusal_text(e.refusal)
+            raise ValueError(t(f"{said}: восстановите run.json прогона {self.id} или запустите прогон заново.",
+                               f"{said}: restore run {self.id}'s run.json or start the run again.")) from None
+        return rebased(config, self.path)
 
 
 _COLUMNS = tuple(f.name for f in fields(RunRecord))
@@ -145,6 +147,31 @@ class Registry:
     @property
     def _db(self):  # this thread's connection
         return self.state.conn
+
+    # ---- where a run's folder is (migration 007) ---------------------------------------
+    # A folder inside the lab is stored relative to it ("runs/<id>"), so a lab moved or copied
+    # whole (TERNIT_HOME elsewhere) finds its own runs and never the old place's; a row
+    # written before (absolute) whose folder is not there is found by its id under the lab's
+    # runs folder.
+    @property
+    def lab_root(self) -> Path:
+        return self.runs_root.parent
+
+    def _stored_folder(self, folder: str) -> str:
+        path = Path(folder)
+        try:
+            return path.relative_to(self.lab_root).as_posix() if path.is_absolute() else folder
+        except ValueError:
+            return folder  # a folder outside the lab stays as it was given
+
+    def _rec(self, row: Any) -> RunRecord:
+        rec = RunRecord(*row)
+        path = Path(rec.folder)
+        if not path.is_absolute():
+            rec.folder = str(self.lab_root / path)
+        elif not path.is_dir() and (self.runs_root / rec.id).is_dir():
+            rec.folder = str(self.runs_root / rec.id)
+        return rec
 
     def close(self) -> None:
         if self._own_state:
@@ -192,7 +219,7 @@ class Registry:
         # The creator's row wins (OR REPLACE) over one adopt_folders() may have made from
         # the same new folder a moment earlier in another process; adopting never
         # overwrites (OR IGNORE).
-        values = [getattr(rec, c) for c in _COLUMNS]
+        values = [self._stored_folder(rec.folder) if c == "folder" else getattr(rec, c) for c in _COLUMNS]
         with self.state.transaction():
             cur = self._db.execute(
                 f"{verb} INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})",
@@ -296,7 +323,7 @@ class Registry:
         row = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise RunNotFound(run_id)
-        return RunRecord(*row)
+        return self._rec(row)
 
     def find(self, prefix: str) -> RunRecord:
         """A run by its id or a unique start of it (handy on the command line)."""
@@ -321,7 +348,7 @@ class Registry:
         sql = f"SELECT {', '.join(_COLUMNS)} FROM runs ORDER BY created_at DESC, id DESC"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
-        return [RunRecord(*r) for r in self._db.execute(sql)]
+        return [self._rec(r) for r in self._db.execute(sql)]
 
     def active(self) -> list[RunRecord]:
         marks = ", ".join("?" * len(st.ACTIVE))
@@ -329,13 +356,13 @@ class Registry:
             f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE status IN ({marks}) ORDER BY created_at",
             tuple(sorted(st.ACTIVE)),
         )
-        return [RunRecord(*r) for r in rows]
+        return [self._rec(r) for r in rows]
 
     def children(self, run_id: str) -> list[RunRecord]:
         rows = self._db.execute(
             f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE parent_id = ? ORDER BY created_at", (run_id,)
         )
-        return [RunRecord(*r) for r in rows]
+        return [self._rec(r) for r in rows]
 
     def lineage(self, run_id: str) -> list[RunRecord]:
         """The run and its ancestors, oldest first: the legs drawn as one curve."""
@@ -355,7 +382,7 @@ class Registry:
         rows = self._db.execute(
             f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE chain_id = ? ORDER BY leg, created_at", (chain_id,)
         )
-        return [RunRecord(*r) for r in rows]
+        return [self._rec(r) for r in rows]
 
     # ---- writing -------------------------------------------------------------------
     def update(self, run_id: str, **changes: Any) -> RunRecord:
@@ -509,6 +536,41 @@ def _num(value: Any) -> float | None:
         except ValueError:
             return None
     return None
+
+
+def rebased(config: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """A run.json of a lab that was moved or copied (TERNIT_HOME elsewhere), read in its new
+    place: a `resume_from` inside another lab's runs/<id>/checkpoints/ and a `data.dir` inside
+    another lab's prepared/, where this lab (the one holding `run_dir`) has the same, point
+    at this lab's — a copy never reads nor resumes the old lab's folders."""
+    run_dir = Path(run_dir)
+    if run_dir.parent.name != "runs":
+        return config
+    lab = run_dir.parent.parent
+    out = dict(config)
+    resume = out.get("resume_from")
+    if isinstance(resume, str) and resume:
+        parts = Path(resume).parts
+        if len(parts) >= 4 and parts[-2] == "checkpoints" and parts[-4] == "runs":
+            here = lab / "runs" / parts[-3] / "checkpoints" / parts[-1]
+            if Path(resume) != here and _other_lab(Path(*parts[:-4]), lab) and here.exists():
+                out["resume_from"] = str(here)
+    data = out.get("data")
+    folder = data.get("dir") if isinstance(data, dict) else None
+    if isinstance(folder, str) and folder and Path(folder).is_absolute():
+        d = Path(folder)
+        here = lab / "prepared" / d.name
+        if d.parent.name == "prepared" and d != here and _other_lab(d.parent.parent, lab) and here.is_dir():
+            out["data"] = {**data, "dir": str(here)}
+    return out
+
+
+def _other_lab(root: Path, lab: Path) -> bool:
+    """Whether `root` is (or was) another lab's data folder: not this one, and gone or holding
+    a lab's state file or runs folder."""
+    if root == lab:
+        return False
+    return not root.exists() or (root / "state.sqlite").exists() or (root / "runs").is_dir()
 
 
 def _record(

@@ -30,7 +30,7 @@ from ..base.children import child_env  # the window's QProcess starts the child 
 from ..base.i18n import t
 from ..base.numbers import decimal_text, int_text
 from ..base.plan_texts import text as refusal_text
-from ..runs.checkpoints import choose_checkpoint, inspect_checkpoint, is_checkpoint
+from ..runs.checkpoints import inspect_checkpoint, is_checkpoint, pinned_choice
 
 EXIT_INPUT = 2
 
@@ -83,7 +83,7 @@ def _run_tokenizer(run_dir: Path) -> Path | None:
 def run_target(run_dir: Path, run_id: str | None = None) -> Target:
     """A run folder's checkpoint (`choose_checkpoint`, the one choice every command makes)
     and its data's tokenizer."""
-    choice = choose_checkpoint(run_dir)
+    choice = pinned_choice(run_dir)  # a live run's rotation cannot take it before the child reads it
     if choice.path is None and choice.passed_over:
         raise GenerationError(t(
             f"у прогона {run_id or run_dir} нет целого чекпоинта ({'; '.join(choice.passed_over)})",

@@ -35,7 +35,7 @@ from ..runs import (
     RunUpdate,
     kaggle_bridge,
 )
-from ..runs.checkpoints import Choice, checkpoint_step, choose_checkpoint
+from ..runs.checkpoints import Choice, checkpoint_step, pinned_choice
 from ..runs.files import folder_gone
 from .events import LabEvents
 
@@ -496,7 +496,7 @@ class Lab:
     def export_checkpoint(self, run_id: str) -> Choice:
         """The checkpoint «Экспорт весов» writes out: the one every command chooses
         (`choose_checkpoint`), with what it passed over."""
-        choice = choose_checkpoint(self.runs.registry.get(run_id).path)
+        choice = pinned_choice(self.runs.registry.get(run_id).path)  # safe from a live run's rotation
         if choice.path is None:
             why = f" ({'; '.join(choice.passed_over)})" if choice.passed_over else ""
             raise ActionError(t(f"У прогона нет целого чекпоинта{why}", f"The run has no intact checkpoint{why}"))

@@ -30,7 +30,9 @@ What tests can inject: `fail(method, status, retry_after=None, times=1, html=Fal
 `refuse_push[user] = "text"` (an error inside HTTP 200), `down = True` (every connection is
 dropped unanswered), `run_kernels = False` (kernels stay QUEUED), `kill_kernels_at = "text"`
 (a kernel is killed when its log shows the text, as Kaggle ends a session that ran out of
-host memory: no word from the trainer, status ERROR), `cut_stream_after = N` (a live log
+host memory: no word from the trainer, status ERROR), `dry_at = {"user": "text"}` (when a
+kernel of that account logs the text, the account's GPU quota is used up there and then,
+and Kaggle ends the session: killed, status ERROR, `QUOTA_ENDED` as its failure message), `cut_stream_after = N` (a live log
 stream is closed, without its last chunk, N events past what was logged when it opened, as
 Kaggle's load balancer cuts streams), `hang_stream_once = N` (the first live stream to get N
 events that far sends nothing more, the connection left open),
@@ -75,6 +77,7 @@ class Account:
 
 # Kaggle's processing stages of a new dataset version (kagglesdk DatabundleVersionStatus).
 PROCESSING = ("BLOBS_RECEIVED", "BLOBS_DECOMPRESSED", "BLOBS_COPIED_TO_SDS", "INDIVIDUAL_BLOBS_COMPRESSED")
+QUOTA_ENDED = "Your session ended: weekly GPU quota exhausted"  # Kaggle's words for a session the quota ended
 HTML_ERROR = ("<!DOCTYPE html><html lang=en><meta charset=utf-8><title>Error {status}</title>"
               "<p><b>{status}.</b> <ins>That’s an error.</ins><p>Please try again later.</html>")
 
@@ -109,6 +112,7 @@ class Kernel:
     proc: subprocess.Popen | None = None
     started: float = 0.0
     charged: float = 0.0
+    dried: bool = False  # its account's quota ran out under it (dry_at)
     done: threading.Event = field(default_factory=threading.Event)
     queue_left: int = 0  # status answers of QUEUED before it starts
     outputs_lost: bool = False  # over the output limit: nothing was saved
@@ -135,6 +139,7 @@ class FakeKaggle:
         self.down = False
         self.run_kernels = True
         self.kill_kernels_at: str | None = None
+        self.dry_at: dict[str, str] = {}
         self.on_push: Callable[[Kernel], None] | None = None
         self.charge = charge
         self.refresh_time = datetime.now(UTC) + timedelta(days=3)
@@ -395,13 +400,19 @@ class FakeKaggle:
                               "data": raw.decode("utf-8", "replace")})
                 if self.kill_kernels_at and self.kill_kernels_at in k.log[-1]["data"]:
                     _kill_tree(k.proc.pid, k.root)
+                dry = self.dry_at.get(k.owner)
+                if dry and dry in k.log[-1]["data"] and not k.dried:
+                    k.dried = True
+                    self._charge(k)
+                    self.accounts[k.owner].used_s = self.accounts[k.owner].total_s
+                    _kill_tree(k.proc.pid, k.root)
         rc = k.proc.wait()
         size = sum(p.stat().st_size for p in (k.root / "working").rglob("*") if p.is_file() and not p.is_symlink())
         with self._lock:
             self._charge(k)
             k.status = "COMPLETE" if rc == 0 else "ERROR"
             if rc != 0:
-                k.failure = f"The kernel's script exited with code {rc}"
+                k.failure = QUOTA_ENDED if k.dried else f"The kernel's script exited with code {rc}"
             if self.output_limit_bytes is not None and size > self.output_limit_bytes:
                 k.status, k.outputs_lost = "ERROR", True
                 k.failure = (f"Your notebook's output ({size:,} bytes) exceeds the limit of "

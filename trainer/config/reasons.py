@@ -150,6 +150,12 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "file_not_utf8": "{path} is not UTF-8 text (byte {byte}): save it as UTF-8",
     "file_unreadable": "{path} cannot be read ({error})",
     "not_an_object": "run.json must hold one JSON object",
+    "section_kind": "{where}: {key} must be an object, not {value}",
+    "file_too_big": "{path} is {size:,} characters, over the {most:,} a run.json may have",
+    "file_too_deep": "{path} nests its JSON too deep for a run.json (objects within objects: a run.json has two levels)",
+    "prompts_many": "training.sample_prompts has {count:,} prompts, more than {most}: each is written out at every sample",
+    "prompt_long": "training.sample_prompts[{index}] is {length:,} characters, over {most:,}",
+    "name_one_line": "name must be one line of text, without line breaks or control characters: {name!r}",
     # ---- sampling from a checkpoint (trainer/text/sampling.py) -------------------------------------
     "temperature": "temperature {value} refused: it must be 0 (always the likeliest token) to {most:g}",
     "top_k": "top-k {value} refused: 0 (no limit) or more",

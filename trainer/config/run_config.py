@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
@@ -230,7 +231,7 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     if raw is None:
         return cls()
     if not isinstance(raw, dict):
-        raise ConfigError(f"{name} must be an object, not {raw!r}")
+        raise ConfigError(Refusal("section_kind", {"where": "run.json", "key": name, "value": _short(raw)}))
     known = {f.name: f for f in fields(cls)}
     unknown = sorted(set(raw) - set(known))
     if unknown:
@@ -240,10 +241,40 @@ def _section(name: str, cls: type, raw: Any) -> Any:
     return cls(**values)
 
 
-def from_dict(raw: dict[str, Any]) -> RunConfig:
-    """Build and validate a RunConfig from the parsed run.json."""
+# A run.json is a few hundred bytes; what it may hold at most (its prompts included) is far
+# under this, and the lab stores it in its state database with every run and queued item.
+MAX_CONFIG_BYTES = 256 * 1024
+# training.sample_prompts: each prompt is written out at every sample, sample_tokens long.
+MAX_SAMPLE_PROMPTS = 32
+MAX_PROMPT_CHARS = 2000
+
+
+def check_size(size: int, where: str | Path = "run.json") -> None:
+    """A run.json of `size` characters is refused by name over MAX_CONFIG_BYTES."""
+    if size > MAX_CONFIG_BYTES:
+        raise ConfigError(Refusal("file_too_big", {"path": str(where), "size": size, "most": MAX_CONFIG_BYTES}))
+
+
+def _short(value: Any, most: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def check_shape(raw: Any, where: str | Path = "run.json") -> None:
+    """run.json is one object, and each section it gives (model, training, data, target) an
+    object or null: the first thing anyone reading one relies on, said naming the file and
+    the key (the lab reads its sections before the whole check)."""
     if not isinstance(raw, dict):
         raise ConfigError(Refusal("not_an_object"))
+    for name in _SECTIONS:
+        value = raw.get(name)
+        if value is not None and not isinstance(value, dict):
+            raise ConfigError(Refusal("section_kind", {"where": str(where), "key": name, "value": _short(value)}))
+
+
+def from_dict(raw: dict[str, Any]) -> RunConfig:
+    """Build and validate a RunConfig from the parsed run.json."""
+    check_shape(raw)
     top = {"name", "resume_from", *_SECTIONS}
     unknown = sorted(set(raw) - top)
     if unknown:
@@ -291,6 +322,13 @@ def validate(cfg: RunConfig) -> None:
             f"the training state's {_size(state)}, beyond any machine the lab trains on; lower "
             "training.batch_per_card (training.tokens_per_step keeps the step's size with micro-steps)"
         )
+    if len(t.sample_prompts) > MAX_SAMPLE_PROMPTS:
+        raise ConfigError(Refusal("prompts_many", {"count": len(t.sample_prompts), "most": MAX_SAMPLE_PROMPTS}))
+    for i, prompt in enumerate(t.sample_prompts):
+        if len(prompt) > MAX_PROMPT_CHARS:
+            raise ConfigError(Refusal("prompt_long", {"index": i, "length": len(prompt), "most": MAX_PROMPT_CHARS}))
+    if any(unicodedata.category(c) in ("Cc", "Zl", "Zp") for c in cfg.name):
+        raise ConfigError(Refusal("name_one_line", {"name": cfg.name}))
     if t.precision not in PRECISIONS:
         raise ConfigError(f"training.precision must be one of {', '.join(PRECISIONS)}, not {t.precision!r}")
     economical_level(t.economical)
@@ -485,11 +523,17 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str, where: str | Path = "run.json") -> Any:
     """run.json's text as JSON, with a key given twice in one object refused (a ConfigError
     naming it) instead of the last one winning silently; the lab reads run.json files
-    through this too. Other JSON errors are json.JSONDecodeError, as json.loads raises."""
+    through this too. A leading UTF-8 BOM (Windows PowerShell 5 and older Notepad write
+    one) is read past; a text over MAX_CONFIG_BYTES or nested past what json reads without
+    running out of stack is refused by name. Other JSON errors are json.JSONDecodeError,
+    as json.loads raises."""
+    check_size(len(text), where)
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return json.loads(text.removeprefix("\ufeff"), object_pairs_hook=_no_duplicates)
     except DuplicateKey as e:
         raise ConfigError(Refusal("duplicate_key", {"where": str(where), "key": e.args[0]})) from None
+    except RecursionError:
+        raise ConfigError(Refusal("file_too_deep", {"path": str(where)})) from None
 def load(path: str | Path) -> RunConfig:
     """Read and validate a run.json file."""
     return from_dict(read_json(path))
@@ -501,7 +545,8 @@ def read_json(path: str | Path) -> Any:
     through this too, and says the refusal in its language)."""
     path = Path(path)
     try:
-        return parse_json(path.read_text(encoding="utf-8"), path)
+        check_size(path.stat().st_size // 4, path)  # a file far too big is not read at all (4: UTF-8's most a character)
+        return parse_json(path.read_text(encoding="utf-8-sig"), path)
     except FileNotFoundError:
         raise ConfigError(Refusal("file_missing", {"path": str(path)})) from None
     except json.JSONDecodeError as e:

@@ -40,6 +40,7 @@ def export(checkpoint: Path, out: Path) -> dict[str, str]:
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         save_file(tensors, str(tmp), metadata=metadata)
+        user_mode(tmp)
         os.replace(tmp, out)
     # safetensors reports a failed write as its own error type (not OSError): caught as
     # Exception, the half-written file removed, and said as one line.
@@ -50,6 +51,28 @@ def export(checkpoint: Path, out: Path) -> dict[str, str]:
             pass
         raise WriteError(f"cannot write {out} ({type(e).__name__}: {e})") from None
     return metadata
+
+
+def umask() -> int:
+    """This process's umask, read without changing it where the system tells (Linux)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)  # elsewhere: set and put back at once (no thread of ours makes files meanwhile)
+    os.umask(mask)
+    return mask
+
+
+def user_mode(path: Path) -> None:
+    """Exported weights are the user's file like any other (0666 less the umask): safetensors
+    creates its file owner-only, which another user's program, or a copy to a shared
+    folder, then cannot read."""
+    if os.name == "posix":
+        os.chmod(path, 0o666 & ~umask())
 
 
 class WriteError(Exception):
@@ -170,6 +193,7 @@ def export_hf(checkpoint: Path, out: Path, tokenizer: Path | None = None) -> dic
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         save_file(hf_tensors(state["model"], model["layers"]), str(tmp / "model.safetensors"), metadata=meta)
+        user_mode(tmp / "model.safetensors")
         (tmp / "config.json").write_text(json.dumps(hf_config(model, eot_id), indent=2), encoding="utf-8")
         for name, text in files.items():
             (tmp / name).write_text(text, encoding="utf-8")

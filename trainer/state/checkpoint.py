@@ -185,24 +185,29 @@ def _could_not_write(final: Path, error: BaseException) -> str:
             "free disk space, make the run folder writable or move away what is in the way")
 
 
-def _remove(path: Path) -> None:
+def _remove(path: Path) -> bool:
+    """Remove a checkpoint; False when it stays (on Windows a file another process reads,
+    the lab's `sample` or `export`, cannot be deleted: the next save's prune tries again)."""
     if path.is_dir():
         shutil.rmtree(path, ignore_errors=True)
-    else:
+        return not path.exists()
+    try:
         path.unlink(missing_ok=True)
+    except OSError:
+        return False
+    return True
 
 
 def _prune(folder: Path, keep: int, newest: Path) -> None:
     ckpts = checkpoint_files(folder)
     for old in ckpts[:-keep]:
-        if old != newest:
-            _remove(old)
-            hash_path(old).unlink(missing_ok=True)
+        if old != newest and _remove(old):
+            _remove(hash_path(old))
     for stale in folder.glob(".step-*.tmp"):  # left by a process killed mid-save
         _remove(stale)
     for orphan in [*folder.glob(f"step-*.pt{HASH_SUFFIX}"), *folder.glob(f"step-*.dcp{HASH_SUFFIX}")]:
         if not orphan.with_name(orphan.name.removesuffix(HASH_SUFFIX)).exists():  # never got its name
-            orphan.unlink(missing_ok=True)
+            _remove(orphan)
 
 
 def damage(path: Path) -> str | None:

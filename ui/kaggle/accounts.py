@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.base.i18n import t
-from app.kaggle.accounts import Accounts, AccountView, auth_text, key_status_text
+from app.kaggle.accounts import Accounts, AccountView, auth_text, key_status_text, leg_state_text
 from app.kaggle.credentials import (
     Credential,
     CredentialsError,
@@ -198,7 +198,7 @@ class AccountsDialog(QDialog):
             item = QTableWidgetItem(holds)
             item.setToolTip("\n".join(d.ref for d in v.holds))
             self.table.setItem(i, 3, item)
-            kernels = ", ".join(f"{k.get('kernel_slug')} ({k['state']})" for k in v.kernels[:3]) or "—"
+            kernels = ", ".join(f"{k.get('kernel_slug')} ({leg_state_text(k)})" for k in v.kernels[:3]) or "—"
             self.table.setItem(i, 4, QTableWidgetItem(kernels))
         if not views:
             self.status.setText(t("Аккаунтов нет: добавьте токен API («Добавить токен…»).",
