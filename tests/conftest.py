@@ -25,6 +25,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # No background CPU rate measurement (app/sizing/cpu_rate.py) from each test's fresh lab;
 # its own tests start it themselves.
 os.environ.setdefault("TERNIT_CPU_PROBE", "0")
+# The interface's language when nothing chose one is the OS's (app.base.i18n.os_language):
+# pinned to Russian, the lab's first language, in this process and, through gettext's
+# LANGUAGE, in the children the tests start, whatever this machine's locale is.
+os.environ["LANGUAGE"] = "ru"
+from app.base.i18n import set_system_language  # noqa: E402  (after the environment above)
+
+set_system_language(lambda: "ru")
 
 
 @pytest.fixture(autouse=True)

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QFileDialog, QMenu, QMenuBar, QMessageBox, QWidget
 
 from app.base import logs, paths
 from app.base.i18n import current_language, t
+from app.base.version import version_lines
 
 from .run_form import RunFormView
 
@@ -193,8 +194,9 @@ def pick_prepared(window: QWidget, calls: MenuCalls) -> None:
 
 
 def about_text() -> str:
-    """«О программе»: what the lab is, where its data and its log file are."""
-    return t(
+    """«О программе»: the lab's version and torch build, what the lab is, where its data and
+    its log file are (what a bug report needs)."""
+    return "\n".join(version_lines()) + "\n\n" + t(
         "Ternit Lab: подготовка данных, обучение и сравнение небольших GPT-моделей дома и на Kaggle.\n\n"
         f"Папка данных: {paths.data_dir()}\nЖурнал (для сообщения об ошибке): {logs.log_path()}",
         "Ternit Lab: prepare data, train and compare small GPT models at home and on Kaggle.\n\n"

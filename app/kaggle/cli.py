@@ -19,7 +19,7 @@ import json
 import sys
 from datetime import datetime
 
-from ..base.cli_args import Parser
+from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
 from ..base.numbers import bytes_text
 from . import cleanup
@@ -66,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                     help=t("показать последние известные цифры, ничего не спрашивая у Kaggle",
                            "show the last known figures, ask Kaggle nothing"))
     ls.add_argument("--json", action="store_true", help=t("вывод в JSON для программ", "machine-readable output"))
+    add_out(ls)
     rm = sub.add_parser("remove-account", help=t("забыть аккаунт и его ключ", "forget an account and its key"))
     rm.add_argument("name", metavar=t("ИМЯ", "NAME"), help=t("имя аккаунта", "the account's username"))
     cl = sub.add_parser("clean", help=t(
@@ -90,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "add-account":
             return _add(accounts, args)
         if args.cmd == "accounts":
-            return _list(accounts, args)
+            return print_to(args.out, lambda: _list(accounts, args), "ternit kaggle accounts", args.json)
         if args.cmd == "clean":
             return _clean(accounts, args)
         if args.cmd == "remove-account":

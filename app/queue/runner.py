@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import run_status as st
-from ..base.i18n import t
+from ..base.i18n import both, both_of, shown, t
 from ..kaggle.accounts import Accounts
 from ..kaggle.settings import load as kaggle_settings
 from ..runs.events import read_events
@@ -240,8 +240,8 @@ class QueueRunner:
         for it in self.store.items((RUNNING,)):
             rec = self._row(it.run_id or "")
             if rec is None:
-                self.store.finish(it.id, FAILED, t(f"прогон {it.run_id} удалён из истории",
-                                                   f"run {it.run_id} was deleted from the history"))
+                self.store.finish(it.id, FAILED, both(f"прогон {it.run_id} удалён из истории",
+                                                      f"run {it.run_id} was deleted from the history"))
                 events.append(QueueEvent("failed", self.store.item(it.id), ""))
                 continue
             while not rec.active and (nxt := self.manager.next_leg(rec.id)) is not None:
@@ -253,7 +253,8 @@ class QueueRunner:
             if rec.status == st.FAILED:
                 events += self._failed(self.store.item(it.id), rec)
             else:
-                self.store.finish(it.id, DONE, st.label(rec.status))
+                # Stored in both languages: the list is read later, perhaps in the other one.
+                self.store.finish(it.id, DONE, both_of(st.LABELS.get(rec.status) or {"ru": rec.status, "en": rec.status}))
                 events.append(QueueEvent("ended", self.store.item(it.id), _ended_text(rec)))
         return events
 
@@ -266,16 +267,16 @@ class QueueRunner:
             except (OSError, ValueError):
                 cfg = None
             if cfg is not None:
-                label = f.retry_label() or t("Повторить", "Retry")
                 cfg["target"] = copy.deepcopy(it.config.get("target") or {})
                 parent = rec.id if cfg.get("resume_from") else None
-                text = t(f"{label} (один раз): {advice}", f"{label} (once): {advice}")
-                self.store.retry(it.id, cfg, parent, text)
-                return [QueueEvent("retry", self.store.item(it.id), text)]
-        text = t(f"пропущен, очередь идёт дальше: {advice}", f"skipped, the queue goes on: {advice}")
-        self.store.finish(it.id, FAILED, text)
+                stored = both(f"{f.retry_label('ru') or 'Повторить'} (один раз): {advice}",
+                              f"{f.retry_label('en') or 'Retry'} (once): {advice}")
+                self.store.retry(it.id, cfg, parent, stored)
+                return [QueueEvent("retry", self.store.item(it.id), shown(stored))]
+        stored = both(f"пропущен, очередь идёт дальше: {advice}", f"skipped, the queue goes on: {advice}")
+        self.store.finish(it.id, FAILED, stored)
         self.failed.append(it.id)
-        return [QueueEvent("failed", self.store.item(it.id), text)]
+        return [QueueEvent("failed", self.store.item(it.id), shown(stored))]
 
     # -- driving (the command line) ------------------------------------------------------------------
     def drive(self, stop: Callable[[], bool] = lambda: False, poll_s: float = 0.5,

@@ -17,9 +17,10 @@ from datetime import datetime
 from typing import Any
 
 from .. import sizing
-from ..base.i18n import t
+from ..base.i18n import shown, t
 from ..kaggle import settings as kaggle_settings
 from ..kaggle.store import KaggleStore
+from ..runs.failure import shown_message
 from ..runs.registry import Registry, RunNotFound, RunRecord
 from . import capacity, estimates, lock
 from .plan import LOCAL, Job, Slot, World, kaggle_machine, machine_account, predict, refresh_times
@@ -223,9 +224,10 @@ class Planner:
         if it.state in (STARTING, RUNNING):
             start = (rec.started_at if rec else None) or it.claimed_at
             end = expected_end(rec, now, self._fit_seconds(it)) if rec else None
-            return Row(it, None, it.machine, start, end, it.message or (rec.last_message if rec else "") or "", status)
-        note = it.message or ""
-        return Row(it, None, it.machine, it.started_at, it.ended_at, note, status)
+            note = shown(it.message) or shown_message(rec.last_message if rec else None) or ""
+            return Row(it, None, it.machine, start, end, note, status)
+        # Notes are stored in both languages (app.base.i18n.both): read in the reader's.
+        return Row(it, None, it.machine, it.started_at, it.ended_at, shown(it.message), status)
 
     def _run(self, run_id: str | None) -> RunRecord | None:
         if not run_id:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..base import paths
 from ..base import run_status as st
-from ..base.cli_args import Parser
+from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
 from ..base.numbers import count_text, int_text, loss_text
 from ..base.state import StateError, unavailable
@@ -109,6 +109,7 @@ def parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help=t("история прогонов, новые сверху", "the run history, newest first"))
     ls.add_argument("--limit", type=int, metavar="N", help=t("показать не больше N прогонов", "show at most N runs"))
     ls.add_argument("--json", action="store_true", help=t("вывести список в JSON", "print the list as JSON"))
+    add_out(ls)
     sp = sub.add_parser("stop", help=t("попросить прогон сохраниться и остановиться", "ask a run to save and stop"))
     sp.add_argument("id", metavar="ID", help=run_id)
     sp.add_argument("--wait", action="store_true",
@@ -355,6 +356,25 @@ def _metrics(m: RunManager, args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_USAGE
 
 
+def _list(m: RunManager, args: argparse.Namespace) -> int:
+    rows = m.history(args.limit)
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(r) for r in rows], ensure_ascii=False, indent=1))
+        return EXIT_OK
+    if not rows:
+        print(t("прогонов пока нет", "no runs yet"))
+        return EXIT_OK
+    print(_list_line(t("прогон", "run"), t("состояние", "status"), t("где", "where"), t("шаги", "steps"),
+                     "val loss", t("токены", "tokens"), t("веса", "weights")))
+    for r in rows:
+        best = loss_text(r.best_val_loss)
+        print(_list_line(r.id, r.status_label, r.where, r.steps, best,
+                         count_text(r.tokens_seen), count_text(r.params)))
+    return EXIT_OK
+
+
 def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "start":
         rec = m.create(_start_config(args), target=args.target, account=args.account, gpu=args.gpu)
@@ -363,22 +383,7 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "list":
-        rows = m.history(args.limit)
-        if args.json:
-            from dataclasses import asdict
-
-            print(json.dumps([asdict(r) for r in rows], ensure_ascii=False, indent=1))
-            return EXIT_OK
-        if not rows:
-            print(t("прогонов пока нет", "no runs yet"))
-            return EXIT_OK
-        print(_list_line(t("прогон", "run"), t("состояние", "status"), t("где", "where"), t("шаги", "steps"),
-                         "val loss", t("токены", "tokens"), t("веса", "weights")))
-        for r in rows:
-            best = loss_text(r.best_val_loss)
-            print(_list_line(r.id, r.status_label, r.where, r.steps, best,
-                             count_text(r.tokens_seen), count_text(r.params)))
-        return EXIT_OK
+        return print_to(args.out, lambda: _list(m, args), "ternit run list", args.json)
     if args.cmd == "stop":
         rec = m.stop(m.registry.find(args.id).id)
         print(f"{rec.id}: {st.label(rec.status)}")

@@ -14,6 +14,7 @@ from typing import Any
 
 from trainer.config import smaller_batch
 
+from ..base import run_status as st
 from ..base.i18n import t
 from ..base.memory_saving import economical_level, economical_step_up
 from ..base.numbers import plural_ru
@@ -207,11 +208,11 @@ _VANISHED_FORMS = re.compile(
 
 def shown_message(message: str | None, lang: str | None = None) -> str | None:
     """A run's stored last message as the history shows it: the lab's own English record
-    of a vanished trainer in the interface language; anything else (the trainer's own
-    words) as it is."""
+    of a vanished trainer, and the trainer's end messages («reached step 60»), in the
+    interface language; anything else (the trainer's error text) as it is."""
     m = _VANISHED_FORMS.match(message or "")
     if m is None:
-        return message
+        return st.trainer_end_text(message or "", lang) or message
     text = t("Процесс обучения пропал", "The trainer process disappeared", lang)
     if m.group("line"):
         text += t(f" (последняя строка trainer.log: {m.group('line')})",
