@@ -73,7 +73,7 @@ def test_cli_start_wait_trains_resumes_in_place_lists_and_exports(tiny_data, tmp
     assert cli.main(["run", "start", "--config", str(path), "--wait", "--stop-at-step", "20"]) == 3
     out = capsys.readouterr().out
     # 35 200 weights, written as the interface language writes numbers (Russian: a thin space).
-    assert "35\u202f200" in out and "20/30" in out and "конец: остановлен по лимиту времени на шаге 20" in out and "ternit run continue" in out
+    assert "35\u00a0200" in out and "20/30" in out and "конец: остановлен по лимиту времени на шаге 20" in out and "ternit run continue" in out
 
     reg = Registry()
     m = RunManager(reg)

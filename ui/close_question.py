@@ -28,7 +28,7 @@ def ask_about_running(parent: QWidget, running: list[RunRecord], stop: Callable[
         "Без окна оно продолжится в своём процессе до конца или до лимита; откройте Ternit Lab "
         "снова — окно подхватит прогон. «Остановить и закрыть» сохранит чекпоинт: потом можно продолжить.",
         "Without the window it goes on in its own process until it ends or hits its limit; open "
-        "Ternit Lab again and the window picks the run up. «Stop and close» saves a checkpoint: it can "
+        "Ternit Lab again and the window picks the run up. “Stop and close” saves a checkpoint: it can "
         "be continued later."))
     keep = box.addButton(t("Закрыть окно, обучение продолжится", "Close the window, keep training"),
                          QMessageBox.ButtonRole.AcceptRole)

@@ -203,7 +203,7 @@ class AccountsDialog(QDialog):
             self.table.setItem(i, 4, QTableWidgetItem(kernels))
         if not views:
             self.status.setText(t("Аккаунтов нет: добавьте токен API («Добавить токен…»).",
-                                  "No accounts: add an API token («Добавить токен…», Add token)."))
+                                  "No accounts: add an API token (“Add token…”)."))
 
     @staticmethod
     def _colour_key(key: QTableWidgetItem) -> None:

@@ -21,6 +21,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.base.i18n import t
+from app.base.numbers import duration_text
 from app.runs.events import EventTail
 from app.runs.series import DATA_CHANGED, LEG, PAUSE, LossSeries, Marker, SeriesBuilder
 
@@ -231,7 +232,7 @@ def _marker_text(m: Marker) -> str:
         return t("данные сменились: валидация заново", "data changed: validation anew")
     if m.kind == PAUSE:
         if m.seconds is not None and math.isfinite(m.seconds) and m.seconds > 0:
-            return t(f"пауза {m.seconds:.0f} с", f"pause {m.seconds:.0f} s")
+            return t("пауза ", "pause ") + duration_text(m.seconds)
         return t("пауза", "pause")
     return t("продолжение", "continued")
 

@@ -24,7 +24,7 @@ class QueueButtons(QWidget):
             "Поставить этот прогон в очередь: он начнётся сам, когда машина из формы освободится. "
             "В меню — «куда освободится раньше»: этот ПК или любой аккаунт Kaggle.",
             "Put this run in the queue: it starts by itself when the form's machine is free. The menu "
-            "has «wherever frees first»: this PC or any Kaggle account."))
+            "has “wherever frees first”: this PC or any Kaggle account."))
         self.queue_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
         menu = QMenu(self.queue_button)
         self.as_form = menu.addAction(t("На машину из формы", "To the form's machine"))

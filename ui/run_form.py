@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.base.i18n import t
-from app.base.numbers import count_text, field_text, parse_number
+from app.base.numbers import counted, field_text, parse_number
 from app.form import fields as F
 from app.form.checks import RUNNING
 from app.form.run_form import ContinueFrom, FormContext, RunForm
@@ -268,7 +268,7 @@ class RunFormView(QWidget):
         more.setAutoRaise(True)
         more.setAccessibleName(t(f"Подробнее: {spec.label_text()}", f"More: {spec.label_text()}"))
         more.setToolTip(t(f"Подробнее о поле «{spec.label_text()}» (F1)",
-                          f"More about «{spec.label_text()}» (F1)"))
+                          f"More about “{spec.label_text()}” (F1)"))
         more.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Tab goes field to field; F1 opens it
         more.clicked.connect(lambda _=False, n=name: self.show_help(n))
         self.help_buttons[name] = more
@@ -295,8 +295,8 @@ class RunFormView(QWidget):
         for cname in names:
             tokens = self.form.ctx.constellations.get(cname)
             # All the constellation's tokens; «Данные» below counts the training part only.
-            count = t(f"{count_text(tokens)} токенов всего", f"{count_text(tokens)} tokens in all") if tokens else t(
-                "токены ещё не посчитаны", "tokens not counted yet")
+            count = (counted(tokens, ("токен", "токена", "токенов"), ("token", "tokens"), sig=3) + t(" всего", " in all")
+                     if tokens else t("токены ещё не посчитаны", "tokens not counted yet"))
             box = QCheckBox(f"{cname} — {count}")
             box.setToolTip(self.form.tooltip("constellations"))
             box.toggled.connect(lambda on, c=cname: self._constellation_toggled(c, on))

@@ -45,7 +45,7 @@ class SeriesDialog(QDialog):
         self.first, self.first_values = self._row(form, t("Поле", "Field"), optional=False)
         self.second, self.second_values = self._row(form, t("Второе поле", "Second field"), optional=True)
         self.where = QComboBox()
-        self.where.addItem(t("Как в форме (её «Машина»)", "As in the form (its «Machine»)"), "")
+        self.where.addItem(t("Как в форме (её «Машина»)", "As in the form (its “Machine”)"), "")
         self.where.addItem(t("Куда освободится раньше: этот ПК или Kaggle", "Wherever frees first: this PC or Kaggle"),
                            "any")
         form.addRow(t("Где", "Where"), self.where)
@@ -69,7 +69,7 @@ class SeriesDialog(QDialog):
         if not optional:
             combo.setCurrentIndex(max(0, next((i for i, f in enumerate(self.fields) if f.name == "lr"), 0)))
         values = QLineEdit()
-        values.setPlaceholderText(t("значения через «;» или пробел", "values separated by «;» or spaces"))
+        values.setPlaceholderText(t("значения через «;» или пробел", "values separated by “;” or spaces"))
         box = QWidget()
         row = QHBoxLayout(box)
         row.setContentsMargins(0, 0, 0, 0)

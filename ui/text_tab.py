@@ -141,7 +141,7 @@ class TextTab(QWidget):
         for d in play.DEVICES:
             self.device.addItem(play.device_label(d), d)
         self.device.setToolTip(t("Где считать: «авто» — видеокарта, если torch её видит, иначе процессор",
-                                 "Where to compute: «auto» takes the GPU when torch sees one, else the CPU"))
+                                 "Where to compute: “auto” takes the GPU when torch sees one, else the CPU"))
         # Two short rows of settings and one of buttons: the tab must not widen the window.
         grid = QGridLayout()
         pairs = ((t("Длина", "Length"), self.tokens), (t("Температура", "Temperature"), self.temperature),

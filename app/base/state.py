@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from . import paths
+from .numbers import format_value
 from .state_repair import is_damaged, repair
 
 log = logging.getLogger(__name__)
@@ -289,8 +290,8 @@ class State:
 
             who = ", ".join(holders(self.path)) or t("другая программа", "another program")
             rest = BUSY_TIMEOUT_MS / 1000 - WAIT_NOTICE_S
-            _say_wait(t(f"файл состояния лаборатории {self.path} занят ({who}): жду до {rest:g} с…",
-                        f"the lab's state file {self.path} is locked ({who}): waiting up to {rest:g} s…"))
+            _say_wait(t(f"файл состояния лаборатории {self.path} занят ({who}): жду до {format_value(rest, 'ru')} с…",
+                        f"the lab's state file {self.path} is locked ({who}): waiting up to {format_value(rest, 'en')} s…"))
             conn.execute(f"PRAGMA busy_timeout = {int(rest * 1000)}")
             conn.execute(begin)
         finally:

@@ -46,7 +46,7 @@ def usage() -> str:
     lines += ["", t("параметры:", "options:"),
               "  --lang ru|en  " + t("язык этого запуска (постоянный выбор — «Настройки → Язык интерфейса» "
                                      "в окне или TERNIT_LANG)",
-                                     "this start's language (to keep a choice: «Settings → Interface language» "
+                                     "this start's language (to keep a choice: “Settings → Interface language” "
                                      "in the window, or TERNIT_LANG)"),
               "  --version     " + t("версия лаборатории и сборка PyTorch", "the lab's version and the PyTorch build")]
     lines.append(t("\n`ternit КОМАНДА --help` — аргументы каждой команды.",

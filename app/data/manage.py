@@ -395,8 +395,8 @@ def prepare_outcome(exit_code: int, out: CliOutput, constellations: list[str]) -
         f"команда завершилась с кодом {exit_code} без сообщения", f"the command ended with code {exit_code} and no message")
     what = t("Что делать: наборы и созвездия — в «Лаборатория → Данные…» (там же «Перепроверить»); "
              "исправьте и нажмите «Подготовить данные» снова.",
-             "What to do: datasets and constellations are in «Lab → Data…» (with «Re-check»); fix it and "
-             "press «Prepare data» again.")
+             "What to do: datasets and constellations are in “Lab → Data…” (with “Re-check”); fix it and "
+             "press “Prepare data” again.")
     head = t(f"Подготовить данные «{names}» не удалось:", f"Preparing the data of {names!r} failed:")
     note = f"{head}\n{said}\n{what}"
     return PrepareOutcome("error", t("Подготовка данных не удалась", "Preparing the data failed"), note, note, None)

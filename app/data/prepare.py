@@ -37,6 +37,7 @@ from trainer.config import MAX_VOCAB
 from ..base import paths
 from ..base.atomic import fsync_dir, fsync_file
 from ..base.i18n import said, t
+from ..base.numbers import counted
 from .encode import (
     EOT,
     MAX_VAL_FRACTION,
@@ -133,8 +134,9 @@ def load_tokenizer(path: Path, sha: str | None = None):
         )) from exc
     if tok.get_vocab_size() > MAX_VOCAB:
         raise PrepareError(t(
-            f"в токенизаторе {path} {tok.get_vocab_size()} токенов: номера не помещаются в uint16",
-            f"the tokenizer {path} has {tok.get_vocab_size()} tokens: ids do not fit uint16",
+            f"в токенизаторе {path} {counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'ru')}: номера не помещаются "
+            "в uint16",
+            f"the tokenizer {path} has {counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'en')}: ids do not fit uint16",
         ))
     if tok.token_to_id(EOT) is None:
         raise PrepareError(t(
@@ -337,8 +339,10 @@ def _write_prepared(tmp: Path, lib: Library, sources: list[Source], given: _Toke
         _remember_tokenizer(_sha256_file(tmp / "tokenizer.json"), tok)
         if tok.get_vocab_size() < given.vocab:
             warnings.append(said(
-                f"текста мало для словаря {given.vocab}: в токенизаторе {tok.get_vocab_size()} токенов",
-                f"too little text for a vocabulary of {given.vocab}: the tokenizer has {tok.get_vocab_size()} tokens",
+                f"текста мало для словаря {given.vocab}: в токенизаторе "
+                f"{counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'ru')}",
+                f"too little text for a vocabulary of {given.vocab}: the tokenizer has "
+                f"{counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'en')}",
             ))
     else:
         shutil.copyfile(given.path, tmp / "tokenizer.json")  # type: ignore[arg-type]

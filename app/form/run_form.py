@@ -25,6 +25,7 @@ from ..base.i18n import current_language, t
 from ..base.memory_saving import economical_level, lean_state_level
 from ..base.numbers import (
     count_text,
+    counted,
     decimal_text,
     format_value,
     parse_number,
@@ -475,9 +476,10 @@ class RunForm(FormChecks):
             micro = est.plan.micro_steps.value if est else 1  # the plan's micro-steps
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
                                 t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
-                                  f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")
-                                + (t(f" × {micro} {plural_ru(micro, 'микрошаг', 'микрошага', 'микрошагов')}",
-                                     f" × {micro} micro-steps") if micro > 1 else "")))
+                                  f"batch {v['batch_per_card']} × {counted(cards, ('', '', ''), ('card', 'cards'), 'en')}"
+                                  f" × n {n}")
+                                + (" × " + counted(micro, ("микрошаг", "микрошага", "микрошагов"),
+                                                   ("micro-step", "micro-steps")) if micro > 1 else "")))
         rows.append(sizes.data_row(est, params, self.data_tokens(), self._data_what()))
         if est is None:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.i18n import current_language, t
-from ..base.numbers import bytes_decimal_text, count_text, decimal_mark, decimal_text, duration_text
+from ..base.numbers import (
+    bytes_decimal_text,
+    count_text,
+    counted,
+    duration_text,
+    sig_text,
+)
 from ..base.plan_texts import plan_rows
 from ..sizing.advice import fix_phrase, time_parts
 from ..sizing.result import Estimate
@@ -29,19 +35,24 @@ def mb(x: Any) -> str:
     return format_value(int(round(float(x)))) if isinstance(x, (int, float)) else "?"
 
 
+TOKENS = (("токен", "токена", "токенов"), ("token", "tokens"))
+
+
 def data_row(est: Estimate | None, params: int, data: int | None, what: str = "") -> SizeRow:
     """«Данные»: tokens per weight against the guide's ~20; `what` says what was counted."""
     want = 20 * params
     if not data:
         return SizeRow("data", t("Данные", "Data"), "—",
-                       t(f"нужно ≈{count_text(want, sig=2)} токенов (~20 на вес)",
-                         f"wants ≈{count_text(want, sig=2)} tokens (~20 per weight)"), "warning")
+                       t(f"нужно ≈{counted(want, *TOKENS, 'ru', sig=2)} (~20 на вес)",
+                         f"wants ≈{counted(want, *TOKENS, 'en', sig=2)} (~20 per weight)"), "warning")
     per_weight = (est.tokens_per_weight if est else None) or data / params
     level = "ok" if per_weight >= 20 else "warning"
-    pw = decimal_text(per_weight, 1) if per_weight >= 1 else decimal_mark(f"{per_weight:.2g}")
-    return SizeRow("data", t("Данные", "Data"), t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
-                   what + t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
-                            f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"), level)
+    # A decimal takes the genitive singular whatever its digits: «27,7 токена на вес».
+    return SizeRow("data", t("Данные", "Data"), counted(data, *TOKENS, sig=3),
+                   what + t(f"{sig_text(per_weight, 3, 'ru')} токена на вес (совет: ~20, то есть "
+                            f"≈{count_text(want, sig=2)})",
+                            f"{sig_text(per_weight, 3, 'en')} tokens per weight (the guide: ~20, i.e. "
+                            f"≈{count_text(want, sig=2)})"), level)
 
 
 def time_row(est: Estimate, steps_to: int) -> SizeRow:
@@ -59,7 +70,7 @@ def limit_row(est: Estimate, limit_min: Any) -> SizeRow:
     label = t(f"Лимит {format_value(limit_min)} мин", f"Limit {format_value(limit_min)} min")
     if est.limit_stops_at_step is None:
         return SizeRow("limit", label, t("не обрежет", "will not cut it"),
-                       t("прогон успеет дойти до «Шагов до»", "the run reaches «Steps to» in time"))
+                       t("прогон успеет дойти до «Шагов до»", "the run reaches “Steps to” in time"))
     at = int(est.limit_stops_at_step)  # a step number on the run's own scale (a continuation's included)
     return SizeRow("limit", label, t(f"остановит на шаге ≈{format_value(at)}", f"stops it at step ≈{format_value(at)}"),
                    t("чекпоинт сохранится; продолжите одной кнопкой",

@@ -21,7 +21,7 @@ from datetime import datetime
 
 from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
-from ..base.numbers import bytes_text
+from ..base.numbers import bytes_text, counted
 from . import cleanup
 from .accounts import Accounts, AccountView, auth_text, key_status_text
 from .credentials import (
@@ -212,8 +212,10 @@ def _clean(accounts: Accounts, args: argparse.Namespace) -> int:
             print(t(f"удалить {len(removable)} ({size}): ternit kaggle clean --yes",
                     f"to delete {len(removable)} ({size}): ternit kaggle clean --yes"), file=sys.stderr)
             return 0
-        answer = input(t(f"Удалить {len(removable)} датасетов ({size})? Их загрузят заново, если понадобятся. [y/N] ",
-                         f"Delete {len(removable)} datasets ({size})? They are uploaded again if needed. [y/N] "))
+        answer = input(t(f"Удалить {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'ru')} ({size})? Их загрузят заново, если "
+                         "понадобятся. [y/N] ",
+                         f"Delete {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'en')} ({size})? They are uploaded again if "
+                         "needed. [y/N] "))
         if answer.strip().lower() not in ("y", "yes", "д", "да"):
             print(t("ничего не удалено", "nothing deleted"))
             return 0

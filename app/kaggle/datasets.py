@@ -169,11 +169,11 @@ def lean_wheel(progress: Progress | None = None, timeout_s: float = 900.0) -> Pa
             reason = why[0][:300] if why else t("pip не нашёл подходящего колеса", "pip found no suitable wheel")
             raise KaggleError(t(
                 f"не удалось скачать {LEAN_LIBRARY} для ядра Kaggle ({reason}). Облегчённое состояние "
-                f"(lean_state) на Kaggle требует его: проверьте интернет и повторите, положите колесо "
-                f"{LEAN_LIBRARY} для Linux x86-64 в {folder} или выключите lean_state",
+                f"на Kaggle требует его: проверьте интернет и повторите, положите колесо "
+                f"{LEAN_LIBRARY} для Linux x86-64 в {folder} или выберите «Облегчённое состояние: Обычное»",
                 f"could not download {LEAN_LIBRARY} for the Kaggle kernel ({reason}). The lean state "
-                f"(lean_state) on Kaggle needs it: check the internet connection and retry, put a Linux "
-                f"x86-64 {LEAN_LIBRARY} wheel into {folder}, or turn lean_state off",
+                f"on Kaggle needs it: check the internet connection and retry, put a Linux "
+                f"x86-64 {LEAN_LIBRARY} wheel into {folder}, or choose “Lean state: Normal”",
             ))
         os.replace(got, folder / got.name)
     return folder / got.name

@@ -156,7 +156,7 @@ class LegWatch:
                      f"in Kaggle's queue for {waited} (since {at}); stop asked — no next leg; cancel the kernel "
                      f"itself: {url} → Stop session")
         return t(f"в очереди Kaggle {waited} (с {at}); отменить: «Остановить», а само ядро — {url} → Stop session",
-                 f"in Kaggle's queue for {waited} (since {at}); to cancel: «Остановить» (Stop), and the kernel "
+                 f"in Kaggle's queue for {waited} (since {at}); to cancel: “Stop”, and the kernel "
                  f"itself: {url} → Stop session")
 
     @staticmethod
@@ -170,7 +170,7 @@ class LegWatch:
         return t(f"ядра {ref} больше нет на Kaggle (удалено?): прогон остановлен; чекпоинты, уже скачанные, "
                  f"целы — «Продолжить» начнёт новое ядро ({e})",
                  f"kernel {ref} is no longer on Kaggle (deleted?): the run is stopped; checkpoints already "
-                 f"downloaded are intact — «Продолжить» (Continue) starts a new kernel ({e})")
+                 f"downloaded are intact — “Continue” starts a new kernel ({e})")
 
 
 def _brief(e: BaseException) -> str:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.i18n import t
-from ..base.numbers import parse_number
+from ..base.numbers import counted, parse_number
 from ..base.state import StateError
 from ..form import fields as F
 from ..runs.manager import RunManager
@@ -58,7 +58,7 @@ def parse_values(text: str, kind: str) -> list[int | float]:
     that a decimal comma stays a decimal comma), each read as the form reads a number."""
     parts = [p.strip() for p in (text.split(";") if ";" in text else text.split()) if p.strip()]
     if not parts:
-        raise QueueError(t("перечислите значения через «;» или пробел", "list the values separated by «;» or spaces"))
+        raise QueueError(t("перечислите значения через «;» или пробел", "list the values separated by “;” or spaces"))
     try:
         values = [parse_number(p, kind) for p in parts]
     except ValueError as e:
@@ -204,8 +204,8 @@ class QueueDriver:
     def added_text(added: Added) -> str:
         if added.series is not None:
             keys = ", ".join(k for k, _ in added.series.vary)
-            return t(f"В очереди серия {added.series.id} ({keys}): {len(added.items)} прогонов",
-                     f"Series {added.series.id} ({keys}) queued: {len(added.items)} runs")
+            return t(f"В очереди серия {added.series.id} ({keys}): {counted(len(added.items), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'ru')}",
+                     f"Series {added.series.id} ({keys}) queued: {counted(len(added.items), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'en')}")
         it = added.items[0]
         return t(f"В очереди: {it.name} (№ {it.id})", f"Queued: {it.name} (no. {it.id})")
 
@@ -215,7 +215,7 @@ class QueueDriver:
         for v in values:
             n *= max(1, len(v))
         if n > MAX_RUNS:
-            return t(f"{n} прогонов — больше {MAX_RUNS}", f"{n} runs — more than {MAX_RUNS}")
+            return t(f"{counted(n, ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'ru')} — больше {MAX_RUNS}", f"{counted(n, ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'en')} — more than {MAX_RUNS}")
         return t(f"будет прогонов: {n}", f"runs: {n}")
 
     def remove(self, item_id: int) -> str:

@@ -63,7 +63,7 @@ DESCRIPTION_EN = """\
 `ternit run`: start, list, stop and continue runs — the same calls the window makes.
 
 Exit codes (with --wait, the run's outcome):
-  0  started (without --wait), or finished at «Steps to», or a stop was asked for
+  0  started (without --wait), or finished at “Steps to”, or a stop was asked for
      (`stop --wait`: the run saved and ended, whatever ended it)
   1  the run failed (the reason and the advice are printed)
   2  bad arguments, config or run id
@@ -119,7 +119,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("id", metavar="ID", help=run_id)
     c.add_argument("--steps-to", type=int, metavar="N",
                    help=t("новое «Шагов до» (по умолчанию как у родителя, или вдвое больше, если он его достиг)",
-                          "the new «Steps to» (default: the parent's, or twice it if reached)"))
+                          "the new “Steps to” (default: the parent's, or twice it if reached)"))
     c.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
     c.add_argument("--from-step", type=int, metavar=t("ШАГ", "STEP"),
                    help=t("продолжить с чекпоинта этого шага, а не с последнего (если тот повреждён)",

@@ -108,7 +108,7 @@ class LiveProgress:
         where = t(f" на шаге ≈{int_text(at)}", f" at step ≈{int_text(at)}") if at is not None else ""
         if self.kaggle_leg is None:
             return t(f"лимит через {duration_text(to_limit)}{where}, раньше «Шагов до»",
-                     f"the limit stops it in {duration_text(to_limit)}{where}, before «Steps to»")
+                     f"the limit stops it in {duration_text(to_limit)}{where}, before “Steps to”")
         who = self.kaggle_account or "?"
         nxt = self.next_account or "auto"
         # The runner continues a quota-cut leg on the account asked for while it has quota,

@@ -380,7 +380,8 @@ class RunManager:
         refuse_running(self.registry.get(run_id))
         cfg = config if config is not None else self.continue_config(run_id, steps_to, from_step=from_step, notes=notes)
         if not cfg.get("resume_from"):
-            raise ContinueError(t("В продолжении нет resume_from (чекпоинта).", "A continuation needs resume_from (a checkpoint)."))
+            raise ContinueError(t("Продолжению не указан чекпоинт, с которого начать.",
+                                 "A continuation needs the checkpoint it starts from."))
         check = self.check_continue(run_id, cfg)
         if check.model_changed:
             raise ContinueError(check.warning or "model changed")
