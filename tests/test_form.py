@@ -330,7 +330,7 @@ def test_memory_advice_names_the_next_level_then_the_lean_state(ctx, lang):
     form.set("gpu", "t4x2")
     turn_on = "включите пересчёт активаций" if lang == "ru" else "turn on activation recompute"
     go_full = "выберите полный пересчёт" if lang == "ru" else "choose the full activation recompute"
-    lean = "выберите облегчённое состояние «8 бит»" if lang == "ru" else "choose the lean state «8-bit»"
+    lean = "выберите облегчённое состояние «8 бит»" if lang == "ru" else "choose the lean state “8-bit”"
     for level, want in (("off", turn_on), ("selective", go_full), ("full", lean)):
         form.set("economical", level)
         form.set("batch_per_card", 6)
@@ -373,7 +373,7 @@ def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
     assert ("или включите пересчёт активаций" if ru else "or turn on activation recompute") in texts_by_level["off"]
     assert ("или выберите полный пересчёт активаций" if ru else "or choose the full activation recompute") in (
         texts_by_level["selective"])
-    assert ("«Полный»" if ru else "«Full»") in texts_by_level["off"]  # selective would not do
+    assert ("«Полный»" if ru else "“Full”") in texts_by_level["off"]  # selective would not do
     assert texts_by_level["full"] == ""  # the level the advice named: batch 1 fits
 
 

@@ -29,14 +29,14 @@ from app.base.numbers import GROUP_RU, counted, decimal_text, format_value, int_
 ROOT = Path(__file__).resolve().parent.parent
 SOURCES = sorted([*ROOT.glob("app/**/*.py"), *ROOT.glob("ui/**/*.py")])
 CYRILLIC = re.compile("[А-Яа-яЁё]")
-PAIR_CALLS = {"t", "said", "Said", "both"}
+PAIR_CALLS = {"t", "tr", "said", "Said", "both"}  # tr: app/gpu/present.py's t in one language
 # The command line's own modules: their help names run.json's keys because the user types
 # them (`--vary training.lr=…`, `--config`), as docs/RUN_JSON.md does.
 KEYS_ALLOWED_IN = re.compile(r"(^|_)cli\.py$|^start_flags\.py$|^cli_args\.py$|^series\.py$")
 # Nouns whose form follows a count (any ending): «1 прогон, 2 прогона, 5 прогонов».
 COUNTED_NOUNS = re.compile(
     r"^\s(прогон|шаг|токен|вес|файл|аккаунт|набор|документ|минут|секунд|строк|ядр|образц|символ|"
-    r"чекпоинт|сегмент|датасет|значени|микрошаг|карт)[а-яё]*\b")
+    r"чекпоинт|сегмент|датасет|значени|микрошаг|карт)[а-яё]*\b(?!/)")  # «токенов/с»: a unit
 # Calls that put the number and its noun together, or write a decimal (which takes the
 # genitive singular whatever its digits: «1,5 токена»).
 COUNT_HELPERS = {"counted", "decimal_text", "sig_text", "format_value", "loss_text", "bytes_text", "mb_text", "duration_text"}
@@ -87,6 +87,8 @@ def texts(tree: ast.Module) -> Iterator[tuple[int, ast.AST, ast.AST]]:
             name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
             if name in PAIR_CALLS and len(n.args) >= 2:
                 yield n.lineno, n.args[0], n.args[1]
+            elif name == "_t" and len(n.args) >= 3:  # app/sizing's _t(lang, ru, en)
+                yield n.lineno, n.args[1], n.args[2]
         elif isinstance(n, ast.Dict):
             table = {k.value: v for k, v in zip(n.keys, n.values, strict=True) if isinstance(k, ast.Constant)}
             if "ru" in table and "en" in table:

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QAbstractButton, QCheckBox, QMessageBox, QWidget
 
-from app.base.i18n import t
+from app.base.i18n import quoted, t
 from app.runs import RunRecord
 
 from . import settings
@@ -19,7 +19,7 @@ def ask_about_running(parent: QWidget, running: list[RunRecord], stop: Callable[
     buttons. «Закрыть окно» and «Остановить и закрыть» call `close()` (after `stop(run_id)`
     for each run, for the latter); «Отмена» leaves the window open. The box's
     `buttons_by_answer` names its buttons "keep", "stop" and "cancel"."""
-    names = ", ".join(f"«{r.name}»" for r in running)
+    names = ", ".join(quoted(r.name) for r in running)
     box = QMessageBox(parent)
     box.setIcon(QMessageBox.Icon.Question)
     box.setWindowTitle("Ternit Lab")

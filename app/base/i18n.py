@@ -109,6 +109,11 @@ def t(ru: str, en: str, lang: str | None = None) -> str:
     return en if (lang or current_language()) == "en" else ru
 
 
+def quoted(text: str, lang: str | None = None) -> str:
+    """A name in the language's quotes: «tiny» in Russian, “tiny” in English."""
+    return f"“{text}”" if (lang or current_language()) == "en" else f"«{text}»"
+
+
 def pick(texts: dict[str, str], lang: str | None = None) -> str:
     """The text of a {"ru": ..., "en": ...} table entry in the interface language."""
     return texts[lang or current_language()]

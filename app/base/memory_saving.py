@@ -144,6 +144,6 @@ def economical_step_up(level: str, lang: str | None = None, to: str | None = Non
         return "включите пересчёт активаций" if lang == "ru" else "turn on activation recompute"
     if level == "off":
         return ("включите пересчёт активаций, уровень «Полный»" if lang == "ru"
-                else "turn on activation recompute at the «Full» level")
+                else "turn on activation recompute at the “Full” level")
     return ("выберите полный пересчёт активаций" if lang == "ru"
             else "choose the full activation recompute")

@@ -17,7 +17,7 @@ from trainer.config import (
 from trainer.reasons import Refusal
 
 from .. import sizing
-from ..base.i18n import current_language, t
+from ..base.i18n import current_language, quoted, t
 from ..base.numbers import count_text, format_value
 from ..base.plan_texts import text as refusal_text
 from . import fields as F
@@ -286,7 +286,7 @@ class FormChecks:
         local = [r for r in self.ctx.active_runs if r.local]
         if local and not self.is_kaggle():
             where = t("процессор", "the CPU") if self.values["gpu"] == "cpu" else t("видеокарту", "the card")
-            names = ", ".join(f"«{r.name}»" for r in local)
+            names = ", ".join(quoted(r.name) for r in local)
             return [Issue("gpu", "warning", t(
                 f"На этом компьютере уже идёт {names}: два обучения делят {where} — и скорость, и память "
                 "(оценка памяти ниже считает карту свободной)",
