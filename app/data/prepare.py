@@ -40,6 +40,8 @@ from ..base.i18n import said, t
 from ..base.numbers import counted
 from .encode import (
     EOT,
+    EVAL_FLOOR_SEGMENTS,
+    MAX_FLOOR_FRACTION,
     MAX_VAL_FRACTION,
     MIN_VAL_SEGMENTS,
     VAL_FRACTION,
@@ -322,7 +324,7 @@ def _cache_key(sources: list[Source], names: list[str], tok_sha: str | None, voc
         "tokenizer": tok_sha,
         "vocab": vocab,
         "context": context,
-        "val": [VAL_FRACTION, MIN_VAL_SEGMENTS, MAX_VAL_FRACTION],
+        "val": [VAL_FRACTION, MIN_VAL_SEGMENTS, MAX_VAL_FRACTION, EVAL_FLOOR_SEGMENTS, MAX_FLOOR_FRACTION],
     }
     return hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()
 
