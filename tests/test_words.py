@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-import trainer.config as contract
+import trainer.config.run_config as contract
 from app.base.numbers import GROUP_RU, counted, decimal_text, format_value, int_text, percent_text
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import smaller_batch
+from trainer.config.run_config import smaller_batch
 
 from ..base import run_status as st
 from ..base.i18n import t
