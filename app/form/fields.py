@@ -385,11 +385,13 @@ FIELDS: tuple[FieldSpec, ...] = (
         tooltip={
             "ru": "Сколько минут отведено. На лимите обучение само останавливается и "
             "сохраняет чекпоинт, даже если «Шагов до» не достигнут; продолжить можно одной "
-            "кнопкой. 630 минут оставляют запас до предела сессии Kaggle (12 часов). "
+            "кнопкой. 630 минут гайда («Как в гайде: 2×T4») оставляют запас до предела "
+            "сессии Kaggle (12 часов); первый прогон на этом ПК («Для этого ПК») — 30 минут. "
             "По умолчанию: {default}.",
             "en": "Minutes allotted. At the limit the training stops by itself and saves a "
-            "checkpoint, even if “Steps to” was not reached; one click continues it. 630 "
-            "minutes leaves a margin under Kaggle's session limit (12 hours). "
+            "checkpoint, even if “Steps to” was not reached; one click continues it. The "
+            "guide's 630 minutes (“As in the guide: 2×T4”) leave a margin under Kaggle's "
+            "session limit (12 hours); a first run on this PC (“For this PC”) takes 30. "
             "Default: {default}.",
         },
     ),

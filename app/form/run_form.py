@@ -37,6 +37,7 @@ from ..kaggle import settings as kaggle_settings
 from ..kaggle.machine import Account, auto_explanation
 from ..kaggle.room import OutputRoom, output_room
 from ..sizing.advice import ROW_KINDS
+from ..sizing.first_run import FirstRun, first_run
 from ..sizing.result import Estimate
 from . import fields as F
 from . import sizes
@@ -144,6 +145,8 @@ class RunForm(FormChecks):
         self.continuing: ContinueFrom | None = None
         # (the values' key, their estimate, or the plan's refusal of them on the machine)
         self._estimated: tuple[Any, Estimate | None, Refusal | None] | None = None
+        # What «Для этого ПК» chose, and the values it left: sized again while they stay.
+        self.sized_for_this_pc: tuple[FirstRun, dict[str, Any]] | None = None
         self._start_defaults()
 
     # -- starting points ---------------------------------------------------------------
@@ -158,6 +161,40 @@ class RunForm(FormChecks):
             self.values["gpu"] = "local" if self.ctx.local_gpu else "cpu"
         if not self.values["constellations"] and len(self.ctx.constellations) == 1:
             self.values["constellations"] = list(self.ctx.constellations)
+
+    # -- «Для этого ПК» and «Как в гайде: 2×T4» ------------------------------------------
+
+    def size_for_this_pc(self) -> FirstRun:
+        """A first run on this computer that ends in FIRST_RUN_MINUTES by the lab's estimate
+        (app/sizing/first_run.py): the lab's first start on a machine, and «Для этого ПК».
+        From scratch, on the constellations ticked, with their vocabulary."""
+        gpu = "local" if self.ctx.local_gpu else "cpu"
+        run = first_run(gpu, measured=self.ctx.measured, vocab=self.vocab(), local_name=self.ctx.local_gpu,
+                        card_memory_mb=self.ctx.local_card_memory_mb if gpu == "local" else None)
+        self.from_scratch()
+        self.values["machine"], self.values["gpu"] = LOCAL_MACHINE, gpu
+        self.values.update(run.values)
+        self.texts.clear()
+        self.sized_for_this_pc = (run, dict(self.values))
+        return run
+
+    def resize_for_this_pc(self) -> FirstRun | None:
+        """Size again (a measured speed came) while the form still holds what
+        size_for_this_pc set; None when the user changed something since."""
+        if self.sized_for_this_pc is None or self.sized_for_this_pc[1] != self.values:
+            return None
+        return self.size_for_this_pc()
+
+    def as_in_the_guide(self) -> None:
+        """«Как в гайде: 2×T4»: the guide's model and training on Kaggle's 2×T4 (GUIDE.md:
+        27.7 M weights, 20,000 steps, 630 min), through «Авто» when there is an account."""
+        for f in F.FIELDS:
+            if f.section in ("model", "training") and f.name not in ("machine", "gpu"):
+                self.values[f.name] = F.spec(f.name).default
+        self.values["machine"] = AUTO_MACHINE if self.ctx.accounts else LOCAL_MACHINE
+        self.values["gpu"] = "t4x2"
+        self.texts.clear()
+        self.sized_for_this_pc = None
 
     def default_of(self, name: str) -> Any:
         """The current default of a field (what its tooltip names)."""

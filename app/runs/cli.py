@@ -105,6 +105,9 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
     s.add_argument("--wait", action="store_true", help=wait)
     s.add_argument("--json", action="store_true", help=as_json)
+    s.add_argument("--yes", action="store_true", help=t(
+        "начать и тогда, когда прогон на этом ПК займёт больше нескольких часов",
+        "start even when the run takes more than a few hours on this PC"))
     add_field_flags(s)
     ls = sub.add_parser("list", help=t("история прогонов, новые сверху", "the run history, newest first"))
     ls.add_argument("--limit", type=int, metavar="N", help=t("показать не больше N прогонов", "show at most N runs"))
@@ -340,8 +343,41 @@ def _start_config(args: argparse.Namespace) -> dict[str, Any]:
     when only constellations are named."""
     raw, base = load_config(args.config) if args.config else ({}, None)
     cfg = normalize_config(apply_flags(raw, args), base)
+    local = (args.target or (cfg.get("target") or {}).get("kind", "local")) == "local"
+    if not args.config and local and args.stop_at_step is None:
+        _said_how_long(cfg, args.yes)  # the flags' defaults are the guide's Kaggle run
     cfg = data_for_cli(cfg)
     return cfg
+
+
+class _TooLong(RunError):
+    """A run from the flags alone that takes hours here, started without --yes."""
+
+
+def _said_how_long(cfg: dict[str, Any], yes: bool) -> None:
+    """Without a config the defaults are the guide's 2×T4 run (27.7 M weights, 20,000 steps):
+    on a PC without a card that is days. Say what it takes; past a few hours, ask for --yes
+    and name a first run that fits in half an hour (the window's «Для этого ПК»)."""
+    from ..sizing.cpu_rate import stored
+    from ..sizing.first_run import ASK_ABOVE_S, first_run, first_run_flags, local_time
+    from ..sizing.history import measured_runs
+
+    measured = list(measured_runs(paths.runs_dir()))
+    probe = stored()
+    if probe is not None:
+        measured.append(probe)
+    took = local_time(cfg, measured)
+    if took is None:
+        return  # the trainer's own check says what is wrong with it
+    print(f"ternit run start: {took.line()}", file=sys.stderr, flush=True)
+    if took.runs_s <= ASK_ABOVE_S or yes:
+        return
+    small = first_run(took.gpu, measured=measured, vocab=int((cfg.get("model") or {}).get("vocab") or 4000))
+    raise _TooLong(t(
+        f"это больше нескольких часов: начните с --yes, или запустите первый прогон на полчаса: "
+        f"ternit run start --constellations … {first_run_flags(small)}",
+        f"that is more than a few hours: start it with --yes, or a first run of half an hour: "
+        f"ternit run start --constellations … {first_run_flags(small)}"))
 
 
 def _metrics(m: RunManager, args: argparse.Namespace) -> int:
