@@ -8,6 +8,7 @@ Every rule lives here so it can be tested without a display.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Iterable
@@ -175,7 +176,7 @@ class RunForm(FormChecks):
         self.values["machine"], self.values["gpu"] = LOCAL_MACHINE, gpu
         self.values.update(run.values)
         self.texts.clear()
-        self.sized_for_this_pc = (run, dict(self.values))
+        self.sized_for_this_pc = (run, copy.deepcopy(self.values))
         return run
 
     def resize_for_this_pc(self) -> FirstRun | None:

@@ -250,6 +250,7 @@ class MainWindow(QMainWindow):
     def _measured_loaded(self, measured: object) -> None:
         ctx = self.form_view.form.ctx
         Lab.take_measured(ctx, measured)
+        self.form_view.form.resize_for_this_pc()  # the CPU's measured rate: still half an hour
         self.form_view.set_context(ctx)
 
     @property
