@@ -1,6 +1,6 @@
 """The lab's settings file, settings.json in the config folder: read and written here only.
 
-Its keys and who checks them: "language" (app.base.i18n), "ask_on_close" (closing the window
+Its keys and who checks them: "language" (app.base.i18n), "vocab" (app.data.vocab), "ask_on_close" (closing the window
 while a run trains asks what to do), "window" (app.window.layout), "form"
 (app.form.remembered), "kaggle_margin_min" and "kaggle_poll_s" (app.kaggle.settings). A
 missing, damaged or hand-edited file that is not a JSON object reads as {}: every key at

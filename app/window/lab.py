@@ -470,8 +470,10 @@ class Lab:
             if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
                 tokenizer = Path(parent_dir) / "tokenizer.json"
         from ..data import manage as data_manage  # here: the window's first frame prepares nothing
+        from ..data import vocab
 
-        return data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer)
+        return data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer,
+                                           vocab=vocab.chosen())
 
     def run_folder(self, run_id: str) -> str:
         """The run's folder, to open; ActionError when it was deleted or moved."""
