@@ -194,7 +194,7 @@ def test_the_form_names_the_lean_state_for_the_full_model_and_writes_it():
         form.set("lean_state", "on")  # taking the advice
         assert form.field_issues("batch_per_card") == []
         rows = {r.key: r for r in form.size_rows()}
-        assert "gradients 3,181" in rows["memory_parts"].value and "state «8-bit»" in rows["memory_parts"].note
+        assert "gradients 3,181" in rows["memory_parts"].value and "state “8-bit”" in rows["memory_parts"].note
         assert "the lab's note" in rows["time"].note  # which reference the time comes from
         assert form.run_config()["training"]["lean_state"] is True
         form.set("lean_state", "fused")

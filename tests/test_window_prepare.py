@@ -140,13 +140,13 @@ def test_a_failed_prepare_says_why_and_what_to_do_and_it_stays(qtbot, window, tm
 
 def test_too_little_text_is_refused_and_shown(qtbot, window, tmp_path):
     add_texts(tmp_path / "крохи", "крохи", 4)
-    show(window, "крохи")
+    show(window, "крохи", context="256")  # 4 segments of 257 tokens: more than a quarter of the text
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(window.form_view.prepare_button, Qt.MouseButton.LeftButton)
     assert done.args == [1]
     note = window.prepare_row.note.text()
-    assert "слишком мало текста, чтобы отложить проверочную выборку" in note, note
-    assert "4 куска" in note, note  # (was «4 кусков»)
+    assert "текст слишком мал, чтобы проверять на нём обучение" in note, note
+    assert "4 отрезка по контексту 256" in note, note
     assert "«Подготовить данные» снова" in note and window.prepare_row.note_box.isVisible()
     assert prepared_entries() == []
 

@@ -369,13 +369,16 @@ def _split_meta(sources: list[Source], tally: _Tally, train: Writer, val: Writer
 
 def _too_small_to_evaluate(total: int, floor: int, context: int) -> PrepareError:
     tokens = (("токен", "токена", "токенов"), ("token", "tokens"))
+    segments = (("отрезок", "отрезка", "отрезков"), ("segment", "segments"))
     return PrepareError(t(
         f"текст слишком мал, чтобы проверять на нём обучение: в нём {counted(total, *tokens, 'ru')}, а для "
-        f"проверки нужно отложить хотя бы {counted(floor, *tokens, 'ru')} ({EVAL_FLOOR_SEGMENTS} отрезка по "
-        f"контексту {context} + 1) — больше четверти текста. Добавьте текста или уменьшите контекст",
+        f"проверки нужно отложить хотя бы {counted(floor, *tokens, 'ru')} "
+        f"({counted(EVAL_FLOOR_SEGMENTS, *segments, 'ru')} по контексту {context} + 1) — больше четверти "
+        "текста. Добавьте текста или уменьшите контекст",
         f"the text is too small to evaluate training on: it has {counted(total, *tokens, 'en')}, and an "
-        f"evaluation needs at least {counted(floor, *tokens, 'en')} held out ({EVAL_FLOOR_SEGMENTS} segments of "
-        f"context {context} + 1) — more than a quarter of the text. Add text or lower the context",
+        f"evaluation needs at least {counted(floor, *tokens, 'en')} held out "
+        f"({counted(EVAL_FLOOR_SEGMENTS, *segments, 'en')} of context {context} + 1) — more than a quarter "
+        "of the text. Add text or lower the context",
     ))
 
 
