@@ -27,3 +27,17 @@ def test_the_first_start_proposes_half_an_hour_and_the_guide_is_one_click_away(q
     qtbot.mouseClick(view.for_this_pc_button, Qt.MouseButton.LeftButton)
     assert form.values["gpu"] == "cpu" and form.values["limit_min"] == FIRST_RUN_MINUTES
     assert view.inputs["steps_to"].text() == view.inputs["steps_to"].text().strip() != ""
+
+
+def test_a_pc_without_a_card_shows_what_applies_to_it(qtbot, window):  # noqa: F811
+    """«В очередь» offers Kaggle as “wherever frees first” (the CPU takes only a run queued
+    for it); the sizing speaks of the PC's memory, and the plan of no cards or CUDA."""
+    view = window.form_view
+    assert view.queue_buttons.anywhere.text() == (
+        "Куда освободится раньше: аккаунты Kaggle (у этого ПК нет видеокарты NVIDIA)")
+    rows = {r.key: r for r in view.form.size_rows()}
+    assert rows["memory"].label == "Память ПК" and "ОЗУ" in rows["memory"].value
+    assert "карт" not in rows["tokens_per_step"].note
+    plan = rows["plan"].value + rows["plan"].note
+    assert "делят состояние" not in plan and "lean_state" not in plan and "normal" not in plan
+    assert "CUDA" not in " ".join(r.label + r.value + r.note for r in rows.values())

@@ -513,9 +513,7 @@ class RunForm(FormChecks):
             per_step = est.tokens_per_step if est else (self._tokens_per_step() or v["batch_per_card"] * cards * n)
             micro = est.plan.micro_steps.value if est else 1  # the plan's micro-steps
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
-                                t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
-                                  f"batch {v['batch_per_card']} × {counted(cards, ('', '', ''), ('card', 'cards'), 'en')}"
-                                  f" × n {n}")
+                                self._per_step_parts(v["batch_per_card"], cards, n)
                                 + (" × " + counted(micro, ("микрошаг", "микрошага", "микрошагов"),
                                                    ("micro-step", "micro-steps")) if micro > 1 else "")))
         rows.append(sizes.data_row(est, params, self.data_tokens(), self._data_what()))
@@ -534,6 +532,13 @@ class RunForm(FormChecks):
         return rows
 
     # -- the result --------------------------------------------------------------------
+
+    def _per_step_parts(self, batch: int, cards: int, n: int) -> str:
+        """«батч 6 × карт 2 × n 1024»; on the CPU no cards to count."""
+        if self.values["gpu"] == "cpu":
+            return t(f"батч {batch} × n {n}", f"batch {batch} × n {n}")
+        return t(f"батч {batch} × карт {cards} × n {n}",
+                 f"batch {batch} × {counted(cards, ('', '', ''), ('card', 'cards'), 'en')} × n {n}")
 
     def run_config(self) -> dict[str, Any]:
         """The run.json dict (DESIGN.md) for the form's values. Call only when can_start().

@@ -85,19 +85,23 @@ def checkpoint_row(room: Any) -> SizeRow:
 
 
 def memory_rows(est: Estimate) -> list[SizeRow]:
-    """The memory per card in the chosen combination, and what it is made of."""
+    """The memory per card in the chosen combination, and what it is made of; on the CPU the
+    PC's memory, in words that name no card."""
     mem, have, fits = est.memory, est.card_memory_mb, est.fits
+    cpu = est.gpu == "cpu"
     of = t(f" из {mb(have)} МБ", f" of {mb(have)} MB") if have else ""
     note = (t("помещается", "fits") if fits else t("не помещается", "does not fit")) if fits is not None else ""
     if est.max_batch:
         note += t(f"; наибольший батч ≈{est.max_batch}", f"; largest batch ≈{est.max_batch}")
+    if cpu:  # the framework's share on the CPU is no CUDA context: only the four parts
+        of = t(f" из {mb(have)} МБ ОЗУ", f" of {mb(have)} MB of RAM") if have else ""
     parts = [(t("веса", "weights"), mem.weights), (t("градиенты", "gradients"), mem.gradients),
              (t("оптимизатор", "optimizer"), mem.optimizer), (t("активации", "activations"), mem.activations)]
     split = ", ".join(f"{name} {mb(x)}" for name, x in parts)
     if mem.optimizer_host:
         split += t(f"; в памяти ПК {mb(mem.optimizer_host)}", f"; in host memory {mb(mem.optimizer_host)}")
     return [
-        SizeRow("memory", t("Память на карту", "Memory per card"),
+        SizeRow("memory", t("Память ПК", "PC memory") if cpu else t("Память на карту", "Memory per card"),
                 t(f"≈{mb(mem.total)} МБ", f"≈{mb(mem.total)} MB") + of, note, "ok" if fits is not False else "error"),
         SizeRow("memory_parts", t("Из них, МБ", "Of which, MB"), split, est.combination.text(current_language())),
     ]

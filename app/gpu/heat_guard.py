@@ -176,6 +176,23 @@ class HeatGuard:
         self.state, self._hot_since, self._paused_at, self._owns_file = IDLE, None, None, False
 
 
+def absent_text(lang: str | None = None) -> str:
+    """Why the GPU tab has no heat guard on a PC without an NVIDIA card."""
+    from app.base.i18n import t
+
+    return t("Защиты от перегрева нет: она следит за температурой видеокарты NVIDIA, а у этого ПК её "
+             "нет (обучение на процессоре; его нагрев ограничивает сама система).",
+             "No heat guard: it watches an NVIDIA card's temperature, and this PC has none (training "
+             "runs on the CPU, whose heat the system itself limits).", lang)
+
+
+def applies(snap_status: str) -> bool:
+    """Whether the heat guard has a card to watch: not when NVML finds none (NO_GPU)."""
+    from .samples import NO_GPU
+
+    return snap_status != NO_GPU
+
+
 def status_text(guard: HeatGuard | None, status: GuardStatus | None,
                 lang: str | None = None) -> str:
     """The heat guard's line in the monitor panel."""

@@ -244,3 +244,12 @@ class QueueDriver:
                  "The queue is paused: running runs go on, no new one starts") if paused else \
             t("Очередь продолжается", "The queue goes on")
 
+
+
+def anywhere_text(has_card: bool, lang: str | None = None) -> str:
+    """The «куда освободится раньше» choice as this PC has it: this PC or Kaggle with a card;
+    without one Kaggle only (app/queue/estimates.py: the CPU takes only a run queued for it)."""
+    if has_card:
+        return t("Куда освободится раньше: этот ПК или Kaggle", "Wherever frees first: this PC or Kaggle", lang)
+    return t("Куда освободится раньше: аккаунты Kaggle (у этого ПК нет видеокарты NVIDIA)",
+             "Wherever frees first: the Kaggle accounts (this PC has no NVIDIA card)", lang)

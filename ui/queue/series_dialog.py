@@ -24,7 +24,7 @@ from PySide6.QtWidgets import (
 
 from app.base.i18n import t
 from app.base.numbers import field_text
-from app.queue.driver import QueueDriver, SeriesField, parse_values, series_fields
+from app.queue.driver import QueueDriver, SeriesField, anywhere_text, parse_values, series_fields
 from app.queue.series import Results, short_key, values_text
 from app.queue.store import QueueError, state_label
 from ui.base import palette, wheel_guard
@@ -35,7 +35,7 @@ NONE = ""
 class SeriesDialog(QDialog):
     """Choose the fields and values; `vary()` and `target()` once accepted."""
 
-    def __init__(self, current: dict[str, Any], parent: QWidget | None = None) -> None:
+    def __init__(self, current: dict[str, Any], parent: QWidget | None = None, has_card: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle(t("Серия прогонов", "A series of runs"))
         self.fields = series_fields()
@@ -45,8 +45,7 @@ class SeriesDialog(QDialog):
         self.second, self.second_values = self._row(form, t("Второе поле", "Second field"), optional=True)
         self.where = QComboBox()
         self.where.addItem(t("Как в форме (её «Машина»)", "As in the form (its “Machine”)"), "")
-        self.where.addItem(t("Куда освободится раньше: этот ПК или Kaggle", "Wherever frees first: this PC or Kaggle"),
-                           "any")
+        self.where.addItem(anywhere_text(has_card), "any")
         form.addRow(t("Где", "Where"), self.where)
         self.count = QLabel()
         self.count.setStyleSheet(palette.style("muted"))

@@ -349,7 +349,7 @@ class MainWindow(QMainWindow):
 
     def queue_series(self, config: dict[str, Any]) -> QDialog:
         """«Серия…»: choose one or two fields and their values; each combination is queued."""
-        dialog = SeriesDialog(self.form_view.form.values, self)
+        dialog = SeriesDialog(self.form_view.form.values, self, has_card=self.form_view.form.ctx.local_gpu is not None)
         dialog.accepted.connect(lambda: self.queue_tab.add(config, dialog.target(), vary=dialog.vary()))
         dialog.open()
         return dialog
