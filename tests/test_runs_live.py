@@ -123,3 +123,17 @@ def test_tokens_per_s_and_ms_per_step_are_one_pair_from_the_same_steps():
     tps, ms, n = live.measured_pair()
     assert ms == 40.0 and n == 20 and round(tps * ms / 1000) == 2048
     assert live.text(T0 + 30).startswith("51 200 ток/с · 40 мс/шаг (медиана по последним 20 шагам)")
+
+
+def test_a_stop_asked_on_kaggle_says_no_next_leg_not_the_next_account(tmp_path):
+    """«дальше — этап 3 на аккаунте с квотой (Авто)» stood over «продолжения не будет»."""
+    rec = _Rec(tmp_path)
+    rec.target_kind, rec.leg, rec.target_account = "kaggle", 2, "alice"
+    rec.config = lambda: {"target": {"account": "auto"}}
+    rec.events_path.write_text("".join(json.dumps(e) + "\n" for e in [start(100_000, 10), *steps(1, 100, 0.5)]),
+                               encoding="utf-8")
+    follower = LiveFollower()
+    assert "дальше — этап 3" in plain(follower.text_for(rec, now=T0 + 55))
+    rec.stop_requested_at = T0 + 50
+    text = plain(follower.text_for(rec, now=T0 + 55))
+    assert "продолжения не будет (остановка запрошена)" in text and "дальше" not in text, text

@@ -81,3 +81,23 @@ def test_table_commands_write_utf8_with_a_bom_to_out(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["run", "list", "--out", str(out / "x.txt")]) == 2  # under a file: one line, code 2
     assert capsys.readouterr().err.startswith(f"ternit run list: не записать {out / 'x.txt'} (")
+
+
+def test_a_wait_counter_is_counted_by_the_reader_not_frozen_at_the_write():
+    """«ждём 0 с» and «в очереди Kaggle 0 с» stayed until the next poll wrote again: the
+    stored text keeps when the wait began, and each reading counts to its own now."""
+    stored = both("в очереди Kaggle {waited}", "in Kaggle's queue for {waited}", since=1000.0)
+    assert shown(stored, "ru", now=1000.0) == "в очереди Kaggle 0 с"
+    assert shown(stored, "ru", now=1185.0) == "в очереди Kaggle 3 мин"
+    assert shown(stored, "en", now=1185.0) == "in Kaggle's queue for 3 min"
+    assert shown_message(stored, "ru").startswith("в очереди Kaggle ")  # the history reads it so too
+
+
+def test_the_kaggle_queue_line_counts_from_the_push():
+    import time
+
+    from app.kaggle.watch import LegWatch
+
+    pushed = time.time() - 125
+    line = LegWatch._queued_message(object.__new__(LegWatch), {"pushed_at": pushed, "kernel_ref": "a/b"})
+    assert shown(line, "ru").startswith("в очереди Kaggle 2 мин (с ")

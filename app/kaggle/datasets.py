@@ -33,7 +33,7 @@ from trainer.config.run_config import lean_mode
 from trainer.state.checkpoint_index import hash_path, is_dcp
 
 from ..base import paths
-from ..base.i18n import t
+from ..base.i18n import both, t
 from ..base.numbers import decimal_text, duration_text
 from .client import AccountClient
 from .errors import KaggleError, UploadFailed
@@ -322,7 +322,9 @@ def _wait_ready(client: AccountClient, bundle: Bundle, ref: str, stage: str | No
         if cancelled is not None and cancelled():
             raise Cancelled(t("остановлен, пока Kaggle обрабатывал датасет: на Kaggle ничего не запущено",
                               "stopped while Kaggle processed a dataset: nothing runs on Kaggle"))
-        say(t(f"Kaggle обрабатывает {bundle.label} ({ref}): {stage.replace('_', ' ')}, ждём {duration_text(waited, 'ru')}",
-              f"Kaggle is processing {bundle.label} ({ref}): {stage.replace('_', ' ')}, waited {duration_text(waited, 'en')}"))
+        # The counter is the reader's (i18n.both's since): between two polls it goes on.
+        say(both(f"Kaggle обрабатывает {bundle.label} ({ref}): {stage.replace('_', ' ')}, ждём {{waited}}",
+                 f"Kaggle is processing {bundle.label} ({ref}): {stage.replace('_', ' ')}, waited {{waited}}",
+                 since=time.time() - waited))
         time.sleep(poll_s)
         stage = client.dataset_stage(ref)

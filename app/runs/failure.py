@@ -15,7 +15,7 @@ from typing import Any
 from trainer.config.run_config import smaller_batch
 
 from ..base import run_status as st
-from ..base.i18n import t
+from ..base.i18n import shown, t
 from ..base.memory_saving import economical_level, economical_step_up
 from ..base.numbers import format_value, plural_ru, sig_text
 from .events import Event
@@ -213,6 +213,7 @@ def shown_message(message: str | None, lang: str | None = None) -> str | None:
     """A run's stored last message as the history shows it: the lab's own English record
     of a vanished trainer, and the trainer's end messages («reached step 60»), in the
     interface language; anything else (the trainer's error text) as it is."""
+    message = shown(message, lang) if message else message  # stored in both languages, counters live
     m = _VANISHED_FORMS.match(message or "")
     if m is None:
         return st.trainer_end_text(message or "", lang) or message

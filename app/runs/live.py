@@ -37,6 +37,7 @@ class LiveProgress:
     kaggle_leg: int | None = None  # on Kaggle: this leg's number and account
     kaggle_account: str | None = None
     next_account: str | None = None  # who continues after the limit ("auto": the lab picks)
+    no_next_leg: bool = False  # «Остановить» asked on Kaggle: this leg is the last
     _times: deque = field(default_factory=lambda: deque(maxlen=RECENT_STEPS))  # (step, unix time)
     _step_ms: deque = field(default_factory=lambda: deque(maxlen=RECENT_STEPS))
     # (step_ms, tokens of that step) of the same recent steps: the banner's one pair
@@ -129,6 +130,11 @@ class LiveProgress:
             return t(f"лимит через {duration_text(to_limit)}{where}, раньше «Шагов до»",
                      f"the limit stops it in {duration_text(to_limit)}{where}, before “Steps to”")
         who = self.kaggle_account or "?"
+        if self.no_next_leg:  # the banner's status says the same: no contradiction under it
+            return t(f"этап {self.kaggle_leg} ({who}) кончится по лимиту через {duration_text(to_limit)}{where}; "
+                     "продолжения не будет (остановка запрошена)",
+                     f"leg {self.kaggle_leg} ({who}) ends at its limit in {duration_text(to_limit)}{where}; "
+                     "no next leg (a stop was asked)")
         nxt = self.next_account or "auto"
         # The runner continues a quota-cut leg on the account asked for while it has quota,
         # else on one Auto picks (app.kaggle.chain, LegPlanning._continue).
@@ -160,6 +166,8 @@ class LiveFollower:
             self._tail = EventTail(rec.events_path, _seed_offset(rec.events_path))
         for ev in self._tail.read() if self._tail else []:
             self.progress.feed(ev)
+        # A stop asked while it runs: on Kaggle the leg goes on to its limit, with no next one.
+        self.progress.no_next_leg = rec.target_kind == "kaggle" and bool(getattr(rec, "stop_requested_at", None))
         return self.progress.text(now)
 
 

@@ -36,6 +36,7 @@ from ..runs import (
     kaggle_bridge,
 )
 from ..runs.checkpoints import Choice, checkpoint_step, choose_checkpoint
+from ..runs.failure import shown_message
 from ..runs.files import folder_gone
 from .events import LabEvents
 
@@ -412,7 +413,7 @@ class Lab:
             return t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}")
         rec = self.runs.registry.get(run_id)
         if rec.ended or rec.status == st.UPLOADING:  # stopped while uploading; waiting for Kaggle
-            return f"{run_id}: {st.label(rec.status)} — {rec.last_message or ''}"
+            return f"{run_id}: {st.label(rec.status)} — {shown_message(rec.last_message) or ''}"
         return t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle")
 
     def stop(self, run_id: str) -> str:
@@ -421,7 +422,7 @@ class Lab:
         self.events.run.emit(run_id)
         self.events.history.emit()
         if rec.target_kind == "kaggle":  # nothing saves now: the runner's message says what happens
-            return f"{rec.name}: {rec.last_message or ''}"
+            return f"{rec.name}: {shown_message(rec.last_message) or ''}"
         return t(f"{rec.name}: сохранение…", f"{rec.name}: saving…")
 
     def retry(self, run_id: str) -> Started:
