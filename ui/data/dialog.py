@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -40,7 +39,7 @@ from app.base.i18n import t
 from app.base.state import StateError, failure_text, open_state, repairs_to_say
 from app.data import manage, readers, vocab
 from app.data.library import Library, LibraryError
-from ui.base import palette, settings, wheel_guard
+from ui.base import file_dialogs, palette, settings, wheel_guard
 from ui.base.background import run_in_thread
 from ui.base.cli_task import CliTask, TaskBar
 from ui.base.status_message import StatusMessage
@@ -491,9 +490,9 @@ class DataDialog(QDialog):
     # -- adding and re-checking: child processes -------------------------------------------
     def pick_and_add(self, folder: bool) -> None:
         if folder:
-            path = QFileDialog.getExistingDirectory(self, t("Папка с текстом", "A folder of text"), str(Path.home()))
+            path = file_dialogs.folder(self, t("Папка с текстом", "A folder of text"), str(Path.home()))
         else:
-            path, _ = QFileDialog.getOpenFileName(
+            path = file_dialogs.open_file(
                 self, t("Текстовый файл", "A text file"), str(Path.home()),
                 # Every file first: the lab reads text from a file of any name (app.data.readers).
                 t("Все файлы (*);;Текст (*.txt *.md *.jsonl *.gz)", "All files (*);;Text (*.txt *.md *.jsonl *.gz)"))

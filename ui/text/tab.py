@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -34,7 +33,7 @@ from app.runs import RunManager
 from app.text import playground as play
 from app.text import training_samples as view
 from app.text.generation import GenerationError
-from ui.base import palette, wheel_guard
+from ui.base import file_dialogs, palette, wheel_guard
 from ui.text.child import ChildRun
 
 POLL_MS = 1000
@@ -293,8 +292,8 @@ class TextTab(QWidget):
         self._start(argv, "", play.Session("eval", notes=target.notes))
 
     def _pick_eval_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, t("Текстовый файл для оценки", "A text file to evaluate on"),
-                                              "", t("Текст (*.txt *.md);;Все файлы (*)", "Text (*.txt *.md);;All files (*)"))
+        path = file_dialogs.open_file(self, t("Текстовый файл для оценки", "A text file to evaluate on"),
+                                      "", t("Текст (*.txt *.md);;Все файлы (*)", "Text (*.txt *.md);;All files (*)"))
         if path:
             self.evaluate(path)
 

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QActionGroup, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMenu, QMenuBar, QMessageBox, QWidget
+from PySide6.QtWidgets import QMenu, QMenuBar, QMessageBox, QWidget
 
 from app.base import logs, paths
 from app.base.i18n import current_language, t
 from app.base.version import version_lines
+from ui.base import file_dialogs
 from ui.form.run_form import RunFormView
 
 
@@ -186,8 +187,8 @@ def open_data_dialog(window: QWidget, form_view: RunFormView, calls: MenuCalls) 
 
 def pick_prepared(window: QWidget, calls: MenuCalls) -> None:
     """«Добавить подготовленные данные…»: a folder prepared before joins the form's choices."""
-    folder = QFileDialog.getExistingDirectory(window, t("Папка подготовленных данных", "Prepared data folder"),
-                                              str(paths.prepared_dir()))
+    folder = file_dialogs.folder(window, t("Папка подготовленных данных", "Prepared data folder"),
+                                 str(paths.prepared_dir()))
     if folder:
         calls.add_prepared(folder)
 
