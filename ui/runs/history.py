@@ -48,7 +48,8 @@ ID_ROLE = Qt.ItemDataRole.UserRole  # on the name cell: the run's id
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # on every cell: what the column sorts by
 NAME_COLUMN = 1
 CREATED_COLUMN = 8
-NAME_MIN_PX = 180  # the name keeps this much (or all of it, if shorter) before others shrink it
+NAME_MIN_PX = 320  # the name keeps this much (or all of it, if shorter) before others shrink it: a
+# run named as the series name them («q lr=0.001 width=384») or a dated default stays whole
 
 
 class _Cell(QTableWidgetItem):
