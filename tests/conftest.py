@@ -25,6 +25,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # No background CPU rate measurement (app/sizing/cpu_rate.py) from each test's fresh lab;
 # its own tests start it themselves.
 os.environ.setdefault("TERNIT_CPU_PROBE", "0")
+# Each test's window is a first start: the fields' own defaults, not a first run sized to
+# this machine (app/sizing/first_run.py); tests/test_window_first_run.py turns it on.
+os.environ.setdefault("TERNIT_FIRST_RUN", "0")
 # The interface's language when nothing chose one is the OS's (app.base.i18n.os_language):
 # pinned to Russian, the lab's first language, in this process and, through gettext's
 # LANGUAGE, in the children the tests start, whatever this machine's locale is.

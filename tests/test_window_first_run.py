@@ -10,7 +10,13 @@ from PySide6.QtCore import Qt
 from app.sizing.first_run import FIRST_RUN_MINUTES
 from tests.test_window import window  # noqa: F401 (the fixture)
 
-pytestmark = pytest.mark.usefixtures("russian")
+pytestmark = pytest.mark.usefixtures("russian", "first_start")
+
+
+@pytest.fixture
+def first_start(monkeypatch):
+    """A first start as a user's is: sized to this PC (tests/conftest.py turns it off)."""
+    monkeypatch.setenv("TERNIT_FIRST_RUN", "1")
 
 
 def test_the_first_start_proposes_half_an_hour_and_the_guide_is_one_click_away(qtbot, window):  # noqa: F811

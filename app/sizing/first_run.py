@@ -14,6 +14,7 @@ cannot continue one trained with another.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +36,13 @@ LADDER: tuple[tuple[int, int, int, int, int], ...] = (
 )
 # `ternit run start` without a config asks for --yes above this (a few hours).
 ASK_ABOVE_S = 3 * 3600
+
+
+def at_first_start() -> bool:
+    """Whether the window sizes its first form to this PC (no remembered form, no Kaggle
+    account). TERNIT_FIRST_RUN=0 keeps the fields' own defaults: the test suite does, as
+    its windows are all first starts and most tests begin from those defaults."""
+    return os.environ.get("TERNIT_FIRST_RUN", "1") != "0"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QWidget
 
 from app.form import remembered as form_memory
+from app.sizing.first_run import at_first_start
 from app.window.layout import WindowLayout
 from ui.base import settings
 from ui.form.run_form import RunFormView
@@ -94,7 +95,7 @@ def restore_form(form_view: RunFormView) -> None:
         kept = settings.load_form()
     except OSError:
         return
-    if not kept and not form_view.form.ctx.accounts:
+    if not kept and not form_view.form.ctx.accounts and at_first_start():
         form_view.form.size_for_this_pc()
     else:
         form_memory.restore(form_view.form, kept)
