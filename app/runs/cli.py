@@ -141,6 +141,9 @@ def parser() -> argparse.ArgumentParser:
     sh = sub.add_parser("show", help=t("строка прогона в истории и причина, если он упал",
                                        "one run's row, and why it failed if it did"))
     sh.add_argument("id", metavar="ID", help=run_id)
+    sh.add_argument("--json", action="store_true", help=t(
+        "вся запись истории и версии лаборатории и PyTorch в JSON (для сообщения об ошибке)",
+        "the whole history record and the lab's and PyTorch's versions as JSON (for a bug report)"))
     _metrics_parser(sub, run_id)
     return p
 
@@ -411,6 +414,39 @@ def _list(m: RunManager, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _show(m: RunManager, rec: RunRecord, as_json: bool) -> int:
+    """A run for people: what it is, where, how far, how it ended and why, in the interface
+    language; `--json`: the record as the history keeps it, with the versions, for a report."""
+    from dataclasses import asdict
+
+    from ..base.version import version_record
+    from .history import row as row_for
+
+    f = m.failure(rec.id)
+    if as_json:
+        print(json.dumps({**asdict(rec), "versions": version_record(),
+                          "failure": asdict(f) if f is not None else None}, ensure_ascii=False, indent=1))
+        return EXIT_OK
+    row = row_for(rec)
+    lines = [f"{rec.name} ({rec.id})",
+             t("состояние: ", "status: ") + row.status_label,
+             t("где: ", "where: ") + row.where,
+             t("шаги: ", "steps: ") + row.steps,
+             t("лучшая val loss: ", "best val loss: ") + loss_text(rec.best_val_loss),
+             t("токенов прочитано: ", "tokens read: ") + count_text(rec.tokens_seen),
+             t("весов: ", "weights: ") + count_text(rec.params),
+             t("создан: ", "created: ") + row.created,
+             t("папка: ", "folder: ") + rec.folder]
+    if rec.parent_id:
+        lines.append(t("продолжает: ", "continues: ") + rec.parent_id)
+    if row.message:
+        lines.append(t("последнее: ", "last: ") + row.message)
+    if f is not None:
+        lines += [t("почему упал: ", "why it failed: ") + f.message, t("что делать: ", "what to do: ") + f.advice]
+    print("\n".join(lines))
+    return EXIT_OK
+
+
 def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "start":
         rec = m.create(_start_config(args), target=args.target, account=args.account, gpu=args.gpu)
@@ -450,12 +486,5 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "metrics":
         return _metrics(m, args)
     if args.cmd == "show":
-        from dataclasses import asdict
-
-        rec = m.registry.find(args.id)
-        print(json.dumps(asdict(rec), ensure_ascii=False, indent=1))
-        f = m.failure(rec.id)
-        if f is not None:
-            print(json.dumps({"failure": asdict(f)}, ensure_ascii=False, indent=1))
-        return EXIT_OK
+        return _show(m, m.registry.find(args.id), args.json)
     return EXIT_USAGE
