@@ -125,13 +125,18 @@ class FormContext:
     local_gpu_index: int = 0  # its NVML index: a local run on it names it in target.gpu
     measured: list[dict[str, Any]] = field(default_factory=list)  # for app.sizing
     active_runs: list[ActiveRun] = field(default_factory=list)  # going now (the history's)
+    # constellation -> {dataset with text: its SHA-256} in the library now: a prepared folder
+    # made from other texts is stale, its counts and its data old (Prepared.current_for)
+    content: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def add_prepared(self, prep: Prepared) -> None:
-        """Know a prepared folder, and its constellations with their token counts."""
+        """Know a prepared folder, and its constellations with their token counts: a current
+        one's counts replace what was known (they were stale until a restart)."""
         self.prepared = [p for p in self.prepared if p.dir != prep.dir] + [prep]
+        current = prep.current_for(self.content)
         for name in prep.constellations:
             tokens = prep.tokens_by_constellation.get(name)
-            if self.constellations.get(name) is None:
+            if self.constellations.get(name) is None or (current and tokens is not None):
                 self.constellations[name] = tokens
 
 
@@ -372,7 +377,8 @@ class RunForm(FormChecks):
                 return prep
         tok = self.continuing.tokenizer_sha256 if self.continuing else ""
         for prep in sorted(self.ctx.prepared, key=lambda p: -p.mtime):
-            if set(prep.constellations) == want and (not tok or prep.tokenizer_sha256 == tok) and prep.present():
+            if (set(prep.constellations) == want and (not tok or prep.tokenizer_sha256 == tok) and prep.present()
+                    and prep.current_for(self.ctx.content)):  # data added since: prepare again
                 return prep
         return None
 

@@ -353,6 +353,20 @@ def _start_config(args: argparse.Namespace) -> dict[str, Any]:
     return cfg
 
 
+def _constellations_known(cfg: dict[str, Any]) -> bool:
+    names = list((cfg.get("data") or {}).get("constellations") or [])
+    if not names:
+        return False
+    from ..data.library import Library
+
+    lib = Library()
+    try:
+        known = {c.name for c in lib.constellations()}
+    finally:
+        lib.state.close()
+    return set(names) <= known
+
+
 class _TooLong(RunError):
     """A run from the flags alone that takes hours here, started without --yes."""
 
@@ -365,6 +379,8 @@ def _said_how_long(cfg: dict[str, Any], yes: bool) -> None:
     from ..sizing.first_run import ASK_ABOVE_S, first_run, first_run_flags, local_time
     from ..sizing.history import measured_runs
 
+    if not _constellations_known(cfg):
+        return  # the data's own error comes first (data_for_cli names it)
     measured = list(measured_runs(paths.runs_dir()))
     probe = stored()
     if probe is not None:

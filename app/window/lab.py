@@ -91,6 +91,7 @@ def _add_library(ctx: FormContext) -> None:
     try:
         for c in library.constellation_summaries():
             ctx.constellations[c["name"]] = c.get("tokens")
+            ctx.content[c["name"]] = c["content"]  # what a prepared folder must hold to be current
     except Exception:  # the library's own errors must not stop the window opening
         log.exception("the data library could not be read for the form")
 
