@@ -101,3 +101,25 @@ def test_the_kaggle_queue_line_counts_from_the_push():
     pushed = time.time() - 125
     line = LegWatch._queued_message(object.__new__(LegWatch), {"pushed_at": pushed, "kernel_ref": "a/b"})
     assert shown(line, "ru").startswith("в очереди Kaggle 2 мин (с ")
+
+
+def test_internal_words_are_gone_from_what_people_read(tmp_path):
+    """«(target.gpu = cpu)» as a run's note, «Шаги разогрева, шагов», «лучшая val loss —.»"""
+    from app.form import fields as F
+    from app.runs import process as proc
+    from app.runs.manager import RunEnded
+    from app.runs.registry import Registry
+
+    run_dir = tmp_path / "r"
+    run_dir.mkdir()
+    (run_dir / "run.json").write_text("{}", encoding="utf-8")
+    plan = proc.plan_launch(run_dir, "cpu")
+    assert shown(plan.note, "ru") == "на процессоре (так выбрано)" and "target.gpu" not in shown(plan.note, "en")
+    assert F.spec("warmup_steps").unit_text("ru") == ""  # the label «Шаги разогрева» names it
+    reg = Registry()
+    try:
+        rec = reg.create_run({"name": "x", "model": {}, "training": {}, "data": {}, "target": {}})
+        said = RunEnded(reg.update(rec.id, status=st.FINISHED, last_step=60, steps_to=60)).text("ru")
+        assert said == "Шаг 60/60; проверки на отложенной выборке ещё не было.", said
+    finally:
+        reg.close()

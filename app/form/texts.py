@@ -69,8 +69,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
         default=200,
         minimum=0,
         maximum=100_000_000,
-        unit={"ru": "шагов", "en": "steps"},
-        label={"ru": "Шаги разогрева", "en": "Warm-up steps"},
+        label={"ru": "Шаги разогрева", "en": "Warm-up steps"},  # the label names the unit: none after it
         tooltip={
             "ru": "Сколько первых шагов скорость обучения растёт от нуля до полной: случайные "
             "веса в начале легко сорвать большим шагом (потери скачут или NaN). Обычно это "

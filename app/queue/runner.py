@@ -26,9 +26,11 @@ from typing import Any
 
 from ..base import run_status as st
 from ..base.i18n import both, both_of, shown, t
+from ..base.numbers import loss_text
 from ..kaggle.accounts import Accounts
 from ..kaggle.settings import load as kaggle_settings
 from ..runs.events import read_events
+from ..runs.failure import shown_message
 from ..runs.manager import RunManager
 from ..runs.precheck import RunError
 from ..runs.registry import RunNotFound, RunRecord
@@ -260,7 +262,7 @@ class QueueRunner:
 
     def _failed(self, it: Item, rec: RunRecord) -> list[QueueEvent]:
         f = self.manager.failure(rec.id)
-        advice = f.advice if f is not None else (rec.last_message or "")
+        advice = f.advice if f is not None else (shown_message(rec.last_message) or "")
         if it.attempt == 1 and f is not None and f.can_retry:
             try:
                 cfg = f.retry_config(rec.config())
@@ -329,5 +331,7 @@ def trainer_process(rec: RunRecord) -> Any:
 
 def _ended_text(rec: RunRecord) -> str:
     steps = f"{rec.last_step}/{rec.steps_to}" if rec.steps_to else str(rec.last_step or 0)
-    best = f"{rec.best_val_loss:.4f}" if rec.best_val_loss is not None else "—"
+    if rec.best_val_loss is None:
+        return st.label(rec.status) + t(f": шаг {steps}, проверки ещё не было", f": step {steps}, no evaluation yet")
+    best = loss_text(rec.best_val_loss)
     return st.label(rec.status) + t(f": шаг {steps}, лучшая val loss {best}", f": step {steps}, best val loss {best}")

@@ -69,6 +69,8 @@ class RunEnded:
             return self.failure.advice
         step = f"{r.last_step}/{r.steps_to}" if r.steps_to else str(r.last_step or 0)
         best = loss_text(r.best_val_loss, lang)
+        if r.best_val_loss is None:  # no evaluation yet: said, not «лучшая val loss —.»
+            return self._no_val_text(step, lang)
         if r.status == st.TIME_LIMIT and self.next_leg is not None:
             return t(
                 f"Остановлен по лимиту на шаге {step}; обучение продолжается с чекпоинта на аккаунте "
@@ -84,6 +86,16 @@ class RunEnded:
                 lang,
             )
         return t(f"Шаг {step}, лучшая val loss {best}.", f"Step {step}, best val loss {best}.", lang)
+
+
+    def _no_val_text(self, step: str, lang: str | None) -> str:
+        if self.run.status == st.TIME_LIMIT:
+            return t(f"Остановлен по лимиту на шаге {step}; чекпоинт сохранён — можно продолжить. Проверки на "
+                     "отложенной выборке ещё не было.",
+                     f"Stopped by the limit at step {step}; the checkpoint is saved — it can be continued. No "
+                     "held-out evaluation yet.", lang)
+        return t(f"Шаг {step}; проверки на отложенной выборке ещё не было.",
+                 f"Step {step}; no held-out evaluation yet.", lang)
 
 
 Listener = Callable[[RunEnded], None]
