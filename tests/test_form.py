@@ -435,3 +435,22 @@ def test_advanced_values_go_to_run_json_and_come_back():
     # A run.json without the keys (a retry, a continue) trained with the trainer's defaults.
     form.load_config({"training": {"lr": 0.002}})
     assert form.values["precision"] == "auto" and form.values["warmup_steps"] == 200
+
+
+def test_a_continued_run_keeps_its_tokens_per_step_on_two_cards_by_a_smaller_batch(ctx):
+    """«Продолжить» on 2×T4 refused over «Токенов за шаг» 384 (the parent's one card ×
+    batch 6 × n 64): the batch comes down to 3, the plan takes it, and a refusal of values
+    no longer there does not stay behind."""
+    parent = {"name": "p", "model": {"context": 64, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
+              "training": {"batch_per_card": 6, "steps_to": 100, "limit_min": 30, "tokens_per_step": 384},
+              "data": {"constellations": ["tiny"]}, "target": {"kind": "local", "gpu": "cpu"}}
+    form = RunForm(ctx)
+    form.continue_from(_continue_info(parent))
+    assert form.values["batch_per_card"] == 6  # the CPU: 6 × 64 = 384 as before
+    form.set("gpu", "t4x2")
+    assert form.values["batch_per_card"] == 3 and form.estimate() is not None
+    assert form.plan_refusal() is None
+    assert not [i for i in form.issues() if "Токенов за шаг" in i.text]
+    form.set_text("steps_to", "")  # an empty field: no estimate, and no old refusal kept
+    form.estimate()
+    assert form.plan_refusal() is None

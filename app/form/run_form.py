@@ -231,6 +231,7 @@ class RunForm(FormChecks):
                 self.texts.pop(name, None)
         if isinstance(self.values["steps_to"], int) and self.values["steps_to"] <= info.step:
             self.values["steps_to"] = info.step + max(1, int(F.spec("steps_to").default) // 10)
+        self._keep_tokens_per_step()  # the parent's tokens per step on this machine's cards
 
     def load_config(self, cfg: dict[str, Any]) -> None:
         """Take a run.json dict's values into the form (retry, continue)."""
@@ -285,6 +286,7 @@ class RunForm(FormChecks):
                 self.values["gpu"] = "t4x2"
             elif self.values["gpu"] in KAGGLE_GPUS:
                 self.values["gpu"] = "local" if self.ctx.local_gpu else "cpu"
+            self._keep_tokens_per_step()
             return
         if name == "gpu":
             self.values["gpu"] = value
@@ -292,6 +294,7 @@ class RunForm(FormChecks):
                 self.values["machine"] = AUTO_MACHINE
             elif value not in KAGGLE_GPUS:
                 self.values["machine"] = LOCAL_MACHINE
+            self._keep_tokens_per_step()
             return
         if name == "start_from" and value == "scratch":
             self.from_scratch()
@@ -304,6 +307,22 @@ class RunForm(FormChecks):
             self.values[name] = shown
             return
         self.values[name] = list(value) if F.spec(name).kind == "multi" else value
+
+    def _keep_tokens_per_step(self) -> None:
+        """A continued run keeps its parent's tokens per step on another machine: where the
+        cards × batch × context of the new one do not divide it, the batch per card comes down
+        to the largest that does (2×T4 at n 64 takes batch 3 for the 384 tokens one card
+        trained with batch 6). None divides it: the form's issue says so in its words."""
+        want, batch, n = self._tokens_per_step(), self.values.get("batch_per_card"), self.values.get("context")
+        if self.continuing is None or not want or not isinstance(batch, int) or not isinstance(n, int) or n <= 0:
+            return
+        cards = self.cards()
+        if want % (cards * batch * n) == 0:
+            return
+        fits = [b for b in range(batch, 0, -1) if want % (cards * b * n) == 0]
+        if fits:
+            self.values["batch_per_card"] = fits[0]
+            self.texts.pop("batch_per_card", None)
 
     def toggle_constellation(self, name: str, on: bool) -> None:
         chosen = [c for c in self.values["constellations"] if c != name]
@@ -463,10 +482,12 @@ class RunForm(FormChecks):
         """app.sizing's estimate for the form's values (None while the model or a training
         number is invalid). Time is for the steps this run will make."""
         if not self.model_ok():
+            self._estimated = None  # no refusal of values now gone stays behind
             return None
         v = self.values
         nums = ("batch_per_card", "steps_to", "limit_min")
         if any(not isinstance(v[k], (int, float)) or isinstance(v[k], bool) or v[k] <= 0 for k in nums):
+            self._estimated = None
             return None
         base_training = (self.continuing.config.get("training") or {}) if self.continuing else {}
         local_memory = self.ctx.local_card_memory_mb if v["gpu"] == "local" else None
