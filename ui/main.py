@@ -101,6 +101,13 @@ def snapshot(app, window, path: str, size: str) -> int:
     window.ensure_ready()
     for _ in range(3):  # layout, then the plot's first paint
         app.processEvents()
+    from .base import glyphs
+
+    if not glyphs.drawn(app.font()):  # a picture of empty boxes is no picture of the window
+        window.close()
+        print("ternit-lab: Qt found no font to draw letters with (every character is a box): set "
+              "QT_QPA_FONTDIR to a folder of .ttf fonts", file=sys.stderr)
+        return 1
     ok = window.grab().save(path, "PNG")
     window.close()
     if not ok:
