@@ -28,6 +28,7 @@ from app.queue.driver import QueueDriver, SeriesField, anywhere_text, parse_valu
 from app.queue.series import Results, short_key, values_text
 from app.queue.store import QueueError, state_label
 from ui.base import palette, wheel_guard
+from ui.base.axes import decimal_axes
 
 NONE = ""
 
@@ -169,6 +170,7 @@ class SeriesResultsDialog(QDialog):
         first = res.keys[0]
         xs = list(dict.fromkeys(r.values.get(first) for r in res.rows))
         plot = pg.PlotWidget()
+        decimal_axes(plot.getPlotItem(), ("left",))  # the bottom's ticks are the field's values
         plot.setBackground(palette.color("plot_bg"))
         plot.addLegend()
         plot.getPlotItem().getAxis("bottom").setTicks([[(i, str(v)) for i, v in enumerate(xs)]])
