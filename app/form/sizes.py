@@ -69,7 +69,7 @@ def time_row(est: Estimate, steps_to: int) -> SizeRow:
 def limit_row(est: Estimate, limit_min: Any) -> SizeRow:
     label = t(f"Лимит {format_value(limit_min)} мин", f"Limit {format_value(limit_min)} min")
     if est.limit_stops_at_step is None:
-        return SizeRow("limit", label, t("не обрежет", "will not cut it"),
+        return SizeRow("limit", label, t("не обрежет", "leaves the run whole"),
                        t("прогон успеет дойти до «Шагов до»", "the run reaches “Steps to” in time"))
     at = int(est.limit_stops_at_step)  # a step number on the run's own scale (a continuation's included)
     return SizeRow("limit", label, t(f"остановит на шаге ≈{format_value(at)}", f"stops it at step ≈{format_value(at)}"),
