@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 
 from app.base import run_status as st
-from app.base.i18n import both, set_language, shown
+from app.base.i18n import set_language
+from app.base.stored_text import both, shown
 from app.cli import main as cli
 from app.queue.runner import QueueRunner, run_config
 from app.queue.store import DONE, QueueStore

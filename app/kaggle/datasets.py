@@ -33,8 +33,9 @@ from trainer.config.run_config import lean_mode
 from trainer.state.checkpoint_index import hash_path, is_dcp
 
 from ..base import paths
-from ..base.i18n import both, t
+from ..base.i18n import t
 from ..base.numbers import decimal_text, duration_text
+from ..base.stored_text import both
 from .client import AccountClient
 from .errors import KaggleError, UploadFailed
 from .store import KaggleStore, combine

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from ..base import run_status as st
-from ..base.i18n import both, t
+from ..base.i18n import t
 from ..base.numbers import duration_text
+from ..base.stored_text import both
 from . import follow
 from .client import AccountClient
 from .errors import KaggleError, NetworkDown, NotFound, Stalled, Transient

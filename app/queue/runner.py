@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base import run_status as st
-from ..base.i18n import both, both_of, shown, t
+from ..base.i18n import t
 from ..base.numbers import loss_text
+from ..base.stored_text import both, both_of, shown
 from ..kaggle.accounts import Accounts
 from ..kaggle.settings import load as kaggle_settings
 from ..runs.events import read_events

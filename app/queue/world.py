@@ -17,7 +17,8 @@ from datetime import datetime
 from typing import Any
 
 from .. import sizing
-from ..base.i18n import shown, t
+from ..base.i18n import t
+from ..base.stored_text import shown
 from ..kaggle import settings as kaggle_settings
 from ..kaggle.store import KaggleStore
 from ..runs.failure import shown_message

@@ -15,9 +15,10 @@ from typing import Any
 from trainer.config.run_config import smaller_batch
 
 from ..base import run_status as st
-from ..base.i18n import shown, t
+from ..base.i18n import t
 from ..base.memory_saving import economical_level, economical_step_up
 from ..base.numbers import format_value, plural_ru, sig_text
+from ..base.stored_text import shown
 from .events import Event
 
 VANISHED = "vanished"  # no `end` event and no process: killed, or the PC went down

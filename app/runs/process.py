@@ -22,8 +22,9 @@ from pathlib import Path
 from trainer.config.run_config import ConfigError, gpu_choice
 
 from ..base.children import child_env
-from ..base.i18n import both, t
+from ..base.i18n import t
 from ..base.numbers import counted
+from ..base.stored_text import both
 from .files import LOG
 
 log = logging.getLogger(__name__)
