@@ -72,9 +72,8 @@ class RunFormView(QWidget):
 
     # -- building ----------------------------------------------------------------------
 
-    def _build(self) -> None:
-        outer = QVBoxLayout(self)
-        outer.setContentsMargins(6, 6, 6, 6)
+    def _build_heading(self, outer: QVBoxLayout) -> None:
+        """«Новый прогон», «Для этого ПК» and «Как в гайде: 2×T4», and what the first chose."""
         heading = QLabel(t("Новый прогон", "New run"))
         heading.setStyleSheet("font-size: 16px; font-weight: bold;")
         top = QHBoxLayout()
@@ -99,6 +98,11 @@ class RunFormView(QWidget):
         self.sized_note.setWordWrap(True)
         self.sized_note.setStyleSheet(palette.style("muted"))
         outer.addWidget(self.sized_note)
+
+    def _build(self) -> None:
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(6, 6, 6, 6)
+        self._build_heading(outer)
         self.groups: dict[str, QGroupBox] = {}
         for section in ("run", "data", "model", "training", "advanced"):
             box = QGroupBox(F.section_title(section))
