@@ -121,6 +121,6 @@ def test_internal_words_are_gone_from_what_people_read(tmp_path):
     try:
         rec = reg.create_run({"name": "x", "model": {}, "training": {}, "data": {}, "target": {}})
         said = RunEnded(reg.update(rec.id, status=st.FINISHED, last_step=60, steps_to=60)).text("ru")
-        assert said == "Шаг 60/60; проверки на отложенной выборке ещё не было.", said
+        assert said == "Шаг 60/60. Проверки на отложенной выборке ещё не было.", said
     finally:
         reg.close()
