@@ -35,6 +35,9 @@ os.environ["LANGUAGE"] = "ru"
 from app.base.i18n import set_system_language  # noqa: E402  (after the environment above)
 
 set_system_language(lambda: "ru")
+# No trainer or queue runner of a test asks this PC's OS not to sleep (trainer/run/awake.py);
+# tests/test_awake.py asks, against an inhibitor of its own.
+os.environ.setdefault("TERNIT_KEEP_AWAKE", "0")
 
 
 @pytest.fixture(autouse=True)

@@ -145,6 +145,14 @@ def parser() -> argparse.ArgumentParser:
         "вся запись истории и версии лаборатории и PyTorch в JSON (для сообщения об ошибке)",
         "the whole history record and the lab's and PyTorch's versions as JSON (for a bug report)"))
     _metrics_parser(sub, run_id)
+    tb = sub.add_parser("tensorboard", help=t(
+        "записать метрики прогонов файлами TensorBoard (для `tensorboard --logdir`)",
+        "write runs' metrics as TensorBoard event files (for `tensorboard --logdir`)"))
+    tb.add_argument("id", metavar="RUN|all", help=t("ID прогона или all — все прогоны истории",
+                                                    "a run id, or all: every run in the history"))
+    tb.add_argument("dir", metavar=t("ПАПКА", "DIR"), nargs="?",
+                    help=t("записать в ПАПКА/<ID прогона>/, а не в папку tensorboard/ каждого прогона",
+                           "write into DIR/<run id>/ instead of each run folder's tensorboard/"))
     return p
 
 
@@ -460,6 +468,21 @@ def _show(m: RunManager, rec: RunRecord, as_json: bool) -> int:
     if f is not None:
         lines += [t("почему упал: ", "why it failed: ") + f.message, t("что делать: ", "what to do: ") + f.advice]
     print("\n".join(lines))
+def _tensorboard(m: RunManager, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .tensorboard import write_runs
+
+    try:
+        written = write_runs(m.registry, None if args.id == "all" else [args.id], Path(args.dir) if args.dir else None)
+    except OSError as e:
+        print(t(f"ternit run tensorboard: не удалось записать ({e.strerror or e})",
+                f"ternit run tensorboard: could not write ({e.strerror or e})"), file=sys.stderr)
+        return EXIT_USAGE
+    for folder in written:
+        print(folder)
+    top = Path(args.dir) if args.dir else m.registry.runs_root
+    print(t(f"открыть: tensorboard --logdir {top}", f"to view: tensorboard --logdir {top}"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -501,6 +524,8 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "metrics":
         return _metrics(m, args)
+    if args.cmd == "tensorboard":
+        return _tensorboard(m, args)
     if args.cmd == "show":
         return _show(m, m.registry.find(args.id), args.json)
     return EXIT_USAGE

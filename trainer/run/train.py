@@ -30,7 +30,7 @@ from trainer.parallel.distributed import World, init_world, shutdown, sum_across
 from trainer.plan import cuda_build
 from trainer.plan.planner import Plan
 from trainer.plan.preflight import DataError, check_data, check_resume
-from trainer.run import wrapping
+from trainer.run import awake, wrapping
 from trainer.run.control import Control, Options, TrainingFailure
 from trainer.run.data import Prefetcher, PreparedData, eval_offsets, open_prepared
 from trainer.run.events import EventLog, OutputError, say
@@ -511,6 +511,10 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     if opts.dry_run:
         return EXIT_OK
     trainer.control.install_signals()
+    # The PC kept awake while this process trains, by its main thread; gone with the process.
+    keep = awake.hold(f"training {trainer.cfg.name}") if trainer.world.is_main else awake.Hold(False)
+    if trainer.world.is_main:
+        trainer.events.emit("awake", trainer.step, **keep.as_event())
     try:
         reason = trainer.train()
         # The final save fails like one during training (a full disk): inside the same try.
@@ -525,6 +529,8 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     except Exception as e:  # the event stream must say what happened, whatever it was
         report_failure(trainer, "other", f"{type(e).__name__}: {e}", "see trainer.log for the traceback")
         raise
+    finally:
+        keep.release()
     sha = trainer.state_sha256()
     messages = {
         "steps_reached": f"reached step {trainer.step}",
