@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.i18n import t
+from ..base.i18n import quoted, t
 from ..base.numbers import counted, parse_number, plural_ru
 from ..base.state import StateError
 from ..form import fields as F
@@ -148,7 +148,7 @@ class QueueDriver:
         queued_ru = f"в очереди ещё {n} — {'он начнётся' if n == 1 else 'они начнутся'} без окна"
         queued_en = f"{n} more queued — {'it starts' if n == 1 else 'they start'} without the window"
         if running:
-            names = ", ".join(f"«{r.name}»" for r in running)
+            names = ", ".join(quoted(r.name) for r in running)
             text = t(f"Обучение {names} идёт" + (f"; {queued_ru}." if n else "."),
                      f"{names} is training" + (f"; {queued_en}." if n else "."))
         else:
@@ -160,7 +160,7 @@ class QueueDriver:
                    "работают. «Приостановить очередь» — новые прогоны не начнутся; «Остановить и закрыть» "
                    "сохранит чекпоинт идущего обучения.",
                    "The window may close: training and the queue go on in their own processes, and the PC "
-                   "does not sleep while they work. «Pause the queue»: no new run starts; «Stop and close» "
+                   "does not sleep while they work. “Pause the queue”: no new run starts; “Stop and close” "
                    "saves a checkpoint of the training run.")
         return CloseQuestion(text, detail, n)
 

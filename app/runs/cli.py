@@ -138,12 +138,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("id", metavar="ID", help=run_id)
     r.add_argument("--wait", action="store_true", help=wait)
     r.add_argument("--json", action="store_true", help=as_json)
-    sh = sub.add_parser("show", help=t("строка прогона в истории и причина, если он упал",
-                                       "one run's row, and why it failed if it did"))
-    sh.add_argument("id", metavar="ID", help=run_id)
-    sh.add_argument("--json", action="store_true", help=t(
-        "вся запись истории и версии лаборатории и PyTorch в JSON (для сообщения об ошибке)",
-        "the whole history record and the lab's and PyTorch's versions as JSON (for a bug report)"))
+    _show_parser(sub, run_id)
     _metrics_parser(sub, run_id)
     tb = sub.add_parser("tensorboard", help=t(
         "записать метрики прогонов файлами TensorBoard (для `tensorboard --logdir`)",
@@ -154,6 +149,15 @@ def parser() -> argparse.ArgumentParser:
                     help=t("записать в ПАПКА/<ID прогона>/, а не в папку tensorboard/ каждого прогона",
                            "write into DIR/<run id>/ instead of each run folder's tensorboard/"))
     return p
+
+
+def _show_parser(sub: Any, run_id: str) -> None:
+    sh = sub.add_parser("show", help=t("строка прогона в истории и причина, если он упал",
+                                       "one run's row, and why it failed if it did"))
+    sh.add_argument("id", metavar="ID", help=run_id)
+    sh.add_argument("--json", action="store_true", help=t(
+        "вся запись истории и версии лаборатории и PyTorch в JSON (для сообщения об ошибке)",
+        "the whole history record and the lab's and PyTorch's versions as JSON (for a bug report)"))
 
 
 def _metrics_parser(sub: Any, run_id: str) -> None:

@@ -46,7 +46,7 @@ class QueueButtons(QWidget):
             "Поиск гиперпараметров: одно–четыре поля в пределах (например, lr от 0,0001 до 0,01), попытки — "
             "прогоны в очереди на свободных машинах; безнадёжные останавливаются с чекпоинтом; вкладка «Поиск».",
             "A hyperparameter search: one to four fields within ranges (e.g. lr 0.0001 to 0.01), each trial a "
-            "queued run on a free machine; hopeless ones stop with a checkpoint; the «Search» tab."))
+            "queued run on a free machine; hopeless ones stop with a checkpoint; the “Search” tab."))
         self.search_button.clicked.connect(self._search)
         row.addWidget(self.search_button)
         row.addWidget(self.series_button)
