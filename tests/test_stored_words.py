@@ -124,3 +124,22 @@ def test_internal_words_are_gone_from_what_people_read(tmp_path):
         assert said == "Шаг 60/60. Проверки на отложенной выборке ещё не было.", said
     finally:
         reg.close()
+
+
+def test_a_kaggle_run_whose_stop_was_asked_says_so_in_the_history(tmp_path):
+    """«Остановить» on Kaggle left the row and its button as they were."""
+    import time as clock
+
+    from app.runs.history import row
+
+    reg = Registry()
+    try:
+        rec = reg.create_run({"name": "k", "model": {}, "training": {}, "data": {}, "target": {"kind": "kaggle"}})
+        rec = reg.update(rec.id, status=st.RUNNING_KAGGLE, target_kind="kaggle")
+        assert row(rec, "ru").can_stop and row(rec, "ru").status_label == "идёт на Kaggle"
+        rec = reg.update(rec.id, stop_requested_at=clock.time())
+        shown_row = row(rec, "ru")
+        assert shown_row.status_label == "идёт на Kaggle · остановка запрошена" and not shown_row.can_stop
+        assert row(rec, "en").status_label == "running on Kaggle · stop asked"
+    finally:
+        reg.close()
