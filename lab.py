@@ -19,14 +19,21 @@ Env: VENV (default .venv), TORCH_SPEC, TEST_WORKERS (pytest-xdist's -n, default 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import shlex
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
+# pip's own defaults (15 s a request, 5 retries with back-off) make an unreachable index cost
+# minutes of warnings; the index is asked first in seconds, and pip given less patience.
+INDEX_TIMEOUT_S = 5.0
+PIP_PATIENCE = ("--timeout", "15", "--retries", "1")
 
 
 def min_python() -> tuple[int, int]:
@@ -35,6 +42,69 @@ def min_python() -> tuple[int, int]:
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     found = re.search(r'requires-python\s*=\s*">=\s*(\d+)\.(\d+)', text)
     return (int(found[1]), int(found[2])) if found else (3, 0)
+
+
+def venv_problem(find_spec=importlib.util.find_spec) -> str | None:
+    """The one line to say when this Python cannot make a venv (None: it can). The
+    embeddable Windows build has no `venv`; Debian's and Ubuntu's Python has it without
+    `ensurepip` until python3-venv is installed (venv then fails half-way)."""
+    if find_spec("venv") is not None and find_spec("ensurepip") is not None:
+        return None
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if os.name == "nt":
+        return (f"lab: this Python ({sys.executable}) cannot make a virtual environment (no venv module: "
+                "the embeddable build?): install Python from https://www.python.org/downloads/ and run "
+                "`py lab.py run` again")
+    return (f"lab: this Python ({sys.executable}) cannot make a virtual environment (no "
+            f"{'venv' if find_spec('venv') is None else 'ensurepip'}): on Debian or Ubuntu "
+            f"`sudo apt-get install python{version}-venv`, then run it again")
+
+
+def index_url(args: list[str]) -> str | None:
+    """The --index-url among pip's arguments (None: PyPI)."""
+    for i, arg in enumerate(args):
+        if arg == "--index-url" and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith("--index-url="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def index_reachable(url: str, timeout_s: float = INDEX_TIMEOUT_S) -> str | None:
+    """None when the package index answers within `timeout_s`, else why not, in words."""
+    try:
+        with urllib.request.urlopen(url.rstrip("/") + "/torch/", timeout=timeout_s):
+            return None
+    except urllib.error.HTTPError as e:
+        return None if e.code < 500 else f"HTTP {e.code}"
+    except (OSError, ValueError) as e:  # URLError, a timeout, a refused connection, a bad URL
+        reason = getattr(e, "reason", None) or e
+        return str(reason) or type(e).__name__
+
+
+def torch_source(torch: list[str], reachable=index_reachable, explicit: bool = False) -> list[str]:
+    """The torch arguments to install with: as chosen, or PyPI's torch when the index the
+    set-up chose cannot be reached (said in one line: which, and what it means). An index
+    TORCH_SPEC names (`explicit`) is the user's choice: unreachable, the set-up stops."""
+    url = index_url(torch)
+    if url is None:
+        return torch
+    print(f"lab: asking {url} for torch…", flush=True)
+    why = reachable(url)
+    if why is None:
+        return torch
+    if explicit:
+        raise SystemExit(f"lab: {url} (TORCH_SPEC) cannot be reached ({why}): check the network or the URL")
+    cpu_only = " (CPU-only on Windows and macOS)" if os.name == "nt" or sys.platform == "darwin" else ""
+    print(f"lab: {url} cannot be reached ({why}): installing PyPI's torch instead{cpu_only}; "
+          "TORCH_SPEC=... and the set-up again picks another build", file=sys.stderr, flush=True)
+    return ["torch"]
+
+
+def installed_torch(py: Path) -> str:
+    done = subprocess.run([str(py), "-c", "import importlib.metadata as m; print(m.version('torch'))"],
+                          capture_output=True, text=True, cwd=ROOT)
+    return done.stdout.strip() or "?"
 
 
 def venv_dir() -> Path:
@@ -61,7 +131,7 @@ def torch_args() -> list[str]:
 
 
 def pip(py: Path, *args: str) -> None:
-    subprocess.run([str(py), "-m", "pip", "install", "-q", *args], check=True, cwd=ROOT)
+    subprocess.run([str(py), "-m", "pip", "install", "-q", *PIP_PATIENCE, *args], check=True, cwd=ROOT)
 
 
 def setup() -> Path:
@@ -78,13 +148,21 @@ def setup() -> Path:
     if py.exists() and stamp.exists() and stamp.read_text(encoding="utf-8").strip() == key:
         return py
     if not py.exists():
+        problem = venv_problem()
+        if problem:
+            raise SystemExit(problem)
         print(f"lab: making {venv}", flush=True)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     pip(py, "--upgrade", "pip")
     was = stamp.read_text(encoding="utf-8").strip() if stamp.exists() else ""
+    chosen = torch_source(torch, explicit=bool(os.environ.get("TORCH_SPEC", "").strip()))
     # Another build of the same version (2.x+cpu → 2.x+cu128) counts as installed to pip.
-    pip(py, *(["--force-reinstall"] if was and was != key else []), *torch)
+    pip(py, *(["--force-reinstall"] if was and was != key else []), *chosen)
     pip(py, "-e", ".[dev]")
+    print(f"lab: torch {installed_torch(py)} installed"
+          + (" from PyPI: PyTorch's index could not be reached" if chosen != torch else ""), flush=True)
+    if chosen != torch:
+        key = ""  # not the build chosen: the next set-up tries PyTorch's index again
     check = subprocess.run([str(py), "-m", "trainer.plan.cuda_build"], cwd=ROOT)
     if check.returncode != 0:  # its one line says what to install; the lab still opens (Kaggle, the CPU)
         print("lab: this torch cannot drive the card above; local runs on it are refused until it is "

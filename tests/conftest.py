@@ -25,6 +25,16 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # No background CPU rate measurement (app/sizing/cpu_rate.py) from each test's fresh lab;
 # its own tests start it themselves.
 os.environ.setdefault("TERNIT_CPU_PROBE", "0")
+# Each test's window is a first start: the fields' own defaults, not a first run sized to
+# this machine (app/sizing/first_run.py); tests/test_window_first_run.py turns it on.
+os.environ.setdefault("TERNIT_FIRST_RUN", "0")
+# The interface's language when nothing chose one is the OS's (app.base.i18n.os_language):
+# pinned to Russian, the lab's first language, in this process and, through gettext's
+# LANGUAGE, in the children the tests start, whatever this machine's locale is.
+os.environ["LANGUAGE"] = "ru"
+from app.base.i18n import set_system_language  # noqa: E402  (after the environment above)
+
+set_system_language(lambda: "ru")
 # No trainer or queue runner of a test asks this PC's OS not to sleep (trainer/run/awake.py);
 # tests/test_awake.py asks, against an inhibitor of its own.
 os.environ.setdefault("TERNIT_KEEP_AWAKE", "0")

@@ -101,7 +101,7 @@ def test_the_form_checks_it_and_writes_it(tiny_data):
     assert form.run_config()["training"]["tokens_per_step"] == 0  # 0: automatic (one micro-step)
     form.set("tokens_per_step", 1000)
     [issue] = form.field_issues("tokens_per_step")
-    assert "896 или 1\u202f024" in issue.text and not form.can_start()
+    assert "896 или 1\u00a0024" in issue.text and not form.can_start()
     form.set("tokens_per_step", 256)
     assert form.field_issues("tokens_per_step") == []
     row = next(r for r in form.size_rows() if r.key == "tokens_per_step")

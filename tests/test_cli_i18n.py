@@ -298,7 +298,7 @@ def test_export_errors_and_its_success_line_in_the_interface_language(tmp_path, 
     out = tmp_path / "w.safetensors"
     code, text, err = run_cli(["export", str(ckpt), str(out)], "ru")
     assert code == 0, err
-    assert text.strip() == f"веса записаны: {out} (35\u202f200 весов, шаг 2)"  # app.base.numbers.int_text
+    assert text.strip() == f"веса записаны: {out} (35\u00a0200 весов, шаг 2)"  # app.base.numbers.int_text
     code, text, _ = run_cli(["export", str(ckpt), str(out)], "en")
     assert code == 0 and text.strip() == f"weights written: {out} (35,200 weights, step 2)"
     raw = out.read_bytes()

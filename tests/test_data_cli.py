@@ -96,11 +96,12 @@ def test_errors_are_one_line_with_exit_codes(tmp_path, capsys, english):
 
 
 def test_ternit_command_in_russian_by_default(tmp_path):
-    """The real command line, as a user runs it: Russian unless told otherwise."""
+    """The real command line, as a user runs it on a Russian system: Russian unless told otherwise."""
     env_home = tmp_path / "lab"
     res = subprocess.run([sys.executable, "-m", "app.cli", "data", "add", str(tmp_path / "нет")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60,
-                         env={"PATH": "/usr/bin:/bin", "TERNIT_HOME": str(env_home), "HOME": str(tmp_path)})
+                         env={"PATH": "/usr/bin:/bin", "TERNIT_HOME": str(env_home), "HOME": str(tmp_path),
+                              "LANG": "ru_RU.UTF-8"})
     assert res.returncode == 2
     assert res.stderr.strip() == f"ternit data: нет такого пути: {tmp_path / 'нет'}"
 
@@ -224,14 +225,14 @@ def test_ternit_help_and_an_unknown_command_in_the_interface_language(capsys):
     """`ternit --help` is the first thing a user reads: in Russian by default, English as set."""
     assert main(["--help"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("использование: ternit КОМАНДА") and "наборы данных, созвездия" in out
+    assert out.startswith("использование: ternit [--lang ru|en] КОМАНДА") and "наборы данных, созвездия" in out
     assert main(["datta"]) == 2
     assert capsys.readouterr().err.startswith("ternit: нет команды 'datta'")
     set_language("en")
     try:
         assert main([]) == 0
         out = capsys.readouterr().out
-        assert out.startswith("usage: ternit COMMAND") and "datasets, constellations" in out
+        assert out.startswith("usage: ternit [--lang ru|en] COMMAND") and "datasets, constellations" in out
     finally:
         set_language(None)
 

@@ -231,7 +231,7 @@ def test_empty_and_unknown_constellations_are_named(lib, tmp_path):
 def test_too_little_text_is_a_clear_error(lib, tmp_path):
     (tmp_path / "one.txt").write_text("Только один короткий документ.\n", encoding="utf-8")
     lib.add(tmp_path / "one.txt", name="one", constellation="tiny")
-    with pytest.raises(PrepareError, match="validation|проверочн"):
+    with pytest.raises(PrepareError, match="too small to evaluate|слишком мал, чтобы проверять"):
         prepare(["tiny"], out=tmp_path / "o", vocab=300, library=lib)
     assert not (tmp_path / "o").exists()
 
@@ -438,3 +438,37 @@ def test_a_full_disk_is_a_clear_error_and_no_thread_is_left(lib, tmp_path, two_c
     assert "--out" in str(e.value)
     assert not (tmp_path / "o").exists() and [p for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
     assert threading.active_count() == before  # reader and encoder threads ended
+
+
+def test_a_small_text_is_held_out_by_tokens_with_the_floor_the_evaluation_needs(lib, tmp_path):
+    """One 64 KB Russian file at context 64 is three or four units; the held-out one had 2
+    tokens. Now val holds at least the floor (EVAL_FLOOR_SEGMENTS segments of context + 1),
+    cut by tokens from a unit, and train and val still add up to the text."""
+    text = "\n\n".join(documents(400, seed=21, lang="ru"))
+    text = text[: 32 * 1024]  # 32 k Cyrillic characters: ≈ 64 KB of UTF-8
+    (tmp_path / "small.txt").write_text(text, encoding="utf-8")
+    lib.add(tmp_path / "small.txt", name="small", constellation="small")
+    m = prepare(["small"], out=tmp_path / "o", vocab=400, context=64, library=lib).meta
+    floor = encode.EVAL_FLOOR_SEGMENTS * 65
+    assert m["val_tokens"] >= floor, m["val_split"]
+    assert m["val_tokens"] <= encode.MAX_FLOOR_FRACTION * (m["train_tokens"] + m["val_tokens"])
+    assert m["val_split"]["train_units"] >= 2 and m["val_split"]["cut_tokens"] > 0  # cut from a unit
+    assert (tmp_path / "o" / "val.bin").stat().st_size == 2 * m["val_tokens"]
+
+
+def test_a_text_too_small_for_the_floor_is_said_plainly(lib, tmp_path):
+    (tmp_path / "few.txt").write_text(" ".join(documents(3, seed=2, lang="ru")), encoding="utf-8")
+    lib.add(tmp_path / "few.txt", name="few", constellation="few")
+    with pytest.raises(PrepareError, match="слишком мал, чтобы проверять.*уменьшите контекст"):
+        prepare(["few"], out=tmp_path / "o", vocab=300, context=1024, library=lib)
+
+
+def test_top_up_cuts_one_unit_and_never_one_whose_text_occurs_twice():
+    hashes = np.array([5, 1, 3, 3, 9], dtype=np.uint64)
+    lens = np.array([100, 2, 50, 50, 400], dtype=np.int64)
+    chosen = np.array([False, True, False, False, False])  # the 2-token unit, as before
+    got, cut = encode.top_up_val(hashes, lens, 1 << 64, chosen, 130)
+    # hash 3 twice (equal text): both whole (100 tokens), then unit 0 (hash 5) cut for 30
+    assert got.tolist() == [False, True, True, True, False] and cut == (0, 30)
+    got, cut = encode.top_up_val(hashes, lens, 1 << 64, chosen, 60)
+    assert got.tolist() == [False, True, False, False, False] and cut == (0, 60)  # the pair is not cut

@@ -46,7 +46,7 @@ def _start(path: Path, *flags: str) -> int:
 # ---- 1. every number has a range: an oversized one is refused, never stored ---------------
 @pytest.mark.parametrize("target", ["local", "kaggle"])
 @pytest.mark.parametrize("change, said", [
-    ({"training": {"steps_to": 10**30}}, "training.steps_to: нужно не больше 1\u202f000\u202f000\u202f000"),
+    ({"training": {"steps_to": 10**30}}, "training.steps_to: нужно не больше 1\u00a0000\u00a0000\u00a0000"),
     ({"training": {"eval_every": 10**30}}, "training.eval_every"),
     ({"training": {"limit_min": 10**30}}, "training.limit_min"),
     ({"training": {"keep_checkpoints": 10**30}}, "training.keep_checkpoints"),

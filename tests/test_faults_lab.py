@@ -364,5 +364,5 @@ def test_a_full_state_disk_while_following_is_one_line_and_following_resumes(tin
     assert "Traceback" not in err, err
     assert sum("не записывается" in line or "cannot be written" in line for line in err.splitlines()) == 1, err
     assert follower.returncode == EXIT_STOPPED, err + "".join(out)  # the run's own outcome: stopped by STOP
-    shown = ternit("run", "show", run_id)
+    shown = ternit("run", "show", run_id, "--json")
     assert json.loads(shown.stdout)["status"] == status.STOPPED, shown.stdout  # the row caught up

@@ -84,7 +84,7 @@ def test_economical_is_a_choice_of_three_levels_with_their_labels():
     assert lean.label["ru"] == "Облегчённое состояние" and lean.label["en"] == "Lean state"
     for field_spec in (spec, lean):
         assert "«Экономного режима»" in field_spec.tooltip_body("ru")
-        assert "«Economical mode»" in field_spec.tooltip_body("en")
+        assert "“Economical mode”" in field_spec.tooltip_body("en")
     # The default is named by its label, not by its key.
     assert spec.tooltip_body("ru").endswith("По умолчанию: Выкл.")
     assert spec.tooltip_body("en").endswith("Default: Off.")
@@ -99,7 +99,7 @@ def test_economical_tooltip_keeps_the_note_and_says_what_each_level_costs(lang):
     assert ("5 536" in tip and "12 004" in tip) if lang == "ru" else ("5,536" in tip and "12,004" in tip)
     # Every level by its label, with the trainer's figures (trainer.model.economical.ABOUT).
     for _key, label in spec.option_choices(lang):
-        assert f"«{label}»" in tip
+        assert (f"«{label}»" if lang == "ru" else f"“{label}”") in tip
     for figure in (f"0{comma}39×", f"7{comma}9 %", "25 %", f"0{comma}22×", f"1{comma}13×", "22 %", "32 %"):
         assert figure in tip, figure
     # Honest about what was measured: the GPU step time was not; arithmetic and launches are counted.

@@ -330,7 +330,7 @@ def test_memory_advice_names_the_next_level_then_the_lean_state(ctx, lang):
     form.set("gpu", "t4x2")
     turn_on = "включите пересчёт активаций" if lang == "ru" else "turn on activation recompute"
     go_full = "выберите полный пересчёт" if lang == "ru" else "choose the full activation recompute"
-    lean = "выберите облегчённое состояние «8 бит»" if lang == "ru" else "choose the lean state «8-bit»"
+    lean = "выберите облегчённое состояние «8 бит»" if lang == "ru" else "choose the lean state “8-bit”"
     for level, want in (("off", turn_on), ("selective", go_full), ("full", lean)):
         form.set("economical", level)
         form.set("batch_per_card", 6)
@@ -373,7 +373,7 @@ def test_not_even_batch_1_fits_says_what_the_level_can_still_give(ctx, lang):
     assert ("или включите пересчёт активаций" if ru else "or turn on activation recompute") in texts_by_level["off"]
     assert ("или выберите полный пересчёт активаций" if ru else "or choose the full activation recompute") in (
         texts_by_level["selective"])
-    assert ("«Полный»" if ru else "«Full»") in texts_by_level["off"]  # selective would not do
+    assert ("«Полный»" if ru else "“Full”") in texts_by_level["off"]  # selective would not do
     assert texts_by_level["full"] == ""  # the level the advice named: batch 1 fits
 
 
@@ -435,3 +435,22 @@ def test_advanced_values_go_to_run_json_and_come_back():
     # A run.json without the keys (a retry, a continue) trained with the trainer's defaults.
     form.load_config({"training": {"lr": 0.002}})
     assert form.values["precision"] == "auto" and form.values["warmup_steps"] == 200
+
+
+def test_a_continued_run_keeps_its_tokens_per_step_on_two_cards_by_a_smaller_batch(ctx):
+    """«Продолжить» on 2×T4 refused over «Токенов за шаг» 384 (the parent's one card ×
+    batch 6 × n 64): the batch comes down to 3, the plan takes it, and a refusal of values
+    no longer there does not stay behind."""
+    parent = {"name": "p", "model": {"context": 64, "width": 32, "heads": 2, "layers": 2, "vocab": 300},
+              "training": {"batch_per_card": 6, "steps_to": 100, "limit_min": 30, "tokens_per_step": 384},
+              "data": {"constellations": ["tiny"]}, "target": {"kind": "local", "gpu": "cpu"}}
+    form = RunForm(ctx)
+    form.continue_from(_continue_info(parent))
+    assert form.values["batch_per_card"] == 6  # the CPU: 6 × 64 = 384 as before
+    form.set("gpu", "t4x2")
+    assert form.values["batch_per_card"] == 3 and form.estimate() is not None
+    assert form.plan_refusal() is None
+    assert not [i for i in form.issues() if "Токенов за шаг" in i.text]
+    form.set_text("steps_to", "")  # an empty field: no estimate, and no old refusal kept
+    form.estimate()
+    assert form.plan_refusal() is None

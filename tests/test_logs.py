@@ -103,11 +103,13 @@ def test_no_kaggle_key_reaches_the_log_while_accounts_are_added_and_checked(fake
     capsys.readouterr()
 
 
-def test_about_names_the_log_file(qtbot, log_file):
+def test_about_names_the_log_file_the_version_and_the_torch_build(qtbot, log_file):
+    from app.base.version import lab_version, torch_build_text
     from ui.window.menu import about_text, show_about
 
     assert str(logs.log_path()) in about_text()
     box = show_about(None)
     qtbot.addWidget(box)
     assert str(log_file) in box.text()
+    assert box.text().startswith(f"Ternit Lab {lab_version()}\nPyTorch {torch_build_text()}\n")
     box.close()

@@ -137,7 +137,7 @@ def test_trainer_memory_beside_the_cards_figure_and_warnings(qtbot, fake):
     assert panel.cards[0].temperature_level == "hot"
     kinds = [a.kind for a in panel.alerts]
     assert kinds == ["memory_full", "slowdown"]
-    assert "lower the batch" in panel.alerts_label.text()
+    assert "lower the “Batch per card”" in panel.alerts_label.text()
     # The test process stands in for the trainer; children left by earlier tests may count.
     assert panel.trainer_label.text().startswith(f"Trainer (pid {os.getpid()}")
     assert panel.trainer_alloc_label.text() == ""  # shown on card 0 already, not twice
@@ -280,3 +280,18 @@ def test_an_nvml_outage_is_a_gap_in_the_cards_plot(qtbot, fake):
     xs, ys = panel.cards[0].curves["temp_c"].getData()
     assert list(xs) == [-13, -12, -11, -6, 0]
     assert ys[:2].tolist() == [62, 70] and all(y != y for y in ys[2:4]) and ys[4] == 50
+
+
+def test_a_pc_without_a_card_offers_no_heat_guard_and_says_why(qtbot, fake):
+    """The heat guard watches an NVIDIA card: on a PC without one its switch and numbers are
+    absent, and the line says why; with the fake NVML's cards they are back."""
+    fake.init_error = pynvml.NVML_ERROR_LIBRARY_NOT_FOUND
+    panel = make_panel(qtbot)
+    panel.show_snapshot(panel.sampler.sample())
+    assert not any(w.isVisibleTo(panel) for w in panel.guard_controls)
+    assert panel.guard_label.text().startswith("No heat guard: it watches an NVIDIA card's temperature")
+    fake.init_error = None
+    panel2 = make_panel(qtbot)
+    panel2.show_snapshot(panel2.sampler.sample())
+    assert all(w.isVisibleTo(panel2) for w in panel2.guard_controls)
+    assert not panel2.guard_label.text().startswith("No heat guard")

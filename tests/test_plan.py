@@ -15,7 +15,7 @@ import json
 
 import pytest
 
-from app.base.plan_texts import RU, RefusalError, text
+from app.base.plan_texts import EN_FORM, RU, RefusalError, text, value_text
 from app.sizing import estimate
 from app.sizing.combos import Combination, offered
 from trainer.config.reasons import TEXTS
@@ -112,7 +112,8 @@ def test_every_setting_is_estimated_as_the_plan_runs_it_or_refused_as_it_refuses
             seen.setdefault(reason.code, reason)
     # Each reason and refusal met is said in Russian too (the lab's one table of texts).
     for reason in seen.values():
-        assert "{" not in text(reason, "ru") and text(reason, "en") == reason.text()
+        # English is the trainer's sentence, or the form's words where it names run.json's keys
+        assert "{" not in text(reason, "ru") and text(reason, "en") == EN_FORM.get(reason.code, reason.text())
 
 
 def test_a_machine_without_the_libraries_refuses_what_needs_them_and_auto_says_so():
@@ -146,7 +147,7 @@ def test_nothing_asked_is_changed_silently():
     # Every choice carries a reason in both languages.
     for name in Plan.CHOICES:
         reason = getattr(p, name).reason
-        assert reason.text() and text(reason, "ru") and text(reason, "en") == reason.text()
+        assert reason.text() and text(reason, "ru") and text(reason, "en") == EN_FORM.get(reason.code, reason.text())
 
 
 def test_the_russian_table_has_every_code_of_the_contract_and_renders_its_parameters():
@@ -170,7 +171,7 @@ def test_the_russian_table_has_every_code_of_the_contract_and_renders_its_parame
             params = {f: 7 for _, f, _, _ in string.Formatter().parse(template) if f}
         ru = text(Refusal(code, params), "ru")
         assert ru and "{" not in ru, code
-        assert text(Refusal(code, params), "en") == Refusal(code, params).text()
+        assert text(Refusal(code, params), "en") == EN_FORM.get(code, Refusal(code, params).text())
 
 
 def test_ternit_estimate_and_the_trainers_check_agree_on_the_604m_case(tmp_path, capsys):
@@ -197,7 +198,7 @@ def test_ternit_estimate_and_the_trainers_check_agree_on_the_604m_case(tmp_path,
     assert "sharding     ddp" in capsys.readouterr().out
     assert main(["estimate", "--layers", "24", "--width", "1440", "--heads", "12", "--batch", "2",
                  "--lean-state", "on", "--gpu", "t4x2", "--no-measured", "--lang", "ru"]) == 0
-    assert "ddp  (авто: облегчённое состояние" in capsys.readouterr().out
+    assert "нет, у каждой всё (DDP)  (авто: облегчённое состояние" in capsys.readouterr().out
 
 
 def test_the_check_refuses_with_exit_2_for_a_machine(tmp_path, capsys):
@@ -357,8 +358,12 @@ def test_the_forms_panel_says_how_the_trainer_will_run_it(tiny_data, russian):
         want = plan(from_dict(form.run_config()), est.plan.machine)
         assert isinstance(want, Plan), want
         assert row.label == "Как пойдёт обучение" and row.level == "ok"
-        assert row.value == (f"точность {want.precision.value} · карты делят состояние {want.sharding.value}"
-                             f" · компиляция {want.compile.value} · шаг {want.step.value}"), row.value
-        for choice in ("precision", "sharding", "compile", "step"):
+        # In the form's words (app.base.plan_texts.value_text); one process shares nothing: no row.
+        shared = ("" if want.sharding.value == "none" else
+                  f" · карты делят состояние {value_text('sharding', want.sharding.value, 'ru')}")
+        assert row.value == (f"точность {want.precision.value}{shared}"
+                             f" · компиляция {value_text('compile', want.compile.value, 'ru')}"
+                             f" · шаг {value_text('step', want.step.value, 'ru')}"), row.value
+        for choice in ("precision", "compile", "step") + (("sharding",) if shared else ()):
             assert text(getattr(want, choice).reason, "ru") in row.note, (choice, row.note)
-    assert "held" in row.value  # one T4 with the lean state: gradients held
+    assert "градиенты хранятся" in row.value  # one T4 with the lean state: gradients held

@@ -46,7 +46,7 @@ def test_time_to_steps_to_when_it_comes_before_the_limit():
     live = fed(start(1000, 60), *steps(1, 100, 0.5))
     now = T0 + 5 + 100 * 0.5
     # 900 steps left at 0,5 s each (the wall-clock pace, evaluations included) = 7,5 min.
-    assert live.text(now) == "12 346 ток/с · 40 мс/шаг · до шага 1 000 ≈8 мин"
+    assert live.text(now) == "12 346 ток/с · 40 мс/шаг (медиана по последним 50 шагам) · до шага 1 000 ≈8 мин"
 
 
 def test_the_limit_first_says_where_it_stops():
@@ -70,7 +70,7 @@ def test_english_and_nothing_before_the_first_step():
     assert fed(start()).text(T0) == ""
     set_language("en")
     live = fed(start(1000, 60), *steps(1, 100, 0.5, ms=4.25))
-    assert live.text(T0 + 55) == "12,346 tok/s · 4.2 ms/step · ≈8 min to step 1,000"
+    assert live.text(T0 + 55) == "12,346 tok/s · 4.2 ms/step (median of the last 50 steps) · ≈8 min to step 1,000"
 
 
 class _Rec:
@@ -106,5 +106,34 @@ def test_ternit_run_wait_prints_the_same_line_as_the_banner():
         progress(ev)
     live = fed(*events)
     last = plain(out.getvalue().splitlines()[-1])
-    assert last.startswith("  12 346 ток/с · 40 мс/шаг · до шага 1 000 ≈")
+    assert last.startswith("  12 346 ток/с · 40 мс/шаг (медиана по последним 50 шагам) · до шага 1 000 ≈")
     assert last.strip() == plain(LiveProgress.text(live))
+
+
+def test_tokens_per_s_and_ms_per_step_are_one_pair_from_the_same_steps():
+    """The banner showed the last step's tokens/s beside the median step time: 1 000 tok/s
+    beside 40 ms on a run of 2 048-token steps. Now both come from the same recent steps."""
+    events = [start(1000, 60)]
+    for s in range(1, 21):  # 2 048 tokens a step; every fifth step slow (an evaluation's neighbour)
+        ms = 200.0 if s % 5 == 0 else 40.0
+        events.append({"event": "step", "time": T0 + 5 + s, "step": s, "step_ms": ms,
+                       "tokens_per_s": 2048 / (ms / 1000), "loss": 5.0})
+    events[-1]["tokens_per_s"] = 1000.0  # a last step the trainer timed oddly
+    live = fed(*events)
+    tps, ms, n = live.measured_pair()
+    assert ms == 40.0 and n == 20 and round(tps * ms / 1000) == 2048
+    assert live.text(T0 + 30).startswith("51 200 ток/с · 40 мс/шаг (медиана по последним 20 шагам)")
+
+
+def test_a_stop_asked_on_kaggle_says_no_next_leg_not_the_next_account(tmp_path):
+    """«дальше — этап 3 на аккаунте с квотой (Авто)» stood over «продолжения не будет»."""
+    rec = _Rec(tmp_path)
+    rec.target_kind, rec.leg, rec.target_account = "kaggle", 2, "alice"
+    rec.config = lambda: {"target": {"account": "auto"}}
+    rec.events_path.write_text("".join(json.dumps(e) + "\n" for e in [start(100_000, 10), *steps(1, 100, 0.5)]),
+                               encoding="utf-8")
+    follower = LiveFollower()
+    assert "дальше — этап 3" in plain(follower.text_for(rec, now=T0 + 55))
+    rec.stop_requested_at = T0 + 50
+    text = plain(follower.text_for(rec, now=T0 + 55))
+    assert "продолжения не будет (остановка запрошена)" in text and "дальше" not in text, text

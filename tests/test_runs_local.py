@@ -73,7 +73,7 @@ def test_cli_start_wait_trains_resumes_in_place_lists_and_exports(tiny_data, tmp
     assert cli.main(["run", "start", "--config", str(path), "--wait", "--stop-at-step", "20"]) == 3
     out = capsys.readouterr().out
     # 35 200 weights, written as the interface language writes numbers (Russian: a thin space).
-    assert "35\u202f200" in out and "20/30" in out and "конец: остановлен по лимиту времени на шаге 20" in out and "ternit run continue" in out
+    assert "35\u00a0200" in out and "20/30" in out and "конец: остановлен по лимиту времени на шаге 20" in out and "ternit run continue" in out
 
     reg = Registry()
     m = RunManager(reg)
@@ -165,9 +165,14 @@ def test_a_data_failure_names_the_folder(tmp_path, tiny_data, capsys):
     assert "ternit data prepare" in capsys.readouterr().err
     assert cli.main(["run", "retry", rec.id]) == 2  # fix the data first: nothing is started
     assert "ternit data prepare" in capsys.readouterr().err and len(Registry().list_runs()) == 1
-    assert cli.main(["run", "show", rec.id]) == 0
+    assert cli.main(["run", "show", rec.id, "--json"]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["failure"]["kind"] == "data" and shown["id"] == rec.id
+    assert shown["versions"]["ternit_lab"] and "torch" in shown["versions"]  # for a bug report
+    assert cli.main(["run", "show", rec.id]) == 0  # for people: lines in the interface's words
     shown = capsys.readouterr().out
-    assert '"kind": "data"' in shown and rec.id in shown
+    assert rec.id in shown and "events_offset" not in shown and "pid" not in shown
+    assert ("почему упал: " in shown or "why it failed: " in shown) and str(missing) in shown
 
 
 def test_export_failures_are_said_in_the_interface_language_with_no_traceback(tiny_data, tmp_path, capsys, russian):

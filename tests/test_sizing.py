@@ -380,9 +380,9 @@ def test_cli_human_output_and_errors(capsys):
 
     assert main(["estimate", "--gpu", "rtx3050", "--lang", "ru"]) == 0
     out = capsys.readouterr().out
-    assert "27 738 112" in out.replace("\u202f", " ") and "— оценка" in out
+    assert "27 738 112" in out.replace("\u00a0", " ") and "— оценка" in out
     # Speed, time and the limit once, as rows (the advice under them said them again).
-    assert out.count("6\u202f144") == 1 and "Скорость ≈" not in out and "займут" not in out
+    assert out.count("6\u00a0144") == 1 and "Скорость ≈" not in out and "займут" not in out
     time_row = next(line for line in out.splitlines() if line.startswith("Время"))
     assert "обучение ≈" in time_row and "проверок на отложенной выборке ≈" in time_row
     assert main(["estimate", "--width", "500", "--lang", "en"]) == 2
@@ -399,7 +399,7 @@ def test_cli_refuses_what_the_trainer_refuses_in_the_interface_language(capsys, 
     in Russian by default, each one line with exit code 2."""
     from app.cli.main import main
 
-    cases = [(["--vocab", "70000"], "model.vocab: нужно не больше 65\u202f536, а не 70\u202f000"),
+    cases = [(["--vocab", "70000"], "model.vocab: нужно не больше 65\u00a0536, а не 70\u00a0000"),
              (["--width", "500"], "ширина 500 не делится на число голов 8: подойдут 1, 2, 4, 5, 10"),
              (["--batch", "0"], "training.batch_per_card: нужно не меньше 1, а не 0"),
              (["--steps-to", "0"], "«Шагов до» должно быть больше"),

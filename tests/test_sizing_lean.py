@@ -102,7 +102,7 @@ def test_the_full_model_fits_a_16_gb_card_only_with_the_lean_state():
     normal = estimate(**FULL, gpu="rtx5070ti")
     assert normal.fits is False and normal.memory.allocated_peak > 25_000  # the issue's 25,465 MB
     assert normal.fits_with is not None and normal.fits_with.lean_state != "off"
-    assert "choose the lean state «8-bit»" in " ".join(normal.advice_texts())
+    assert "choose the lean state “8-bit”" in " ".join(normal.advice_texts())
     auto = estimate(**FULL, gpu="rtx5070ti", economical="auto")
     assert auto.fits is True and auto.auto
     assert auto.combination.lean_state == "on" and auto.combination.level == "off"  # the fastest that fits
@@ -190,11 +190,11 @@ def test_the_form_names_the_lean_state_for_the_full_model_and_writes_it():
         for key, value in dict(layers=26, width=2304, heads=18, batch_per_card=1).items():
             form.set(key, value)
         [issue] = form.field_issues("batch_per_card")
-        assert "not even batch 1 fits" in issue.text and "choose the lean state «8-bit»" in issue.text
+        assert "not even batch 1 fits" in issue.text and "choose the lean state “8-bit”" in issue.text
         form.set("lean_state", "on")  # taking the advice
         assert form.field_issues("batch_per_card") == []
         rows = {r.key: r for r in form.size_rows()}
-        assert "gradients 3,181" in rows["memory_parts"].value and "state «8-bit»" in rows["memory_parts"].note
+        assert "gradients 3,181" in rows["memory_parts"].value and "state “8-bit”" in rows["memory_parts"].note
         assert "the lab's note" in rows["time"].note  # which reference the time comes from
         assert form.run_config()["training"]["lean_state"] is True
         form.set("lean_state", "fused")

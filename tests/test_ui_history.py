@@ -77,7 +77,7 @@ def test_narrow_table_keeps_the_name_readable(qtbot):
     for width in (700, 1000):
         view.resize(width, 300)
         qtbot.waitUntil(lambda w=width: view.table.viewport().width() > 0 and view.width() == w, timeout=60_000)
-        qtbot.waitUntil(lambda: header.sectionSize(NAME_COLUMN) >= NAME_MIN_PX
+        qtbot.waitUntil(lambda: header.sectionSize(NAME_COLUMN) >= min(NAME_MIN_PX, view.table.sizeHintForColumn(1))
                         and all(header.sectionSize(c) >= view.table.sizeHintForColumn(c) for c in (3, 4)),
                         timeout=60_000)  # «Где», «Шаги»: their contents fit
     view.resize(2400, 300)
@@ -178,3 +178,19 @@ def test_runs_of_one_name_are_numbered_and_a_retry_is_marked(qtbot):
     name = {rid: view.table.item(view.row_of(rid), 1).text() for rid in ("r1", "r2", "r3", "solo")}
     assert name == {"r1": "nc-stop #1", "r2": "nc-stop #2", "r3": "nc-stop #3 · повтор", "solo": "solo"}
     assert "создан 2026-11-30 00:01" in view.table.item(view.row_of("r1"), 1).toolTip()
+
+
+def test_a_name_of_forty_letters_is_whole_at_the_default_width(qtbot):
+    """The history cut names at the window's default size: the name keeps all of itself up
+    to NAME_MIN_PX before the table scrolls sideways."""
+    from ui.runs.history import NAME_COLUMN, NAME_MIN_PX, HistoryView
+
+    view = HistoryView()
+    qtbot.addWidget(view)
+    view.show()
+    view.set_rows(_long_rows())
+    view.resize(900, 300)
+    header = view.table.horizontalHeader()
+    want = min(NAME_MIN_PX, view.table.sizeHintForColumn(NAME_COLUMN))
+    qtbot.waitUntil(lambda: view.width() == 900 and header.sectionSize(NAME_COLUMN) >= want, timeout=60_000)
+    assert want > 250  # the long names of _long_rows: more than the 180 px the name kept before

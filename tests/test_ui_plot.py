@@ -260,3 +260,19 @@ def test_zoom_to_recent_shows_the_last_quarter_with_its_own_y_range(plot, qtbot,
     assert not plot.recent.isChecked()
     plot.apply_view_settings({"recent": True})
     assert plot.recent.isChecked()
+
+
+def test_the_axes_speak_the_language_and_the_legend_leaves_a_small_plot(plot, qtbot, russian):
+    """«0.2» on the axis beside «0,9678» in the history; at the window's smallest the legend
+    covered the curve."""
+    axis = plot.plot.getAxis("left")
+    assert axis.tickStrings([0.2, 0.4], 1, 0.2) == ["0,2", "0,4"]
+    tr = plot.trace("live", "a run with a long name")
+    tr.add_events("r", [start(0, "d")] + steps(1, 200) + evals(100, 200))
+    tr.redraw(full=True)
+    plot._follow_view()
+    qtbot.waitUntil(lambda: plot.plot.legend.isVisible(), timeout=WAIT_MS)  # room enough at 900×500
+    plot.resize(900, 160)
+    qtbot.waitUntil(lambda: not plot.plot.legend.isVisible(), timeout=WAIT_MS)
+    plot.resize(900, 500)
+    qtbot.waitUntil(lambda: plot.plot.legend.isVisible(), timeout=WAIT_MS)

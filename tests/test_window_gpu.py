@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
+from app.base.stored_text import shown
 from app.runs import RunManager
 from bench.fake_nvml import FakeCard, pc_with_cards
 from tests.test_window import fill_tiny, type_into
@@ -41,7 +42,7 @@ def test_the_pc_s_card_is_offered_sizes_the_run_and_the_trainer_gets_it(qtbot, w
     choose(view, "gpu", "local")
     qtbot.mouseClick(view.start_button, Qt.MouseButton.LeftButton)
     rec = window.runs.registry.get(window.followed)
-    assert rec.config()["target"]["gpu"] == "0" and rec.last_message == "GPU 0"
+    assert rec.config()["target"]["gpu"] == "0" and shown(rec.last_message, "en") == "GPU 0"  # both languages kept
     # This machine has no CUDA: the trainer, told to use card 0, says so (and nothing else ran).
     qtbot.waitUntil(lambda: not window.runs.registry.get(rec.id).active, timeout=90_000)
     failure = window.runs.failure(rec.id)

@@ -81,7 +81,7 @@ def test_one_training_run_in_the_window_start_twice_its_speed_a_second_run_and_t
     view = window.form_view
     type_into(qtbot, view, "steps_to", "100000000")
     assert not view.start_button.isEnabled()
-    assert "«tiny» is training" in view.why.text(), view.why.text()
+    assert "“tiny” is training" in view.why.text(), view.why.text()
     window.language_actions["ru"].trigger()
     # The rebuilt window shows the followed run's banner again at its next poll.
     qtbot.waitUntil(lambda: window.banner.isVisible() and window.followed == live, timeout=WAIT_MS)

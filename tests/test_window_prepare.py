@@ -93,7 +93,8 @@ def test_progress_reaches_the_view_and_the_run_starts_after(qtbot, window, tmp_p
     assert any(x.startswith("Токенизация") and "%" in x for x in seen), seen
     assert any(x.startswith("Обучение токенизатора") for x in seen), seen
     assert not window.prepare_row.bar.isVisible()
-    assert window.statusBar().currentMessage() == "Данные «сказки» подготовлены"
+    said = window.statusBar().currentMessage()  # what was built, said right after: vocabulary, tokens, size
+    assert said.startswith("Данные «сказки» подготовлены (словарь 4000; для обучения ") and "КиБ" in said, said
     prep = view.form.prepared_for_selection()
     assert prep is not None and prep.constellations == ("сказки",) and Path(prep.dir).parent == paths.prepared_dir()
     assert not view.prepare_button.isVisible() and view.start_button.isEnabled(), view.why.text()
@@ -140,13 +141,13 @@ def test_a_failed_prepare_says_why_and_what_to_do_and_it_stays(qtbot, window, tm
 
 def test_too_little_text_is_refused_and_shown(qtbot, window, tmp_path):
     add_texts(tmp_path / "крохи", "крохи", 4)
-    show(window, "крохи")
+    show(window, "крохи", context="256")  # 4 segments of 257 tokens: more than a quarter of the text
     with qtbot.waitSignal(window.data_prepared, timeout=WAIT_MS) as done:
         qtbot.mouseClick(window.form_view.prepare_button, Qt.MouseButton.LeftButton)
     assert done.args == [1]
     note = window.prepare_row.note.text()
-    assert "слишком мало текста, чтобы отложить проверочную выборку" in note, note
-    assert "4 куска" in note, note  # (was «4 кусков»)
+    assert "текст слишком мал, чтобы проверять на нём обучение" in note, note
+    assert "4 отрезка по контексту 256" in note, note
     assert "«Подготовить данные» снова" in note and window.prepare_row.note_box.isVisible()
     assert prepared_entries() == []
 
@@ -220,7 +221,8 @@ def test_warnings_stay_in_sight_until_the_next_prepare(qtbot, window, tmp_path):
     assert "проверочная выборка меньше желаемой" not in note, note
     assert "в проверочной выборке" in view.size_text(), view.size_text()
     assert "#8a5a00" in window.prepare_row.note.styleSheet()
-    assert window.statusBar().currentMessage() == "Данные «малые» подготовлены — с предупреждениями"
+    said = window.statusBar().currentMessage()  # with what was built: its vocabulary, tokens and size
+    assert said.startswith("Данные «малые» подготовлены (словарь ") and said.endswith(") — с предупреждениями"), said
     assert view.form.prepared_for_selection() is not None  # picked, warnings or not
     assert view.start_button.isEnabled(), view.why.text()
     # The held-out sample is too short for a context of 1024: Start says so, rather than a run

@@ -132,3 +132,27 @@ def test_series_results_name_the_winner(qtbot):
     assert dialog.table.item(3, 0).text().startswith("★") and dialog.table.item(3, 0).font().bold()
     assert not dialog.table.item(0, 0).text().startswith("★")
     assert "победил" in dialog.verdict.text() and dialog.plot is not None
+
+
+def test_the_series_dialog_shows_its_separator_hint_and_the_results_close(qtbot):
+    """The value field hid the separator it asks for; «Итоги серии» had no «Закрыть»; the
+    fields were named with run.json's keys."""
+    from ui.queue.series_dialog import SeriesDialog, SeriesResultsDialog
+
+    dialog = SeriesDialog({"lr": 0.001}, has_card=False)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    values = dialog.first_values
+    values.clear()
+    assert values.width() >= values.fontMetrics().horizontalAdvance(values.placeholderText())
+    assert "training." not in dialog.first.currentText() and dialog.first.currentText()
+    assert dialog.where.itemText(1).startswith("Куда освободится раньше: аккаунты Kaggle")
+    res = Results(1, "s", ["training.lr"], [Row(1, {"training.lr": 0.001}, DONE, "r1", "finished", 5.25, 5.2, 5.3,
+                                               2.5, None, None, 4)], 1, True, True, "победил lr=0.001")
+    results = SeriesResultsDialog(res)
+    qtbot.addWidget(results)
+    results.show()
+    assert results.table.item(0, 1).text() == "5,2500 (5,2000…5,3000)"  # the language's decimal mark
+    assert results.close_button.text() == "Закрыть"
+    qtbot.mouseClick(results.close_button, Qt.MouseButton.LeftButton)
+    assert not results.isVisible()

@@ -115,7 +115,7 @@ def test_numbers_are_typed_and_shown_as_the_language_writes_them(qtbot, tiny_dat
     wrote 0,001 while the field held 0.001."""
     from ui.form.run_form import RunFormView
 
-    for lang, steps, lr, typed in (("ru", "20\u202f000", "0,001", "30 000"), ("en", "20,000", "0.001", "30,000")):
+    for lang, steps, lr, typed in (("ru", "20\u00a0000", "0,001", "30 000"), ("en", "20,000", "0.001", "30,000")):
         set_language(lang)
         try:
             v = RunFormView(FormContext())

@@ -79,3 +79,38 @@ def test_the_window_is_a_gui_script_and_tokenizers_has_encode_batch_fast():
     assert project["gui-scripts"] == {"ternit-lab": "ui.main:main"} and "ternit-lab" not in project["scripts"]
     pin = next(r for r in project["dependencies"] if r.startswith("tokenizers"))
     assert tuple(map(int, re.search(r">=(\d+)\.(\d+)", pin).groups())) >= (0, 20)
+
+
+def test_a_python_that_cannot_make_a_venv_is_said_in_one_line(lab):
+    """The embeddable Windows build has no venv; Debian's Python lacks ensurepip until
+    python3-venv is installed: one line naming what to install, not a traceback."""
+    assert lab.venv_problem() is None  # this Python makes venvs (the tests' own runs in one)
+    line = lab.venv_problem(lambda name: None if name == "ensurepip" else object())
+    assert line is not None and "\n" not in line
+    assert ("python.org" in line) if os.name == "nt" else ("-venv`" in line and "ensurepip" in line)
+
+
+def test_an_unreachable_torch_index_is_given_up_in_seconds_and_pypi_said(lab, capsys):
+    """A port that accepts and never answers: the index is given up within its timeout, and
+    the set-up says in one line that PyPI's torch is installed instead, and why."""
+    import socket
+    import time
+
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    url = f"http://127.0.0.1:{silent.getsockname()[1]}/whl/cu128"
+    try:
+        start = time.monotonic()
+        why = lab.index_reachable(url, timeout_s=0.5)
+        assert why and time.monotonic() - start < 5
+        chosen = lab.torch_source(["torch", "--index-url", url], reachable=lambda u: lab.index_reachable(u, 0.5))
+    finally:
+        silent.close()
+    assert chosen == ["torch"]
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and url in err[0] and "PyPI" in err[0]
+    with pytest.raises(SystemExit, match="TORCH_SPEC"):
+        lab.torch_source(["torch", "--index-url", url], reachable=lambda u: "refused", explicit=True)
+    assert lab.torch_source(["torch==2.13.0"]) == ["torch==2.13.0"]  # PyPI: nothing to ask
+    assert "--timeout" in lab.PIP_PATIENCE and "--retries" in lab.PIP_PATIENCE

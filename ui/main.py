@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 def parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="ternit-lab", description="Ternit Lab: plan, train and compare small GPT models.")
     p.add_argument("--snapshot", metavar="FILE.png", help="render the main window offscreen to this PNG and exit")
-    p.add_argument("--lang", choices=["ru", "en"], help="interface language for this start (default: the setting, else Russian)")
+    p.add_argument("--lang", choices=["ru", "en"], help="interface language for this start (default: the setting, else the OS's: Russian on a Russian system, English otherwise)")
     p.add_argument("--size", default="1560x980", help="window size for --snapshot, WIDTHxHEIGHT")
     p.add_argument("--dark", action="store_true", help="a dark palette, as a dark desktop theme gives (to check it)")
     p.add_argument("--print-startup", action="store_true",
@@ -101,6 +101,13 @@ def snapshot(app, window, path: str, size: str) -> int:
     window.ensure_ready()
     for _ in range(3):  # layout, then the plot's first paint
         app.processEvents()
+    from .base import glyphs
+
+    if not glyphs.drawn(app.font()):  # a picture of empty boxes is no picture of the window
+        window.close()
+        print("ternit-lab: Qt found no font to draw letters with (every character is a box): set "
+              "QT_QPA_FONTDIR to a folder of .ttf fonts", file=sys.stderr)
+        return 1
     ok = window.grab().save(path, "PNG")
     window.close()
     if not ok:

@@ -10,8 +10,11 @@ from it, with its own texts as `t(ru, en)` pairs.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import re
 import sys
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from .i18n import t
@@ -84,3 +87,44 @@ class Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(2, t(f"{self.prog}: ошибка: {translate_error(message, 'ru')}\n",
                        f"{self.prog}: error: {message}\n"))
+
+
+# A table written by `--out` starts with the UTF-8 byte order mark: Windows PowerShell 5.1,
+# Notepad and Excel read a file without one in the ANSI code page (cp1251/cp1252) and garble
+# every Cyrillic name. JSON is written without it: JSON readers (Python's json among them)
+# refuse a BOM.
+BOM = "\ufeff"
+
+
+def add_out(p: argparse.ArgumentParser) -> None:
+    """The `--out FILE` of a command that prints a table (`run list`, `queue list`, …)."""
+    p.add_argument("--out", metavar=t("ФАЙЛ", "FILE"), help=t(
+        "записать в ФАЙЛ в UTF-8 с BOM (его верно читают PowerShell, Блокнот и Excel; с --json — без BOM), "
+        "а не в стандартный вывод",
+        "write to FILE as UTF-8 with a BOM (read right by PowerShell, Notepad and Excel; with --json without "
+        "one) instead of standard output"))
+
+
+def print_to(path: str | None, command: Callable[[], int], prog: str, as_json: bool = False) -> int:
+    """Run `command`, which prints its table to stdout, with that output going to `path`
+    (UTF-8 with a BOM, written whole or not at all) when one is given; the exit code is the
+    command's, or 2 with one line when the file cannot be written."""
+    if not path:
+        return command()
+    from pathlib import Path
+
+    from .atomic import write_text
+
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        code = command()
+    target = Path(path).expanduser()
+    try:
+        write_text(target, buffer.getvalue() if as_json else BOM + buffer.getvalue())
+    except OSError as e:
+        why = e.strerror or e
+        print(t(f"{prog}: не записать {target} ({why}): выберите другое место",
+                f"{prog}: could not write {target} ({why}): choose another place"), file=sys.stderr)
+        return 2
+    print(t(f"{prog}: записано в {target}", f"{prog}: written to {target}"), file=sys.stderr)
+    return code

@@ -88,7 +88,7 @@ LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
         "ru": "Как «8 бит», но градиенты не хранятся:\nкаждый вес обновляется в обратном проходе.\n"
         "≈ 4 байта на вес (1,67 млрд — 6,3 ГБ).\nДля точной обрезки — два обратных прохода:\n"
         "шаг ≈ в 1,7 раза дольше (оценка).",
-        "en": "As «8-bit», no gradients kept: each weight\nis updated inside the backward pass.\n"
+        "en": "As “8-bit”, no gradients kept: each weight\nis updated inside the backward pass.\n"
         "≈ 4 bytes a weight (1.67 B: 6.3 GB).\nFor an exact clip, two backward passes:\n"
         "a step ≈ 1.7× as long (an estimate).",
     },
@@ -96,7 +96,7 @@ LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
         "ru": "Как «без градиентов», но моменты ждут\nв памяти ПК: на карте ≈ 2 байта на вес\n"
         "(1,67 млрд — 3,1 ГБ). Цена — ещё и\nкопирование по PCIe каждый шаг:\n"
         "≈ 0,27 с на шаг при 1,67 млрд весов.",
-        "en": "As «no gradients», the moments wait in\nhost memory: ≈ 2 bytes a weight on the card\n"
+        "en": "As “no gradients”, the moments wait in\nhost memory: ≈ 2 bytes a weight on the card\n"
         "(1.67 B: 3.1 GB). The price adds PCIe\ncopies every step,\n"
         "≈ 0.27 s a step at 1.67 B weights.",
     },
@@ -144,6 +144,6 @@ def economical_step_up(level: str, lang: str | None = None, to: str | None = Non
         return "включите пересчёт активаций" if lang == "ru" else "turn on activation recompute"
     if level == "off":
         return ("включите пересчёт активаций, уровень «Полный»" if lang == "ru"
-                else "turn on activation recompute at the «Full» level")
+                else "turn on activation recompute at the “Full” level")
     return ("выберите полный пересчёт активаций" if lang == "ru"
             else "choose the full activation recompute")

@@ -48,6 +48,24 @@ def decimal_text(x: float, digits: int = 1, lang: str | None = None, sign: bool 
     return decimal_mark(f"{x:+.{digits}f}" if sign else f"{x:.{digits}f}", lang)
 
 
+def percent_text(fraction: float, lang: str | None = None) -> str:
+    """A share as a whole percent: 0.953 → «95 %» (a no-break space, as Russian writes it) /
+    "95%"."""
+    value = round(fraction * 100)
+    return f"{value}\u00a0%" if (lang or current_language()) == "ru" else f"{value}%"
+
+
+def sig_text(x: float, sig: int = 2, lang: str | None = None) -> str:
+    """`x` to `sig` significant figures, never in exponent form: 0.00033 → «0,00033» /
+    "0.00033", 27.73 → "27.7", 270.3 → "270"."""
+    v = round_sig(float(x), sig)
+    if v == 0 or not math.isfinite(v):
+        return decimal_mark(f"{v:g}", lang)
+    digits = max(0, sig - 1 - int(math.floor(math.log10(abs(v)))))
+    body = f"{v:.{digits}f}"
+    return decimal_mark(body.rstrip("0").rstrip(".") if "." in body else body, lang)
+
+
 def loss_text(x: float | None, lang: str | None = None) -> str:
     """A loss as the history, the run's header, the notifications and `ternit run` show it:
     four decimals with the language's mark (5.3702 / «5,3702»); None → "—"."""
@@ -61,8 +79,7 @@ def format_value(value: Any, lang: str | None = None) -> str:
     if isinstance(value, bool):
         return ("вкл." if value else "выкл.") if lang == "ru" else ("on" if value else "off")
     if isinstance(value, int):
-        text = f"{value:,}"
-        return text.replace(",", "\u00a0") if lang == "ru" else text
+        return int_text(value, lang)
     if isinstance(value, float):
         return decimal_mark(f"{value:g}", lang)
     if value is None:
@@ -70,10 +87,37 @@ def format_value(value: Any, lang: str | None = None) -> str:
     return str(value)
 
 
+# Russian groups digits with a no-break space (U+00A0), CLDR's separator for ru (and Qt's
+# QLocale's): one space for every number the lab writes. Not the narrow U+202F: Windows'
+# ANSI code pages (cp1251, cp1252) have no such character, and some fonts draw it as a box.
+GROUP_RU = "\u00a0"
+
+
 def int_text(n: int, lang: str | None = None) -> str:
-    """20000 → "20 000" (ru, a thin space as in the guide) / "20,000" (en)."""
+    """20000 → "20 000" (ru, a no-break space) / "20,000" (en)."""
     lang = lang or current_language()
-    return f"{n:,}".replace(",", "\u202f") if lang == "ru" else f"{n:,}"
+    return f"{n:,}".replace(",", GROUP_RU) if lang == "ru" else f"{n:,}"
+
+
+def counted(n: int | float, ru: tuple[str, str, str], en: tuple[str, str], lang: str | None = None,
+            sig: int | None = None) -> str:
+    """A count with its noun in the form the number asks for: counted(3, ("прогон", "прогона",
+    "прогонов"), ("run", "runs")) → «3 прогона» / "3 runs"; 21 → «21 прогон», 11 → «11
+    прогонов»; the number as int_text writes it, or with `sig` as count_text does («113 тыс.
+    токенов»: after a word unit the noun is plural). Every count said in words goes through
+    here (tests/test_words.py finds those that do not)."""
+    lang = lang or current_language()
+    if sig is not None:
+        body = count_text(n, lang, sig)
+        whole = round_sig(float(n), sig)
+        if abs(whole) >= 1000 or whole != int(whole):  # «27,7 млн весов», «1,5 токена»
+            return f"{body} {ru[2 if abs(whole) >= 1000 else 1]}" if lang == "ru" else f"{body} {en[1]}"
+        n = int(whole)
+    else:
+        body = int_text(int(n), lang)
+    if lang == "ru":
+        return f"{body} {plural_ru(int(n), *ru)}"
+    return f"{body} {en[0] if abs(int(n)) == 1 else en[1]}"
 
 
 def duration_text(seconds: float, lang: str | None = None) -> str:

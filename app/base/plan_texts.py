@@ -47,7 +47,7 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
                       "способность {capability})",
     "precision_emulated": "как просит run.json (training.precision: bf16); своего bf16 у карты нет "
                           "(вычислительная способность {capability}): он эмулируется и медленнее fp16",
-    "one_process": "один процесс: делить нечего (training.sharding {asked} — для двух и более)",
+    "one_process": "один процесс: делить нечего (это для двух карт и более)",
     "sharding_ddp_fits": lambda p: (
         f"авто: состояние обучения ({_gb(p['state_gb'])} ГБ, 16 байт на вес) помещается в половину карты "
         f"({_gb(p['half_gb'])} ГБ): каждый процесс держит его целиком (DDP)"),
@@ -56,17 +56,19 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
         f"({_gb(p['half_gb'])} ГБ): оно разделено между {p['processes']} процессами (FSDP2)"),
     "sharding_ddp_lean": "авто: облегчённое состояние работает, только когда каждый процесс держит его целиком (DDP)",
     "sharding_ddp_unknown": "авто: DDP ({device}: нет памяти карты, с которой сравнить состояние)",
-    "step_normal": "градиенты fp32 хранятся, затем шаг AdamW (lean_state false)",
+    "step_normal": "градиенты fp32 хранятся, затем шаг AdamW (облегчённое состояние «Обычное»)",
     "step_held": "градиенты хранятся до конца обратного прохода, затем каждый вес обновляется по очереди "
-                 "с точной обрезкой, моменты в 8 битах (lean_state true)",
+                 "с точной обрезкой, моменты в 8 битах (облегчённое состояние «8 бит»)",
     "step_held_fp16": "градиенты хранятся в fp32 для проверки масштабировщиком fp16, затем 8-битное "
-                      "обновление (lean_state true)",
+                      "обновление (облегчённое состояние «8 бит»)",
     "step_fused": "набор градиентов не хранится: каждый вес обновляется во втором обратном проходе, "
-                  "моменты в 8 битах (lean_state \"fused\")",
-    "step_offload": "как «fused», моменты в 8 битах ждут в памяти ПК между шагами (lean_state \"offload\")",
-    "step_offload_cpu": "как «fused»; на процессоре моменты и так в памяти ПК (lean_state \"offload\")",
+                  "моменты в 8 битах (облегчённое состояние «8 бит, без градиентов»)",
+    "step_offload": "как без градиентов, моменты в 8 битах ждут в памяти ПК между шагами (облегчённое "
+                    "состояние «8 бит в памяти ПК»)",
+    "step_offload_cpu": "как без градиентов; на процессоре моменты и так в памяти ПК (облегчённое состояние "
+                        "«8 бит в памяти ПК»)",
     "micro_one": "один микрошаг: процессов {processes} × батч {batch} × контекст {context} = "
-                 "{tokens} токенов за шаг (training.tokens_per_step 0)",
+                 "{tokens} токенов за шаг («Токенов за шаг» 0 — автоматически)",
     "micro_many": lambda p: (
         f"{p['micro']} {plural_ru(p['micro'], 'микрошаг', 'микрошага', 'микрошагов')} по процессов "
         f"{p['processes']} × батч {p['batch']} × контекст {_shown(p['context'])} дают training.tokens_per_step "
@@ -81,7 +83,7 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "samples_on": lambda p: (
         f"каждые {_shown(p['every'])} {plural_ru(p['every'], 'шаг', 'шага', 'шагов')}, {p['tokens']} "
         f"{plural_ru(p['tokens'], 'новый токен', 'новых токена', 'новых токенов')} на затравку"),
-    "samples_zero": "выключены: training.sample_tokens равно 0",
+    "samples_zero": "выключены: длина образцов в настройках прогона — 0",
     "samples_fsdp": "выключены под FSDP: веса разделены между процессами (ternit sample работает с "
                     "чекпоинтами)",
     # ---- refusals ---------------------------------------------------------------------------
@@ -155,10 +157,29 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
 }
 
 
+# The trainer's English reasons name run.json's keys (right for `python -m trainer.config`);
+# where the window and `ternit estimate` say them, these codes read in the form's words.
+EN_FORM: dict[str, str] = {
+    "one_process": "one process: nothing to share (that is for two cards or more)",
+    "step_normal": "fp32 gradients held, then AdamW's step (lean state “Normal”)",
+    "step_held": "gradients held until the backward pass ends, then each weight updated in turn with an "
+                 "exact clip, 8-bit moments (lean state “8-bit”)",
+    "step_held_fp16": "gradients held in fp32 for fp16's loss scaler to check, then the 8-bit update "
+                      "(lean state “8-bit”)",
+    "step_fused": "no set of gradients held: each weight updated inside a second backward pass, 8-bit "
+                  "moments (lean state “8-bit, no gradients”)",
+    "step_offload": "as without gradients, the 8-bit moments in the PC's memory between steps (lean state "
+                    "“8-bit in PC memory”)",
+    "step_offload_cpu": "as without gradients; on the CPU the moments are in the PC's memory anyway (lean "
+                        "state “8-bit in PC memory”)",
+    "samples_zero": "off: the run's sample length is 0",
+}
+
+
 def text(reason: Reason, lang: str | None = None) -> str:
     """`reason` (a plan's reason or a refusal) in `lang` (default: the interface's)."""
     if (lang or current_language()) == "en":
-        return reason.text()
+        return EN_FORM[reason.code] if reason.code in EN_FORM else reason.text()
     template = RU[reason.code]
     if callable(template):
         return template(reason.params)
@@ -186,8 +207,28 @@ CHOICE_LABELS: dict[str, dict[str, str]] = {
 }
 
 
+# The plan's values in words (its own are run.json's and the trainer's: none, off, normal).
+VALUE_WORDS: dict[str, dict[str, dict[str, str]]] = {
+    "sharding": {"none": {"ru": "нет", "en": "no"}, "ddp": {"ru": "нет, у каждой всё (DDP)", "en": "no, each holds all (DDP)"},
+                 "fsdp": {"ru": "да (FSDP2)", "en": "yes (FSDP2)"}},
+    "compile": {"on": {"ru": "вкл.", "en": "on"}, "off": {"ru": "выкл.", "en": "off"}},
+    "step": {"normal": {"ru": "обычный", "en": "normal"}, "held": {"ru": "градиенты хранятся", "en": "gradients held"},
+             "fused": {"ru": "без градиентов", "en": "no gradients"},
+             "offload": {"ru": "моменты в памяти ПК", "en": "moments in PC memory"}},
+}
+
+
+def value_text(choice: str, value: object, lang: str | None = None) -> str:
+    """A plan's value as the form says it («выкл.», «обычный»); other values as they are (fp32)."""
+    words = VALUE_WORDS.get(choice, {}).get(str(value))
+    return words[lang or current_language()] if words else str(value)
+
+
 def plan_rows(p: Plan, lang: str | None = None, leave_out: tuple[str, ...] = ()) -> list[tuple[str, str, str]]:
-    """(label, value, reason) for each of the plan's choices but `leave_out`, in `lang`."""
+    """(label, value, reason) for each of the plan's choices but `leave_out`, in `lang`; the
+    sharding of a single process (nothing to share: a CPU, one card) is left out too."""
     lang = lang or current_language()
-    return [(CHOICE_LABELS[name][lang], str(getattr(p, name).value), text(getattr(p, name).reason, lang))
-            for name in Plan.CHOICES if name not in leave_out]
+    return [(CHOICE_LABELS[name][lang], value_text(name, getattr(p, name).value, lang),
+             text(getattr(p, name).reason, lang))
+            for name in Plan.CHOICES
+            if name not in leave_out and not (name == "sharding" and str(p.sharding.value) == "none")]

@@ -6,6 +6,8 @@ insides (app.runs reaches the Kaggle runner only lazily, by name; app/runs/kaggl
 
 from __future__ import annotations
 
+import re
+
 from .i18n import pick, t
 
 CREATED = "created"
@@ -69,6 +71,26 @@ def end_text(event: dict, lang: str | None = None) -> str:
         return f"{reason}: {message}" if message else str(reason)
     ru, en = texts[reason]
     return pick({"ru": ru, "en": en}, lang)
+
+
+# The trainer's own `end` messages (trainer/train.py, English: the trainer imports nothing of
+# the lab), as a run's last message stores them: read back into the reason and its step, to
+# be said in the reader's language.
+_TRAINER_END = (
+    (re.compile(r"^reached step (?P<step>\d+)$"), "steps_reached"),
+    (re.compile(r"^stopped by the time limit at step (?P<step>\d+)$"), "time_limit"),
+    (re.compile(r"^stopped on request at step (?P<step>\d+) \((?:RUN_DIR/STOP exists|a signal)\)$"), "stopped"),
+)
+
+
+def trainer_end_text(message: str, lang: str | None = None) -> str | None:
+    """The trainer's end message in the reader's language («reached step 60» → «достигнут
+    шаг 60»); None for any other text."""
+    for pattern, reason in _TRAINER_END:
+        m = pattern.match(message)
+        if m:
+            return end_text({"reason": reason, "step": int(m["step"]), "message": message}, lang)
+    return None
 
 
 def label(status: str, lang: str | None = None) -> str:

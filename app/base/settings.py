@@ -1,6 +1,6 @@
 """The lab's settings file, settings.json in the config folder: read and written here only.
 
-Its keys and who checks them: "language" (app.base.i18n), "ask_on_close" (closing the window
+Its keys and who checks them: "language" (app.base.i18n), "vocab" (app.data.vocab), "ask_on_close" (closing the window
 while a run trains asks what to do), "keep_awake" (trainer/run/awake.py, through the trainer's and
 the queue runner's environment), "window" (app.window.layout), "form"
 (app.form.remembered), "kaggle_margin_min" and "kaggle_poll_s" (app.kaggle.settings). A

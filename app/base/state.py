@@ -142,10 +142,11 @@ class _Connection(sqlite3.Connection):
             if kind(exc) != "locked" or rest <= 0:
                 raise
             from .i18n import t
+            from .numbers import duration_text
 
             who = holder_text(self.state_path)
-            _say_wait(t(f"файл состояния лаборатории {self.state_path} занят ({who}): жду до {rest:g} с…",
-                        f"the lab's state file {self.state_path} is locked ({who}): waiting up to {rest:g} s…"))
+            _say_wait(t(f"файл состояния лаборатории {self.state_path} занят ({who}): жду до {duration_text(rest, 'ru')}…",
+                        f"the lab's state file {self.state_path} is locked ({who}): waiting up to {duration_text(rest, 'en')}…"))
             self._busy(int(rest * 1000))
             try:
                 return fn(*args)

@@ -18,6 +18,7 @@ import sqlite3
 from pathlib import Path
 
 from .i18n import t
+from .numbers import bytes_text, duration_text
 
 # SQLite's primary result codes (an extended code's low byte).
 SQLITE_PERM, SQLITE_BUSY, SQLITE_LOCKED, SQLITE_READONLY, SQLITE_IOERR = 3, 5, 6, 8, 10
@@ -80,7 +81,7 @@ def no_room(folder: Path) -> str | None:
         free = shutil.disk_usage(folder).free
     except OSError:
         return None
-    return t(f"свободно {free:,} байт", f"{free:,} bytes free") if free < LOW_SPACE_BYTES else None
+    return t(f"свободно {bytes_text(free, 'ru')}", f"{bytes_text(free, 'en')} free") if free < LOW_SPACE_BYTES else None
 
 
 def holders(path: Path) -> list[str]:
@@ -176,7 +177,7 @@ def state_error(path: Path, exc: sqlite3.Error, what: str = "", waited_s: float 
                  "(is it still connected, does it report errors) and try again.")
     if found == "locked":
         held = holder_text(path)
-        waited = t(f"; лаборатория ждала {waited_s:g} с", f"; the lab waited {waited_s:g} s") if waited_s else ""
+        waited = t(f"; лаборатория ждала {duration_text(waited_s, 'ru')}", f"; the lab waited {duration_text(waited_s, 'en')}") if waited_s else ""
         return t(f"Файл состояния лаборатории {path} занят: {held}{waited}.{done} Дождитесь, пока та программа "
                  "закончит, или закройте её (другое окно лаборатории, просмотрщик SQLite), и повторите.",
                  f"The lab's state file {path} is locked: {held}{waited}.{done} Wait for that program to "

@@ -13,6 +13,8 @@ import sys
 
 from trainer.base.streams import utf8_stdio
 
+from ..base.i18n import LANGUAGES
+
 # name: (module, what it does in Russian, in English)
 GROUPS: dict[str, tuple[str, str, str]] = {
     "data": ("app.data.cli", "наборы данных, созвездия и подготовленные данные",
@@ -42,9 +44,16 @@ GROUPS: dict[str, tuple[str, str, str]] = {
 def usage() -> str:
     from ..base.i18n import t
 
-    lines = [t("использование: ternit КОМАНДА [АРГУМЕНТЫ...]", "usage: ternit COMMAND [ARGS...]"), "",
+    lines = [t("использование: ternit [--lang ru|en] КОМАНДА [АРГУМЕНТЫ...]",
+               "usage: ternit [--lang ru|en] COMMAND [ARGS...]"), "",
              t("команды:", "commands:")]
     lines += [f"  {name:<10} {t(ru, en)}" for name, (_, ru, en) in GROUPS.items()]
+    lines += ["", t("параметры:", "options:"),
+              "  --lang ru|en  " + t("язык этого запуска (постоянный выбор — «Настройки → Язык интерфейса» "
+                                     "в окне или TERNIT_LANG)",
+                                     "this start's language (to keep a choice: “Settings → Interface language” "
+                                     "in the window, or TERNIT_LANG)"),
+              "  --version     " + t("версия лаборатории и сборка PyTorch", "the lab's version and the PyTorch build")]
     lines.append(t("\n`ternit КОМАНДА --help` — аргументы каждой команды.",
                    "\n`ternit COMMAND --help` for each command's arguments."))
     return "\n".join(lines)
@@ -61,15 +70,53 @@ def main(argv: list[str] | None = None) -> int:
         return 141  # 128 + SIGPIPE, as a shell reports it
 
 
+def global_options(argv: list[str]) -> tuple[str | None, list[str]]:
+    """The options before the command: `--lang ru|en` (or `--lang=en`) → (language, the
+    rest). ValueError names a language the lab does not speak."""
+    lang = None
+    while argv and (argv[0] == "--lang" or argv[0].startswith("--lang=")):
+        if argv[0] == "--lang":
+            if len(argv) < 2:
+                raise ValueError("--lang ru|en")
+            lang, argv = argv[1], argv[2:]
+        else:
+            lang, argv = argv[0].split("=", 1)[1], argv[1:]
+        if lang not in LANGUAGES:
+            raise ValueError(f"--lang {lang}: ru|en")
+    return lang, argv
+
+
 def _main(argv: list[str] | None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
+    from ..base.i18n import language_override, set_language, t
+
+    try:
+        lang, argv = global_options(list(sys.argv[1:] if argv is None else argv))
+    except ValueError as e:
+        print(t(f"ternit: язык: {e}", f"ternit: language: {e}"), file=sys.stderr)
+        return 2
+    if not lang:
+        return _command(argv)
+    before = language_override()
+    set_language(lang)  # this start only: the setting stays as it is
+    try:
+        return _command(argv)
+    finally:
+        set_language(before)
+
+
+def _command(argv: list[str]) -> int:
+    from ..base.i18n import t
+
+    if argv[:1] == ["--version"]:
+        from ..base.version import version_lines
+
+        print("\n".join(version_lines()))
+        return 0
     if not argv or argv[0] in ("-h", "--help", "help"):
         print(usage())
         return 0
     name, rest = argv[0], argv[1:]
     if name not in GROUPS:
-        from ..base.i18n import t
-
         print(t(f"ternit: нет команды {name!r}", f"ternit: unknown command {name!r}") + f"\n\n{usage()}",
               file=sys.stderr)
         return 2

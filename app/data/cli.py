@@ -28,7 +28,7 @@ import sys
 import threading
 from collections.abc import Iterator
 
-from ..base.cli_args import Parser
+from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
 from ..base.numbers import bytes_text, count_text, int_text
 from ..base.state import StateError, failure_text
@@ -45,9 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--name", help=t("имя набора (по умолчанию имя файла)", "dataset name (default: file name)"))
     a.add_argument("--constellation", help=t("добавить в созвездие (создаётся при нужде)",
                                              "add to a constellation (created if needed)"))
-    sub.add_parser("list", help=t("наборы данных", "datasets"))
-    sub.add_parser("constellations", help=t("созвездия", "constellations"))
-    sub.add_parser("prepared", help=t("подготовленные папки", "prepared folders"))
+    for name, ru, en in (("list", "наборы данных", "datasets"), ("constellations", "созвездия", "constellations"),
+                         ("prepared", "подготовленные папки", "prepared folders")):
+        add_out(sub.add_parser(name, help=t(ru, en)))
     sub.add_parser("bench", help=t("замер скорости подготовки (= ternit bench data)",
                                    "preparation throughput benchmark (= ternit bench data)"), add_help=False)
     ch = sub.add_parser("check", help=t("перепроверить файлы наборов (изменения, пропажи)",
@@ -91,6 +91,8 @@ def main(argv: list[str]) -> int:
 
     try:
         with _terminate_as_interrupt():
+            if args.cmd in ("list", "constellations", "prepared"):
+                return print_to(args.out, lambda: COMMANDS[args.cmd](args), f"ternit data {args.cmd}")
             return COMMANDS[args.cmd](args)
     except LibraryError as exc:
         print(f"ternit data: {exc}", file=sys.stderr)

@@ -13,6 +13,12 @@
   (the lowest 1/8 of the hash range, or among the 256 smallest hashes so far) are written
   to a side file; after the pass the cut-off is fixed, the chosen ones become val.bin and the
   rest are appended to train.bin.
+- A floor the evaluation needs: at least EVAL_FLOOR_SEGMENTS segments of context + 1
+  tokens. A small text has few, large units (a 64 KB file is three or four), and the one
+  with the smallest hash may hold two tokens; when the whole units fall short, the next
+  units in hash order are held out by tokens: whole while they fit, then the last one cut,
+  its end going to val (a unit whose text occurs twice is never cut). Up to a quarter of the
+  text may go to val this way; a text too small for even that is refused in plain words.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from ..base.i18n import said, t
-from ..base.numbers import plural_ru
+from ..base.numbers import counted, plural_ru
 from .library import Dataset, Library, LibraryError
 from .progress import VAL_SAMPLE_WARNING, CancelToken, Reporter, check
 
@@ -39,6 +45,8 @@ EOT = "<|endoftext|>"
 VAL_FRACTION = 0.01
 MIN_VAL_SEGMENTS = 96
 MAX_VAL_FRACTION = 0.10
+EVAL_FLOOR_SEGMENTS = 4  # the fewest segments an evaluation's mean and interval are worth
+MAX_FLOOR_FRACTION = 0.25  # what the floor may take of a small text
 CANDIDATE_REGION = 1 << 61  # the lowest 1/8 of the 64-bit hash range
 CANDIDATE_SMALLEST = 256
 BATCH_CHARS = 1 << 19  # enough 16k-char units per batch to keep 16+ cores busy
@@ -237,8 +245,9 @@ def _encode_pass(lib: Library, sources: list[Source], tok: Any, train: Writer, c
 
 
 def _copy_candidates(cands: _Candidates, chosen: np.ndarray, train: Writer, val: Writer,
-                     report: Reporter, cancel: CancelToken | None) -> None:
-    """Copy runs of consecutive candidates that go the same way, in their original order."""
+                     report: Reporter, cancel: CancelToken | None, cut: tuple[int, int] | None = None) -> None:
+    """Copy runs of consecutive candidates that go the same way, in their original order;
+    `cut` (a candidate, n): that unit's last n tokens go to val, the rest to train."""
     cand_mm = np.memmap(cands.path, dtype="<u2", mode="r") if cands.tokens else np.zeros(0, "<u2")
     lens = cands.lens()
     edges = np.flatnonzero(np.diff(chosen.astype(np.int8))) + 1
@@ -251,8 +260,13 @@ def _copy_candidates(cands: _Candidates, chosen: np.ndarray, train: Writer, val:
         lo = int(starts_tok[a])
         hi = int(starts_tok[b - 1] + lens[b - 1])
         w = val if chosen[a] else train
-        for x in range(lo, hi, COPY_TOKENS):
-            w.write(np.asarray(cand_mm[x:min(hi, x + COPY_TOKENS)]))
+        pieces = [(lo, hi, w)]
+        if cut is not None and a <= cut[0] < b:  # a run of train units holding the cut one
+            end = int(starts_tok[cut[0]] + lens[cut[0]])
+            pieces = [(lo, end - cut[1], train), (end - cut[1], end, val), (end, hi, train)]
+        for p_lo, p_hi, p_w in pieces:
+            for x in range(p_lo, p_hi, COPY_TOKENS):
+                p_w.write(np.asarray(cand_mm[x:min(p_hi, x + COPY_TOKENS)]))
         done += hi - lo
         report("split", done, cands.tokens, "tokens")
     del cand_mm
@@ -282,10 +296,17 @@ def encode_and_split(lib: Library, sources: list[Source], tok: Any, tmp: Path, c
         target = max(int(np.ceil(VAL_FRACTION * total)), MIN_VAL_SEGMENTS * context + 1)
         cap = max(int(MAX_VAL_FRACTION * total), min(context + 1, total // 2))
         chosen = choose_val(cands.hashes(), cands.lens(), cands.limit(), target, cap)
-        if not chosen.any():
+        floor = EVAL_FLOOR_SEGMENTS * (context + 1)
+        held = int(cands.lens()[chosen].sum())
+        cut = None
+        if held < floor:
+            if floor > MAX_FLOOR_FRACTION * total:
+                raise _too_small_to_evaluate(total, floor, context)
+            chosen, cut = top_up_val(cands.hashes(), cands.lens(), cands.limit(), chosen, floor - held)
+        if not chosen.any() and cut is None:
             raise _too_little_text(total, tally.units)
         val = Writer(tmp / "val.bin")
-        _copy_candidates(cands, chosen, train, val, report, cancel)
+        _copy_candidates(cands, chosen, train, val, report, cancel, cut)
         train.close()
         val.close()
         cands.path.unlink()
@@ -305,7 +326,9 @@ def encode_and_split(lib: Library, sources: list[Source], tok: Any, tmp: Path, c
             f"{context} (wanted {MIN_VAL_SEGMENTS}); there is little data",
             key=VAL_SAMPLE_WARNING,
         ))
-    return _split_meta(sources, tally, train, val, int(chosen.sum()), context, target)
+    meta = _split_meta(sources, tally, train, val, int(chosen.sum()), context, target)
+    meta["val_split"].update(floor_segments=EVAL_FLOOR_SEGMENTS, cut_tokens=cut[1] if cut else 0)
+    return meta
 
 
 def _split_meta(sources: list[Source], tally: _Tally, train: Writer, val: Writer, val_units: int,
@@ -342,6 +365,46 @@ def _split_meta(sources: list[Source], tally: _Tally, train: Writer, val: Writer
         "_train_sha": train.hash.hexdigest(),
         "_val_sha": val.hash.hexdigest(),
     }
+
+
+def _too_small_to_evaluate(total: int, floor: int, context: int) -> PrepareError:
+    tokens = (("токен", "токена", "токенов"), ("token", "tokens"))
+    segments = (("отрезок", "отрезка", "отрезков"), ("segment", "segments"))
+    return PrepareError(t(
+        f"текст слишком мал, чтобы проверять на нём обучение: в нём {counted(total, *tokens, 'ru')}, а для "
+        f"проверки нужно отложить хотя бы {counted(floor, *tokens, 'ru')} "
+        f"({counted(EVAL_FLOOR_SEGMENTS, *segments, 'ru')} по контексту {context} + 1) — больше четверти "
+        "текста. Добавьте текста или уменьшите контекст",
+        f"the text is too small to evaluate training on: it has {counted(total, *tokens, 'en')}, and an "
+        f"evaluation needs at least {counted(floor, *tokens, 'en')} held out "
+        f"({counted(EVAL_FLOOR_SEGMENTS, *segments, 'en')} of context {context} + 1) — more than a quarter "
+        "of the text. Add text or lower the context",
+    ))
+
+
+def top_up_val(hashes: np.ndarray, lens: np.ndarray, limit: int, chosen: np.ndarray,
+               need: int) -> tuple[np.ndarray, tuple[int, int] | None]:
+    """Hold out `need` more tokens by tokens, not whole units: the unchosen candidates in
+    hash order (below `limit`), whole while they fit, then the last one's end cut off:
+    (the new choice, (that candidate, its tokens to val) or None). A unit whose hash occurs
+    twice (equal text) is taken whole or not at all, never cut."""
+    chosen = chosen.copy()
+    order = np.argsort(hashes, kind="stable")
+    _, inverse, counts = np.unique(hashes, return_inverse=True, return_counts=True)
+    twice = counts[inverse] > 1
+    for i in order:
+        if need <= 0:
+            break
+        if chosen[i] or (limit < 1 << 64 and hashes[i] >= np.uint64(limit)):
+            continue
+        group = hashes == hashes[i] if twice[i] else np.asarray([i])  # equal text goes the same way
+        size = int(lens[group].sum())
+        if size <= need:
+            chosen[group] = True
+            need -= size
+        elif not twice[i]:
+            return chosen, (int(i), need)
+    return chosen, None
 
 
 def choose_val(hashes: np.ndarray, lens: np.ndarray, limit: int, target: int, cap: int) -> np.ndarray:

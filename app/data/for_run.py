@@ -79,8 +79,10 @@ def fill_data(config: dict[str, Any], progress: ProgressFn | None = None) -> tup
     names = [str(n) for n in data.get("constellations") or []]
     if not names:
         raise ValueError(t(
-            "нет данных: укажите --constellations A,B (список: ternit data constellations) или data.dir",
-            "no data: give --constellations A,B (ternit data constellations lists them) or data.dir"))
+            "нет данных: укажите --constellations A,B (список: ternit data constellations) или папку данных "
+            "в run.json (data.dir)",
+            "no data: give --constellations A,B (ternit data constellations lists them) or the data folder in "
+            "run.json (data.dir)"))
     model = config.setdefault("model", {})
     vocab = model.get("vocab")
     prep, fresh = data_for(names, context=int(model.get("context") or 1024),

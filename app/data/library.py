@@ -496,9 +496,11 @@ def constellation_summaries(state: State | None = None) -> list[dict]:
     content, else None)."""
     lib = Library(state)
     try:
+        texts = {d.name: d.sha256 for d in lib.datasets() if d.documents}  # a prepare skips the empty ones
         return [
             {"name": c.name, "description": c.description, "builtin": c.builtin, "datasets": c.datasets,
-             "bytes": c.bytes, "documents": c.documents, "characters": c.characters, "tokens": c.tokens}
+             "bytes": c.bytes, "documents": c.documents, "characters": c.characters, "tokens": c.tokens,
+             "content": {n: texts[n] for n in c.datasets if n in texts}}
             for c in lib.constellations()
         ]
     finally:

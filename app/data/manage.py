@@ -17,7 +17,7 @@ from pathlib import Path
 from trainer.base.streams import UTF8_ENV
 
 from ..base.i18n import in_language, t
-from ..base.numbers import bytes_text, count_text
+from ..base.numbers import bytes_text, count_text, counted
 from .library import Dataset, Library, LibraryError, dataset_files, valid_constellation_name
 from .progress import (
     PROGRESS_ENV,
@@ -321,16 +321,34 @@ MAX_TIP_LINES = 40  # a tooltip taller than the screen cannot be read
 
 
 def prepare_command(constellations: list[str], context: int | None = None,
-                    tokenizer: str | Path | None = None) -> list[str]:
+                    tokenizer: str | Path | None = None, vocab: int | None = None) -> list[str]:
     """`python -m ...` arguments for `ternit data prepare` of the ticked constellations (into
-    the lab's prepared/ folder, where the form looks); a continued run passes its checkpoint's
-    tokenizer."""
+    the lab's prepared/ folder, where the form looks) with the vocabulary chosen in «Данные…»;
+    a continued run passes its checkpoint's tokenizer (and so its vocabulary) instead."""
     args = ["-m", "app.cli", "data", "prepare", "--constellations", ",".join(constellations)]
     if context is not None:
         args += ["--context", str(context)]
     if tokenizer is not None:
         args += ["--tokenizer", str(tokenizer)]
+    elif vocab is not None:
+        args += ["--vocab", str(vocab)]
     return args
+
+
+def prepared_summary(folder: str | None) -> str:
+    """What was just built, for the line after «подготовлены»: the vocabulary, the tokens of
+    each part and the size on disk ("" when the folder cannot be read)."""
+    from .prepared import Prepared
+
+    prep = Prepared.read(folder) if folder else None
+    if prep is None:
+        return ""
+    size = sum((Path(prep.dir) / name).stat().st_size for name in ("train.bin", "val.bin"))
+    tokens = (("токен", "токена", "токенов"), ("token", "tokens"))
+    return t(f"словарь {prep.vocab}; для обучения {counted(prep.train_tokens, *tokens, 'ru', sig=3)}, для "
+             f"проверки {counted(prep.val_tokens, *tokens, 'ru', sig=3)}; {bytes_text(size, 'ru')}",
+             f"vocabulary {prep.vocab}; {counted(prep.train_tokens, *tokens, 'en', sig=3)} for training, "
+             f"{counted(prep.val_tokens, *tokens, 'en', sig=3)} held out; {bytes_text(size, 'en')}")
 
 
 def prepare_started_text(constellations: list[str]) -> str:
@@ -365,6 +383,8 @@ def prepare_outcome(exit_code: int, out: CliOutput, constellations: list[str]) -
     if exit_code == 0:
         folder = next((x for x in out.lines if not x.startswith(" ")), None)
         status = t(f"Данные «{names}» подготовлены", f"The data of {names!r} is prepared")
+        summary = prepared_summary(folder)
+        status += f" ({summary})" if summary else ""
         # In today's language (the child wrote both); the held-out sample's size is the
         # form's to say, for its own context («по 1024» stayed here for a context of 128).
         warnings = [in_language(w) for w in out.warnings if getattr(w, "key", "") != VAL_SAMPLE_WARNING]
@@ -395,8 +415,8 @@ def prepare_outcome(exit_code: int, out: CliOutput, constellations: list[str]) -
         f"команда завершилась с кодом {exit_code} без сообщения", f"the command ended with code {exit_code} and no message")
     what = t("Что делать: наборы и созвездия — в «Лаборатория → Данные…» (там же «Перепроверить»); "
              "исправьте и нажмите «Подготовить данные» снова.",
-             "What to do: datasets and constellations are in «Lab → Data…» (with «Re-check»); fix it and "
-             "press «Prepare data» again.")
+             "What to do: datasets and constellations are in “Lab → Data…” (with “Re-check”); fix it and "
+             "press “Prepare data” again.")
     head = t(f"Подготовить данные «{names}» не удалось:", f"Preparing the data of {names!r} failed:")
     note = f"{head}\n{said}\n{what}"
     return PrepareOutcome("error", t("Подготовка данных не удалась", "Preparing the data failed"), note, note, None)

@@ -37,8 +37,11 @@ from trainer.config.run_config import MAX_VOCAB
 from ..base import paths
 from ..base.atomic import fsync_dir, fsync_file
 from ..base.i18n import said, t
+from ..base.numbers import counted
 from .encode import (
     EOT,
+    EVAL_FLOOR_SEGMENTS,
+    MAX_FLOOR_FRACTION,
     MAX_VAL_FRACTION,
     MIN_VAL_SEGMENTS,
     VAL_FRACTION,
@@ -133,8 +136,9 @@ def load_tokenizer(path: Path, sha: str | None = None):
         )) from exc
     if tok.get_vocab_size() > MAX_VOCAB:
         raise PrepareError(t(
-            f"в токенизаторе {path} {tok.get_vocab_size()} токенов: номера не помещаются в uint16",
-            f"the tokenizer {path} has {tok.get_vocab_size()} tokens: ids do not fit uint16",
+            f"в токенизаторе {path} {counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'ru')}: номера не помещаются "
+            "в uint16",
+            f"the tokenizer {path} has {counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'en')}: ids do not fit uint16",
         ))
     if tok.token_to_id(EOT) is None:
         raise PrepareError(t(
@@ -320,7 +324,7 @@ def _cache_key(sources: list[Source], names: list[str], tok_sha: str | None, voc
         "tokenizer": tok_sha,
         "vocab": vocab,
         "context": context,
-        "val": [VAL_FRACTION, MIN_VAL_SEGMENTS, MAX_VAL_FRACTION],
+        "val": [VAL_FRACTION, MIN_VAL_SEGMENTS, MAX_VAL_FRACTION, EVAL_FLOOR_SEGMENTS, MAX_FLOOR_FRACTION],
     }
     return hashlib.sha256(json.dumps(key_doc, sort_keys=True).encode()).hexdigest()
 
@@ -337,8 +341,10 @@ def _write_prepared(tmp: Path, lib: Library, sources: list[Source], given: _Toke
         _remember_tokenizer(_sha256_file(tmp / "tokenizer.json"), tok)
         if tok.get_vocab_size() < given.vocab:
             warnings.append(said(
-                f"текста мало для словаря {given.vocab}: в токенизаторе {tok.get_vocab_size()} токенов",
-                f"too little text for a vocabulary of {given.vocab}: the tokenizer has {tok.get_vocab_size()} tokens",
+                f"текста мало для словаря {given.vocab}: в токенизаторе "
+                f"{counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'ru')}",
+                f"too little text for a vocabulary of {given.vocab}: the tokenizer has "
+                f"{counted(tok.get_vocab_size(), ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'en')}",
             ))
     else:
         shutil.copyfile(given.path, tmp / "tokenizer.json")  # type: ignore[arg-type]
@@ -415,10 +421,10 @@ def _write_failed(exc: OSError, out: Path) -> PrepareError:
         where = exc.filename or out
         return PrepareError(t(
             f"подготовка не удалась: путь {where} слишком длинный для этой системы "
-            f"({len(str(where))} символов). Укажите папку ближе к корню диска (--out или TERNIT_HOME) "
+            f"({counted(len(str(where)), ('символ', 'символа', 'символов'), ('character', 'characters'), 'ru')}). Укажите папку ближе к корню диска (--out или TERNIT_HOME) "
             "или, на Windows, включите длинные пути (LongPathsEnabled); ничего не записано",
             f"preparing failed: the path {where} is too long for this system "
-            f"({len(str(where))} characters). Choose a folder nearer the drive's root (--out or "
+            f"({counted(len(str(where)), ('символ', 'символа', 'символов'), ('character', 'characters'), 'en')}). Choose a folder nearer the drive's root (--out or "
             "TERNIT_HOME) or, on Windows, turn on long paths (LongPathsEnabled); nothing was written"))
     return PrepareError(t(
         f"подготовка не удалась: {exc}. Проверьте свободное место и доступ к {out.parent} "

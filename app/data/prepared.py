@@ -21,6 +21,7 @@ class Prepared:
     data_id: str = ""
     tokenizer_sha256: str = ""
     mtime: float = 0.0
+    sources: dict[str, str] = field(default_factory=dict)  # dataset -> the SHA-256 of the text it was made from
 
     FILES = ("tokenizer.json", "train.bin", "val.bin", "meta.json")
 
@@ -44,7 +45,21 @@ class Prepared:
             data_id=str(meta.get("data_id") or ""),
             tokenizer_sha256=str(meta.get("tokenizer_sha256") or ""),
             mtime=(d / "meta.json").stat().st_mtime,
+            sources={str(s["dataset"]): str(s.get("sha256") or "") for s in meta.get("sources") or ()
+                     if isinstance(s, dict) and s.get("dataset")},
         )
+
+    def current_for(self, library: dict[str, dict[str, str]]) -> bool:
+        """Whether it was made from the texts its constellations hold now (`library`:
+        constellation -> {dataset with text: its SHA-256}, app.data.library's content): a
+        dataset added, changed or gone since means prepare again. A constellation the library
+        does not know, or an older meta.json without sources, counts as current."""
+        if not self.sources:
+            return True
+        now = {d: sha for c in self.constellations for d, sha in library.get(c, {}).items()}
+        known = all(c in library for c in self.constellations)
+        return all(self.sources.get(d) == sha for d, sha in now.items()) and (
+            not known or set(self.sources) <= set(now))
 
     def present(self) -> bool:
         """Whether the folder is still there: the context is read once, and a user may
@@ -59,3 +74,4 @@ def scan_prepared(root: str | Path) -> list[Prepared]:
         return []
     found = [Prepared.read(d) for d in root.iterdir() if d.is_dir() and not d.name.startswith(".")]
     return sorted((p for p in found if p), key=lambda p: -p.mtime)
+

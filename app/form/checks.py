@@ -17,7 +17,7 @@ from trainer.config.run_config import (
 )
 
 from .. import sizing
-from ..base.i18n import current_language, t
+from ..base.i18n import current_language, quoted, t
 from ..base.numbers import count_text, format_value
 from ..base.plan_texts import text as refusal_text
 from . import fields as F
@@ -88,13 +88,13 @@ class FormChecks:
             typed = self.texts.get(name, "")
             return Issue(name, "error", t(
                 f"«{label}»: «{typed}» — не {what}; введите {what} от {lo_t} до {hi_t}",
-                f"«{label}»: \"{typed}\" is not {what}; enter {what} from {lo_t} to {hi_t}"))
+                f"“{label}”: \"{typed}\" is not {what}; enter {what} from {lo_t} to {hi_t}"))
         if spec.kind == "int" and not isinstance(value, int):
-            return Issue(name, "error", t(f"«{label}»: нужно целое число", f"«{label}»: must be a whole number"))
+            return Issue(name, "error", t(f"«{label}»: нужно целое число", f"“{label}”: must be a whole number"))
         if (lo is not None and value < lo) or (hi is not None and value > hi):
             return Issue(name, "error", t(
                 f"«{label}»: {format_value(value)} вне диапазона {lo_t}…{hi_t}",
-                f"«{label}»: {format_value(value)} is outside {lo_t}…{hi_t}"))
+                f"“{label}”: {format_value(value)} is outside {lo_t}…{hi_t}"))
         return None
 
     def model_ok(self) -> bool:
@@ -149,11 +149,11 @@ class FormChecks:
                         f"Данные для «{names}» с токенизатором чекпоинта ещё не подготовлены: "
                         "нажмите «Подготовить данные»",
                         f"Data for \"{names}\" with the checkpoint's tokenizer is not prepared yet: "
-                        "press «Prepare data»")))
+                        "press “Prepare data”")))
                 else:
                     out.append(Issue("constellations", "error", t(
                         f"Данные для «{names}» ещё не подготовлены: нажмите «Подготовить данные»",
-                        f"Data for \"{names}\" is not prepared yet: press «Prepare data»")))
+                        f"Data for \"{names}\" is not prepared yet: press “Prepare data”")))
             if self.continuing and set(v["constellations"]) != set(self.continuing.constellations):
                 out.append(Issue("constellations", "warning", t(
                     "Созвездия изменились: новая отложенная выборка, валидация начнётся заново",
@@ -174,7 +174,7 @@ class FormChecks:
                 f"в обучающей {count_text(prep.train_tokens)} — обучение не запустится. Уменьшите «Контекст n» "
                 "или добавьте текст и подготовьте данные снова",
                 f"Too little data for context {n}: the held-out sample has {count_text(prep.val_tokens)} tokens, "
-                f"training {count_text(prep.train_tokens)} — the run would not start. Lower «Context n» or add "
+                f"training {count_text(prep.train_tokens)} — the run would not start. Lower “Context n” or add "
                 "text and prepare the data again")))
         if self.continuing and prep and prep.vocab and prep.vocab != self.vocab():
             out.append(Issue("constellations", "error", t(
@@ -192,7 +192,7 @@ class FormChecks:
         if self.continuing and isinstance(v["steps_to"], int) and v["steps_to"] <= self.continuing.step:
             out.append(Issue("steps_to", "error", t(
                 f"«Шагов до» должно быть больше шага чекпоинта ({format_value(self.continuing.step)})",
-                f"«Steps to» must be above the checkpoint's step ({format_value(self.continuing.step)})")))
+                f"“Steps to” must be above the checkpoint's step ({format_value(self.continuing.step)})")))
         return out
 
     def _machine_issues(self) -> list[Issue]:
@@ -205,7 +205,7 @@ class FormChecks:
             if not self.ctx.accounts:
                 out.append(Issue("machine", "error", t(
                     "Нет аккаунтов Kaggle: добавьте аккаунт (Kaggle → Аккаунты) или выберите «Этот компьютер»",
-                    "No Kaggle accounts: add one (Kaggle → Accounts) or choose «This computer»")))
+                    "No Kaggle accounts: add one (Kaggle → Accounts) or choose “This computer”")))
             elif v["machine"] != AUTO_MACHINE:
                 acc = next((a for a in self.ctx.accounts if a.name == v["machine"]), None)
                 if acc is None:
@@ -214,26 +214,26 @@ class FormChecks:
                 elif not acc.valid:
                     out.append(Issue("machine", "error", t(
                         f"Ключ аккаунта {acc.name} не работает: проверьте его в «Аккаунты»",
-                        f"The key of account {acc.name} does not work: check it in «Accounts»")))
+                        f"The key of account {acc.name} does not work: check it in “Accounts”")))
             room = self.kaggle_room()
             if room is not None and not room.fits:  # its checkpoints could not come back from Kaggle
                 out.append(Issue("machine", "error", room.text()))
             top = kaggle_limit_max()  # the run.json contract's rule (trainer/config/run_config.py)
             if isinstance(v["limit_min"], (int, float)) and v["limit_min"] > top:
                 out.append(Issue("limit_min", "error", t(
-                    f"Kaggle обрывает сессию через {KAGGLE_SESSION_MIN / 60:g} ч, а последние "
-                    f"{KAGGLE_END_MARGIN_MIN:g} мин нужны на чекпоинт и результаты: лимит не больше "
-                    f"{top:g} мин (обычно 630)",
-                    f"Kaggle ends a session after {KAGGLE_SESSION_MIN / 60:g} h and its last "
-                    f"{KAGGLE_END_MARGIN_MIN:g} min go to the checkpoint and the outputs: the limit must be at "
-                    f"most {top:g} min (630 is usual)")))
+                    f"Kaggle обрывает сессию через {format_value(KAGGLE_SESSION_MIN / 60, 'ru')} ч, а последние "
+                    f"{format_value(KAGGLE_END_MARGIN_MIN, 'ru')} мин нужны на чекпоинт и результаты: лимит не больше "
+                    f"{format_value(top, 'ru')} мин (обычно 630)",
+                    f"Kaggle ends a session after {format_value(KAGGLE_SESSION_MIN / 60, 'en')} h and its last "
+                    f"{format_value(KAGGLE_END_MARGIN_MIN, 'en')} min go to the checkpoint and the outputs: the limit must be at "
+                    f"most {format_value(top, 'en')} min (630 is usual)")))
         return out
 
     def _local_card_issues(self) -> list[Issue]:
         """A run on this computer trains on what the form shows: one of its cards or its CPU,
         never a catalogue card it does not have (that trained on the CPU without a word)."""
         gpu, here = self.values["gpu"], self.ctx.local_gpu
-        instead = (t(f"«{gpu_label('local', 'ru')}: {here}» или процессор", f"«{gpu_label('local', 'en')}: {here}» or the CPU")
+        instead = (t(f"«{gpu_label('local', 'ru')}: {here}» или процессор", f"“{gpu_label('local', 'en')}: {here}” or the CPU")
                    if here else t("процессор", "the CPU"))
         if gpu == "local" and not here:
             return [Issue("gpu", "error", t(
@@ -244,7 +244,7 @@ class FormChecks:
             return [Issue("gpu", "error", t(
                 f"«{label}» — только оценка: такой карты на этом компьютере нет, и обучение на ней не "
                 f"запустить. Для запуска выберите {instead} (или Kaggle 2×T4)",
-                f"«{label}» is an estimate only: this computer has no such card, and a run cannot train "
+                f"“{label}” is an estimate only: this computer has no such card, and a run cannot train "
                 f"on it. To start, choose {instead} (or Kaggle 2×T4)"))]
         return []
 
@@ -281,12 +281,12 @@ class FormChecks:
             return [Issue("start", RUNNING, t(
                 f"«{same.name}» обучается ({same.id}) — ход справа. Чтобы запустить ещё один, "
                 "измените настройки",
-                f"«{same.name}» is training ({same.id}) — progress on the right. To start another, "
+                f"“{same.name}” is training ({same.id}) — progress on the right. To start another, "
                 "change the settings"))]
         local = [r for r in self.ctx.active_runs if r.local]
         if local and not self.is_kaggle():
             where = t("процессор", "the CPU") if self.values["gpu"] == "cpu" else t("видеокарту", "the card")
-            names = ", ".join(f"«{r.name}»" for r in local)
+            names = ", ".join(quoted(r.name) for r in local)
             return [Issue("gpu", "warning", t(
                 f"На этом компьютере уже идёт {names}: два обучения делят {where} — и скорость, и память "
                 "(оценка памяти ниже считает карту свободной)",

@@ -33,7 +33,7 @@ from .texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .tooltips import wrap_tip
 
 # The last line of every field's tooltip: where the whole story is (ui/form/help_page.py).
-HELP_HINT = {"ru": "Подробнее: кнопка «?» у поля или F1.", "en": "More: the «?» button by the field, or F1."}
+HELP_HINT = {"ru": "Подробнее: кнопка «?» у поля или F1.", "en": "More: the “?” button by the field, or F1."}
 # A FieldSpec with a run.json `path` and no `default` of its own starts at the trainer's
 # default for that key (trainer.config.run_config, the one contract), in the form's terms.
 _FROM_CONTRACT: Any = object()
@@ -309,7 +309,7 @@ FIELDS: tuple[FieldSpec, ...] = (
             "какой батч поместится в память. Сейчас по умолчанию: {default}.",
             "en": "What computes. Kaggle's 2×T4 is about twice as fast as one T4: about "
             "102,000 tokens/s against 49,000 for the default model. A home RTX 3050 is slower "
-            "than one T4 and runs hot. The card decides the time to «Steps to» and which batch "
+            "than one T4 and runs hot. The card decides the time to “Steps to” and which batch "
             "fits its memory. Default now: {default}.",
         },
     ),
@@ -325,7 +325,7 @@ FIELDS: tuple[FieldSpec, ...] = (
             "прогон, затем ту, где уже лежат чекпоинт и данные. Если квота кончится раньше, "
             "лаборатория продолжит обучение на другой свободной машине. Сейчас по умолчанию: {default}.",
             "en": "Where the run goes: this computer or a Kaggle account, each with its own GPU "
-            "quota. «Auto» picks a free machine: first one whose quota covers the whole run, "
+            "quota. “Auto” picks a free machine: first one whose quota covers the whole run, "
             "then one that already holds the checkpoint and the data. If the quota runs out "
             "early, the lab continues the training on another free machine. Default now: {default}.",
         },
@@ -385,11 +385,13 @@ FIELDS: tuple[FieldSpec, ...] = (
         tooltip={
             "ru": "Сколько минут отведено. На лимите обучение само останавливается и "
             "сохраняет чекпоинт, даже если «Шагов до» не достигнут; продолжить можно одной "
-            "кнопкой. 630 минут оставляют запас до предела сессии Kaggle (12 часов). "
+            "кнопкой. 630 минут гайда («Как в гайде: 2×T4») оставляют запас до предела "
+            "сессии Kaggle (12 часов); первый прогон на этом ПК («Для этого ПК») — 30 минут. "
             "По умолчанию: {default}.",
             "en": "Minutes allotted. At the limit the training stops by itself and saves a "
-            "checkpoint, even if «Steps to» was not reached; one click continues it. 630 "
-            "minutes leaves a margin under Kaggle's session limit (12 hours). "
+            "checkpoint, even if “Steps to” was not reached; one click continues it. The "
+            "guide's 630 minutes (“As in the guide: 2×T4”) leave a margin under Kaggle's "
+            "session limit (12 hours); a first run on this PC (“For this PC”) takes 30. "
             "Default: {default}.",
         },
     ),
@@ -429,7 +431,7 @@ FIELDS: tuple[FieldSpec, ...] = (
             "Слишком большая — потери скачут или становятся NaN: тогда её уменьшают. "
             "На память и время шага не влияет. По умолчанию: {default}.",
             "en": "The largest weight update (AdamW); after the warm-up it decays smoothly to "
-            "«Steps to». Too high and the loss jumps about or turns NaN: then lower it. It does "
+            "“Steps to”. Too high and the loss jumps about or turns NaN: then lower it. It does "
             "not change memory or step time. Default: {default}.",
         },
     ),
@@ -451,11 +453,11 @@ FIELDS: tuple[FieldSpec, ...] = (
             "Маленькой домашней карте может подойти только «Полный»; панель «Как выбрать размер» "
             "показывает память при выбранном уровне. Чекпоинт продолжается в любом уровне. "
             "По умолчанию: {default}.",
-            "en": "Part of the «Economical mode»: fewer intermediate results are kept for the "
+            "en": "Part of the “Economical mode”: fewer intermediate results are kept for the "
             "backward pass, the rest is recomputed. "
-            f"«{ECONOMICAL_OPTIONS['selective']['en']}»: 0.39× the peak memory "
-            f"at the normal step, «{ECONOMICAL_OPTIONS['full']['en']}»: 0.22× at 1.13× the step "
-            "time (on the CPU). A small home card may fit only «Full»; the «How to choose a size» "
+            f"“{ECONOMICAL_OPTIONS['selective']['en']}”: 0.39× the peak memory "
+            f"at the normal step, “{ECONOMICAL_OPTIONS['full']['en']}”: 0.22× at 1.13× the step "
+            "time (on the CPU). A small home card may fit only “Full”; the “How to choose a size” "
             "panel shows the memory at the chosen level. A checkpoint continues at any level. "
             "Default: {default}.",
         },
@@ -479,12 +481,12 @@ FIELDS: tuple[FieldSpec, ...] = (
             "6,149 MB: what the program allocates and what the card shows are different numbers. "
             "Quality on 96 held-out segments did not change beyond the confidence intervals.\n\n"
             "The levels and what they cost:\n"
-            f"• «{ECONOMICAL_OPTIONS['off']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['off']['en']}\n"
-            f"• «{ECONOMICAL_OPTIONS['selective']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['selective']['en']}\n"
-            f"• «{ECONOMICAL_OPTIONS['full']['en']}» — {ECONOMICAL_OPTION_TOOLTIPS['full']['en']}\n\n"
+            f"• “{ECONOMICAL_OPTIONS['off']['en']}” — {ECONOMICAL_OPTION_TOOLTIPS['off']['en']}\n"
+            f"• “{ECONOMICAL_OPTIONS['selective']['en']}” — {ECONOMICAL_OPTION_TOOLTIPS['selective']['en']}\n"
+            f"• “{ECONOMICAL_OPTIONS['full']['en']}” — {ECONOMICAL_OPTION_TOOLTIPS['full']['en']}\n\n"
             f"{_ECONOMICAL_NOT_MEASURED['en']}\n\n"
             "One setting does not suit every card: a card with memory to spare (a T4's 15 GB) "
-            "does with a cheaper level, a small home card may fit only «Full». A checkpoint saved "
+            "does with a cheaper level, a small home card may fit only “Full”. A checkpoint saved "
             "at one level continues at any other.",
         },
     ),
@@ -503,10 +505,10 @@ FIELDS: tuple[FieldSpec, ...] = (
             "«Пересчёт активаций» — только промежуточные\nрезультаты. Большой модели память нужна\n"
             "именно на это. Сочетается с любым уровнем\nпересчёта; чекпоинт продолжается в любом\nсочетании.\n"
             "«Как выбрать размер» назовёт сочетание,\nкоторое помещается. По умолчанию: {default}.",
-            "en": "Part of the «Economical mode»: shrinks the\nweights, gradients and optimizer moments;\n"
-            "«Activation recompute» shrinks only the\nintermediate results. A large model needs\n"
+            "en": "Part of the “Economical mode”: shrinks the\nweights, gradients and optimizer moments;\n"
+            "“Activation recompute” shrinks only the\nintermediate results. A large model needs\n"
             "memory for exactly this. Combines with any\nrecompute level; a checkpoint continues in\nany combination.\n"
-            "«How to choose a size» names the combination\nthat fits. Default: {default}.",
+            "“How to choose a size” names the combination\nthat fits. Default: {default}.",
         },
     ),
     *(FieldSpec(**kw) for kw in ADVANCED_FIELDS),  # «Дополнительно» (app/form/texts.py)

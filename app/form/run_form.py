@@ -8,6 +8,7 @@ Every rule lives here so it can be tested without a display.
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 from collections.abc import Callable, Iterable
@@ -25,6 +26,7 @@ from ..base.i18n import current_language, t
 from ..base.memory_saving import economical_level, lean_state_level
 from ..base.numbers import (
     count_text,
+    counted,
     decimal_text,
     format_value,
     parse_number,
@@ -36,6 +38,7 @@ from ..kaggle import settings as kaggle_settings
 from ..kaggle.machine import Account, auto_explanation
 from ..kaggle.room import OutputRoom, output_room
 from ..sizing.advice import ROW_KINDS
+from ..sizing.first_run import FirstRun, first_run
 from ..sizing.result import Estimate
 from . import fields as F
 from . import sizes
@@ -122,16 +125,21 @@ class FormContext:
     local_gpu_index: int = 0  # its NVML index: a local run on it names it in target.gpu
     measured: list[dict[str, Any]] = field(default_factory=list)  # for app.sizing
     active_runs: list[ActiveRun] = field(default_factory=list)  # going now (the history's)
+    # constellation -> {dataset with text: its SHA-256} in the library now: a prepared folder
+    # made from other texts is stale, its counts and its data old (Prepared.current_for)
+    content: dict[str, dict[str, str]] = field(default_factory=dict)
     # The lab's law lines for (data_id, weights, tokens, unique tokens): app.law.advice's
     # LawAdvisor.lines, given by the window (the form does not fit laws; None: no lines).
     law_lines: Callable[[str, int, int, int], list[Any]] | None = None
 
     def add_prepared(self, prep: Prepared) -> None:
-        """Know a prepared folder, and its constellations with their token counts."""
+        """Know a prepared folder, and its constellations with their token counts: a current
+        one's counts replace what was known (they were stale until a restart)."""
         self.prepared = [p for p in self.prepared if p.dir != prep.dir] + [prep]
+        current = prep.current_for(self.content)
         for name in prep.constellations:
             tokens = prep.tokens_by_constellation.get(name)
-            if self.constellations.get(name) is None:
+            if self.constellations.get(name) is None or (current and tokens is not None):
                 self.constellations[name] = tokens
 
 
@@ -146,6 +154,8 @@ class RunForm(FormChecks):
         self.continuing: ContinueFrom | None = None
         # (the values' key, their estimate, or the plan's refusal of them on the machine)
         self._estimated: tuple[Any, Estimate | None, Refusal | None] | None = None
+        # What «Для этого ПК» chose, and the values it left: sized again while they stay.
+        self.sized_for_this_pc: tuple[FirstRun, dict[str, Any]] | None = None
         self._start_defaults()
 
     # -- starting points ---------------------------------------------------------------
@@ -160,6 +170,40 @@ class RunForm(FormChecks):
             self.values["gpu"] = "local" if self.ctx.local_gpu else "cpu"
         if not self.values["constellations"] and len(self.ctx.constellations) == 1:
             self.values["constellations"] = list(self.ctx.constellations)
+
+    # -- «Для этого ПК» and «Как в гайде: 2×T4» ------------------------------------------
+
+    def size_for_this_pc(self) -> FirstRun:
+        """A first run on this computer that ends in FIRST_RUN_MINUTES by the lab's estimate
+        (app/sizing/first_run.py): the lab's first start on a machine, and «Для этого ПК».
+        From scratch, on the constellations ticked, with their vocabulary."""
+        gpu = "local" if self.ctx.local_gpu else "cpu"
+        run = first_run(gpu, measured=self.ctx.measured, vocab=self.vocab(), local_name=self.ctx.local_gpu,
+                        card_memory_mb=self.ctx.local_card_memory_mb if gpu == "local" else None)
+        self.from_scratch()
+        self.values["machine"], self.values["gpu"] = LOCAL_MACHINE, gpu
+        self.values.update(run.values)
+        self.texts.clear()
+        self.sized_for_this_pc = (run, copy.deepcopy(self.values))
+        return run
+
+    def resize_for_this_pc(self) -> FirstRun | None:
+        """Size again (a measured speed came) while the form still holds what
+        size_for_this_pc set; None when the user changed something since."""
+        if self.sized_for_this_pc is None or self.sized_for_this_pc[1] != self.values:
+            return None
+        return self.size_for_this_pc()
+
+    def as_in_the_guide(self) -> None:
+        """«Как в гайде: 2×T4»: the guide's model and training on Kaggle's 2×T4 (GUIDE.md:
+        27.7 M weights, 20,000 steps, 630 min), through «Авто» when there is an account."""
+        for f in F.FIELDS:
+            if f.section in ("model", "training") and f.name not in ("machine", "gpu"):
+                self.values[f.name] = F.spec(f.name).default
+        self.values["machine"] = AUTO_MACHINE if self.ctx.accounts else LOCAL_MACHINE
+        self.values["gpu"] = "t4x2"
+        self.texts.clear()
+        self.sized_for_this_pc = None
 
     def default_of(self, name: str) -> Any:
         """The current default of a field (what its tooltip names)."""
@@ -190,6 +234,7 @@ class RunForm(FormChecks):
                 self.texts.pop(name, None)
         if isinstance(self.values["steps_to"], int) and self.values["steps_to"] <= info.step:
             self.values["steps_to"] = info.step + max(1, int(F.spec("steps_to").default) // 10)
+        self._keep_tokens_per_step()  # the parent's tokens per step on this machine's cards
 
     def load_config(self, cfg: dict[str, Any]) -> None:
         """Take a run.json dict's values into the form (retry, continue)."""
@@ -244,6 +289,7 @@ class RunForm(FormChecks):
                 self.values["gpu"] = "t4x2"
             elif self.values["gpu"] in KAGGLE_GPUS:
                 self.values["gpu"] = "local" if self.ctx.local_gpu else "cpu"
+            self._keep_tokens_per_step()
             return
         if name == "gpu":
             self.values["gpu"] = value
@@ -251,6 +297,7 @@ class RunForm(FormChecks):
                 self.values["machine"] = AUTO_MACHINE
             elif value not in KAGGLE_GPUS:
                 self.values["machine"] = LOCAL_MACHINE
+            self._keep_tokens_per_step()
             return
         if name == "start_from" and value == "scratch":
             self.from_scratch()
@@ -263,6 +310,22 @@ class RunForm(FormChecks):
             self.values[name] = shown
             return
         self.values[name] = list(value) if F.spec(name).kind == "multi" else value
+
+    def _keep_tokens_per_step(self) -> None:
+        """A continued run keeps its parent's tokens per step on another machine: where the
+        cards × batch × context of the new one do not divide it, the batch per card comes down
+        to the largest that does (2×T4 at n 64 takes batch 3 for the 384 tokens one card
+        trained with batch 6). None divides it: the form's issue says so in its words."""
+        want, batch, n = self._tokens_per_step(), self.values.get("batch_per_card"), self.values.get("context")
+        if self.continuing is None or not want or not isinstance(batch, int) or not isinstance(n, int) or n <= 0:
+            return
+        cards = self.cards()
+        if want % (cards * batch * n) == 0:
+            return
+        fits = [b for b in range(batch, 0, -1) if want % (cards * b * n) == 0]
+        if fits:
+            self.values["batch_per_card"] = fits[0]
+            self.texts.pop("batch_per_card", None)
 
     def toggle_constellation(self, name: str, on: bool) -> None:
         chosen = [c for c in self.values["constellations"] if c != name]
@@ -336,7 +399,8 @@ class RunForm(FormChecks):
                 return prep
         tok = self.continuing.tokenizer_sha256 if self.continuing else ""
         for prep in sorted(self.ctx.prepared, key=lambda p: -p.mtime):
-            if set(prep.constellations) == want and (not tok or prep.tokenizer_sha256 == tok) and prep.present():
+            if (set(prep.constellations) == want and (not tok or prep.tokenizer_sha256 == tok) and prep.present()
+                    and prep.current_for(self.ctx.content)):  # data added since: prepare again
                 return prep
         return None
 
@@ -421,10 +485,12 @@ class RunForm(FormChecks):
         """app.sizing's estimate for the form's values (None while the model or a training
         number is invalid). Time is for the steps this run will make."""
         if not self.model_ok():
+            self._estimated = None  # no refusal of values now gone stays behind
             return None
         v = self.values
         nums = ("batch_per_card", "steps_to", "limit_min")
         if any(not isinstance(v[k], (int, float)) or isinstance(v[k], bool) or v[k] <= 0 for k in nums):
+            self._estimated = None
             return None
         base_training = (self.continuing.config.get("training") or {}) if self.continuing else {}
         local_memory = self.ctx.local_card_memory_mb if v["gpu"] == "local" else None
@@ -477,10 +543,9 @@ class RunForm(FormChecks):
             per_step = est.tokens_per_step if est else (self._tokens_per_step() or v["batch_per_card"] * cards * n)
             micro = est.plan.micro_steps.value if est else 1  # the plan's micro-steps
             rows.append(SizeRow("tokens_per_step", t("Токенов за шаг", "Tokens per step"), format_value(per_step),
-                                t(f"батч {v['batch_per_card']} × карт {cards} × n {n}",
-                                  f"batch {v['batch_per_card']} × {cards} card(s) × n {n}")
-                                + (t(f" × {micro} {plural_ru(micro, 'микрошаг', 'микрошага', 'микрошагов')}",
-                                     f" × {micro} micro-steps") if micro > 1 else "")))
+                                self._per_step_parts(v["batch_per_card"], cards, n)
+                                + (" × " + counted(micro, ("микрошаг", "микрошага", "микрошагов"),
+                                                   ("micro-step", "micro-steps")) if micro > 1 else "")))
         rows.append(sizes.data_row(est, params, self.data_tokens(), self._data_what()))
         rows += self._law_rows(params, est)
         if est is None:
@@ -510,6 +575,13 @@ class RunForm(FormChecks):
         return [SizeRow(x.key, x.label, x.value, x.note, x.level) for x in lines]
 
     # -- the result --------------------------------------------------------------------
+
+    def _per_step_parts(self, batch: int, cards: int, n: int) -> str:
+        """«батч 6 × карт 2 × n 1024»; on the CPU no cards to count."""
+        if self.values["gpu"] == "cpu":
+            return t(f"батч {batch} × n {n}", f"batch {batch} × n {n}")
+        return t(f"батч {batch} × карт {cards} × n {n}",
+                 f"batch {batch} × {counted(cards, ('', '', ''), ('card', 'cards'), 'en')} × n {n}")
 
     def run_config(self) -> dict[str, Any]:
         """The run.json dict (DESIGN.md) for the form's values. Call only when can_start().

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.i18n import current_language, t
-from ..base.numbers import bytes_decimal_text, count_text, decimal_mark, decimal_text, duration_text
+from ..base.numbers import (
+    bytes_decimal_text,
+    count_text,
+    counted,
+    duration_text,
+    sig_text,
+)
 from ..base.plan_texts import plan_rows
 from ..sizing.advice import fix_phrase, time_parts
 from ..sizing.result import Estimate
@@ -29,19 +35,24 @@ def mb(x: Any) -> str:
     return format_value(int(round(float(x)))) if isinstance(x, (int, float)) else "?"
 
 
+TOKENS = (("токен", "токена", "токенов"), ("token", "tokens"))
+
+
 def data_row(est: Estimate | None, params: int, data: int | None, what: str = "") -> SizeRow:
     """«Данные»: tokens per weight against the guide's ~20; `what` says what was counted."""
     want = 20 * params
     if not data:
         return SizeRow("data", t("Данные", "Data"), "—",
-                       t(f"нужно ≈{count_text(want, sig=2)} токенов (~20 на вес)",
-                         f"wants ≈{count_text(want, sig=2)} tokens (~20 per weight)"), "warning")
+                       t(f"нужно ≈{counted(want, *TOKENS, 'ru', sig=2)} (~20 на вес)",
+                         f"wants ≈{counted(want, *TOKENS, 'en', sig=2)} (~20 per weight)"), "warning")
     per_weight = (est.tokens_per_weight if est else None) or data / params
     level = "ok" if per_weight >= 20 else "warning"
-    pw = decimal_text(per_weight, 1) if per_weight >= 1 else decimal_mark(f"{per_weight:.2g}")
-    return SizeRow("data", t("Данные", "Data"), t(f"{count_text(data)} токенов", f"{count_text(data)} tokens"),
-                   what + t(f"{pw} токена на вес (совет: ~20, то есть ≈{count_text(want, sig=2)})",
-                            f"{pw} tokens per weight (the guide: ~20, i.e. ≈{count_text(want, sig=2)})"), level)
+    # A decimal takes the genitive singular whatever its digits: «27,7 токена на вес».
+    return SizeRow("data", t("Данные", "Data"), counted(data, *TOKENS, sig=3),
+                   what + t(f"{sig_text(per_weight, 3, 'ru')} токена на вес (совет: ~20, то есть "
+                            f"≈{count_text(want, sig=2)})",
+                            f"{sig_text(per_weight, 3, 'en')} tokens per weight (the guide: ~20, i.e. "
+                            f"≈{count_text(want, sig=2)})"), level)
 
 
 def time_row(est: Estimate, steps_to: int) -> SizeRow:
@@ -58,8 +69,8 @@ def time_row(est: Estimate, steps_to: int) -> SizeRow:
 def limit_row(est: Estimate, limit_min: Any) -> SizeRow:
     label = t(f"Лимит {format_value(limit_min)} мин", f"Limit {format_value(limit_min)} min")
     if est.limit_stops_at_step is None:
-        return SizeRow("limit", label, t("не обрежет", "will not cut it"),
-                       t("прогон успеет дойти до «Шагов до»", "the run reaches «Steps to» in time"))
+        return SizeRow("limit", label, t("не обрежет", "leaves the run whole"),
+                       t("прогон успеет дойти до «Шагов до»", "the run reaches “Steps to” in time"))
     at = int(est.limit_stops_at_step)  # a step number on the run's own scale (a continuation's included)
     return SizeRow("limit", label, t(f"остановит на шаге ≈{format_value(at)}", f"stops it at step ≈{format_value(at)}"),
                    t("чекпоинт сохранится; продолжите одной кнопкой",
@@ -74,19 +85,23 @@ def checkpoint_row(room: Any) -> SizeRow:
 
 
 def memory_rows(est: Estimate) -> list[SizeRow]:
-    """The memory per card in the chosen combination, and what it is made of."""
+    """The memory per card in the chosen combination, and what it is made of; on the CPU the
+    PC's memory, in words that name no card."""
     mem, have, fits = est.memory, est.card_memory_mb, est.fits
+    cpu = est.gpu == "cpu"
     of = t(f" из {mb(have)} МБ", f" of {mb(have)} MB") if have else ""
     note = (t("помещается", "fits") if fits else t("не помещается", "does not fit")) if fits is not None else ""
     if est.max_batch:
         note += t(f"; наибольший батч ≈{est.max_batch}", f"; largest batch ≈{est.max_batch}")
+    if cpu:  # the framework's share on the CPU is no CUDA context: only the four parts
+        of = t(f" из {mb(have)} МБ ОЗУ", f" of {mb(have)} MB of RAM") if have else ""
     parts = [(t("веса", "weights"), mem.weights), (t("градиенты", "gradients"), mem.gradients),
              (t("оптимизатор", "optimizer"), mem.optimizer), (t("активации", "activations"), mem.activations)]
     split = ", ".join(f"{name} {mb(x)}" for name, x in parts)
     if mem.optimizer_host:
         split += t(f"; в памяти ПК {mb(mem.optimizer_host)}", f"; in host memory {mb(mem.optimizer_host)}")
     return [
-        SizeRow("memory", t("Память на карту", "Memory per card"),
+        SizeRow("memory", t("Память ПК", "PC memory") if cpu else t("Память на карту", "Memory per card"),
                 t(f"≈{mb(mem.total)} МБ", f"≈{mb(mem.total)} MB") + of, note, "ok" if fits is not False else "error"),
         SizeRow("memory_parts", t("Из них, МБ", "Of which, MB"), split, est.combination.text(current_language())),
     ]

@@ -54,8 +54,8 @@ SCHEDULE_HELP = {
     "косинусный спад до «Доли минимальной скорости» к «Шагов до». Продолженный прогон с новым "
     "«Шагов до» продолжает спад с той скорости, на которой остановился, растягивая его до нового "
     "конца.",
-    "en": "The learning rate: a linear warm-up («Warm-up steps» under «Advanced»), then a cosine "
-    "decay to the «Minimum rate ratio» at «Steps to». A continued run with a new «Steps to» goes "
+    "en": "The learning rate: a linear warm-up (“Warm-up steps” under “Advanced”), then a cosine "
+    "decay to the “Minimum rate ratio” at “Steps to”. A continued run with a new “Steps to” goes "
     "on from the rate where it stopped and stretches the decay to the new end.",
 }
 
@@ -69,22 +69,21 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
         default=200,
         minimum=0,
         maximum=100_000_000,
-        unit={"ru": "шагов", "en": "steps"},
-        label={"ru": "Шаги разогрева", "en": "Warm-up steps"},
+        label={"ru": "Шаги разогрева", "en": "Warm-up steps"},  # the label names the unit: none after it
         tooltip={
             "ru": "Сколько первых шагов скорость обучения растёт от нуля до полной: случайные "
             "веса в начале легко сорвать большим шагом (потери скачут или NaN). Обычно это "
             "1–5 % от «Шагов до»; 0 — без разогрева. По умолчанию: {default}.",
             "en": "For how many first steps the learning rate climbs from zero to the full one: "
             "random weights at the start are easily thrown off by a big update (the loss jumps "
-            "or turns NaN). Usually 1–5 % of «Steps to»; 0: no warm-up. Default: {default}.",
+            "or turns NaN). Usually 1–5 % of “Steps to”; 0: no warm-up. Default: {default}.",
         },
         help={
             "ru": "Расписание скорости: линейный разогрев за эти шаги, затем косинусный спад "
             "до «Доли минимальной скорости» к «Шагов до». Продолженный прогон разогрев не "
             "повторяет: спад продолжается с той скорости, на которой он остановился.",
             "en": "The rate's schedule: a linear warm-up over these steps, then a cosine decay "
-            "to the «Minimum rate ratio» at «Steps to». A continued run does not warm up again: "
+            "to the “Minimum rate ratio” at “Steps to”. A continued run does not warm up again: "
             "the decay goes on from the rate where it stopped.",
         },
     ),
@@ -101,7 +100,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
             "ru": "До какой доли «Скорости обучения» она спадает к «Шагов до»: 0,1 — до "
             "десятой части. 0 — до нуля (последние шаги почти ничего не меняют), 1 — без "
             "спада. По умолчанию: {default}.",
-            "en": "The share of the «Learning rate» it decays to by «Steps to»: 0.1 is a tenth. "
+            "en": "The share of the “Learning rate” it decays to by “Steps to”: 0.1 is a tenth. "
             "0 decays to zero (the last steps change almost nothing), 1 means no decay. "
             "Default: {default}.",
         },
@@ -155,7 +154,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
             "ru": "В каких числах считать: «Авто» берёт bf16 на картах RTX 30xx и новее, fp16 "
             "на T4 и fp32 на процессоре. bf16 и fp16 вдвое экономнее по памяти активаций и "
             "быстрее на картах с тензорными ядрами. По умолчанию: {default}.",
-            "en": "Which numbers to compute in: «Auto» takes bf16 on RTX 30xx cards and newer, "
+            "en": "Which numbers to compute in: “Auto” takes bf16 on RTX 30xx cards and newer, "
             "fp16 on a T4 and fp32 on the CPU. bf16 and fp16 halve the activations' memory and "
             "run faster on cards with tensor cores. Default: {default}.",
         },

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..base import atomic
+from ..base.numbers import decimal_text
 from .samples import (
     TRAINER_MEM_NOT_LISTED,
     TRAINER_MEM_NOT_REPORTED,
@@ -175,6 +176,23 @@ class HeatGuard:
         self.state, self._hot_since, self._paused_at, self._owns_file = IDLE, None, None, False
 
 
+def absent_text(lang: str | None = None) -> str:
+    """Why the GPU tab has no heat guard on a PC without an NVIDIA card."""
+    from app.base.i18n import t
+
+    return t("Защиты от перегрева нет: она следит за температурой видеокарты NVIDIA, а у этого ПК её "
+             "нет (обучение на процессоре; его нагрев ограничивает сама система).",
+             "No heat guard: it watches an NVIDIA card's temperature, and this PC has none (training "
+             "runs on the CPU, whose heat the system itself limits).", lang)
+
+
+def applies(snap_status: str) -> bool:
+    """Whether the heat guard has a card to watch: not when NVML finds none (NO_GPU)."""
+    from .samples import NO_GPU
+
+    return snap_status != NO_GPU
+
+
 def status_text(guard: HeatGuard | None, status: GuardStatus | None,
                 lang: str | None = None) -> str:
     """The heat guard's line in the monitor panel."""
@@ -184,19 +202,19 @@ def status_text(guard: HeatGuard | None, status: GuardStatus | None,
         return t("Защита от перегрева выключена", "Heat guard is off", lang)
     limit = f"{guard.threshold_c:.0f} °C"
     if status is None or status.state == IDLE:
-        return t(f"Защита от перегрева: пауза, если карта ≥ {limit} дольше {guard.hold_s:.0f} с",
-                 f"Heat guard: pause when the card is ≥ {limit} for over {guard.hold_s:.0f} s",
+        return t(f"Защита от перегрева: пауза, если карта ≥ {limit} дольше {decimal_text(guard.hold_s, 0, 'ru')} с",
+                 f"Heat guard: pause when the card is ≥ {limit} for over {decimal_text(guard.hold_s, 0, 'en')} s",
                  lang)
     hot = f"{status.hottest_c:.0f} °C" if status.hottest_c is not None else "?"
     if status.state == HEATING:
-        return t(f"Защита от перегрева: карта {hot} ≥ {limit} уже {status.hot_for_s:.0f} из "
-                 f"{guard.hold_s:.0f} с",
-                 f"Heat guard: the card is {hot} ≥ {limit} for {status.hot_for_s:.0f} of "
-                 f"{guard.hold_s:.0f} s", lang)
+        return t(f"Защита от перегрева: карта {hot} ≥ {limit} уже {decimal_text(status.hot_for_s, 0, 'ru')} из "
+                 f"{decimal_text(guard.hold_s, 0, 'ru')} с",
+                 f"Heat guard: the card is {hot} ≥ {limit} for {decimal_text(status.hot_for_s, 0, 'en')} of "
+                 f"{decimal_text(guard.hold_s, 0, 'en')} s", lang)
     cool = f"{guard.resume_below_c:.0f} °C"
-    return t(f"Защита от перегрева: обучение на паузе {status.paused_for_s:.0f} с (карта {hot}); "
+    return t(f"Защита от перегрева: обучение на паузе {decimal_text(status.paused_for_s, 0, 'ru')} с (карта {hot}); "
              f"продолжится, когда остынет ниже {cool}",
-             f"Heat guard: training paused for {status.paused_for_s:.0f} s (card at {hot}); it "
+             f"Heat guard: training paused for {decimal_text(status.paused_for_s, 0, 'en')} s (card at {hot}); it "
              f"resumes when the card cools below {cool}", lang)
 
 
@@ -213,7 +231,7 @@ def pause_note(run_dir: Path | str, lang: str | None = None) -> str:
         return t("На паузе: видеокарта перегрелась; защита от перегрева продолжит обучение, когда "
                  "карта остынет (вкладка «Видеокарта»)",
                  "Paused: the GPU got too hot; the heat guard resumes training once the card has "
-                 "cooled (the «GPU» tab)", lang)
+                 "cooled (the “GPU” tab)", lang)
     return t(f"На паузе: в папке прогона лежит файл {PAUSE_FILE}; удалите его, и обучение "
              "продолжится",
              f"Paused: the run folder holds a {PAUSE_FILE} file; delete it and training goes on",
@@ -231,10 +249,10 @@ def pause_notice(guard: HeatGuard, status: GuardStatus | None,
     cool = f"{guard.resume_below_c:.0f} °C"
     return (t("Обучение на паузе: видеокарта перегрелась",
               "Training paused: the GPU is too hot", lang),
-            t(f"Карта {hot} дольше {guard.hold_s:.0f} с (порог {guard.threshold_c:.0f} °C). "
+            t(f"Карта {hot} дольше {decimal_text(guard.hold_s, 0, 'ru')} с (порог {decimal_text(guard.threshold_c, 0, 'ru')} °C). "
               f"Обучение продолжится само, когда она остынет ниже {cool}.",
-              f"The card was at {hot} for over {guard.hold_s:.0f} s (threshold "
-              f"{guard.threshold_c:.0f} °C). Training resumes by itself once it cools below "
+              f"The card was at {hot} for over {decimal_text(guard.hold_s, 0, 'en')} s (threshold "
+              f"{decimal_text(guard.threshold_c, 0, 'en')} °C). Training resumes by itself once it cools below "
               f"{cool}.", lang))
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from app.base.i18n import t
 
+from ..base.numbers import decimal_text, percent_text
 from .samples import (
     ERROR,
     NO_GPU,
@@ -339,17 +340,17 @@ def warnings(snap: Snapshot, watch: RunWatch | None = None, now: float | None = 
             continue
         if starting and memory_level(gpu) == "full":
             out.append(Alert("memory_full", gpu.index, t(
-                f"GPU {gpu.index}: память почти заполнена ({gpu.mem_fraction:.0%}) при старте "
+                f"GPU {gpu.index}: память почти заполнена ({percent_text(gpu.mem_fraction, 'ru')}) при старте "
                 "прогона — уменьшите «Батч на карту», иначе будет «CUDA out of memory»",
-                f"GPU {gpu.index}: memory is almost full ({gpu.mem_fraction:.0%}) as the run "
-                "starts — lower the batch («Батч на карту») or it will fail with "
+                f"GPU {gpu.index}: memory is almost full ({percent_text(gpu.mem_fraction, 'en')}) as the run "
+                "starts — lower the “Batch per card” or it will fail with "
                 "\"CUDA out of memory\"", lang)))
         if temperature_level(gpu) == "hot":
             out.append(Alert("slowdown", gpu.index, t(
-                f"GPU {gpu.index}: {gpu.temp_c:.0f} °C — порог замедления карты "
-                f"({gpu.slowdown_c:.0f} °C): она снижает частоты. Улучшите охлаждение или "
+                f"GPU {gpu.index}: {decimal_text(gpu.temp_c, 0, 'ru')} °C — порог замедления карты "
+                f"({decimal_text(gpu.slowdown_c, 0, 'ru')} °C): она снижает частоты. Улучшите охлаждение или "
                 "включите защиту от перегрева",
-                f"GPU {gpu.index}: {gpu.temp_c:.0f} °C — the card's slowdown threshold "
-                f"({gpu.slowdown_c:.0f} °C): it is cutting its clocks. Improve cooling or turn "
+                f"GPU {gpu.index}: {decimal_text(gpu.temp_c, 0, 'en')} °C — the card's slowdown threshold "
+                f"({decimal_text(gpu.slowdown_c, 0, 'en')} °C): it is cutting its clocks. Improve cooling or turn "
                 "on the heat guard", lang)))
     return out

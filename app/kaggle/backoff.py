@@ -146,7 +146,7 @@ def auth_message(username: str, status: int) -> str:
         "kaggle.com → Settings → API (Generate New Token) и добавьте его: «Добавить токен…» или "
         f"ternit kaggle add-account --username {username} --token -",
         f"account {username}: the key or token was refused (HTTP {status}). Create a new token at "
-        "kaggle.com → Settings → API (Generate New Token) and add it: «Добавить токен…» (Add token) or "
+        "kaggle.com → Settings → API (Generate New Token) and add it: “Add token…” or "
         f"ternit kaggle add-account --username {username} --token -",
     )
 

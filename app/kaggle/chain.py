@@ -13,6 +13,7 @@ from trainer.state.checkpoint_index import is_checkpoint
 
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.numbers import decimal_text, format_value
 from . import datasets
 from .errors import AuthError, KaggleError, NetworkDown, Transient
 from .picker import Candidate, Pick, Want, capacities, pick
@@ -79,9 +80,9 @@ class LegPlanning:
             left = c.leg_min(limit, margin)
             if left <= 0:
                 raise KaggleError(t(
-                    f"у аккаунта {account} свободно {hours(c.free_s)} квоты — не больше запаса {margin:g} мин; "
+                    f"у аккаунта {account} свободно {hours(c.free_s)} квоты — не больше запаса {format_value(margin, 'ru')} мин; "
                     "выберите «Авто» или другой аккаунт",
-                    f"account {account} has {hours(c.free_s)} of free quota, no more than the {margin:g} min "
+                    f"account {account} has {hours(c.free_s)} of free quota, no more than the {format_value(margin, 'en')} min "
                     "margin; choose Auto or another account",
                 ))
             return Pick(account, left >= limit, left, t(f"выбран аккаунт {account}", f"account {account} chosen"))
@@ -113,13 +114,13 @@ class LegPlanning:
         # quota-cut one left of it (its kernel ran to its own limit, setup included).
         left = leg_allotment(leg, config) - float(leg.get("limit_min") or 0.0)
         if left < MIN_LEG_MIN:
-            return None, t(f"лимит прогона исчерпан (осталось {left:.1f} мин); продолжите кнопкой «Продолжить»",
-                           f"the run's limit is used up ({left:.1f} min left); continue it with «Продолжить»")
+            return None, t(f"лимит прогона исчерпан (осталось {decimal_text(left, 1, 'ru')} мин); продолжите кнопкой «Продолжить»",
+                           f"the run's limit is used up ({decimal_text(left, 1, 'en')} min left); continue it with “Continue”")
         choice = leg.get("account_choice") or "auto"
         possible = self.choose(config, "auto", Want(), set(), left)
         if possible.username is None:  # no leg is created that could not start
             return None, t(f"Продолжить негде: {possible.reason}. Позже нажмите «Продолжить».",
-                           f"Nowhere to continue: {possible.reason}. Press «Продолжить» (Continue) later.")
+                           f"Nowhere to continue: {possible.reason}. Press “Continue” later.")
         last_error = ""
         try:
             nxt = self.registry.create_leg(rec.id, config)
@@ -129,8 +130,8 @@ class LegPlanning:
         for attempt_choice in ([choice, "auto"] if choice != "auto" else ["auto"]):
             try:
                 self.start(nxt.id, attempt_choice, left)
-                return nxt.id, t(f"Продолжение на Kaggle: этап {nxt.leg}, {left:.0f} мин, оставшихся от лимита",
-                                 f"Continuing on Kaggle: leg {nxt.leg}, for the {left:.0f} min left of the limit")
+                return nxt.id, t(f"Продолжение на Kaggle: этап {nxt.leg}, {decimal_text(left, 0, 'ru')} мин, оставшихся от лимита",
+                                 f"Continuing on Kaggle: leg {nxt.leg}, for the {decimal_text(left, 0, 'en')} min left of the limit")
             except (NetworkDown, Transient):
                 raise
             except KaggleError as e:

@@ -19,9 +19,9 @@ import json
 import sys
 from datetime import datetime
 
-from ..base.cli_args import Parser
+from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
-from ..base.numbers import bytes_text
+from ..base.numbers import bytes_text, counted
 from . import cleanup
 from .accounts import Accounts, AccountView, auth_text, key_status_text, leg_state_text
 from .credentials import (
@@ -66,6 +66,7 @@ def _parser() -> argparse.ArgumentParser:
                     help=t("показать последние известные цифры, ничего не спрашивая у Kaggle",
                            "show the last known figures, ask Kaggle nothing"))
     ls.add_argument("--json", action="store_true", help=t("вывод в JSON для программ", "machine-readable output"))
+    add_out(ls)
     rm = sub.add_parser("remove-account", help=t("забыть аккаунт и его ключ", "forget an account and its key"))
     rm.add_argument("name", metavar=t("ИМЯ", "NAME"), help=t("имя аккаунта", "the account's username"))
     rm.add_argument("--force", action="store_true", help=t(
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.cmd == "add-account":
             return _add(accounts, args)
         if args.cmd == "accounts":
-            return _list(accounts, args)
+            return print_to(args.out, lambda: _list(accounts, args), "ternit kaggle accounts", args.json)
         if args.cmd == "clean":
             return _clean(accounts, args)
         if args.cmd == "remove-account":
@@ -224,8 +225,10 @@ def _clean(accounts: Accounts, args: argparse.Namespace) -> int:
             print(t(f"удалить {len(removable)} ({size}): ternit kaggle clean --yes",
                     f"to delete {len(removable)} ({size}): ternit kaggle clean --yes"), file=sys.stderr)
             return 0
-        answer = input(t(f"Удалить {len(removable)} датасетов ({size})? Их загрузят заново, если понадобятся. [y/N] ",
-                         f"Delete {len(removable)} datasets ({size})? They are uploaded again if needed. [y/N] "))
+        answer = input(t(f"Удалить {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'ru')} ({size})? Их загрузят заново, если "
+                         "понадобятся. [y/N] ",
+                         f"Delete {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'en')} ({size})? They are uploaded again if "
+                         "needed. [y/N] "))
         if answer.strip().lower() not in ("y", "yes", "д", "да"):
             print(t("ничего не удалено", "nothing deleted"))
             return 0

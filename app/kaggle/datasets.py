@@ -35,6 +35,7 @@ from trainer.state.checkpoint_index import hash_path, is_dcp
 from ..base import paths
 from ..base.i18n import t
 from ..base.numbers import decimal_text, duration_text
+from ..base.stored_text import both
 from .client import AccountClient
 from .errors import KaggleError, UploadFailed
 from .store import KaggleStore, combine
@@ -169,11 +170,11 @@ def lean_wheel(progress: Progress | None = None, timeout_s: float = 900.0) -> Pa
             reason = why[0][:300] if why else t("pip не нашёл подходящего колеса", "pip found no suitable wheel")
             raise KaggleError(t(
                 f"не удалось скачать {LEAN_LIBRARY} для ядра Kaggle ({reason}). Облегчённое состояние "
-                f"(lean_state) на Kaggle требует его: проверьте интернет и повторите, положите колесо "
-                f"{LEAN_LIBRARY} для Linux x86-64 в {folder} или выключите lean_state",
+                f"на Kaggle требует его: проверьте интернет и повторите, положите колесо "
+                f"{LEAN_LIBRARY} для Linux x86-64 в {folder} или выберите «Облегчённое состояние: Обычное»",
                 f"could not download {LEAN_LIBRARY} for the Kaggle kernel ({reason}). The lean state "
-                f"(lean_state) on Kaggle needs it: check the internet connection and retry, put a Linux "
-                f"x86-64 {LEAN_LIBRARY} wheel into {folder}, or turn lean_state off",
+                f"on Kaggle needs it: check the internet connection and retry, put a Linux "
+                f"x86-64 {LEAN_LIBRARY} wheel into {folder}, or choose “Lean state: Normal”",
             ))
         os.replace(got, folder / got.name)
     return folder / got.name
@@ -322,7 +323,9 @@ def _wait_ready(client: AccountClient, bundle: Bundle, ref: str, stage: str | No
         if cancelled is not None and cancelled():
             raise Cancelled(t("остановлен, пока Kaggle обрабатывал датасет: на Kaggle ничего не запущено",
                               "stopped while Kaggle processed a dataset: nothing runs on Kaggle"))
-        say(t(f"Kaggle обрабатывает {bundle.label} ({ref}): {stage.replace('_', ' ')}, ждём {duration_text(waited, 'ru')}",
-              f"Kaggle is processing {bundle.label} ({ref}): {stage.replace('_', ' ')}, waited {duration_text(waited, 'en')}"))
+        # The counter is the reader's (i18n.both's since): between two polls it goes on.
+        say(both(f"Kaggle обрабатывает {bundle.label} ({ref}): {stage.replace('_', ' ')}, ждём {{waited}}",
+                 f"Kaggle is processing {bundle.label} ({ref}): {stage.replace('_', ' ')}, waited {{waited}}",
+                 since=time.time() - waited))
         time.sleep(poll_s)
         stage = client.dataset_stage(ref)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..base.i18n import t
+from ..base.numbers import format_value
 from . import settings as kaggle_settings
 from .accounts import Accounts, key_status_text
 from .quota import hours, refresh_text
@@ -179,9 +180,9 @@ def pick(candidates: Iterable[Candidate], limit_min: float, margin_min: float,
             f"{c.username} — {c.why_not or t('ключ не принят', 'key refused')}" for c in skipped) + ")"
     if not usable:
         return Pick(None, False, 0.0, t(
-            f"Авто: нет аккаунта с квотой больше запаса {margin_min:g} мин — добавьте аккаунт или дождитесь "
+            f"Авто: нет аккаунта с квотой больше запаса {format_value(margin_min, 'ru')} мин — добавьте аккаунт или дождитесь "
             f"обновления квоты{_next_refresh(cands)}{skip_note}",
-            f"Auto: no account has more quota than the {margin_min:g} min margin — add an account or wait "
+            f"Auto: no account has more quota than the {format_value(margin_min, 'en')} min margin — add an account or wait "
             f"for the quota to refresh{_next_refresh(cands)}{skip_note}",
         ))
     covering = [c for c in usable if c.free_s >= need_s]
@@ -191,9 +192,9 @@ def pick(candidates: Iterable[Candidate], limit_min: float, margin_min: float,
         why = held if held else t("больше всего квоты среди подходящих", "the most quota among those that fit")
         return Pick(best.username, True, limit_min, t(
             f"Авто: {best.username} — квоты {hours(best.free_s)} хватает на весь прогон "
-            f"({limit_min:g} мин + запас {margin_min:g}); {why}{skip_note}",
+            f"({format_value(limit_min, 'ru')} мин + запас {format_value(margin_min, 'ru')}); {why}{skip_note}",
             f"Auto: {best.username} — its {hours(best.free_s)} of quota covers the whole run "
-            f"({limit_min:g} min + {margin_min:g} margin); {why}{skip_note}",
+            f"({format_value(limit_min, 'en')} min + {format_value(margin_min, 'en')} margin); {why}{skip_note}",
         ))
     best = max(usable, key=lambda c: (c.free_s, _score(c, want), c.username))
     return Pick(best.username, False, best.leg_min(limit_min, margin_min), t(

@@ -33,6 +33,7 @@ from typing import Any
 
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.numbers import decimal_text
 from . import followers
 from . import settings as kaggle_settings
 from .accounts import Accounts
@@ -102,8 +103,8 @@ class KaggleRuns(LegPlanning, LegPush, FollowerThreads, LegWatch, LegOutputs):
 
     def _on_wait(self, what: str, seconds: float) -> None:
         if self._current_run:
-            self._message(self._current_run, t(f"{what}; повтор через {seconds:.0f} с",
-                                               f"{what}; retrying in {seconds:.0f} s"))
+            self._message(self._current_run, t(f"{what}; повтор через {decimal_text(seconds, 0, 'ru')} с",
+                                               f"{what}; retrying in {decimal_text(seconds, 0, 'en')} s"))
 
     def _message(self, run_id: str, message: str) -> None:
         with contextlib.suppress(Exception):

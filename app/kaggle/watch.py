@@ -16,6 +16,7 @@ from typing import Any
 from ..base import run_status as st
 from ..base.i18n import t
 from ..base.numbers import duration_text
+from ..base.stored_text import both
 from . import follow
 from .client import AccountClient
 from .errors import KaggleError, NetworkDown, NotFound, Stalled, Transient
@@ -147,17 +148,19 @@ class LegWatch:
     def _queued_message(self, leg: dict[str, Any]) -> str:
         """«в очереди Kaggle 3 мин (с 14:03)», and how to cancel."""
         since = leg.get("pushed_at") or time.time()
-        waited = duration_text(max(0.0, time.time() - since))
         at = time.strftime("%H:%M", time.localtime(since))
         url = leg.get("kernel_url") or leg.get("kernel_ref") or ""
+        # «{waited}» is counted by the reader to its own now (i18n.both's since), not frozen
+        # at this poll's «0 с».
         if leg.get("stop_requested_at"):
-            return t(f"в очереди Kaggle {waited} (с {at}); остановка запрошена — продолжения не будет, само ядро "
-                     f"отмените: {url} → Stop session",
-                     f"in Kaggle's queue for {waited} (since {at}); stop asked — no next leg; cancel the kernel "
-                     f"itself: {url} → Stop session")
-        return t(f"в очереди Kaggle {waited} (с {at}); отменить: «Остановить», а само ядро — {url} → Stop session",
-                 f"in Kaggle's queue for {waited} (since {at}); to cancel: «Остановить» (Stop), and the kernel "
-                 f"itself: {url} → Stop session")
+            return both(f"в очереди Kaggle {{waited}} (с {at}); остановка запрошена — продолжения не будет, само "
+                        f"ядро отмените: {url} → Stop session",
+                        f"in Kaggle's queue for {{waited}} (since {at}); stop asked — no next leg; cancel the "
+                        f"kernel itself: {url} → Stop session", since=since)
+        return both(f"в очереди Kaggle {{waited}} (с {at}); отменить: «Остановить», а само ядро — {url} → Stop "
+                    "session",
+                    f"in Kaggle's queue for {{waited}} (since {at}); to cancel: “Stop”, and the kernel "
+                    f"itself: {url} → Stop session", since=since)
 
     @staticmethod
     def _kernel_gone(leg: dict[str, Any]) -> bool:
@@ -170,7 +173,7 @@ class LegWatch:
         return t(f"ядра {ref} больше нет на Kaggle (удалено?): прогон остановлен; чекпоинты, уже скачанные, "
                  f"целы — «Продолжить» начнёт новое ядро ({e})",
                  f"kernel {ref} is no longer on Kaggle (deleted?): the run is stopped; checkpoints already "
-                 f"downloaded are intact — «Продолжить» (Continue) starts a new kernel ({e})")
+                 f"downloaded are intact — “Continue” starts a new kernel ({e})")
 
 
 def _brief(e: BaseException) -> str:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..base.i18n import t
-from ..base.numbers import count_text, decimal_text
+from ..base.numbers import count_text, counted, decimal_text
 from ..runs.registry import Registry
 from .fit import Assessment, Law, assess
 from .points import lab_facts, select
@@ -45,7 +45,8 @@ class AdviceLine:
 def _basis(a: Assessment, spread: float | None = None) -> str:
     runs = len(a.points)
     pm = f", ±{decimal_text(spread, 2)}" if spread is not None else ""
-    return t(f"по {runs} прогонам лабы{pm}", f"from {runs} of the lab's runs{pm}")
+    return t(f"по {counted(runs, ('прогону', 'прогонам', 'прогонам'), ('run', 'runs'), 'ru')} лабы{pm}",
+             f"from {runs} of the lab's runs{pm}")
 
 
 def _optimal_samples(a: Assessment, compute: float) -> np.ndarray:
@@ -64,8 +65,10 @@ def advice_lines(a: Assessment | None, n: int, d: int, unique_tokens: int = 0) -
                                                                            "being fitted to the lab's runs"))]
     if not a.enough or a.law is None:
         return [AdviceLine("law", t("Закон лабы", "The lab's law"), "—", t(
-            f"пока мало, чтобы советовать ({len(a.points)} прогонов на этих данных): лестницу прогонов предложит `ternit law`",
-            f"not enough to advise yet ({len(a.points)} runs on this data): `ternit law` offers the ladder of runs"),
+            f"пока мало, чтобы советовать ({counted(len(a.points), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'ru')} на этих данных): лестницу "
+            "прогонов предложит `ternit law`",
+            f"not enough to advise yet ({counted(len(a.points), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'en')} on this data): `ternit law` offers "
+            "the ladder of runs"),
             "warning")]
     loss, interval = a.predict(n, d) or (float("nan"), None)
     spread = interval.width / 2 if interval else None
@@ -92,7 +95,7 @@ def _grow_line(a: Assessment, n: int, d_opt: float, low: float, high: float, uni
     label = t("Когда расти", "When to grow")
     if unique_tokens and d_opt > unique_tokens:
         return AdviceLine("law_grow", label, t("упирается в данные", "data-limited"), t(
-            f"оптимуму нужно ≈{count_text(d_opt, sig=2)} токенов, а в данных {count_text(unique_tokens, sig=2)}: "
+            f"оптимуму нужно ≈{counted(d_opt, ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'ru', sig=2)}, а в данных {count_text(unique_tokens, sig=2)}: "
             f"больше данных поможет больше, чем рост ({_basis(a)})",
             f"the optimum wants ≈{count_text(d_opt, sig=2)} tokens and the data holds {count_text(unique_tokens, sig=2)}: "
             f"more data helps more than growing ({_basis(a)})"), "warning")

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.i18n import t
-from ..base.numbers import count_text, decimal_text, loss_text
+from ..base.numbers import count_text, counted, decimal_text, loss_text
 from ..runs.registry import Registry
 from . import fit as law_fit
 from .ladder import Ladder, propose
@@ -34,6 +34,10 @@ LEFT_OUT = {
     "no_eval": ("нет оценки на отложенной выборке", "no held-out evaluation"),
     "superseded": ("у прогона того же N и D потери ниже", "a run of the same N and D reached a lower loss"),
 }
+
+WEIGHTS = (("вес", "веса", "весов"), ("weight", "weights"))
+STEPS = (("шаг", "шага", "шагов"), ("step", "steps"))
+TOKENS = (("токен", "токена", "токенов"), ("token", "tokens"))
 
 
 @dataclass(frozen=True)
@@ -137,8 +141,9 @@ def ladder_lines(ladder: Ladder) -> list[str]:
     lines = [t(f"лестница, которая его измерит ({decimal_text(ladder.hours, 1)} ч из {decimal_text(ladder.hours_left, 1)} ч, {basis}):",
                f"the ladder that would measure it ({decimal_text(ladder.hours, 1)} h of {decimal_text(ladder.hours_left, 1)} h, {basis}):")]
     for rung in ladder.rungs:
-        lines.append(t(f"  ширина {rung.width}, {count_text(rung.params)} весов, {rung.steps_to} шагов, "
-                       f"{count_text(rung.tokens)} токенов, ≈ {decimal_text(rung.hours, 2)} ч",
+        lines.append(t(f"  ширина {rung.width}, {counted(rung.params, *WEIGHTS, 'ru', sig=3)}, "
+                       f"{counted(rung.steps_to, *STEPS, 'ru')}, {counted(rung.tokens, *TOKENS, 'ru', sig=3)}, "
+                       f"≈ {decimal_text(rung.hours, 2)} ч",
                        f"  width {rung.width}, {count_text(rung.params)} weights, {rung.steps_to} steps, "
                        f"{count_text(rung.tokens)} tokens, ≈ {decimal_text(rung.hours, 2)} h"))
     lines.append(t(f"в очередь: {ladder.command}", f"to queue it: {ladder.command}"))

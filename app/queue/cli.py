@@ -20,7 +20,7 @@ from typing import Any
 from trainer.run.awake import Hold, hold
 
 from ..base import settings
-from ..base.cli_args import Parser
+from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
 from ..base.numbers import plural_ru
 from ..base.state import StateError, failure_text
@@ -65,6 +65,7 @@ def parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help=t("очередь: порядок, где и когда пойдёт каждый прогон, состояние",
                                        "the queue: the order, where and when each run goes, its state"))
     ls.add_argument("--json", action="store_true", help=t("вывести в JSON", "print as JSON"))
+    add_out(ls)
     r = sub.add_parser("run", help=t("вести очередь (в фоне; с --wait — здесь, пока не опустеет)",
                                      "drive the queue (in the background; with --wait here, until it is empty)"))
     r.add_argument("--wait", action="store_true", help=t(
@@ -90,6 +91,7 @@ def parser() -> argparse.ArgumentParser:
                                         "a series' table: final val loss, bits per byte, the winner"))
     s.add_argument("id", metavar="ID", type=int, help=t("номер серии (его печатает add)", "the series' number (add prints it)"))
     s.add_argument("--json", action="store_true", help=t("вывести в JSON", "print as JSON"))
+    add_out(s)
     return p
 
 
@@ -121,7 +123,8 @@ def _dispatch(args: argparse.Namespace, registry: Registry, store: QueueStore) -
     if cmd == "add":
         return _add(args, store)
     if cmd == "list":
-        return _list(Planner(store, registry).timeline(), args.json)
+        return print_to(args.out, lambda: _list(Planner(store, registry).timeline(), args.json),
+                        "ternit queue list", args.json)
     if cmd == "run":
         return _run(registry) if args.wait else _run_in_background()
     if cmd == "remove":
@@ -139,7 +142,8 @@ def _dispatch(args: argparse.Namespace, registry: Registry, store: QueueStore) -
                 "running runs go on, no new one starts") if cmd == "pause" else t("очередь продолжается",
                                                                                     "the queue goes on"))
     elif cmd == "series":
-        return _series(results(store, registry, args.id), args.json)
+        return print_to(args.out, lambda: _series(results(store, registry, args.id), args.json),
+                        "ternit queue series", args.json)
     elif cmd == "autostart":
         return _autostart(args.what)
     return EXIT_OK

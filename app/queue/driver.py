@@ -19,8 +19,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..base.i18n import t
-from ..base.numbers import parse_number, plural_ru
+from ..base.i18n import quoted, t
+from ..base.numbers import counted, parse_number, plural_ru
 from ..base.state import StateError
 from ..form import fields as F
 from ..runs.awake import awake_line
@@ -62,7 +62,7 @@ def parse_values(text: str, kind: str) -> list[int | float]:
     that a decimal comma stays a decimal comma), each read as the form reads a number."""
     parts = [p.strip() for p in (text.split(";") if ";" in text else text.split()) if p.strip()]
     if not parts:
-        raise QueueError(t("перечислите значения через «;» или пробел", "list the values separated by «;» or spaces"))
+        raise QueueError(t("перечислите значения через «;» или пробел", "list the values separated by “;” or spaces"))
     try:
         values = [parse_number(p, kind) for p in parts]
     except ValueError as e:
@@ -148,7 +148,7 @@ class QueueDriver:
         queued_ru = f"в очереди ещё {n} — {'он начнётся' if n == 1 else 'они начнутся'} без окна"
         queued_en = f"{n} more queued — {'it starts' if n == 1 else 'they start'} without the window"
         if running:
-            names = ", ".join(f"«{r.name}»" for r in running)
+            names = ", ".join(quoted(r.name) for r in running)
             text = t(f"Обучение {names} идёт" + (f"; {queued_ru}." if n else "."),
                      f"{names} is training" + (f"; {queued_en}." if n else "."))
         else:
@@ -160,7 +160,7 @@ class QueueDriver:
                    "работают. «Приостановить очередь» — новые прогоны не начнутся; «Остановить и закрыть» "
                    "сохранит чекпоинт идущего обучения.",
                    "The window may close: training and the queue go on in their own processes, and the PC "
-                   "does not sleep while they work. «Pause the queue»: no new run starts; «Stop and close» "
+                   "does not sleep while they work. “Pause the queue”: no new run starts; “Stop and close” "
                    "saves a checkpoint of the training run.")
         return CloseQuestion(text, detail, n)
 
@@ -232,8 +232,8 @@ class QueueDriver:
     def added_text(added: Added) -> str:
         if added.series is not None:
             keys = ", ".join(k for k, _ in added.series.vary)
-            return t(f"В очереди серия {added.series.id} ({keys}): {len(added.items)} прогонов",
-                     f"Series {added.series.id} ({keys}) queued: {len(added.items)} runs")
+            return t(f"В очереди серия {added.series.id} ({keys}): {counted(len(added.items), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'ru')}",
+                     f"Series {added.series.id} ({keys}) queued: {counted(len(added.items), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'en')}")
         it = added.items[0]
         return t(f"В очереди: {it.name} (№ {it.id})", f"Queued: {it.name} (no. {it.id})")
 
@@ -243,7 +243,7 @@ class QueueDriver:
         for v in values:
             n *= max(1, len(v))
         if n > MAX_RUNS:
-            return t(f"{n} прогонов — больше {MAX_RUNS}", f"{n} runs — more than {MAX_RUNS}")
+            return t(f"{counted(n, ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'ru')} — больше {MAX_RUNS}", f"{counted(n, ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'en')} — more than {MAX_RUNS}")
         return t(f"будет прогонов: {n}", f"runs: {n}")
 
     def remove(self, item_id: int) -> str:
@@ -272,3 +272,12 @@ class QueueDriver:
                  "The queue is paused: running runs go on, no new one starts") if paused else \
             t("Очередь продолжается", "The queue goes on")
 
+
+
+def anywhere_text(has_card: bool, lang: str | None = None) -> str:
+    """The «куда освободится раньше» choice as this PC has it: this PC or Kaggle with a card;
+    without one Kaggle only (app/queue/estimates.py: the CPU takes only a run queued for it)."""
+    if has_card:
+        return t("Куда освободится раньше: этот ПК или Kaggle", "Wherever frees first: this PC or Kaggle", lang)
+    return t("Куда освободится раньше: аккаунты Kaggle (у этого ПК нет видеокарты NVIDIA)",
+             "Wherever frees first: the Kaggle accounts (this PC has no NVIDIA card)", lang)

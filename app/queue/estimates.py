@@ -111,7 +111,7 @@ def job(item_id: int, config: dict[str, Any], target: str, account: str,
             local = Fit(0.0, False, t(
                 "у этого ПК нет видеокарты NVIDIA: «куда освободится раньше» значит Kaggle; "
                 "на процессоре этого ПК — «на машину из формы» с процессором или --target local",
-                "this PC has no NVIDIA card: «wherever frees first» means Kaggle; for this PC's "
+                "this PC has no NVIDIA card: “wherever frees first” means Kaggle; for this PC's "
                 "CPU queue it to the form's machine with the CPU, or --target local"))
         else:
             local = fit(config, gpu, LOCAL_START_S, measured)

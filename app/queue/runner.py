@@ -32,11 +32,14 @@ from typing import Any
 
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.numbers import format_value, loss_text
 from ..base.state import StateError
 from ..base.state_faults import holder_text, locked
+from ..base.stored_text import both, both_of, shown
 from ..kaggle.accounts import Accounts
 from ..kaggle.settings import load as kaggle_settings
 from ..runs.events import read_events
+from ..runs.failure import shown_message
 from ..runs.manager import RunManager
 from ..runs.precheck import RunError
 from ..runs.registry import RunNotFound, RunRecord
@@ -207,9 +210,9 @@ class QueueRunner:
         path = self.registry.state.path
         self.trouble = t(
             f"файл состояния {path} занят ({holder_text(path)}); очередь ждёт и попробует снова через "
-            f"{self._backoff_s:g} с",
+            f"{format_value(self._backoff_s, 'ru')} с",
             f"the state file {path} is locked ({holder_text(path)}); the queue waits and tries again in "
-            f"{self._backoff_s:g} s")
+            f"{format_value(self._backoff_s, 'en')} s")
         log.warning("queue: %s (%s)", self.trouble, exc)
         self.lock.annotate(waiting=self.trouble)  # the window's queue line says it (world.runner_line)
         return [QueueEvent("waiting", None, self.trouble)]
@@ -351,8 +354,8 @@ class QueueRunner:
         for it in self.store.items((RUNNING,)):
             rec = self._row(it.run_id or "")
             if rec is None:
-                self.store.finish(it.id, FAILED, t(f"прогон {it.run_id} удалён из истории",
-                                                   f"run {it.run_id} was deleted from the history"))
+                self.store.finish(it.id, FAILED, both(f"прогон {it.run_id} удалён из истории",
+                                                      f"run {it.run_id} was deleted from the history"))
                 events.append(QueueEvent("failed", self.store.item(it.id), ""))
                 continue
             while not rec.active and (nxt := self.manager.next_leg(rec.id)) is not None:
@@ -366,7 +369,9 @@ class QueueRunner:
             if rec.status == st.FAILED:
                 events += self._failed(self.store.item(it.id), rec)
             else:
-                self.store.finish(it.id, DONE, st.label(rec.status), ended_at=rec.ended_at)
+                # Stored in both languages: the list is read later, perhaps in the other one.
+                self.store.finish(it.id, DONE, both_of(st.LABELS.get(rec.status) or {"ru": rec.status, "en": rec.status}),
+                                  ended_at=rec.ended_at)
                 events.append(QueueEvent("ended", self.store.item(it.id), _ended_text(rec)))
         return events
 
@@ -388,19 +393,20 @@ class QueueRunner:
             self.store.retry(it.id, cfg, rec.id if cfg.get("resume_from") else None, text, spend=False,
                              room_bytes=room)
             return [QueueEvent("retry", self.store.item(it.id), text)]
-        advice = f.advice if f is not None else (rec.last_message or "")
+        advice = f.advice if f is not None else (shown_message(rec.last_message) or "")
         if it.attempt == 1 and f is not None and f.can_retry:
             cfg = self._continuation(it, rec, f)
             if cfg is not None:
-                label = f.retry_label() or t("Повторить", "Retry")
                 parent = rec.id if cfg.get("resume_from") else None
-                text = t(f"{label} (один раз): {advice}", f"{label} (once): {advice}")
-                self.store.retry(it.id, cfg, parent, text)
-                return [QueueEvent("retry", self.store.item(it.id), text)]
-        text = t(f"пропущен, очередь идёт дальше: {advice}", f"skipped, the queue goes on: {advice}")
-        self.store.finish(it.id, FAILED, text, ended_at=rec.ended_at)
+                # Stored in both languages: the list is read later, perhaps in the other one.
+                stored = both(f"{f.retry_label('ru') or 'Повторить'} (один раз): {advice}",
+                              f"{f.retry_label('en') or 'Retry'} (once): {advice}")
+                self.store.retry(it.id, cfg, parent, stored)
+                return [QueueEvent("retry", self.store.item(it.id), shown(stored))]
+        stored = both(f"пропущен, очередь идёт дальше: {advice}", f"skipped, the queue goes on: {advice}")
+        self.store.finish(it.id, FAILED, stored, ended_at=rec.ended_at)
         self.failed.append(it.id)
-        return [QueueEvent("failed", self.store.item(it.id), text)]
+        return [QueueEvent("failed", self.store.item(it.id), shown(stored))]
 
     def _continuation(self, it: Item, rec: RunRecord, f: Any) -> dict[str, Any] | None:
         """The failed run's config as its failure continues it, on the item's own target; none
@@ -501,5 +507,7 @@ def trainer_process(rec: RunRecord) -> Any:
 
 def _ended_text(rec: RunRecord) -> str:
     steps = f"{rec.last_step}/{rec.steps_to}" if rec.steps_to else str(rec.last_step or 0)
-    best = f"{rec.best_val_loss:.4f}" if rec.best_val_loss is not None else "—"
+    if rec.best_val_loss is None:
+        return st.label(rec.status) + t(f": шаг {steps}, проверки ещё не было", f": step {steps}, no evaluation yet")
+    best = loss_text(rec.best_val_loss)
     return st.label(rec.status) + t(f": шаг {steps}, лучшая val loss {best}", f": step {steps}, best val loss {best}")

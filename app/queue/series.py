@@ -17,6 +17,7 @@ from typing import Any
 
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.numbers import counted
 from ..runs.bits import bits_per_byte as _bpb
 from ..runs.bits import bytes_per_token
 from ..runs.events import read_events
@@ -84,7 +85,8 @@ def expand(base: dict[str, Any], vary: list[tuple[str, list[Any]]]) -> list[tupl
         raise QueueError(t("одно поле указано в --vary дважды", "one field is given to --vary twice"))
     combos = list(itertools.product(*(vals for _, vals in vary)))
     if len(combos) > MAX_RUNS:
-        raise QueueError(t(f"серия из {len(combos)} прогонов — больше {MAX_RUNS}; уменьшите число значений",
+        raise QueueError(t(f"серия из {counted(len(combos), ('прогона', 'прогонов', 'прогонов'), ('run', 'runs'), 'ru')}"
+                           f" — больше {MAX_RUNS}; уменьшите число значений",
                            f"a series of {len(combos)} runs is more than {MAX_RUNS}; list fewer values"))
     base_name = str(base.get("name") or "run")
     out = []

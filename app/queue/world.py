@@ -19,8 +19,10 @@ from typing import Any
 from .. import sizing
 from ..base import run_status as st
 from ..base.i18n import t
+from ..base.stored_text import shown
 from ..kaggle import settings as kaggle_settings
 from ..kaggle.store import KaggleStore
+from ..runs.failure import shown_message
 from ..runs.registry import Registry, RunNotFound, RunRecord
 from . import capacity, estimates, lock, retry
 from .plan import LOCAL, Job, Slot, World, kaggle_machine, machine_account, predict, refresh_times
@@ -241,9 +243,10 @@ class Planner:
                 return Row(it, None, it.machine, start, None, "", status,
                            t("прерван — продолжится при запуске очереди", "interrupted — goes on when the queue runs"))
             end = expected_end(rec, now, self._fit_seconds(it)) if rec else None
-            return Row(it, None, it.machine, start, end, it.message or (rec.last_message if rec else "") or "", status)
-        note = it.message or ""
-        return Row(it, None, it.machine, it.started_at, it.ended_at, note, status)
+            note = shown(it.message) or shown_message(rec.last_message if rec else None) or ""
+            return Row(it, None, it.machine, start, end, note, status)
+        # Notes are stored in both languages (app.base.i18n.both): read in the reader's.
+        return Row(it, None, it.machine, it.started_at, it.ended_at, shown(it.message), status)
 
     def _run(self, run_id: str | None) -> RunRecord | None:
         if not run_id:

@@ -25,7 +25,7 @@ from typing import Any
 
 from ..base import paths
 from ..base import run_status as st
-from ..base.cli_args import Parser
+from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
 from ..base.numbers import count_text, int_text, loss_text
 from ..base.state import StateError, unavailable
@@ -63,7 +63,7 @@ DESCRIPTION_EN = """\
 `ternit run`: start, list, stop and continue runs — the same calls the window makes.
 
 Exit codes (with --wait, the run's outcome):
-  0  started (without --wait), or finished at «Steps to», or a stop was asked for
+  0  started (without --wait), or finished at “Steps to”, or a stop was asked for
      (`stop --wait`: the run saved and ended, whatever ended it)
   1  the run failed (the reason and the advice are printed)
   2  bad arguments, config or run id
@@ -105,10 +105,14 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
     s.add_argument("--wait", action="store_true", help=wait)
     s.add_argument("--json", action="store_true", help=as_json)
+    s.add_argument("--yes", action="store_true", help=t(
+        "начать и тогда, когда прогон на этом ПК займёт больше нескольких часов",
+        "start even when the run takes more than a few hours on this PC"))
     add_field_flags(s)
     ls = sub.add_parser("list", help=t("история прогонов, новые сверху", "the run history, newest first"))
     ls.add_argument("--limit", type=int, metavar="N", help=t("показать не больше N прогонов", "show at most N runs"))
     ls.add_argument("--json", action="store_true", help=t("вывести список в JSON", "print the list as JSON"))
+    add_out(ls)
     sp = sub.add_parser("stop", help=t("попросить прогон сохраниться и остановиться", "ask a run to save and stop"))
     sp.add_argument("id", metavar="ID", help=run_id)
     sp.add_argument("--wait", action="store_true",
@@ -118,7 +122,7 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("id", metavar="ID", help=run_id)
     c.add_argument("--steps-to", type=int, metavar="N",
                    help=t("новое «Шагов до» (по умолчанию как у родителя, или вдвое больше, если он его достиг)",
-                          "the new «Steps to» (default: the parent's, or twice it if reached)"))
+                          "the new “Steps to” (default: the parent's, or twice it if reached)"))
     c.add_argument("--stop-at-step", type=int, metavar=t("ШАГ", "STEP"), help=stop_at)
     c.add_argument("--from-step", type=int, metavar=t("ШАГ", "STEP"),
                    help=t("продолжить с чекпоинта этого шага, а не с последнего (если тот повреждён)",
@@ -134,9 +138,7 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument("id", metavar="ID", help=run_id)
     r.add_argument("--wait", action="store_true", help=wait)
     r.add_argument("--json", action="store_true", help=as_json)
-    sh = sub.add_parser("show", help=t("строка прогона в истории и причина, если он упал",
-                                       "one run's row, and why it failed if it did"))
-    sh.add_argument("id", metavar="ID", help=run_id)
+    _show_parser(sub, run_id)
     _metrics_parser(sub, run_id)
     tb = sub.add_parser("tensorboard", help=t(
         "записать метрики прогонов файлами TensorBoard (для `tensorboard --logdir`)",
@@ -147,6 +149,15 @@ def parser() -> argparse.ArgumentParser:
                     help=t("записать в ПАПКА/<ID прогона>/, а не в папку tensorboard/ каждого прогона",
                            "write into DIR/<run id>/ instead of each run folder's tensorboard/"))
     return p
+
+
+def _show_parser(sub: Any, run_id: str) -> None:
+    sh = sub.add_parser("show", help=t("строка прогона в истории и причина, если он упал",
+                                       "one run's row, and why it failed if it did"))
+    sh.add_argument("id", metavar="ID", help=run_id)
+    sh.add_argument("--json", action="store_true", help=t(
+        "вся запись истории и версии лаборатории и PyTorch в JSON (для сообщения об ошибке)",
+        "the whole history record and the lab's and PyTorch's versions as JSON (for a bug report)"))
 
 
 def _metrics_parser(sub: Any, run_id: str) -> None:
@@ -347,8 +358,57 @@ def _start_config(args: argparse.Namespace) -> dict[str, Any]:
     when only constellations are named."""
     raw, base = load_config(args.config) if args.config else ({}, None)
     cfg = normalize_config(apply_flags(raw, args), base)
+    local = (args.target or (cfg.get("target") or {}).get("kind", "local")) == "local"
+    if not args.config and local and args.stop_at_step is None:
+        _said_how_long(cfg, args.yes)  # the flags' defaults are the guide's Kaggle run
     cfg = data_for_cli(cfg)
     return cfg
+
+
+def _constellations_known(cfg: dict[str, Any]) -> bool:
+    names = list((cfg.get("data") or {}).get("constellations") or [])
+    if not names:
+        return False
+    from ..data.library import Library
+
+    lib = Library()
+    try:
+        known = {c.name for c in lib.constellations()}
+    finally:
+        lib.state.close()
+    return set(names) <= known
+
+
+class _TooLong(RunError):
+    """A run from the flags alone that takes hours here, started without --yes."""
+
+
+def _said_how_long(cfg: dict[str, Any], yes: bool) -> None:
+    """Without a config the defaults are the guide's 2×T4 run (27.7 M weights, 20,000 steps):
+    on a PC without a card that is days. Say what it takes; past a few hours, ask for --yes
+    and name a first run that fits in half an hour (the window's «Для этого ПК»)."""
+    from ..sizing.cpu_rate import stored
+    from ..sizing.first_run import ASK_ABOVE_S, first_run, first_run_flags, local_time
+    from ..sizing.history import measured_runs
+
+    if not _constellations_known(cfg):
+        return  # the data's own error comes first (data_for_cli names it)
+    measured = list(measured_runs(paths.runs_dir()))
+    probe = stored()
+    if probe is not None:
+        measured.append(probe)
+    took = local_time(cfg, measured)
+    if took is None:
+        return  # the trainer's own check says what is wrong with it
+    print(f"ternit run start: {took.line()}", file=sys.stderr, flush=True)
+    if took.runs_s <= ASK_ABOVE_S or yes:
+        return
+    small = first_run(took.gpu, measured=measured, vocab=int((cfg.get("model") or {}).get("vocab") or 4000))
+    raise _TooLong(t(
+        f"это больше нескольких часов: начните с --yes, или запустите первый прогон на полчаса: "
+        f"ternit run start --constellations … {first_run_flags(small)}",
+        f"that is more than a few hours: start it with --yes, or a first run of half an hour: "
+        f"ternit run start --constellations … {first_run_flags(small)}"))
 
 
 def _metrics(m: RunManager, args: argparse.Namespace) -> int:
@@ -363,6 +423,55 @@ def _metrics(m: RunManager, args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_USAGE
 
 
+def _list(m: RunManager, args: argparse.Namespace) -> int:
+    rows = m.history(args.limit)
+    if args.json:
+        from dataclasses import asdict
+
+        print(json.dumps([asdict(r) for r in rows], ensure_ascii=False, indent=1))
+        return EXIT_OK
+    if not rows:
+        print(t("прогонов пока нет", "no runs yet"))
+        return EXIT_OK
+    print(_list_line(t("прогон", "run"), t("состояние", "status"), t("где", "where"), t("шаги", "steps"),
+                     "val loss", t("токены", "tokens"), t("веса", "weights")))
+    for r in rows:
+        best = loss_text(r.best_val_loss)
+        print(_list_line(r.id, r.status_label, r.where, r.steps, best,
+                         count_text(r.tokens_seen), count_text(r.params)))
+    return EXIT_OK
+
+
+def _show(m: RunManager, rec: RunRecord, as_json: bool) -> int:
+    """A run for people: what it is, where, how far, how it ended and why, in the interface
+    language; `--json`: the record as the history keeps it, with the versions, for a report."""
+    from dataclasses import asdict
+
+    from ..base.version import version_record
+    from .history import row as row_for
+
+    f = m.failure(rec.id)
+    if as_json:
+        print(json.dumps({**asdict(rec), "versions": version_record(),
+                          "failure": asdict(f) if f is not None else None}, ensure_ascii=False, indent=1))
+        return EXIT_OK
+    row = row_for(rec)
+    lines = [f"{rec.name} ({rec.id})",
+             t("состояние: ", "status: ") + row.status_label,
+             t("где: ", "where: ") + row.where,
+             t("шаги: ", "steps: ") + row.steps,
+             t("лучшая val loss: ", "best val loss: ") + loss_text(rec.best_val_loss),
+             t("токенов прочитано: ", "tokens read: ") + count_text(rec.tokens_seen),
+             t("весов: ", "weights: ") + count_text(rec.params),
+             t("создан: ", "created: ") + row.created,
+             t("папка: ", "folder: ") + rec.folder]
+    if rec.parent_id:
+        lines.append(t("продолжает: ", "continues: ") + rec.parent_id)
+    if row.message:
+        lines.append(t("последнее: ", "last: ") + row.message)
+    if f is not None:
+        lines += [t("почему упал: ", "why it failed: ") + f.message, t("что делать: ", "what to do: ") + f.advice]
+    print("\n".join(lines))
 def _tensorboard(m: RunManager, args: argparse.Namespace) -> int:
     from pathlib import Path
 
@@ -389,22 +498,7 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         _started(rec, args.wait)
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "list":
-        rows = m.history(args.limit)
-        if args.json:
-            from dataclasses import asdict
-
-            print(json.dumps([asdict(r) for r in rows], ensure_ascii=False, indent=1))
-            return EXIT_OK
-        if not rows:
-            print(t("прогонов пока нет", "no runs yet"))
-            return EXIT_OK
-        print(_list_line(t("прогон", "run"), t("состояние", "status"), t("где", "where"), t("шаги", "steps"),
-                         "val loss", t("токены", "tokens"), t("веса", "weights")))
-        for r in rows:
-            best = loss_text(r.best_val_loss)
-            print(_list_line(r.id, r.status_label, r.where, r.steps, best,
-                             count_text(r.tokens_seen), count_text(r.params)))
-        return EXIT_OK
+        return print_to(args.out, lambda: _list(m, args), "ternit run list", args.json)
     if args.cmd == "stop":
         rec = m.stop(m.registry.find(args.id).id)
         print(f"{rec.id}: {st.label(rec.status)}")
@@ -437,12 +531,5 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "tensorboard":
         return _tensorboard(m, args)
     if args.cmd == "show":
-        from dataclasses import asdict
-
-        rec = m.registry.find(args.id)
-        print(json.dumps(asdict(rec), ensure_ascii=False, indent=1))
-        f = m.failure(rec.id)
-        if f is not None:
-            print(json.dumps({"failure": asdict(f)}, ensure_ascii=False, indent=1))
-        return EXIT_OK
+        return _show(m, m.registry.find(args.id), args.json)
     return EXIT_USAGE

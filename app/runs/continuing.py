@@ -151,7 +151,7 @@ def continue_config(
         raise ContinueError(
             t(
                 f"«Шагов до» ({steps_to}) должно быть больше шага чекпоинта ({at}).",
-                f"«Steps to» ({steps_to}) must be above the checkpoint's step ({at}).",
+                f"“Steps to” ({steps_to}) must be above the checkpoint's step ({at}).",
             )
         )
     training["steps_to"] = int(steps_to)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..base.children import child_env
 from ..base.i18n import t
-from ..base.numbers import int_text
+from ..base.numbers import counted
 from .checkpoints import is_checkpoint
 
 
@@ -54,18 +54,18 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     if ok and fmt == "hf":
         meta = _metadata(out / "model.safetensors")
         params, step = meta.get("ternit_params", "?"), meta.get("ternit_step", "?")
-        params = f"{int(params):,}" if params.isdigit() else params
-        text = t(f"папка Hugging Face записана: {out} ({params.replace(',', ' ')} весов, шаг {step}; "
-                 "загружается как GPT2LMHeadModel)",
-                 f"Hugging Face folder written: {out} ({params} weights, step {step}; loads as GPT2LMHeadModel)")
+        ru, en = ((counted(int(params), ('вес', 'веса', 'весов'), ('weight', 'weights'), 'ru'), counted(int(params), ('вес', 'веса', 'весов'), ('weight', 'weights'), 'en')) if params.isdigit()
+                  else (f"весов: {params}", f"weights: {params}"))
+        text = t(f"папка Hugging Face записана: {out} ({ru}, шаг {step}; загружается как GPT2LMHeadModel)",
+                 f"Hugging Face folder written: {out} ({en}, step {step}; loads as GPT2LMHeadModel)")
     elif ok:
         # The exporter (trainer/, which cannot use the lab's texts) says it in English; the
         # same facts from the file itself, in the interface language.
         meta = _metadata(out)
         params, step = meta.get("params", "?"), meta.get("step", "?")
-        ru, en = (int_text(int(params), "ru"), int_text(int(params), "en")) if params.isdigit() else (params, params)
-        text = t(f"веса записаны: {out} ({ru} весов, шаг {step})",
-                 f"weights written: {out} ({en} weights, step {step})")
+        ru, en = ((counted(int(params), ('вес', 'веса', 'весов'), ('weight', 'weights'), 'ru'), counted(int(params), ('вес', 'веса', 'весов'), ('weight', 'weights'), 'en')) if params.isdigit()
+                  else (f"весов: {params}", f"weights: {params}"))
+        text = t(f"веса записаны: {out} ({ru}, шаг {step})", f"weights written: {out} ({en}, step {step})")
     elif done.returncode in FAILURES:
         # The exporter's line is English (trainer/ has no interface texts): the lab says
         # what happened and what to do in the interface language, the line follows as detail.

@@ -14,9 +14,11 @@ from typing import Any
 
 from trainer.config.run_config import smaller_batch
 
+from ..base import run_status as st
 from ..base.i18n import t
 from ..base.memory_saving import economical_level, economical_step_up
-from ..base.numbers import plural_ru
+from ..base.numbers import format_value, plural_ru, sig_text
+from ..base.stored_text import shown
 from .events import Event
 
 VANISHED = "vanished"  # no `end` event and no process: killed, or the PC went down
@@ -62,7 +64,8 @@ class Failure:
         if self.kind == "oom" and self.suggested_batch:
             return t(f"Повторить с батчем {self.suggested_batch}", f"Retry with batch {self.suggested_batch}", lang)
         if self.kind == "nan" and self.suggested_lr:
-            return t(f"Повторить с lr {self.suggested_lr:.2g}", f"Retry with lr {self.suggested_lr:.2g}", lang)
+            return t(f"Повторить с lr {sig_text(self.suggested_lr, 2, 'ru')}",
+                     f"Retry with lr {sig_text(self.suggested_lr, 2, 'en')}", lang)
         if self.can_retry:
             return t("Повторить", "Retry", lang)
         return None
@@ -127,7 +130,7 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
                 + (f" ({more} {plural_ru(more, 'микрошаг', 'микрошага', 'микрошагов')} вместо {micro}: "
                    "токенов за шаг столько же, обучение то же)" if more else "")
                 + (f" или {level_up} — батч останется прежним." if level_up else "."),
-                f"The GPU ran out of memory. Lower «Batch per card» from {f.batch} to {f.suggested_batch}"
+                f"The GPU ran out of memory. Lower “Batch per card” from {f.batch} to {f.suggested_batch}"
                 + (f" ({more} micro-steps instead of {micro}: the same tokens per step, the same training)" if more else "")
                 + (f", or {level_up} and keep the batch." if level_up else "."),
             )
@@ -144,11 +147,13 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
     elif kind == "nan":
         f.lr = training.get("lr")
         f.suggested_lr = float(f"{f.lr / 3:.2g}") if isinstance(f.lr, (int, float)) else None
+        lower_ru = f" с {format_value(f.lr, 'ru')} до {format_value(f.suggested_lr, 'ru')}" if f.suggested_lr else ""
+        lower_en = f" from {format_value(f.lr, 'en')} to {format_value(f.suggested_lr, 'en')}" if f.suggested_lr else ""
         f.advice = t(
-            f"Loss стал NaN: обучение разошлось. Уменьшите скорость обучения"
-            f"{f' с {f.lr:g} до {f.suggested_lr:g}' if f.suggested_lr else ''} и продолжите с последнего чекпоинта.",
-            f"The loss became NaN: training diverged. Lower the learning rate"
-            f"{f' from {f.lr:g} to {f.suggested_lr:g}' if f.suggested_lr else ''} and continue from the last checkpoint.",
+            f"Loss стал NaN: обучение разошлось. Уменьшите скорость обучения{lower_ru} и продолжите с "
+            "последнего чекпоинта.",
+            f"The loss became NaN: training diverged. Lower the learning rate{lower_en} and continue from the "
+            "last checkpoint.",
         )
     elif kind == "data":
         f.file = _data_file(message)
@@ -216,11 +221,12 @@ _VANISHED_FORMS = re.compile(
 
 def shown_message(message: str | None, lang: str | None = None) -> str | None:
     """A run's stored last message as the history shows it: the lab's own English record
-    of a vanished trainer in the interface language; anything else (the trainer's own
-    words) as it is."""
+    of a vanished trainer, and the trainer's end messages («reached step 60»), in the
+    interface language; anything else (the trainer's error text) as it is."""
+    message = shown(message, lang) if message else message  # stored in both languages, counters live
     m = _VANISHED_FORMS.match(message or "")
     if m is None:
-        return message
+        return st.trainer_end_text(message or "", lang) or message
     text = t("Процесс обучения пропал", "The trainer process disappeared", lang)
     if m.group("line"):
         text += t(f" (последняя строка trainer.log: {m.group('line')})",

@@ -55,11 +55,15 @@ def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
     missing = not rec.path.is_dir()  # deleted or moved by hand: nothing left to act on
     last = rec.last_step
     steps = f"{last if last is not None else 0} / {rec.steps_to}" if rec.steps_to else str(last or 0)
+    # «Остановить» on Kaggle ends the chain, not the running leg: said in the row, and the
+    # button is done (asking twice changes nothing).
+    stopping = rec.target_kind == "kaggle" and rec.active and rec.stop_requested_at is not None
+    label = st.label(rec.status, lang) + (t(" · остановка запрошена", " · stop asked", lang) if stopping else "")
     return HistoryRow(
         id=rec.id,
         name=rec.name,
         status=rec.status,
-        status_label=t("папка удалена", "folder deleted", lang) if missing else st.label(rec.status, lang),
+        status_label=t("папка удалена", "folder deleted", lang) if missing else label,
         where=where_label(rec, lang),
         steps=steps,
         last_step=last,
@@ -74,7 +78,7 @@ def row(rec: RunRecord, lang: str | None = None) -> HistoryRow:
         folder=rec.folder,
         kernel_ref=rec.kaggle_kernel_ref,
         message=shown_message(rec.last_message, lang),
-        can_stop=rec.active,
+        can_stop=rec.active and not stopping,
         can_continue=not missing and not rec.active and usable_checkpoint(rec.path) is not None,
         can_export=not missing and latest_checkpoint(rec.path) is not None,
     )

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base.i18n import t
-from ..base.numbers import decimal_mark, duration_text, int_text
+from ..base.numbers import counted, decimal_text, duration_text, int_text
 from .events import EventTail
 
 RECENT_STEPS = 50  # the speed is the last steps' (a run's first steps are slow warm-up)
@@ -37,8 +37,11 @@ class LiveProgress:
     kaggle_leg: int | None = None  # on Kaggle: this leg's number and account
     kaggle_account: str | None = None
     next_account: str | None = None  # who continues after the limit ("auto": the lab picks)
+    no_next_leg: bool = False  # «Остановить» asked on Kaggle: this leg is the last
     _times: deque = field(default_factory=lambda: deque(maxlen=RECENT_STEPS))  # (step, unix time)
     _step_ms: deque = field(default_factory=lambda: deque(maxlen=RECENT_STEPS))
+    # (step_ms, tokens of that step) of the same recent steps: the banner's one pair
+    _pairs: deque = field(default_factory=lambda: deque(maxlen=RECENT_STEPS))
 
     def feed(self, ev: dict[str, Any]) -> None:
         kind = ev.get("event")
@@ -49,6 +52,7 @@ class LiveProgress:
             self.started_at = _number(ev.get("time"), float)
             self._times.clear()  # a leg resumed in place: its own pace from here
             self._step_ms.clear()
+            self._pairs.clear()
         elif kind == "step":
             step, when = _number(ev.get("step"), int), _number(ev.get("time"), float)
             if step is None:
@@ -60,6 +64,19 @@ class LiveProgress:
             ms = _number(ev.get("step_ms"), float)
             if ms:
                 self._step_ms.append(ms)
+                if self.tokens_per_s:  # the trainer's rate of this very step: its tokens
+                    self._pairs.append((ms, _number(ev.get("tokens_per_s"), float) or 0.0))
+
+    def measured_pair(self) -> tuple[float, float, int] | None:
+        """(tokens/s, ms/step, over how many steps): both from the same recent steps — the
+        median step time, and the tokens of a median step over it — so that tokens/s × ms/step
+        is the tokens of a step. None before a step with both figures."""
+        pairs = [(ms, tps * ms / 1000) for ms, tps in self._pairs if tps > 0]
+        if not pairs:
+            return None
+        ms = statistics.median(ms for ms, _ in pairs)
+        tokens = statistics.median(tok for _, tok in pairs)
+        return tokens / (ms / 1000), ms, len(pairs)
 
     def step_ms(self) -> float | None:
         """The median time of one training step, as the trainer measured it."""
@@ -82,12 +99,15 @@ class LiveProgress:
             return ""
         now = time.time() if now is None else now
         parts = []
-        if self.tokens_per_s:
-            parts.append(t(f"{int_text(round(self.tokens_per_s))} ток/с", f"{int_text(round(self.tokens_per_s))} tok/s"))
-        ms = self.step_ms()
-        if ms:
-            shown = f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}"
-            parts.append(t(f"{decimal_mark(shown, 'ru')} мс/шаг", f"{shown} ms/step"))
+        pair = self.measured_pair()
+        if pair:
+            tps, ms, n = pair
+            shown_ru, shown_en = (decimal_text(ms, 0 if ms >= 10 else 1, lang) for lang in ("ru", "en"))
+            over = (("шагу", "шагам", "шагам"), ("step", "steps"))
+            parts.append(t(f"{int_text(round(tps), 'ru')} ток/с · {shown_ru} мс/шаг (медиана по последним "
+                           f"{counted(n, *over, 'ru')})",
+                           f"{int_text(round(tps), 'en')} tok/s · {shown_en} ms/step (median of the last "
+                           f"{counted(n, *over, 'en')})"))
         end = self._end_text(now)
         if end:
             parts.append(end)
@@ -108,8 +128,13 @@ class LiveProgress:
         where = t(f" на шаге ≈{int_text(at)}", f" at step ≈{int_text(at)}") if at is not None else ""
         if self.kaggle_leg is None:
             return t(f"лимит через {duration_text(to_limit)}{where}, раньше «Шагов до»",
-                     f"the limit stops it in {duration_text(to_limit)}{where}, before «Steps to»")
+                     f"the limit stops it in {duration_text(to_limit)}{where}, before “Steps to”")
         who = self.kaggle_account or "?"
+        if self.no_next_leg:  # the banner's status says the same: no contradiction under it
+            return t(f"этап {self.kaggle_leg} ({who}) кончится по лимиту через {duration_text(to_limit)}{where}; "
+                     "продолжения не будет (остановка запрошена)",
+                     f"leg {self.kaggle_leg} ({who}) ends at its limit in {duration_text(to_limit)}{where}; "
+                     "no next leg (a stop was asked)")
         nxt = self.next_account or "auto"
         # The runner continues a quota-cut leg on the account asked for while it has quota,
         # else on one Auto picks (app.kaggle.chain, LegPlanning._continue).
@@ -141,6 +166,8 @@ class LiveFollower:
             self._tail = EventTail(rec.events_path, _seed_offset(rec.events_path))
         for ev in self._tail.read() if self._tail else []:
             self.progress.feed(ev)
+        # A stop asked while it runs: on Kaggle the leg goes on to its limit, with no next one.
+        self.progress.no_next_leg = rec.target_kind == "kaggle" and bool(getattr(rec, "stop_requested_at", None))
         return self.progress.text(now)
 
 

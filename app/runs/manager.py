@@ -68,22 +68,26 @@ class RunEnded:
         if self.failure is not None:
             return self.failure.advice
         step = f"{r.last_step}/{r.steps_to}" if r.steps_to else str(r.last_step or 0)
-        best = loss_text(r.best_val_loss, lang)
+        # No evaluation yet: said so, not «лучшая val loss —.»
+        best = (t(" Проверки на отложенной выборке ещё не было.", " No held-out evaluation yet.", lang)
+                if r.best_val_loss is None else
+                t(f" Лучшая val loss {loss_text(r.best_val_loss, 'ru')}.",
+                  f" Best val loss {loss_text(r.best_val_loss, 'en')}.", lang))
         if r.status == st.TIME_LIMIT and self.next_leg is not None:
             return t(
                 f"Остановлен по лимиту на шаге {step}; обучение продолжается с чекпоинта на аккаунте "
-                f"{self.next_leg.target_account or '—'} (этап {self.next_leg.leg}). Лучшая val loss {best}.",
+                f"{self.next_leg.target_account or '—'} (этап {self.next_leg.leg}).",
                 f"Stopped by the limit at step {step}; training goes on from the checkpoint on account "
-                f"{self.next_leg.target_account or '—'} (leg {self.next_leg.leg}). Best val loss {best}.",
+                f"{self.next_leg.target_account or '—'} (leg {self.next_leg.leg}).",
                 lang,
-            )
+            ) + best
         if r.status == st.TIME_LIMIT:
             return t(
-                f"Остановлен по лимиту на шаге {step}; чекпоинт сохранён — можно продолжить. Лучшая val loss {best}.",
-                f"Stopped by the limit at step {step}; the checkpoint is saved — it can be continued. Best val loss {best}.",
+                f"Остановлен по лимиту на шаге {step}; чекпоинт сохранён — можно продолжить.",
+                f"Stopped by the limit at step {step}; the checkpoint is saved — it can be continued.",
                 lang,
-            )
-        return t(f"Шаг {step}, лучшая val loss {best}.", f"Step {step}, best val loss {best}.", lang)
+            ) + best
+        return t(f"Шаг {step}.", f"Step {step}.", lang) + best
 
 
 Listener = Callable[[RunEnded], None]
@@ -382,7 +386,8 @@ class RunManager:
         refuse_running(self.registry.get(run_id))
         cfg = config if config is not None else self.continue_config(run_id, steps_to, from_step=from_step, notes=notes)
         if not cfg.get("resume_from"):
-            raise ContinueError(t("В продолжении нет resume_from (чекпоинта).", "A continuation needs resume_from (a checkpoint)."))
+            raise ContinueError(t("Продолжению не указан чекпоинт, с которого начать.",
+                                 "A continuation needs the checkpoint it starts from."))
         check = self.check_continue(run_id, cfg)
         if check.model_changed:
             raise ContinueError(check.warning or "model changed")

@@ -27,6 +27,7 @@ from trainer.state.checkpoint_index import CheckpointError
 
 from ..base import paths
 from ..base.i18n import t
+from ..base.numbers import counted
 from ..base.plan_texts import text as refusal_text
 from .plan_check import check_plan
 from .process import absent_cards
@@ -100,11 +101,11 @@ def path_too_long(runs_root: Path, name: str, limit: int | None = None) -> str |
     longest = max(len(str(folder / tail)) for tail in LONGEST_TAILS)
     if longest < limit:
         return None
-    return t(f"пути файлов прогона дойдут до {longest} символов, а Windows без длинных путей читает не больше "
+    return t(f"пути файлов прогона дойдут до {counted(longest, ('символа', 'символов', 'символов'), ('character', 'characters'), 'ru')}, а Windows без длинных путей читает не больше "
              f"{limit - 1}: чекпоинт запишется, но не откроется. Перенесите папку данных лаборатории ближе к "
              f"корню диска (TERNIT_HOME, сейчас {Path(runs_root).parent}), укоротите имя прогона или включите "
              "длинные пути Windows (LongPathsEnabled)",
-             f"the run's file paths would reach {longest} characters, and Windows without long paths reads at "
+             f"the run's file paths would reach {counted(longest, ('символа', 'символов', 'символов'), ('character', 'characters'), 'en')}, and Windows without long paths reads at "
              f"most {limit - 1}: a checkpoint would be written but not open. Move the lab's data folder nearer "
              f"the drive's root (TERNIT_HOME, now {Path(runs_root).parent}), shorten the run's name, or turn on "
              "Windows long paths (LongPathsEnabled)")

@@ -25,6 +25,8 @@ from trainer.run.awake import ENV as AWAKE_ENV
 from ..base import settings
 from ..base.children import child_env
 from ..base.i18n import t
+from ..base.numbers import counted
+from ..base.stored_text import both
 from .files import LOG
 
 log = logging.getLogger(__name__)
@@ -103,20 +105,23 @@ def plan_launch(
     env: dict[str, str] = {}
     if choice == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
-        count, device, note = 1, "cpu", "CPU (target.gpu = cpu)"
+        # Notes are a run's last message, read later in the reader's language (i18n.both).
+        count, device, note = 1, "cpu", both("на процессоре (так выбрано)", "on the CPU (as chosen)")
     elif choice == "auto":
         n = visible_gpu_count() if gpu_count is None else gpu_count
         if n <= 0:
-            count, device, note = 1, "auto", "no GPU found: the trainer runs on the CPU"
+            count, device, note = 1, "auto", both("видеокарты нет: обучение идёт на процессоре",
+                                                  "no GPU found: the trainer runs on the CPU")
         else:
-            count, device, note = n, "cuda", f"{n} GPU(s)"
+            cards = (("видеокарта", "видеокарты", "видеокарт"), ("GPU", "GPUs"))
+            count, device, note = n, "cuda", both(counted(n, *cards, "ru"), counted(n, *cards, "en"))
     else:
         ids = choice
         env["CUDA_VISIBLE_DEVICES"] = ",".join(ids)
         # The ids are NVML's (the form's card, `nvidia-smi`), which count in PCI bus order;
         # CUDA's own default order (fastest first) would pick another card on a mixed PC.
         env["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-        count, device, note = len(ids), "cuda", f"GPU {', '.join(ids)}"
+        count, device, note = len(ids), "cuda", both(f"видеокарта {', '.join(ids)}", f"GPU {', '.join(ids)}")
     trainer_args += ["--device", device]
     if count > 1 and os.name == "nt":
         # Windows' torch cannot run torchrun (its store wants libuv): the trainer's own rank

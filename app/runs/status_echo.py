@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import IO, Any
 
 from ..base import run_status as st
+from .failure import shown_message
 
 
 class StatusLines:
@@ -26,7 +27,7 @@ class StatusLines:
         if key == self._last or rec.status not in st.KAGGLE_ACTIVE:
             return
         self._last = key
-        message = f": {rec.last_message}" if rec.last_message else ""
+        message = f": {shown_message(rec.last_message)}" if rec.last_message else ""
         print(f"  {st.label(rec.status)}{message}", file=self.out, flush=True)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..base.i18n import t
+from ..base.numbers import format_value
 
 MAX_FIELDS = 4
 LOG, RANGE, CHOICE = "log", "range", "choice"
@@ -91,8 +92,10 @@ def parse_dimension(text: str) -> Dimension:
         lo_text, _, hi_text = body.partition("..")
         low, high = _number(lo_text, key), _number(hi_text, key)
         if not low < high:
-            raise SpaceError(t(f"--space {key}: низ {low:g} должен быть меньше верха {high:g}",
-                               f"--space {key}: the low end {low:g} must be below the high end {high:g}"))
+            raise SpaceError(t(f"--space {key}: низ {format_value(low, 'ru')} должен быть меньше верха "
+                               f"{format_value(high, 'ru')}",
+                               f"--space {key}: the low end {format_value(low, 'en')} must be below the high end "
+                               f"{format_value(high, 'en')}"))
         if kind == LOG and low <= 0:
             raise SpaceError(t(f"--space {key}: у логарифмической шкалы низ больше нуля",
                                f"--space {key}: a log scale needs a low end above zero"))

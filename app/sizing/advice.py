@@ -5,7 +5,17 @@ that fits when the chosen one does not), data and passes."""
 from __future__ import annotations
 
 from ..base.memory_saving import LEAN_STATE_OPTIONS, economical_step_up
-from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text, plural_ru
+from ..base.numbers import (
+    count_text,
+    counted,
+    decimal_text,
+    duration_text,
+    format_value,
+    int_text,
+    mb_text,
+    percent_text,
+    plural_ru,
+)
 from .combos import SHARDED, Combination
 from .gpus import GpuFacts
 from .result import Advice, Estimate
@@ -42,6 +52,9 @@ def time_parts(e: Estimate, lang: str) -> str:
               "start-up and checkpoint saves on top")
 
 
+TOKENS = (("токен", "токена", "токенов"), ("token", "tokens"))
+
+
 def _speed_and_time(e: Estimate, facts: GpuFacts, lang: str, limit_min: float | None,
                     local_name: str | None) -> list[Advice]:
     card = facts.on[lang] if facts.name != "local" or not local_name else _t(lang, "на ", "on ") + local_name
@@ -64,8 +77,10 @@ def _speed_and_time(e: Estimate, facts: GpuFacts, lang: str, limit_min: float | 
     if e.limit_stops_at_step is not None and limit_min is not None:
         at = int_text(e.limit_stops_at_step, lang)
         out.append(Advice("limit", _t(lang,
-            f"Лимит {limit_min:g} мин остановит обучение около шага {at}: продолжите с чекпоинта или уменьшите «Шагов до».",
-            f"The {limit_min:g}-min limit stops training near step {at}: continue from the checkpoint or lower «Steps to».")))
+            f"Лимит {format_value(limit_min, lang)} мин остановит обучение около шага {at}: продолжите с чекпоинта "
+            "или уменьшите «Шагов до».",
+            f"The {format_value(limit_min, lang)}-min limit stops training near step {at}: continue from the "
+            "checkpoint or lower “Steps to”.")))
     return out
 
 
@@ -77,7 +92,7 @@ def fix_phrase(current: Combination, fix: Combination, lang: str) -> str:
     if fix.level == current.level:
         lean = LEAN_STATE_OPTIONS[fix.lean_state][lang]
         shard = SHARDED[lang] if fix.sharded else ""
-        return _t(lang, f"выберите облегчённое состояние «{lean}»{shard}", f"choose the lean state «{lean}»{shard}")
+        return _t(lang, f"выберите облегчённое состояние «{lean}»{shard}", f"choose the lean state “{lean}”{shard}")
     return _t(lang, "выберите ", "choose ") + fix.text(lang)
 
 
@@ -85,7 +100,7 @@ def _memory(e: Estimate, lang: str) -> Advice:
     mem, have = e.memory, e.card_memory_mb
     cal = "" if e.calibration_run is None else _t(lang,
         f" (поправлено по замеру прогона {e.calibration_run}, ×{decimal_text(e.calibration_factor, 2, 'ru')})",
-        f" (corrected by run {e.calibration_run}'s measurement, ×{e.calibration_factor:.2f})")
+        f" (corrected by run {e.calibration_run}'s measurement, ×{decimal_text(e.calibration_factor, 2, 'en')})")
     parts = _t(lang,
         f"выделит программа {mb_text(mem.allocated_peak, lang)}{cal}, ещё {mb_text(mem.framework, lang)} — сам фреймворк",
         f"the program allocates {mb_text(mem.allocated_peak, lang)}{cal}, the framework itself "
@@ -114,33 +129,34 @@ def _memory(e: Estimate, lang: str) -> Advice:
 
 
 def _data(e: Estimate, lang: str) -> list[Advice]:
-    params_t, want_t = count_text(e.params, lang), count_text(e.tokens_wanted, lang, 2)
+    params_t = counted(e.params, ("вес", "веса", "весов"), ("weight", "weights"), lang, sig=3)
+    want_t = counted(e.tokens_wanted, *TOKENS, lang, sig=2)
     data = e.data_tokens
     if not data or e.tokens_per_weight is None or e.passes is None:
         return [Advice("data", _t(lang,
-            f"{params_t} весов хотят около {want_t} токенов данных (~20 на вес).",
-            f"{params_t} weights want about {want_t} tokens of data (~20 per weight)."))]
+            f"{params_t} хотят около {want_t} данных (~20 на вес).",
+            f"{params_t} want about {want_t} of data (~20 per weight)."))]
     have_t = count_text(data, lang)
+    per_weight = decimal_text(e.tokens_per_weight, 0, lang)
     if e.tokens_per_weight < TOKENS_PER_WEIGHT * 0.75:
         out = [Advice("data", _t(lang,
-            f"{params_t} весов хотят около {want_t} токенов, у вас {have_t} — модель поменьше или больше данных.",
-            f"{params_t} weights want about {want_t} tokens: you have {have_t} — a smaller model or more data."))]
+            f"{params_t} хотят около {want_t}, у вас {have_t} — модель поменьше или больше данных.",
+            f"{params_t} want about {want_t}: you have {have_t} — a smaller model or more data."))]
     else:
         out = [Advice("data", _t(lang,
-            f"{params_t} весов хотят около {want_t} токенов, у вас {have_t} ({e.tokens_per_weight:.0f} на вес) — данных хватает.",
-            f"{params_t} weights want about {want_t} tokens: you have {have_t} ({e.tokens_per_weight:.0f} per weight) "
-            "— enough data."))]
-    passes, read_t = e.passes, count_text(e.tokens_read, lang)
+            f"{params_t} хотят около {want_t}, у вас {have_t} ({per_weight} на вес) — данных хватает.",
+            f"{params_t} want about {want_t}: you have {have_t} ({per_weight} per weight) — enough data."))]
+    passes, read_t = e.passes, counted(e.tokens_read, *TOKENS, lang, sig=3)
     if passes > 1.0:
         # 1.5 passes; 45 260 passes (a tiny dataset), not "45259.7"
         p = count_text(passes, lang) if passes >= 1000 else (
             decimal_text(passes, 1, lang))
         out.append(Advice("passes", _t(lang,
-            f"Прогон прочтёт {read_t} токенов — это {p} {'проходов' if passes >= 1000 else 'прохода'} по данным; "
+            f"Прогон прочтёт {read_t} — это {p} {'проходов' if passes >= 1000 else 'прохода'} по данным; "
             "после нескольких проходов валидация перестаёт падать.",
-            f"The run reads {read_t} tokens — {p} passes over the data; after a few passes validation stops improving.")))
+            f"The run reads {read_t} — {p} passes over the data; after a few passes validation stops improving.")))
     else:
         out.append(Advice("passes", _t(lang,
-            f"Прогон прочтёт {read_t} токенов — {passes:.0%} данных.".replace("%", " %"),
-            f"The run reads {read_t} tokens — {passes:.0%} of the data.")))
+            f"Прогон прочтёт {read_t} — {percent_text(passes, 'ru')} данных.",
+            f"The run reads {read_t} — {percent_text(passes, 'en')} of the data.")))
     return out

@@ -28,7 +28,7 @@ from trainer.config.run_config import (
 
 from ..base.cli_args import Parser
 from ..base.i18n import current_language, t
-from ..base.numbers import count_text, decimal_text, duration_text, int_text, mb_text
+from ..base.numbers import count_text, counted, decimal_text, duration_text, int_text, mb_text
 from ..base.plan_texts import plan_rows
 from ..data.library import LibraryError
 from .advice import ROW_KINDS, time_parts
@@ -57,7 +57,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--gpu", choices=list(GPUS), default="t4x2",
                    help=t("видеокарта (t4x2: Kaggle 2×T4)", "GPU (t4x2: Kaggle's 2×T4)"))
     p.add_argument("--steps-to", type=int, default=20000, metavar="N",
-                   help=t("«Шагов до» (20000)", "«Steps to» (20000)"))
+                   help=t("«Шагов до» (20000)", "“Steps to” (20000)"))
     p.add_argument("--start-step", type=int, default=0, metavar=t("ШАГ", "STEP"),
                    help=t("с этого шага начинает продолженный прогон", "a continued run starts here"))
     p.add_argument("--limit-min", type=float, default=None, metavar=t("МИН", "MIN"),
@@ -185,8 +185,9 @@ def _prepared(args: argparse.Namespace, lang: str):
     finally:
         bar.close()
     how = t("подготовлены сейчас", "prepared now", lang) if fresh else t("подготовлены раньше", "prepared before", lang)
-    print(t(f"данные: {prep.dir} ({how}), {int_text(prep.train_tokens, lang)} токенов для обучения",
-            f"data: {prep.dir} ({how}), {int_text(prep.train_tokens, lang)} training tokens", lang), file=sys.stderr)
+    print(t(f"данные: {prep.dir} ({how}), {counted(prep.train_tokens, ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'ru')} для обучения",
+            f"data: {prep.dir} ({how}), {counted(prep.train_tokens, ('', '', ''), ('training token', 'training tokens'), 'en')}",
+            lang), file=sys.stderr)
     return prep
 
 

@@ -66,7 +66,7 @@ class Combination:
         if lang == "ru":
             out = f"пересчёт активаций «{level}», облегчённое состояние «{lean}»"
             return out + SHARDED["ru"] if self.sharded else out
-        out = f"activation recompute «{level}», lean state «{lean}»"
+        out = f"activation recompute “{level}”, lean state “{lean}”"
         return out + SHARDED["en"] if self.sharded else out
 
 

@@ -21,6 +21,7 @@ from trainer.config.run_config import (
 from trainer.plan.planner import Libraries, Machine, Plan, Refusal, plan, precision_choice
 
 from ..base.i18n import current_language
+from ..base.numbers import format_value
 from ..base.plan_texts import RefusalError
 from .advice import advice
 from .combos import Combination, extra_step_seconds, offered, with_choice
@@ -242,7 +243,7 @@ def _timing(ctx: _Ctx, tps: float, steps_to: int, start_step: int, limit_min: fl
     lang, s = ctx.lang, ctx.s
     if steps_to < 1 or start_step < 0 or steps_to <= start_step:
         raise ValueError(_t(lang, f"«Шагов до» должно быть больше начального шага ({start_step}), а не {steps_to}",
-                            f"steps_to must be above the start step ({start_step}), not {steps_to}"))
+                            f"“Steps to” must be above the start step ({start_step}), not {steps_to}"))
     steps = steps_to - start_step
     train_s = steps * ctx.step_tokens / tps
     # Evaluation: eval_segments sequences of n tokens, forward only (≈ ⅓ of a training
@@ -253,8 +254,8 @@ def _timing(ctx: _Ctx, tps: float, steps_to: int, start_step: int, limit_min: fl
     limit_step = None
     if limit_min is not None:
         if limit_min <= 0:
-            raise ValueError(_t(lang, f"лимит должен быть больше 0 минут, а не {limit_min:g}",
-                                f"limit_min must be above 0, not {limit_min:g}"))
+            raise ValueError(_t(lang, f"лимит должен быть больше 0 минут, а не {format_value(limit_min, 'ru')}",
+                                f"the limit must be above 0 minutes, not {format_value(limit_min, 'en')}"))
         if limit_min * 60 < seconds:
             limit_step = start_step + int(limit_min * 60 / (seconds / steps))
     return seconds, eval_s, evals, limit_step

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..base.i18n import current_language
-from ..base.numbers import count_text, decimal_text
+from ..base.numbers import count_text, counted, decimal_text, format_value
 
 # Two-sided 95 % Student t quantiles by degrees of freedom (1…30); 1.96 beyond.
 _T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179,
@@ -141,8 +141,10 @@ def _advice(state: str, b: float, lo: float, hi: float, min_gain: float, params:
     if state in ("plateau", "rising") and params:
         bigger = int(params * grow)
         need = TOKENS_PER_WEIGHT * bigger
-        head = _t(lang, f"Модели в {grow:g}× больше ({count_text(bigger, lang)} весов) нужно около {count_text(need, lang, 2)} токенов",
-                  f"A {grow:g}× bigger model ({count_text(bigger, lang)} weights) needs about {count_text(need, lang, 2)} tokens")
+        weights = counted(bigger, ("вес", "веса", "весов"), ("weight", "weights"), lang, sig=3)
+        tokens = counted(need, ("токен", "токена", "токенов"), ("token", "tokens"), lang, sig=2)
+        head = _t(lang, f"Модели в {format_value(grow, 'ru')}× больше ({weights}) нужно около {tokens}",
+                  f"A {format_value(grow, 'en')}× bigger model ({weights}) needs about {tokens}")
         if data_tokens is None:
             out.append(head + ".")
         elif data_tokens >= need:

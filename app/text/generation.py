@@ -28,7 +28,7 @@ from trainer.text.sampling import (
 
 from ..base.children import child_env  # the window's QProcess starts the child with it too
 from ..base.i18n import t
-from ..base.numbers import decimal_text, int_text
+from ..base.numbers import counted, decimal_text, int_text
 from ..base.plan_texts import text as refusal_text
 from ..runs.checkpoints import inspect_checkpoint, is_checkpoint, pinned_choice
 
@@ -226,8 +226,9 @@ def start_text(record: dict[str, Any]) -> str:
                   f"; on the CPU, not the GPU: {record['cpu_because']}")
     dropped = int(record.get("dropped") or 0)
     if dropped:
-        text += t(f"; затравка длиннее контекста: первые {int_text(dropped)} токенов отброшены",
-                  f"; the prompt is longer than the context: its first {int_text(dropped)} tokens were dropped")
+        text += t(f"; затравка длиннее контекста: отброшено первых {counted(dropped, ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'ru')}",
+                  f"; the prompt is longer than the context: its first {counted(dropped, ('токен', 'токена', 'токенов'), ('token', 'tokens'), 'en')} "
+                  "were dropped")
     return text
 
 

@@ -78,7 +78,7 @@ def chain_target(chain: list[Any]) -> Target:
     """The newest usable checkpoint of a chain (RunRecords, oldest first): the selected
     run's own, else the one it continues from (a continuation that has not saved yet)."""
     if not chain:
-        raise GenerationError(t("Выберите прогон во вкладке «История».", "Select a run in the «History» tab."))
+        raise GenerationError(t("Выберите прогон во вкладке «История».", "Select a run in the “History” tab."))
     first: GenerationError | None = None
     for rec in reversed(chain):
         try:

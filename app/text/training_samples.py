@@ -22,7 +22,7 @@ from typing import Any
 from trainer.config.run_config import TrainingConfig
 
 from ..base.i18n import t
-from ..base.numbers import int_text, plural_ru
+from ..base.numbers import counted, int_text, plural_ru
 from ..runs.events import EventTail, parse_lines
 from ..window.colors import colors as colour_table
 
@@ -173,20 +173,23 @@ def empty_text(config: dict[str, Any] | None) -> str:
     run.json (None: no run selected). In words a newcomer has, not run.json's keys."""
     if config is None:
         return t("Выберите прогон во вкладке «История»: здесь будут его образцы текста.",
-                 "Select a run in the «History» tab: its text samples appear here.")
+                 "Select a run in the “History” tab: its text samples appear here.")
     defaults = TrainingConfig()
     training = config.get("training") or {}
     if not _whole(training.get("sample_tokens"), defaults.sample_tokens):
         return t("Этот прогон образцов текста не пишет (их длина в его настройках — 0). Как пишет "
                  "модель, покажет «Написать» справа.",
-                 "This run writes no text samples (their length is 0 in its settings). «Write» on the "
+                 "This run writes no text samples (their length is 0 in its settings). “Write” on the "
                  "right shows how the model writes.")
     every = _whole(training.get("sample_every"), defaults.sample_every) or _whole(
         training.get("eval_every"), defaults.eval_every)
-    return t(f"Образцов текста пока нет. Обучение пишет их каждые {int_text(every)} "
-             f"{plural_ru(every, 'шаг', 'шага', 'шагов')} и в конце: модель продолжает начала нескольких "
-             "текстов из отложенной выборки.",
-             f"No text samples yet. Training writes them every {int_text(every)} step(s) and at the end: "
+    # «каждые 200 шагов», «каждые 2 шага», but «каждый 21 шаг»: Russian's adjective agrees too.
+    each_ru = "каждый" if plural_ru(every, "1", "2", "5") == "1" else "каждые"
+    steps_ru = counted(every, ("шаг", "шага", "шагов"), ("step", "steps"), "ru")
+    steps_en = "step" if every == 1 else counted(every, ("шаг", "шага", "шагов"), ("step", "steps"), "en")
+    return t(f"Образцов текста пока нет. Обучение пишет их {each_ru} {steps_ru} и в конце: модель "
+             "продолжает начала нескольких текстов из отложенной выборки.",
+             f"No text samples yet. Training writes them every {steps_en} and at the end: "
              "the model continues the openings of a few held-out texts.")
 
 
@@ -199,8 +202,8 @@ def summary_text(samples: list[Sample]) -> str:
     if not samples:
         return ""
     steps = len({s.step for s in samples})
-    return t(f"Образцы {int_text(steps)} {plural_ru(steps, 'шага', 'шагов', 'шагов')}, последний — шаг "
+    return t(f"Образцы {counted(steps, ('шага', 'шагов', 'шагов'), ('step', 'steps'), 'ru')}, последний — шаг "
              f"{int_text(samples[0].step)}; сверху новые. "
              "Затравка выделена цветом, дальше — текст модели.",
-             f"Samples: {int_text(steps)} step(s), the newest at step {int_text(samples[0].step)}; newest on top. "
-             "The prompt is tinted, the model's text follows.")
+             f"Samples of {counted(steps, ('', '', ''), ('step', 'steps'), 'en')}, the newest at step "
+             f"{int_text(samples[0].step)}; newest on top. The prompt is tinted, the model's text follows.")

@@ -36,6 +36,7 @@ from ..runs import (
     kaggle_bridge,
 )
 from ..runs.checkpoints import Choice, checkpoint_step, pinned_choice
+from ..runs.failure import shown_message
 from ..runs.files import folder_gone
 from .events import LabEvents
 
@@ -90,6 +91,7 @@ def _add_library(ctx: FormContext) -> None:
     try:
         for c in library.constellation_summaries():
             ctx.constellations[c["name"]] = c.get("tokens")
+            ctx.content[c["name"]] = c["content"]  # what a prepared folder must hold to be current
     except Exception:  # the library's own errors must not stop the window opening
         log.exception("the data library could not be read for the form")
 
@@ -424,7 +426,7 @@ class Lab:
             return t(f"{run_id}: не запустился — {error}", f"{run_id}: did not start — {error}")
         rec = self.runs.registry.get(run_id)
         if rec.ended or rec.status == st.UPLOADING:  # stopped while uploading; waiting for Kaggle
-            return f"{run_id}: {st.label(rec.status)} — {rec.last_message or ''}"
+            return f"{run_id}: {st.label(rec.status)} — {shown_message(rec.last_message) or ''}"
         return t(f"{run_id}: отправлен на Kaggle", f"{run_id}: pushed to Kaggle")
 
     def stop(self, run_id: str) -> str:
@@ -433,7 +435,7 @@ class Lab:
         self.events.run.emit(run_id)
         self.events.history.emit()
         if rec.target_kind == "kaggle":  # nothing saves now: the runner's message says what happens
-            return f"{rec.name}: {rec.last_message or ''}"
+            return f"{rec.name}: {shown_message(rec.last_message) or ''}"
         return t(f"{rec.name}: сохранение…", f"{rec.name}: saving…")
 
     def retry(self, run_id: str) -> Started:
@@ -482,8 +484,10 @@ class Lab:
             if parent_dir and (Path(parent_dir) / "tokenizer.json").is_file():
                 tokenizer = Path(parent_dir) / "tokenizer.json"
         from ..data import manage as data_manage  # here: the window's first frame prepares nothing
+        from ..data import vocab
 
-        return data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer)
+        return data_manage.prepare_command(constellations, context if isinstance(context, int) else None, tokenizer,
+                                           vocab=vocab.chosen())
 
     def run_folder(self, run_id: str) -> str:
         """The run's folder, to open; ActionError when it was deleted or moved."""

@@ -75,3 +75,4 @@ def use_dark(app: QApplication) -> None:
     """Switch the application to the dark palette (the Fusion style follows any palette)."""
     app.setStyle("Fusion")
     app.setPalette(dark_palette())
+

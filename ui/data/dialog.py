@@ -20,7 +20,6 @@ from PySide6.QtWidgets import (
     QComboBox,
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -38,9 +37,9 @@ from PySide6.QtWidgets import (
 
 from app.base.i18n import t
 from app.base.state import StateError, failure_text, open_state, repairs_to_say
-from app.data import manage, readers
+from app.data import manage, readers, vocab
 from app.data.library import Library, LibraryError
-from ui.base import palette, settings, wheel_guard
+from ui.base import file_dialogs, palette, settings, wheel_guard
 from ui.base.background import run_in_thread
 from ui.base.cli_task import CliTask, TaskBar
 from ui.base.status_message import StatusMessage
@@ -138,6 +137,7 @@ class DataDialog(QDialog):
         self.split = split
         layout.addWidget(split, 1)
         self._build_foot(layout)
+        wheel_guard.guard(self)  # the vocabulary's box: the wheel scrolls, never changes it unasked
         self.constellations.itemSelectionChanged.connect(self._update_buttons)
         self.datasets.itemSelectionChanged.connect(self._update_buttons)
         self._restore_layout()
@@ -215,6 +215,14 @@ class DataDialog(QDialog):
         self.status = StatusMessage()  # a framed message, not small black text
         layout.addWidget(self.status)
         row = QHBoxLayout()
+        row.addWidget(QLabel(t("Словарь для «Подготовить данные»:", "Vocabulary for “Prepare data”:")))
+        self.vocab_box = QComboBox()
+        for size in vocab.CHOICES:
+            self.vocab_box.addItem(f"{size}", size)
+        self.vocab_box.setCurrentIndex(vocab.CHOICES.index(vocab.chosen()))
+        self.vocab_box.setToolTip(vocab.share_text(vocab.chosen()))
+        self.vocab_box.currentIndexChanged.connect(self._vocab_chosen)
+        row.addWidget(self.vocab_box)
         row.addStretch(1)
         close = QPushButton(t("Закрыть", "Close"))
         close.setToolTip(t("Закрыть окно (идущее добавление будет отменено)",
@@ -222,6 +230,17 @@ class DataDialog(QDialog):
         close.clicked.connect(self.accept)
         row.addWidget(close)
         layout.addLayout(row)
+
+    def _vocab_chosen(self) -> None:
+        """Kept for the next «Подготовить данные» (app.data.vocab), its cost in the tooltip."""
+        size = int(self.vocab_box.currentData())
+        self.vocab_box.setToolTip(vocab.share_text(size))
+        try:
+            vocab.choose(size)
+        except OSError as e:  # a read-only config folder: said, the old choice stays
+            self.status.setText(t(f"Словарь не сохранён: {e}", f"The vocabulary was not saved: {e}"))
+            return
+        self.status.setText(vocab.share_text(size))
 
     @staticmethod
     def _heading(text: str) -> QLabel:
@@ -471,9 +490,9 @@ class DataDialog(QDialog):
     # -- adding and re-checking: child processes -------------------------------------------
     def pick_and_add(self, folder: bool) -> None:
         if folder:
-            path = QFileDialog.getExistingDirectory(self, t("Папка с текстом", "A folder of text"), str(Path.home()))
+            path = file_dialogs.folder(self, t("Папка с текстом", "A folder of text"), str(Path.home()))
         else:
-            path, _ = QFileDialog.getOpenFileName(
+            path = file_dialogs.open_file(
                 self, t("Текстовый файл", "A text file"), str(Path.home()),
                 # Every file first: the lab reads text from a file of any name (app.data.readers).
                 t("Все файлы (*);;Текст (*.txt *.md *.jsonl *.gz)", "All files (*);;Text (*.txt *.md *.jsonl *.gz)"))

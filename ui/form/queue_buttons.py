@@ -10,6 +10,7 @@ from typing import Any
 from PySide6.QtWidgets import QHBoxLayout, QMenu, QPushButton, QToolButton, QWidget
 
 from app.base.i18n import t
+from app.queue.driver import anywhere_text
 
 
 class QueueButtons(QWidget):
@@ -22,15 +23,14 @@ class QueueButtons(QWidget):
         self.queue_button.setText(t("В очередь", "Queue"))
         self.queue_button.setToolTip(t(
             "Поставить этот прогон в очередь: он начнётся сам, когда машина из формы освободится. "
-            "В меню — «куда освободится раньше»: этот ПК или любой аккаунт Kaggle.",
+            "В меню — «куда освободится раньше».",
             "Put this run in the queue: it starts by itself when the form's machine is free. The menu "
-            "has «wherever frees first»: this PC or any Kaggle account."))
+            "has “wherever frees first”."))
         self.queue_button.setPopupMode(QToolButton.ToolButtonPopupMode.MenuButtonPopup)
         menu = QMenu(self.queue_button)
         self.as_form = menu.addAction(t("На машину из формы", "To the form's machine"))
         self.as_form.triggered.connect(lambda: self._queue(""))
-        self.anywhere = menu.addAction(t("Куда освободится раньше: этот ПК или Kaggle",
-                                         "Wherever frees first: this PC or Kaggle"))
+        self.anywhere = menu.addAction(anywhere_text(view.form.ctx.local_gpu is not None))
         self.anywhere.triggered.connect(lambda: self._queue("any"))
         self.queue_button.setMenu(menu)
         self.queue_button.clicked.connect(lambda: self._queue(""))
@@ -46,7 +46,7 @@ class QueueButtons(QWidget):
             "Поиск гиперпараметров: одно–четыре поля в пределах (например, lr от 0,0001 до 0,01), попытки — "
             "прогоны в очереди на свободных машинах; безнадёжные останавливаются с чекпоинтом; вкладка «Поиск».",
             "A hyperparameter search: one to four fields within ranges (e.g. lr 0.0001 to 0.01), each trial a "
-            "queued run on a free machine; hopeless ones stop with a checkpoint; the «Search» tab."))
+            "queued run on a free machine; hopeless ones stop with a checkpoint; the “Search” tab."))
         self.search_button.clicked.connect(self._search)
         row.addWidget(self.search_button)
         row.addWidget(self.series_button)

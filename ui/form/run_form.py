@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 )
 
 from app.base.i18n import t
-from app.base.numbers import count_text, field_text, parse_number
+from app.base.numbers import counted, field_text, parse_number
 from app.form import fields as F
 from app.form.checks import RUNNING
 from app.form.run_form import ContinueFrom, FormContext, RunForm
@@ -73,12 +73,37 @@ class RunFormView(QWidget):
 
     # -- building ----------------------------------------------------------------------
 
+    def _build_heading(self, outer: QVBoxLayout) -> None:
+        """«Новый прогон», «Для этого ПК» and «Как в гайде: 2×T4», and what the first chose."""
+        heading = QLabel(t("Новый прогон", "New run"))
+        heading.setStyleSheet("font-size: 16px; font-weight: bold;")
+        top = QHBoxLayout()
+        top.addWidget(heading)
+        top.addStretch(1)
+        self.for_this_pc_button = QPushButton(t("Для этого ПК", "For this PC"))
+        self.for_this_pc_button.setToolTip(t(
+            "Первый прогон, который на этом ПК закончится за 30 минут по оценке лаборатории: модель и "
+            "шаги подобраны по скорости этой машины (карты из каталога или замеренного процессора).",
+            "A first run that ends in 30 minutes on this PC by the lab's estimate: the model and the "
+            "steps sized from this machine's rate (the card's from the catalogue, or the CPU's as measured)."))
+        self.for_this_pc_button.clicked.connect(self.size_for_this_pc)
+        self.guide_button = QPushButton(t("Как в гайде: 2×T4", "As in the guide: 2×T4"))
+        self.guide_button.setToolTip(t(
+            "Прогон гайда: 27,7 млн весов, 20 000 шагов, 630 минут на 2×T4 Kaggle (на процессоре — дни).",
+            "The guide's run: 27.7 M weights, 20,000 steps, 630 minutes on Kaggle's 2×T4 (days on a CPU)."))
+        self.guide_button.clicked.connect(self.as_in_the_guide)
+        top.addWidget(self.for_this_pc_button)
+        top.addWidget(self.guide_button)
+        outer.addLayout(top)
+        self.sized_note = QLabel()  # what «Для этого ПК» chose, while the form holds it
+        self.sized_note.setWordWrap(True)
+        self.sized_note.setStyleSheet(palette.style("muted"))
+        outer.addWidget(self.sized_note)
+
     def _build(self) -> None:
         outer = QVBoxLayout(self)
         outer.setContentsMargins(6, 6, 6, 6)
-        heading = QLabel(t("Новый прогон", "New run"))
-        heading.setStyleSheet("font-size: 16px; font-weight: bold;")
-        outer.addWidget(heading)
+        self._build_heading(outer)
         self.groups: dict[str, QGroupBox] = {}
         for section in ("run", "data", "model", "training", "advanced"):
             box = QGroupBox(F.section_title(section))
@@ -268,7 +293,7 @@ class RunFormView(QWidget):
         more.setAutoRaise(True)
         more.setAccessibleName(t(f"Подробнее: {spec.label_text()}", f"More: {spec.label_text()}"))
         more.setToolTip(t(f"Подробнее о поле «{spec.label_text()}» (F1)",
-                          f"More about «{spec.label_text()}» (F1)"))
+                          f"More about “{spec.label_text()}” (F1)"))
         more.setFocusPolicy(Qt.FocusPolicy.NoFocus)  # Tab goes field to field; F1 opens it
         more.clicked.connect(lambda _=False, n=name: self.show_help(n))
         self.help_buttons[name] = more
@@ -295,8 +320,8 @@ class RunFormView(QWidget):
         for cname in names:
             tokens = self.form.ctx.constellations.get(cname)
             # All the constellation's tokens; «Данные» below counts the training part only.
-            count = t(f"{count_text(tokens)} токенов всего", f"{count_text(tokens)} tokens in all") if tokens else t(
-                "токены ещё не посчитаны", "tokens not counted yet")
+            count = (counted(tokens, ("токен", "токена", "токенов"), ("token", "tokens"), sig=3) + t(" всего", " in all")
+                     if tokens else t("токены ещё не посчитаны", "tokens not counted yet"))
             box = QCheckBox(f"{cname} — {count}")
             box.setToolTip(self.form.tooltip("constellations"))
             box.toggled.connect(lambda on, c=cname: self._constellation_toggled(c, on))
@@ -381,6 +406,16 @@ class RunFormView(QWidget):
 
     # -- public ------------------------------------------------------------------------
 
+    def size_for_this_pc(self) -> None:
+        """«Для этого ПК»: a first run that ends in half an hour here (RunForm.size_for_this_pc)."""
+        self.form.size_for_this_pc()
+        self.refresh()
+
+    def as_in_the_guide(self) -> None:
+        """«Как в гайде: 2×T4»: the guide's run (RunForm.as_in_the_guide)."""
+        self.form.as_in_the_guide()
+        self.refresh()
+
     def set_context(self, ctx: FormContext) -> None:
         """New choices (constellations, accounts, prepared data): values are kept."""
         self.form.ctx = ctx
@@ -446,6 +481,9 @@ class RunFormView(QWidget):
 
     def _show_values(self, keep_text: str | None) -> None:
         form, v = self.form, self.form.values
+        sized = form.sized_for_this_pc
+        self.sized_note.setText(sized[0].why() if sized is not None and sized[1] == v else "")
+        self.sized_note.setVisible(bool(self.sized_note.text()))
         self.scratch_radio.setChecked(form.continuing is None and v["start_from"] == "scratch")
         self.continue_radio.setChecked(v["start_from"] == "checkpoint")
         self.inputs["checkpoint"].setEnabled(v["start_from"] == "checkpoint")

@@ -12,7 +12,6 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
-    QFileDialog,
     QFormLayout,
     QHBoxLayout,
     QHeaderView,
@@ -38,7 +37,7 @@ from app.kaggle.credentials import (
 )
 from app.kaggle.quota import hours, refresh_text
 from app.kaggle.store import KaggleStore
-from ui.base import palette
+from ui.base import file_dialogs, palette
 from ui.base.background import run_in_thread
 from ui.kaggle.clean import CleanFlow
 
@@ -202,7 +201,7 @@ class AccountsDialog(QDialog):
             self.table.setItem(i, 4, QTableWidgetItem(kernels))
         if not views:
             self.status.setText(t("Аккаунтов нет: добавьте токен API («Добавить токен…»).",
-                                  "No accounts: add an API token («Добавить токен…», Add token)."))
+                                  "No accounts: add an API token (“Add token…”)."))
 
     @staticmethod
     def _colour_key(key: QTableWidgetItem) -> None:
@@ -226,8 +225,8 @@ class AccountsDialog(QDialog):
     # -- actions -----------------------------------------------------------------------------
     def add_from_files(self, files: list[str] | None = None) -> None:
         if not files:
-            files, _ = QFileDialog.getOpenFileNames(self, t("Файлы kaggle.json", "kaggle.json files"),
-                                                    str(Path.home()), "kaggle.json (*.json)")
+            files = file_dialogs.open_files(self, t("Файлы kaggle.json", "kaggle.json files"),
+                                            str(Path.home()), "kaggle.json (*.json)")
         if not files:
             return
         try:

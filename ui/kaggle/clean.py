@@ -8,7 +8,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtWidgets import QLabel, QMessageBox, QPushButton, QWidget
 
 from app.base.i18n import t
-from app.base.numbers import bytes_text
+from app.base.numbers import bytes_text, counted
 from app.kaggle import cleanup
 from app.kaggle.accounts import Accounts
 from app.kaggle.store import KaggleStore
@@ -57,16 +57,17 @@ class CleanFlow(QObject):
                                                         "these accounts hold no datasets of the lab.")))
         if not self.confirm(removable, [i for i in items if not i.removable]):
             return self._end(t("Ничего не удалено.", "Nothing deleted."))
-        self.status.setText(t(f"Удаляю {len(removable)} датасетов…", f"Deleting {len(removable)} datasets…"))
+        self.status.setText(t(f"Удаляю {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'ru')}…",
+                              f"Deleting {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'en')}…"))
         run_in_thread(_with_accounts(lambda acc: (len(removable), cleanup.delete(acc, removable))),
                       self._deleted, self, name="kaggle-clean")
 
     def _ask(self, removable: list[cleanup.LabDataset], kept: list[cleanup.LabDataset]) -> bool:
         size = bytes_text(cleanup.total_bytes(removable))
         box = QMessageBox(QMessageBox.Icon.Question, t("Очистить датасеты", "Clean datasets"), t(
-            f"Удалить {len(removable)} датасетов лаборатории ({size}), не нужных ни одному прогону? "
+            f"Удалить {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'ru')} лаборатории ({size}), не нужных ни одному прогону? "
             "Если понадобятся, лаборатория загрузит их заново.",
-            f"Delete {len(removable)} datasets of the lab ({size}) that no run needs? "
+            f"Delete {counted(len(removable), ('датасет', 'датасета', 'датасетов'), ('dataset', 'datasets'), 'en')} of the lab ({size}) that no run needs? "
             "The lab uploads them again if they are needed."), parent=self.parent_widget)
         box.setStandardButtons(QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No)
         box.setDefaultButton(QMessageBox.StandardButton.No)

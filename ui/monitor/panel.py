@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 from app.base.i18n import current_language, t
 from app.gpu import present
 from app.gpu import settings as monitor_settings
-from app.gpu.heat_guard import PAUSED, GuardStatus, HeatGuard
+from app.gpu.heat_guard import PAUSED, GuardStatus, HeatGuard, absent_text, applies
 from app.gpu.heat_guard import status_text as guard_text
 from app.gpu.history import History
 from app.gpu.sampler import Sampler
@@ -134,10 +134,13 @@ class MonitorPanel(QWidget):
         self.guard_label = QLabel()
         self.guard_label.setWordWrap(True)
         guard_row = QHBoxLayout()
+        self.guard_controls: list[QWidget] = [self.guard_check, self.guard_threshold, self.guard_hold]
         guard_row.addWidget(self.guard_check)
-        guard_row.addWidget(QLabel(t("порог", "at")))
+        at, hold = QLabel(t("порог", "at")), QLabel(t("дольше", "for"))
+        self.guard_controls += [at, hold]
+        guard_row.addWidget(at)
         guard_row.addWidget(self.guard_threshold)
-        guard_row.addWidget(QLabel(t("дольше", "for")))
+        guard_row.addWidget(hold)
         guard_row.addWidget(self.guard_hold)
         guard_row.addStretch(1)
         return guard_row
@@ -211,6 +214,11 @@ class MonitorPanel(QWidget):
 
     def _render(self, snap: Snapshot, lang: str) -> None:
         self._stale = False
+        has_card = applies(snap.status)  # no NVIDIA card: no guard to offer, and why
+        for w in self.guard_controls:
+            w.setVisible(has_card)
+        if not has_card:
+            self.guard_label.setText(absent_text(lang))
         self.status_label.setText(present.status_text(snap, lang))
         self.status_label.setVisible(snap.status != OK)
         gpus = snap.gpus if snap.status == OK else []
@@ -309,6 +317,9 @@ class MonitorPanel(QWidget):
         self._update_guard_label(lang)
 
     def _update_guard_label(self, lang: str | None = None) -> None:
+        if self.last_snapshot is not None and not applies(self.last_snapshot.status):
+            self.guard_label.setText(absent_text(lang))
+            return
         if self.settings.heat_guard and self.guard is None:
             self.guard_label.setText(t(
                 "Защита от перегрева включится с локальным прогоном",

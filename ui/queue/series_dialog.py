@@ -23,11 +23,12 @@ from PySide6.QtWidgets import (
 )
 
 from app.base.i18n import t
-from app.base.numbers import field_text
-from app.queue.driver import QueueDriver, SeriesField, parse_values, series_fields
+from app.base.numbers import decimal_text, field_text, loss_text
+from app.queue.driver import QueueDriver, SeriesField, anywhere_text, parse_values, series_fields
 from app.queue.series import Results, short_key, values_text
 from app.queue.store import QueueError, state_label
 from ui.base import palette, wheel_guard
+from ui.base.axes import decimal_axes
 
 NONE = ""
 
@@ -35,7 +36,7 @@ NONE = ""
 class SeriesDialog(QDialog):
     """Choose the fields and values; `vary()` and `target()` once accepted."""
 
-    def __init__(self, current: dict[str, Any], parent: QWidget | None = None) -> None:
+    def __init__(self, current: dict[str, Any], parent: QWidget | None = None, has_card: bool = True) -> None:
         super().__init__(parent)
         self.setWindowTitle(t("Серия прогонов", "A series of runs"))
         self.fields = series_fields()
@@ -44,9 +45,8 @@ class SeriesDialog(QDialog):
         self.first, self.first_values = self._row(form, t("Поле", "Field"), optional=False)
         self.second, self.second_values = self._row(form, t("Второе поле", "Second field"), optional=True)
         self.where = QComboBox()
-        self.where.addItem(t("Как в форме (её «Машина»)", "As in the form (its «Machine»)"), "")
-        self.where.addItem(t("Куда освободится раньше: этот ПК или Kaggle", "Wherever frees first: this PC or Kaggle"),
-                           "any")
+        self.where.addItem(t("Как в форме (её «Машина»)", "As in the form (its “Machine”)"), "")
+        self.where.addItem(anywhere_text(has_card), "any")
         form.addRow(t("Где", "Where"), self.where)
         self.count = QLabel()
         self.count.setStyleSheet(palette.style("muted"))
@@ -64,11 +64,14 @@ class SeriesDialog(QDialog):
         if optional:
             combo.addItem("—", NONE)
         for f in self.fields:
-            combo.addItem(f"{f.label} ({f.key})", f.name)
+            combo.addItem(f.label, f.name)  # the form's words; run.json's key is the CLI's (--vary)
         if not optional:
             combo.setCurrentIndex(max(0, next((i for i, f in enumerate(self.fields) if f.name == "lr"), 0)))
         values = QLineEdit()
-        values.setPlaceholderText(t("значения через «;» или пробел", "values separated by «;» or spaces"))
+        hint = t("значения через «;» или пробел", "values separated by “;” or spaces")
+        values.setPlaceholderText(hint)
+        # Wide enough for the hint that names the separator, and a few values after it.
+        values.setMinimumWidth(values.fontMetrics().horizontalAdvance(hint) + 4 * values.fontMetrics().averageCharWidth())
         box = QWidget()
         row = QHBoxLayout(box)
         row.setContentsMargins(0, 0, 0, 0)
@@ -129,9 +132,10 @@ class SeriesResultsDialog(QDialog):
         self.table.setHorizontalHeaderLabels(heads)
         self.table.verticalHeader().setVisible(False)
         for i, r in enumerate(res.rows):
-            loss = "—" if r.val_loss is None else f"{r.val_loss:.4f}" + (
-                f" ({r.val_low:.4f}…{r.val_high:.4f})" if r.val_low is not None and r.val_high is not None else "")
-            bpb = "—" if r.bits_per_byte is None else f"{r.bits_per_byte:.3f}"
+            loss = "—" if r.val_loss is None else loss_text(r.val_loss) + (
+                f" ({loss_text(r.val_low)}…{loss_text(r.val_high)})"
+                if r.val_low is not None and r.val_high is not None else "")
+            bpb = "—" if r.bits_per_byte is None else decimal_text(r.bits_per_byte, 3)
             cells = [str(r.values.get(k, "")) for k in res.keys] + [loss, bpb, str(r.step or "—"), state_label(r.state)]
             for j, text in enumerate(cells):
                 cell = QTableWidgetItem(("★ " if j == 0 and r.item_id == res.winner else "") + text)
@@ -148,6 +152,11 @@ class SeriesResultsDialog(QDialog):
         self.plot = self._plot()
         if self.plot is not None:
             col.addWidget(self.plot, 1)
+        self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        self.close_button = self.buttons.button(QDialogButtonBox.StandardButton.Close)
+        self.close_button.setText(t("Закрыть", "Close"))
+        self.buttons.rejected.connect(self.reject)
+        col.addWidget(self.buttons)
         self.resize(720, 560)
 
     def _plot(self) -> Any:
@@ -161,6 +170,7 @@ class SeriesResultsDialog(QDialog):
         first = res.keys[0]
         xs = list(dict.fromkeys(r.values.get(first) for r in res.rows))
         plot = pg.PlotWidget()
+        decimal_axes(plot.getPlotItem(), ("left",))  # the bottom's ticks are the field's values
         plot.setBackground(palette.color("plot_bg"))
         plot.addLegend()
         plot.getPlotItem().getAxis("bottom").setTicks([[(i, str(v)) for i, v in enumerate(xs)]])

@@ -8,8 +8,8 @@ Built on first show (pyqtgraph and numpy load then, not with the window).
 from __future__ import annotations
 
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF
-from PySide6.QtGui import QBrush, QColor, QPen
+from PySide6.QtCore import QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPen
 from PySide6.QtWidgets import QGraphicsRectItem
 
 from app.base.i18n import t
@@ -19,6 +19,7 @@ from ui.base import palette
 
 STATE_COLORS = {WAITING: "muted", STARTING: "running", RUNNING: "running", DONE: "finished", FAILED: "error"}
 BAR_HEIGHT = 0.6
+LANE_PX = 36  # a lane's share of the widget: its bar (BAR_HEIGHT of it) holds a line of text
 
 
 class QueueTimeline(pg.PlotWidget):
@@ -33,6 +34,8 @@ class QueueTimeline(pg.PlotWidget):
         self.bars: list[Bar] = []
         self.marks: dict[str, list[float]] = {}
         self._items: list[object] = []
+        self.labels: list[tuple[Bar, pg.TextItem]] = []  # each bar's name, fitted to its room
+        self.getPlotItem().getViewBox().sigRangeChanged.connect(lambda *_: self.fit_labels())
         self._now = pg.InfiniteLine(angle=90, pen=pg.mkPen(palette.color("warning"), width=1))
         self.addItem(self._now)
         self.setMinimumHeight(120)
@@ -41,6 +44,7 @@ class QueueTimeline(pg.PlotWidget):
         for item in self._items:
             self.removeItem(item)
         self._items = []
+        self.labels = []
         self.bars = tl.bars()
         self.marks = {m: list(ts) for m, ts in tl.refreshes.items() if ts}
         for bar in self.bars:
@@ -51,12 +55,14 @@ class QueueTimeline(pg.PlotWidget):
         axis = self.getPlotItem().getAxis("left")
         axis.setTicks([[(i, tl.machine_text(m)) for i, m in enumerate(tl.machines)]])
         self.setYRange(-0.6, max(0.6, len(tl.machines) - 0.4), padding=0)
-        # Tall enough that each lane's label fits: a row per machine, a lane per session at once.
+        # Tall enough that each lane's label fits (a line of text in BAR_HEIGHT of a lane): a
+        # row per machine, a lane per session at once; every machine's name on the axis.
         lanes = {b.row: b.lanes for b in self.bars}
-        self.setMinimumHeight(60 + sum(30 * lanes.get(i, 1) for i in range(len(tl.machines))))
+        self.setMinimumHeight(60 + sum(LANE_PX * lanes.get(i, 1) for i in range(len(tl.machines))))
         ends = [b.end for b in self.bars] or [tl.now + 3600.0]
         starts = [b.start for b in self.bars] or [tl.now]
         self.setXRange(min(min(starts), tl.now) - 60.0, max(ends) + 60.0, padding=0.02)
+        self.fit_labels()
 
     def _draw_bar(self, bar: Bar) -> None:
         color = QColor(palette.color(STATE_COLORS.get(bar.state, "muted")))
@@ -78,6 +84,29 @@ class QueueTimeline(pg.PlotWidget):
         label.setPos(bar.start, bottom + height / 2)
         self.addItem(label)
         self._items += [rect, label]
+        self.labels.append((bar, label))
+
+    def fit_labels(self) -> None:
+        """Each bar's name cut to the room before the next bar of its lane (or the view's
+        edge), hidden where not two letters fit or its lane is lower than a line of text:
+        labels never draw over each other (the bar's tooltip keeps the whole name)."""
+        vb = self.getPlotItem().getViewBox()
+        sx, sy = vb.viewPixelSize()
+        if not sx or not sy:
+            return
+        (x0, x1), _ = vb.viewRange()
+        lanes: dict[tuple[int, int], list[tuple[Bar, pg.TextItem]]] = {}
+        for bar, label in self.labels:
+            lanes.setdefault((bar.row, bar.lane), []).append((bar, label))
+        for items in lanes.values():
+            items.sort(key=lambda x: x[0].start)
+            for i, (bar, label) in enumerate(items):
+                metrics = QFontMetrics(label.textItem.font())
+                right = min(items[i + 1][0].start, x1) if i + 1 < len(items) else x1
+                room = (right - max(bar.start, x0)) / sx - metrics.averageCharWidth()
+                tall = BAR_HEIGHT / bar.lanes / sy >= label.textItem.boundingRect().height()
+                text = metrics.elidedText(bar.name, Qt.TextElideMode.ElideRight, int(room)) if room > 0 and tall else ""
+                label.setText(text if len(text.rstrip("…")) >= 2 else "")
 
     def _draw_refresh(self, row: int, times: list[float]) -> None:
         """A short upright tick on the account's row at each quota refresh."""

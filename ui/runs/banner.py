@@ -12,6 +12,7 @@ from app.base import run_status as st
 from app.base.i18n import t
 from app.base.numbers import int_text, loss_text
 from app.runs import RunRecord
+from app.runs.failure import shown_message
 from ui.base import palette
 
 
@@ -100,7 +101,7 @@ class RunBanner(QWidget):
             t("Обучение доделает шаг, сохранит чекпоинт и выйдет",
               "The trainer finishes the step, saves a checkpoint and exits"))
         if kaggle:
-            self.note.setText((rec.last_message or "") if rec.active else "")
+            self.note.setText((shown_message(rec.last_message) or "") if rec.active else "")
         else:  # a PAUSE file holds the trainer (the heat guard's or the user's): say so here
             from app.gpu.heat_guard import pause_note
 

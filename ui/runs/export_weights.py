@@ -9,11 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QProcess, QProcessEnvironment
-from PySide6.QtWidgets import QFileDialog, QMainWindow
+from PySide6.QtWidgets import QMainWindow
 
 from app.base.children import child_env
 from app.base.i18n import t
 from app.window.lab import ActionError, Lab
+from ui.base import file_dialogs
 
 
 def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None = None) -> QProcess | None:
@@ -23,9 +24,8 @@ def export_weights(window: QMainWindow, lab: Lab, run_id: str, out: str | None =
     try:
         choice = lab.export_checkpoint(run_id)  # none: said before asking where to
         if out is None:
-            out, _ = QFileDialog.getSaveFileName(window, t("Экспорт весов", "Export weights"),
-                                                 str(Path.home() / lab.export_file_name(run_id)),
-                                                 "safetensors (*.safetensors)")
+            out = file_dialogs.save_file(window, t("Экспорт весов", "Export weights"),
+                                         str(Path.home() / lab.export_file_name(run_id)), "safetensors (*.safetensors)")
             if not out:
                 return None
     except ActionError as e:
@@ -56,8 +56,8 @@ def export_metrics(window: QMainWindow, registry: Any, run_id: str, out: str | N
 
     if out is None:
         name = registry.get(run_id).name
-        out, _ = QFileDialog.getSaveFileName(window, t("Метрики в CSV", "Metrics as CSV"),
-                                             str(Path.home() / f"{name}-metrics.csv"), "CSV (*.csv)")
+        out = file_dialogs.save_file(window, t("Метрики в CSV", "Metrics as CSV"),
+                                     str(Path.home() / f"{name}-metrics.csv"), "CSV (*.csv)")
         if not out:
             return False
     ok, line = save_metrics(registry, run_id, out)

@@ -48,7 +48,8 @@ ID_ROLE = Qt.ItemDataRole.UserRole  # on the name cell: the run's id
 SORT_ROLE = Qt.ItemDataRole.UserRole + 1  # on every cell: what the column sorts by
 NAME_COLUMN = 1
 CREATED_COLUMN = 8
-NAME_MIN_PX = 180  # the name keeps this much (or all of it, if shorter) before others shrink it
+NAME_MIN_PX = 320  # the name keeps this much (or all of it, if shorter) before others shrink it: a
+# run named as the series name them («q lr=0.001 width=384») or a dated default stays whole
 
 
 class _Cell(QTableWidgetItem):
@@ -136,12 +137,12 @@ class HistoryView(QWidget):
              t("Сразу продолжить с последнего чекпоинта, с теми же настройками\n"
                "(завершённый прогон — дальше его «Шагов до»)",
                "Continue from the latest checkpoint now, with the same settings\n"
-               "(a finished run: on past its «Steps to»)")),
+               "(a finished run: on past its “Steps to”)")),
             ("continue_edit", t("Изменить и продолжить…", "Edit and continue…"), self.continue_edit_requested,
              t("Форма заполнится из чекпоинта (модель заблокирована):\n"
                "поменяйте «Шагов до» или другое и нажмите «Продолжить»",
                "Fills the form from the checkpoint (model locked):\n"
-               "change «Steps to» or more, then press «Continue»")),
+               "change “Steps to” or more, then press “Continue”")),
             ("stop", t("Остановить", "Stop"), self.stop_requested,
              t("Попросить обучение сохраниться и выйти", "Ask the trainer to save and exit")),
             ("show", t("Показать", "Show"), self.show_requested,
@@ -270,7 +271,7 @@ class HistoryView(QWidget):
                 tick.setFlags(flags)
                 tick.setCheckState(Qt.CheckState.Checked if shown else Qt.CheckState.Unchecked)
                 tick.setToolTip(t("Этот прогон — на графике («Показать» другой — сменит его)",
-                                  "This run is on the plot («Show» another to replace it)")
+                                  "This run is on the plot (“Show” another to replace it)")
                                 if row.id == self.followed else
                                 t("Наложить на график для сравнения", "Overlay on the plot to compare"))
                 self.table.setItem(r, 0, tick)

@@ -21,9 +21,11 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QVBoxLayout, QWidget
 
 from app.base.i18n import t
+from app.base.numbers import duration_text
 from app.runs.events import EventTail
 from app.runs.series import DATA_CHANGED, LEG, PAUSE, LossSeries, Marker, SeriesBuilder
 from ui.base import palette, wheel_guard
+from ui.base.axes import decimal_axes
 
 SMOOTHING = 0.9  # EMA weight of the past: about the last 10 steps
 PLOT_MIN_HEIGHT = 180  # px: the axes, their labels and a readable curve
@@ -229,7 +231,7 @@ def _marker_text(m: Marker) -> str:
         return t("данные сменились: валидация заново", "data changed: validation anew")
     if m.kind == PAUSE:
         if m.seconds is not None and math.isfinite(m.seconds) and m.seconds > 0:
-            return t(f"пауза {m.seconds:.0f} с", f"pause {m.seconds:.0f} s")
+            return t("пауза ", "pause ") + duration_text(m.seconds)
         return t("пауза", "pause")
     return t("продолжение", "continued")
 
@@ -284,6 +286,7 @@ class LossPlot(QWidget):
         # ran into each other over a flat strip.
         self.widget.setMinimumHeight(PLOT_MIN_HEIGHT)
         self.plot: pg.PlotItem = self.widget.getPlotItem()
+        decimal_axes(self.plot)  # «0,2» in Russian, as every other number of the window
         self.plot.showGrid(x=True, y=True, alpha=0.25)
         # PlotItem applies its own downsampling and clip-to-view to every item it adds, so
         # they are set here (peak downsampling keeps spikes; clip-to-view draws what is shown).
@@ -293,6 +296,7 @@ class LossPlot(QWidget):
         self.plot.layout.setContentsMargins(4, 4, 14, 4)
         self.plot.addLegend(offset=(10, -10), brush=pg.mkBrush(*palette.color("legend_bg")),
                             labelTextColor=palette.color("plot_fg"))  # bottom left: loss falls away from it
+        self.plot.getViewBox().sigResized.connect(lambda *_: self.fit_legend())
         self._set_axis_labels()
         # Said on the empty plot, so an empty frame does not look broken.
         self.hint = pg.TextItem(t("Запустите прогон или выберите его в истории",
@@ -333,6 +337,18 @@ class LossPlot(QWidget):
         self.hint.setColor(palette.color("hint"))
         for trace in self.traces.values():
             trace._draw_markers()
+
+    def fit_legend(self) -> None:
+        """The legend where it leaves the curves room: at the window's smallest the plot is a
+        strip the legend covered; it is hidden while it would take over a third of the
+        plot's height or half its width (the curves keep their colours and tooltips)."""
+        legend = self.plot.legend
+        if legend is None:
+            return
+        view = self.plot.getViewBox().boundingRect()
+        box = legend.boundingRect()
+        fits = view.height() > 0 and box.height() <= view.height() / 3 and box.width() <= view.width() / 2
+        legend.setVisible(fits)
 
     def _set_axis_labels(self) -> None:
         x = self.x_axis.currentData() == "tokens"
@@ -385,6 +401,7 @@ class LossPlot(QWidget):
     def _follow_view(self) -> None:
         """«Конец крупно»: the x-range on the last quarter of the runs shown, moved on as points
         arrive; the y-axis follows by itself (auto-range over the visible points)."""
+        self.fit_legend()  # a new curve makes the legend taller
         if not self.recent.isChecked():
             return
         extents = [e for e in (tr.x_extent() for tr in self.traces.values()) if e is not None]

@@ -14,7 +14,6 @@ from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
     QDoubleSpinBox,
-    QFileDialog,
     QFrame,
     QGridLayout,
     QHBoxLayout,
@@ -34,7 +33,7 @@ from app.runs import RunManager
 from app.text import playground as play
 from app.text import training_samples as view
 from app.text.generation import GenerationError
-from ui.base import palette, wheel_guard
+from ui.base import file_dialogs, palette, wheel_guard
 from ui.text.child import ChildRun
 
 POLL_MS = 1000
@@ -140,7 +139,7 @@ class TextTab(QWidget):
         for d in play.DEVICES:
             self.device.addItem(play.device_label(d), d)
         self.device.setToolTip(t("Где считать: «авто» — видеокарта, если torch её видит, иначе процессор",
-                                 "Where to compute: «auto» takes the GPU when torch sees one, else the CPU"))
+                                 "Where to compute: “auto” takes the GPU when torch sees one, else the CPU"))
         # Two short rows of settings and one of buttons: the tab must not widen the window.
         grid = QGridLayout()
         pairs = ((t("Длина", "Length"), self.tokens), (t("Температура", "Temperature"), self.temperature),
@@ -293,8 +292,8 @@ class TextTab(QWidget):
         self._start(argv, "", play.Session("eval", notes=target.notes))
 
     def _pick_eval_file(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, t("Текстовый файл для оценки", "A text file to evaluate on"),
-                                              "", t("Текст (*.txt *.md);;Все файлы (*)", "Text (*.txt *.md);;All files (*)"))
+        path = file_dialogs.open_file(self, t("Текстовый файл для оценки", "A text file to evaluate on"),
+                                      "", t("Текст (*.txt *.md);;Все файлы (*)", "Text (*.txt *.md);;All files (*)"))
         if path:
             self.evaluate(path)
 

@@ -269,6 +269,7 @@ class MainWindow(QMainWindow):
     def _measured_loaded(self, measured: object) -> None:
         ctx = self.form_view.form.ctx
         Lab.take_measured(ctx, measured)
+        self.form_view.form.resize_for_this_pc()  # the CPU's measured rate: still half an hour
         self.form_view.set_context(ctx)
 
     @property
@@ -367,7 +368,7 @@ class MainWindow(QMainWindow):
 
     def queue_series(self, config: dict[str, Any]) -> QDialog:
         """«Серия…»: choose one or two fields and their values; each combination is queued."""
-        dialog = SeriesDialog(self.form_view.form.values, self)
+        dialog = SeriesDialog(self.form_view.form.values, self, has_card=self.form_view.form.ctx.local_gpu is not None)
         dialog.accepted.connect(lambda: self.queue_tab.add(config, dialog.target(), vary=dialog.vary()))
         dialog.open()
         return dialog

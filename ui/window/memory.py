@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from PySide6.QtWidgets import QMainWindow, QSplitter, QTabWidget, QWidget
 
 from app.form import remembered as form_memory
+from app.sizing.first_run import at_first_start
 from app.window.layout import WindowLayout
 from ui.base import settings
 from ui.form.run_form import RunFormView
@@ -87,10 +88,15 @@ def save_layout(parts: Parts, gpu_pending: bool, form_view: RunFormView) -> bool
 
 
 def restore_form(form_view: RunFormView) -> None:
-    """The form as the user left it at the last close (app.form.remembered checks each value)."""
+    """The form as the user left it at the last close (app.form.remembered checks each value);
+    on the lab's first start on a machine with no Kaggle account, a first run sized to this
+    PC (the guide's run would take days on a CPU; «Как в гайде: 2×T4» brings it back)."""
     try:
         kept = settings.load_form()
     except OSError:
         return
-    form_memory.restore(form_view.form, kept)
+    if not kept and not form_view.form.ctx.accounts and at_first_start():
+        form_view.form.size_for_this_pc()
+    else:
+        form_memory.restore(form_view.form, kept)
     form_view.refresh()

@@ -9,12 +9,14 @@ from dataclasses import dataclass, field
 
 from PySide6.QtCore import Qt, QUrl
 from PySide6.QtGui import QAction, QActionGroup, QDesktopServices, QKeySequence
-from PySide6.QtWidgets import QFileDialog, QMenu, QMenuBar, QMessageBox, QWidget
+from PySide6.QtWidgets import QMenu, QMenuBar, QMessageBox, QWidget
 
 from app.base import logs, paths
 from app.base import settings as app_settings
 from app.base.i18n import current_language, t
+from app.base.version import version_lines
 from app.queue import autostart
+from ui.base import file_dialogs
 from ui.form.run_form import RunFormView
 
 
@@ -211,15 +213,16 @@ def open_data_dialog(window: QWidget, form_view: RunFormView, calls: MenuCalls) 
 
 def pick_prepared(window: QWidget, calls: MenuCalls) -> None:
     """«Добавить подготовленные данные…»: a folder prepared before joins the form's choices."""
-    folder = QFileDialog.getExistingDirectory(window, t("Папка подготовленных данных", "Prepared data folder"),
-                                              str(paths.prepared_dir()))
+    folder = file_dialogs.folder(window, t("Папка подготовленных данных", "Prepared data folder"),
+                                 str(paths.prepared_dir()))
     if folder:
         calls.add_prepared(folder)
 
 
 def about_text() -> str:
-    """«О программе»: what the lab is, where its data and its log file are."""
-    return t(
+    """«О программе»: the lab's version and torch build, what the lab is, where its data and
+    its log file are (what a bug report needs)."""
+    return "\n".join(version_lines()) + "\n\n" + t(
         "Ternit Lab: подготовка данных, обучение и сравнение небольших GPT-моделей дома и на Kaggle.\n\n"
         f"Папка данных: {paths.data_dir()}\nЖурнал (для сообщения об ошибке): {logs.log_path()}",
         "Ternit Lab: prepare data, train and compare small GPT models at home and on Kaggle.\n\n"
