@@ -7,7 +7,7 @@
 `make run` / `make test` call it on Linux and macOS, `lab run` / `lab test` (lab.bat) on
 Windows. The set-up makes .venv with the Python that runs this file, installs PyTorch first,
 then the lab (`pip install -e .[dev]`), and checks that the torch it installed drives this
-PC's NVIDIA card (trainer/cuda_build.py, which the trainer asks too before a run on a card).
+PC's NVIDIA card (trainer/plan/cuda_build.py, which the trainer asks too before a run on a card).
 
 Which torch: TORCH_SPEC when set (pip arguments, e.g. `torch==2.13.0`, or `torch
 --index-url URL`); otherwise the build for this PC's newest NVIDIA card from PyTorch's own
@@ -51,7 +51,7 @@ def torch_args() -> list[str]:
     if spec:
         return shlex.split(spec, posix=os.name != "nt")
     sys.path.insert(0, str(ROOT))
-    from trainer.cuda_build import INDEX_URL, build_for, find_cards  # standard library only
+    from trainer.plan.cuda_build import INDEX_URL, build_for, find_cards  # standard library only
 
     cards = find_cards()
     build = build_for(cards)
@@ -85,7 +85,7 @@ def setup() -> Path:
     # Another build of the same version (2.x+cpu → 2.x+cu128) counts as installed to pip.
     pip(py, *(["--force-reinstall"] if was and was != key else []), *torch)
     pip(py, "-e", ".[dev]")
-    check = subprocess.run([str(py), "-m", "trainer.cuda_build"], cwd=ROOT)
+    check = subprocess.run([str(py), "-m", "trainer.plan.cuda_build"], cwd=ROOT)
     if check.returncode != 0:  # its one line says what to install; the lab still opens (Kaggle, the CPU)
         print("lab: this torch cannot drive the card above; local runs on it are refused until it is "
               "installed (TORCH_SPEC=... then the set-up again)", file=sys.stderr, flush=True)

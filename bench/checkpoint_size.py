@@ -17,8 +17,8 @@ from pathlib import Path
 from app.sizing.formulas import Shape
 from app.sizing.state import checkpoint_bytes
 from bench.synthetic import make_prepared
-from trainer.checkpoint_index import checkpoint_files
-from trainer.config import weight_count
+from trainer.config.run_config import weight_count
+from trainer.state.checkpoint_index import checkpoint_files
 
 SHAPES = ((2, 32, 32), (2, 64, 64), (4, 128, 64))
 

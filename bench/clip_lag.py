@@ -5,7 +5,7 @@
 
 A lean step fused into one backward pass (each parameter updated from its gradient hook)
 cannot know the step's global gradient norm before it updates: it can only clip by an
-estimate. The first version of trainer/lean.py scaled step t by min(1, clip / ‖g_{t-1}‖),
+estimate. The first version of trainer/step/lean.py scaled step t by min(1, clip / ‖g_{t-1}‖),
 the PREVIOUS step's norm, and did not clip the first step; this bench measured it, and the
 trainer now clips exactly (lean_state true: gradients held; "fused": two backward passes).
 For each seed this trains a small model with the trainer's own model, schedule, data reader
@@ -51,11 +51,11 @@ from typing import Any
 import torch
 
 from bench.lean_choice import held_out  # the same held-out losses as the library comparison
-from trainer.config import ModelConfig, TrainingConfig
-from trainer.data import PreparedData, get_batch, open_prepared
-from trainer.model import GPT
-from trainer.optim import Schedule, autocast, make_optimizer, make_scaler
-from trainer.step import train_step
+from trainer.config.run_config import ModelConfig, TrainingConfig
+from trainer.model.gpt import GPT
+from trainer.run.data import PreparedData, get_batch, open_prepared
+from trainer.step.optim import Schedule, autocast, make_optimizer, make_scaler
+from trainer.step.step import train_step
 
 from .synthetic import make_prepared
 
@@ -78,7 +78,7 @@ def exact_coef(norm: float, clip: float) -> float:
 
 
 def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> tuple[GPT, Any]:
-    from trainer.lean import LeanOptimizer
+    from trainer.step.lean import LeanOptimizer
 
     cpu = torch.device("cpu")
     model = GPT(cfg)
@@ -95,10 +95,10 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
 
 def _one_pass_class(kind: str) -> type:
     """The lean optimizer with a one-pass fused step clipped by an estimate of this step's
-    norm, which trainer/lean.py does not do (measured and rejected there): `lagged`, the
+    norm, which trainer/step/lean.py does not do (measured and rejected there): `lagged`, the
     previous step's norm; `growth`, the previous norm times how much this parameter's own
     gradient norm grew since then."""
-    from trainer.lean import LeanOptimizer
+    from trainer.step.lean import LeanOptimizer
 
     class OnePass(LeanOptimizer):
         def __init__(self, model: GPT, t: TrainingConfig, *args: Any) -> None:
@@ -303,8 +303,8 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     torch.set_num_threads(args.threads)
-    from trainer.config import ConfigError
-    from trainer.lean import import_library
+    from trainer.config.run_config import ConfigError
+    from trainer.step.lean import import_library
 
     try:
         import_library()
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main())

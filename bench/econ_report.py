@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-from trainer import economical
+from trainer.model import economical
 
 MB = 2**20
 

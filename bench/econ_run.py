@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import torch
 
-from trainer.config import RunConfig
-from trainer.data import Prefetcher, PreparedData, eval_offsets
-from trainer.hardware import plan_here
-from trainer.memory import measure_step, model_tensors, optimizer_tensors
-from trainer.model import GPT
-from trainer.optim import Schedule
-from trainer.step import train_step
-from trainer.wrapping import build_parts
+from trainer.config.run_config import RunConfig
+from trainer.model.gpt import GPT
+from trainer.run.data import Prefetcher, PreparedData, eval_offsets
+from trainer.run.hardware import plan_here
+from trainer.run.wrapping import build_parts
+from trainer.step.memory import measure_step, model_tensors, optimizer_tensors
+from trainer.step.optim import Schedule
+from trainer.step.step import train_step
 
 from .econ_stats import iqr
 from .opcount import count_step

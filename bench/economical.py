@@ -8,7 +8,7 @@
 
 The economical combination is an activation level (training.economical: selective or
 full recompute) and the lean training state (training.lean_state: 8-bit moments, 16-bit
-weights, the optimizer step inside the backward pass: trainer/lean.py), as RUN.json names
+weights, the optimizer step inside the backward pass: trainer/step/lean.py), as RUN.json names
 them or the flags override; the normal mode is neither.
 
 Each series trains the normal mode and the economical mode from the same seed on the
@@ -24,7 +24,7 @@ on a GPU, from the wall clock (and the process's CPU time, less disturbed by oth
 programs on a shared machine) on the CPU. The data fetch is outside the timed region.
 
 Memory: the step's peak of allocated memory (torch.cuda.max_memory_allocated, or the
-live tensor storages on the CPU: trainer.memory), the activations the forward pass left
+live tensor storages on the CPU: trainer.step.memory), the activations the forward pass left
 for the backward pass, and on a GPU what the card shows the process using (NVML, where
 the nvidia-ml-py package is installed; else the driver's free/total).
 
@@ -67,7 +67,7 @@ from typing import Any
 
 import torch
 
-from trainer.config import (
+from trainer.config.run_config import (
     ECONOMICAL_LEVELS,
     LEAN_MODES,
     ConfigError,
@@ -78,7 +78,8 @@ from trainer.config import (
     lean_mode,
     load,
 )
-from trainer.data import DataError, PreparedData, open_prepared
+from trainer.plan.preflight import DataError
+from trainer.run.data import PreparedData, open_prepared
 
 from .econ_report import describe_device, table, write_json
 from .econ_run import (  # noqa: F401 — perturb_weights re-exported for the tests
@@ -390,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
         configured = economical_level(cfg.training.economical)
         lean = args.lean_state or lean_mode(cfg.training.lean_state)
         if lean != "off":  # a missing library or an unserved device: one line, before any run
-            from trainer.lean import check_device
+            from trainer.step.lean import check_device
 
             check_device(device)
     except ConfigError as e:
@@ -447,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main())

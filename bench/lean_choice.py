@@ -12,11 +12,11 @@ shared machine each meets the same changing load in every position. The variants
     adamw          torch AdamW, fused, fp32 weights and moments (the normal mode)
     bnb8           bitsandbytes AdamW8bit, fp32 weights (clip exact, step after backward)
     ao8            torchao AdamW8bit, fp32 weights
-    lean           trainer/lean.py at fp32, lean_state "fused": bitsandbytes 8-bit
+    lean           trainer/step/lean.py at fp32, lean_state "fused": bitsandbytes 8-bit
                    moments, the step inside the second of two backward passes, clipped
-                   exactly (trainer.step.train_step)
+                   exactly (trainer.step.step.train_step)
     adamw_bf16     torch AdamW fused, fp32 weights, bf16 autocast (the normal mode at bf16)
-    lean_bf16      trainer/lean.py at bf16: bf16 weights with stochastic rounding
+    lean_bf16      trainer/step/lean.py at bf16: bf16 weights with stochastic rounding
     ao8_bf16sr     torchao AdamW8bit(bf16_stochastic_round=True) on bf16 weights
     ao_bf16sr      torchao _AdamW(bf16_stochastic_round=True): bf16 weights, fp32 moments
 
@@ -57,11 +57,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from trainer.config import ModelConfig, TrainingConfig
-from trainer.data import PreparedData, eval_offsets, get_batch, open_prepared
-from trainer.model import GPT
-from trainer.optim import Schedule, autocast, make_optimizer, make_scaler
-from trainer.step import train_step
+from trainer.config.run_config import ModelConfig, TrainingConfig
+from trainer.model.gpt import GPT
+from trainer.run.data import PreparedData, eval_offsets, get_batch, open_prepared
+from trainer.step.optim import Schedule, autocast, make_optimizer, make_scaler
+from trainer.step.step import train_step
 
 from .synthetic import make_prepared
 
@@ -80,7 +80,7 @@ def torchao_available() -> bool:
 
 
 def _groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    from trainer.lean import param_groups
+    from trainer.step.lean import param_groups
 
     return param_groups(model, weight_decay)
 
@@ -91,12 +91,12 @@ def make_variant_optimizer(name: str, model: nn.Module, t: TrainingConfig) -> to
     if name in ("adamw", "adamw_bf16"):
         return make_optimizer(model, t, cpu)
     if name == "bnb8":
-        from trainer.lean import import_library
+        from trainer.step.lean import import_library
 
         bnb = import_library()
         return bnb.optim.AdamW8bit(_groups(model, t.weight_decay), lr=t.lr, betas=BETAS, eps=EPS)
     if name in ("lean", "lean_bf16"):
-        from trainer.lean import LeanOptimizer
+        from trainer.step.lean import LeanOptimizer
 
         return LeanOptimizer(model, t, cpu, "bf16" if name == "lean_bf16" else "fp32", "fused")
     from torchao.optim import AdamW8bit, _AdamW
@@ -397,7 +397,7 @@ def _measure(args: argparse.Namespace, names: list[str], say: Callable[[str], No
 
 
 if __name__ == "__main__":
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main())

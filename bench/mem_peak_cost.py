@@ -1,6 +1,6 @@
 """python -m bench.mem_peak_cost — what counting every CPU step's memory costs per step.
 
-The trainer's `mem_peak_mb` on the CPU comes from StoragePeak (trainer/memory.py), a
+The trainer's `mem_peak_mb` on the CPU comes from StoragePeak (trainer/step/memory.py), a
 dispatch mode that sees every operator of the step; since issue 24 every step is counted,
 so the events say the peak over all steps so far. This runs the real loop
 (bench.step.trainer_series: memmapped data, events, clipping) with every other step
@@ -19,9 +19,9 @@ import json
 import numpy as np
 import torch
 
-import trainer.memory as memory
+import trainer.step.memory as memory
 from bench.step import summarize, trainer_series, write_random_data
-from trainer.config import from_dict
+from trainer.config.run_config import from_dict
 
 RECOUNT_EVERY = memory.StepMemory.RECOUNT_EVERY  # the trainer's, before this tool sets it to 1
 

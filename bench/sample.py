@@ -1,12 +1,12 @@
 """python -m bench.sample — text generation with the key/value cache against a plain loop.
 
-Side by side in one process, in alternating order, several series: `trainer.generate`
+Side by side in one process, in alternating order, several series: `trainer.text.generate`
 (each new token one position's forward pass over the cached keys and values) against the
 loop nanoGPT's `generate` writes (the whole context run again for every new token), both
 greedy from the same prompt on the same random-weight model, so their tokens must agree
 (checked each series). Reported: tokens/s per side as medians with the spread.
 
-Then what samples during training cost (trainer.samples: a few prompts, a short cached
+Then what samples during training cost (trainer.run.samples: a few prompts, a short cached
 continuation each, with every evaluation), as a share of the training time between two
 evaluations: measured directly at the same model (one sampling round against training
 steps of the trainer's model with AdamW at the default batch), and read from the events of
@@ -28,10 +28,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from trainer.config import ModelConfig
-from trainer.generate import Sampling, generate, training_samples
-from trainer.model import GPT
-from trainer.samples import PROMPT_TOKENS, PROMPTS
+from trainer.config.run_config import ModelConfig
+from trainer.model.gpt import GPT
+from trainer.run.samples import PROMPT_TOKENS, PROMPTS
+from trainer.text.generate import Sampling, generate, training_samples
 
 
 @torch.no_grad()
@@ -82,7 +82,7 @@ def side_by_side(model: GPT, prompt: list[int], new: int, series: int) -> dict:
 
 def training_share(model: GPT, batch: int, steps: int, sample_tokens: int, eval_every: int, rounds: int) -> dict:
     """One round of training samples (PROMPTS prompts of PROMPT_TOKENS tokens, `sample_tokens`
-    new each, as trainer.samples does) against training steps of the same model."""
+    new each, as trainer.run.samples does) against training steps of the same model."""
     n, vocab = model.cfg.context, model.cfg.vocab
     gen = torch.Generator().manual_seed(1)
     prompts = [torch.randint(vocab, (PROMPT_TOKENS,), generator=gen).tolist() for _ in range(PROMPTS)]
@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     raise SystemExit(main())

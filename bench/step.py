@@ -2,7 +2,7 @@
 
 The plain loop is what a tutorial writes: nn.Linear layers, nn.LayerNorm, SDPA, AdamW with
 its defaults, random batches from a tensor in memory, `loss.item()` each step. The trainer
-side runs the real loop (trainer.train.Trainer) — memmapped data with the prefetcher,
+side runs the real loop (trainer.run.train.Trainer) — memmapped data with the prefetcher,
 events written and flushed every step, gradient clipping — so anything the data path,
 logging or checkpointing costs is counted. Both run in this one process, in alternating
 order, several series; per-step times are reported as medians with their spread.
@@ -22,9 +22,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from trainer.config import RunConfig, TrainingConfig, from_dict, parameter_count
-from trainer.distributed import World
-from trainer.train import Options, Trainer
+from trainer.config.run_config import RunConfig, TrainingConfig, from_dict, parameter_count
+from trainer.parallel.distributed import World
+from trainer.run.train import Options, Trainer
 
 # Peak dense matmul throughput (FLOP/s) for the model-FLOPs utilisation, by card name.
 PEAK_FLOPS = {"T4": 65e12, "A100": 312e12, "H100": 989e12, "H200": 989e12, "L4": 121e12,
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     raise SystemExit(main())

@@ -35,7 +35,7 @@ def main() -> int:
     from app.gpu.sampler import Sampler
     from app.gpu.settings import MonitorSettings
     from bench.fake_nvml import FakeCard, FakeNvml
-    from ui.monitor_panel import MonitorPanel
+    from ui.monitor.panel import MonitorPanel
 
     fake = FakeNvml([FakeCard(name=f"Fake GPU {i}") for i in range(args.gpus)])
     fake.install()

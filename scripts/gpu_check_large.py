@@ -5,8 +5,8 @@
 Each case runs in a process of its own (a clean CUDA context, so its peak and its memory
 cap are its own) and appends one JSON line to OUT.jsonl as soon as it ends, so a part
 cut off by its time box keeps the cases it finished. A case builds the trainer's own
-pieces (trainer.model.GPT, trainer.economical, trainer.lean.LeanOptimizer or the normal
-AdamW, trainer.step.train_step: the step the trainer runs) on random tokens, and reports:
+pieces (trainer.model.gpt.GPT, trainer.model.economical, trainer.step.lean.LeanOptimizer or the normal
+AdamW, trainer.step.step.train_step: the step the trainer runs) on random tokens, and reports:
 - peak allocated (torch.cuda.max_memory_allocated over all steps, the optimizer state's
   creation at step 1 included) and peak reserved;
 - observed: the card's used memory by NVML (the whole card, the CUDA context included),
@@ -83,11 +83,11 @@ def run_case(case: dict, smoke: bool) -> dict:
     """One case, in this process (called in a child by main)."""
     import torch
 
-    from trainer.config import ConfigError, ModelConfig, RunConfig, TrainingConfig
-    from trainer.hardware import plan_here
-    from trainer.model import GPT, count_parameters
-    from trainer.optim import make_optimizer, make_scaler
-    from trainer.step import train_step
+    from trainer.config.run_config import ConfigError, ModelConfig, RunConfig, TrainingConfig
+    from trainer.model.gpt import GPT, count_parameters
+    from trainer.run.hardware import plan_here
+    from trainer.step.optim import make_optimizer, make_scaler
+    from trainer.step.step import train_step
 
     device = torch.device("cpu" if smoke else "cuda")
     precision = "bf16"
@@ -113,7 +113,7 @@ def run_case(case: dict, smoke: bool) -> dict:
     out["params"] = count_parameters(model)
     if case["lean"] != "off":
         try:
-            from trainer.lean import LeanOptimizer, check_device
+            from trainer.step.lean import LeanOptimizer, check_device
 
             check_device(device)
         except Exception as e:  # noqa: BLE001 — a missing or CPU-only bitsandbytes: said, skipped
@@ -124,7 +124,7 @@ def run_case(case: dict, smoke: bool) -> dict:
     scaler = make_scaler(precision, device)
     module = model
     if case.get("compile"):
-        from trainer.compiling import wrap
+        from trainer.step.compiling import wrap
 
         module = wrap(model)
     g = torch.Generator(device=device).manual_seed(0)

@@ -1,5 +1,5 @@
-"""The plan on a real card (trainer/plan.py): the trainer fills its Machine from torch at its
-start (trainer/hardware.py), the lab from NVML (app.sizing.gpus.machine_for("local", …)).
+"""The plan on a real card (trainer/plan/planner.py): the trainer fills its Machine from torch at its
+start (trainer/run/hardware.py), the lab from NVML (app.sizing.gpus.machine_for("local", …)).
 For the same card the two must plan every setting alike, or the lab would promise what the
 trainer then runs differently. Over the grid (economical level × lean state × compile ×
 sharding × precision: 432 settings) at the lab's three models (27.7 M, 604 M, 1.67 B), on
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 
 from app.sizing.gpus import local_card, machine_for  # noqa: E402
-from trainer.config import (  # noqa: E402
+from trainer.config.run_config import (  # noqa: E402
     COMPILE_MODES,
     ECONOMICAL_LEVELS,
     LEAN_MODES,
@@ -31,9 +31,9 @@ from trainer.config import (  # noqa: E402
     SHARDING_MODES,
     from_dict,
 )
-from trainer.distributed import World  # noqa: E402
-from trainer.hardware import this_machine  # noqa: E402
-from trainer.plan import Plan, plan  # noqa: E402
+from trainer.parallel.distributed import World  # noqa: E402
+from trainer.plan.planner import Plan, plan  # noqa: E402
+from trainer.run.hardware import this_machine  # noqa: E402
 
 MODELS = {"27.7M": (8, 512, 8, 6), "604M": (24, 1440, 12, 2), "1.67B": (26, 2304, 18, 1)}
 

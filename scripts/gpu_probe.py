@@ -2,7 +2,7 @@
 
     python scripts/gpu_probe.py OUT.json [--smoke]
 
-For each case it builds the trainer's own model, optimizer and step (trainer.step), feeds
+For each case it builds the trainer's own model, optimizer and step (trainer.step.step), feeds
 random batches, and reports per step, as medians over the timed steps:
   wall_ms     synchronised wall time of a whole step (CUDA events),
   enqueue_ms  host time until train_step returns, started on an idle GPU: the cost of
@@ -30,10 +30,10 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from trainer.config import ModelConfig, TrainingConfig  # noqa: E402
-from trainer.model import GPT  # noqa: E402
-from trainer.optim import make_optimizer, make_scaler, pick_precision  # noqa: E402
-from trainer.step import train_step  # noqa: E402
+from trainer.config.run_config import ModelConfig, TrainingConfig  # noqa: E402
+from trainer.model.gpt import GPT  # noqa: E402
+from trainer.step.optim import make_optimizer, make_scaler, pick_precision  # noqa: E402
+from trainer.step.step import train_step  # noqa: E402
 
 
 def case(

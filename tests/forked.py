@@ -86,7 +86,7 @@ def _preload() -> None:
     import torch._dynamo  # noqa: F401  (what the first optimizer call imports)
     import torch.optim  # noqa: F401
 
-    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # as trainer.lean does
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)  # as trainer.step.lean does
     try:
         import bitsandbytes  # noqa: F401
     except ImportError:

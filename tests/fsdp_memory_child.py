@@ -1,7 +1,7 @@
 """Run by tests/test_fsdp_memory.py as two gloo processes (forked ranks, or torchrun): training
 steps of a small model sharded with FSDP2 at an economical level, and the peak of live
-storages of a step once the optimizer has its state (trainer.memory.StoragePeak), for the
-trainer's own sharding (trainer.sharding.shard: per block) and for the whole model as one
+storages of a step once the optimizer has its state (trainer.step.memory.StoragePeak), for the
+trainer's own sharding (trainer.parallel.sharding.shard: per block) and for the whole model as one
 FSDP unit (how the levels ran before). Writes OUT/rank<r>.json.
 
     python -m torch.distributed.run --standalone --nproc_per_node=2 -m tests.fsdp_memory_child OUT PRECISION LEVEL...
@@ -23,11 +23,11 @@ import torch.distributed as dist
 from torch.distributed.fsdp import fully_shard
 from torch.distributed.fsdp._fully_shard import _fsdp_param, _fsdp_param_group
 
-from trainer import sharding
-from trainer.config import ModelConfig, TrainingConfig
-from trainer.memory import StoragePeak, optimizer_tensors
-from trainer.model import GPT
-from trainer.step import train_step
+from trainer.config.run_config import ModelConfig, TrainingConfig
+from trainer.model.gpt import GPT
+from trainer.parallel import sharding
+from trainer.step.memory import StoragePeak, optimizer_tensors
+from trainer.step.step import train_step
 
 SHAPE = {"layers": 6, "width": 128, "heads": 4, "context": 64, "vocab": 300}
 BATCH = 4

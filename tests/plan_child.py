@@ -3,7 +3,7 @@ every distinct plan the trainer accepts on this machine at a tiny shape — the 
 economical level × lean state × compile × sharding × precision, and a few with micro-steps —
 trained for two steps in this one process (or process group; there the compiled ones at
 the economical level off only), through the trainer's own
-set-up and loop (trainer.train._run_steps), one run folder each. For each, what ran is
+set-up and loop (trainer.run.train._run_steps), one run folder each. For each, what ran is
 written to OUT_DIR/report-RANK.json for tests/test_plan_trainer.py: the plan the `start`
 event says, what the built parts are ("built"), the warnings, the steps and samples made,
 and what the parts were after the steps (the compiled step used or not, gradients held or
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import torch
 
-from trainer.config import (
+from trainer.config.run_config import (
     COMPILE_MODES,
     ECONOMICAL_LEVELS,
     LEAN_MODES,
@@ -27,11 +27,11 @@ from trainer.config import (
     SHARDING_MODES,
     from_dict,
 )
-from trainer.control import Options
-from trainer.distributed import init_world, shutdown
-from trainer.hardware import this_machine
-from trainer.plan import Plan, plan
-from trainer.train import EXIT_OK, Trainer, _run_steps
+from trainer.parallel.distributed import init_world, shutdown
+from trainer.plan.planner import Plan, plan
+from trainer.run.control import Options
+from trainer.run.hardware import this_machine
+from trainer.run.train import EXIT_OK, Trainer, _run_steps
 
 MODEL = {"context": 16, "width": 32, "heads": 2, "layers": 2, "vocab": 300}
 STEPS = 2

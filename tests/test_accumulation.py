@@ -15,8 +15,8 @@ N, B = 32, 4  # the tiny runs' context and batch per card (tests/trainer_run.py)
 
 
 def _model(seed: int = 7):
-    from trainer.config import ModelConfig
-    from trainer.model import GPT
+    from trainer.config.run_config import ModelConfig
+    from trainer.model.gpt import GPT
 
     model = GPT(ModelConfig(context=N, width=64, heads=2, layers=2, vocab=300))
     model.init_weights(seed)
@@ -35,8 +35,8 @@ def _max_diff(a, b) -> float:
 def _step_both(make_opt, precision: str = "fp32", kind: str = "normal") -> tuple[float, float, float]:
     """One step as two micro-steps and as one batch of both: (their largest weight
     difference, how far the step moved the weights, the two losses' difference)."""
-    from trainer.optim import make_scaler
-    from trainer.step import train_step
+    from trainer.step.optim import make_scaler
+    from trainer.step.step import train_step
 
     start, split, whole = _model(), _model(), _model()
     (x1, y1), (x2, y2) = _batches(2)
@@ -48,8 +48,8 @@ def _step_both(make_opt, precision: str = "fp32", kind: str = "normal") -> tuple
 
 
 def test_two_micro_steps_make_the_step_of_their_whole_batch():
-    from trainer.config import TrainingConfig
-    from trainer.optim import make_optimizer
+    from trainer.config.run_config import TrainingConfig
+    from trainer.step.optim import make_optimizer
 
     t = TrainingConfig(lr=1e-3)
     diff, moved, loss_diff = _step_both(lambda m: make_optimizer(m, t, CPU))
@@ -59,8 +59,8 @@ def test_two_micro_steps_make_the_step_of_their_whole_batch():
 
 def test_lean_state_updates_once_from_the_summed_gradient():
     pytest.importorskip("bitsandbytes")
-    from trainer.config import TrainingConfig
-    from trainer.lean import LeanOptimizer
+    from trainer.config.run_config import TrainingConfig
+    from trainer.step.lean import LeanOptimizer
 
     t = TrainingConfig(lr=1e-3)
     opts = []
@@ -78,7 +78,7 @@ def test_lean_state_updates_once_from_the_summed_gradient():
 
 
 def test_a_micro_step_reads_what_another_card_would():
-    from trainer.data import Prefetcher, get_batch
+    from trainer.run.data import Prefetcher, get_batch
 
     tokens = torch.arange(5000, dtype=torch.int32).numpy().astype("uint16")
     one_card = Prefetcher(tokens, N, B, 11, 0, CPU, world_size=1, accumulation=2)
@@ -105,12 +105,12 @@ def test_a_tokens_per_step_that_does_not_divide_is_refused_by_the_config_check(t
     cfg = json.loads((run / "run.json").read_text())
     cfg["target"] = target
     (run / "run.json").write_text(json.dumps(cfg))
-    p = run_module("trainer.config", str(run / "run.json"), timeout=60)  # `python -m trainer.config`, forked
+    p = run_module("trainer.config.run_config", str(run / "run.json"), timeout=60)  # `python -m trainer.config`, forked
     assert p.returncode == 2 and says in p.stderr, p.stderr
 
 
 def test_nearest_values_and_batches_are_named():
-    from trainer.config import ConfigError, accumulation, from_dict
+    from trainer.config.run_config import ConfigError, accumulation, from_dict
 
     cfg = from_dict({"training": {"tokens_per_step": 12288, "batch_per_card": 6}})
     assert accumulation(cfg, 1) == 2 and accumulation(cfg, 2) == 1
@@ -123,7 +123,7 @@ def test_nearest_values_and_batches_are_named():
 
 
 def test_smaller_batch_keeps_the_tokens_per_step():
-    from trainer.config import smaller_batch
+    from trainer.config.run_config import smaller_batch
 
     assert smaller_batch(6, 1) == 3 and smaller_batch(5, 1) == 1 and smaller_batch(5, 2) == 2
     assert smaller_batch(1, 4) == 1 and smaller_batch(8, 3) == 4
@@ -165,7 +165,7 @@ def test_accumulation_resumes_bit_exact_with_the_economical_mode(tmp_path, tiny_
 def test_lean_state_with_accumulation_resumes_bit_exact(tmp_path, tiny_data):
     pytest.importorskip("bitsandbytes")
     # The held step (lean_state true) accumulates; a fused one is refused with micro-steps
-    # (trainer.plan: its promise, no gradients held, would not hold; tests/test_plan.py).
+    # (trainer.plan.planner: its promise, no gradients held, would not hold; tests/test_plan.py).
     kw = {"tokens_per_step": 2 * B * N, "steps_to": 6, "eval_every": 6, "lean_state": True}
     whole = write_run(tmp_path / "whole", tiny_data, {"width": 64}, **kw, checkpoint_every_min=0,
                       keep_checkpoints=6)

@@ -27,8 +27,8 @@ def test_bench_sample_tiny(tmp_path, capsys):
 def test_plain_loop_matches_the_cached_generator_greedy():
     import torch
 
-    from trainer.config import ModelConfig
-    from trainer.model import GPT
+    from trainer.config.run_config import ModelConfig
+    from trainer.model.gpt import GPT
 
     model = GPT(ModelConfig(context=16, width=32, heads=2, layers=2, vocab=50))
     model.init_weights(0)

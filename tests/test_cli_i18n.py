@@ -247,7 +247,7 @@ def test_an_ambiguous_run_id_and_a_bad_gpu_are_explained_in_russian(tmp_path):
     config = tmp_path / "run.json"
     config.write_text(json.dumps({"target": {"kind": "local"}, "data": {"dir": str(tmp_path)}}))
     code, _, err = run_cli(["run", "start", "--config", str(config), "--gpu", "first"], "ru")
-    # The trainer's own rule (trainer.config.gpu_choice), framed in Russian, before any run exists.
+    # The trainer's own rule (trainer.config.run_config.gpu_choice), framed in Russian, before any run exists.
     assert code == 2 and "run.json не пройдёт проверку тренера" in err and "target.gpu" in err and "'first'" in err, err
     assert Registry().list_runs() == [] or all(r.name == "alpha" for r in Registry().list_runs())
 
@@ -317,7 +317,7 @@ def test_argparse_messages_of_other_python_versions_are_translated():
 
 def test_bench_window_help_exits_0_and_a_wrong_argument_is_a_usage_error(capsys):
     # A process benchmark, run in process here: only its argument handling is under test.
-    from ui.bench_window import main as bench_window
+    from ui.window.bench import main as bench_window
 
     assert bench_window(["--help"]) == 0
     assert "startup|plot" in capsys.readouterr().out

@@ -1,4 +1,4 @@
-"""training.compile (trainer/compiling.py) in the real trainer on the CPU: bit-exact resume
+"""training.compile (trainer/step/compiling.py) in the real trainer on the CPU: bit-exact resume
 with compilation on, checkpoints crossing between compiled and eager runs (plain weight
 names), the economical levels compiled, the fallback when compilation fails, and the lean
 state refused in one line.
@@ -95,10 +95,10 @@ def test_a_failed_compilation_is_said_and_training_goes_on_eagerly(tmp_path, tin
 
 
 def test_compile_choices_and_refusals(tmp_path, tiny_data, monkeypatch):
-    from trainer.config import ConfigError, from_dict
-    from trainer.distributed import World
-    from trainer.hardware import this_machine
-    from trainer.plan import Machine, Refusal, plan
+    from trainer.config.run_config import ConfigError, from_dict
+    from trainer.parallel.distributed import World
+    from trainer.plan.planner import Machine, Refusal, plan
+    from trainer.run.hardware import this_machine
 
     def compiles(machine: Machine, **training) -> str:
         p = plan(from_dict({"training": training}), machine)

@@ -1,11 +1,11 @@
-"""run.json's one contract (trainer/config.py): the defaults, the weight count, the
+"""run.json's one contract (trainer/config/run_config.py): the defaults, the weight count, the
 width/heads rule and the economical reader that the trainer, the sizing and the form share."""
 
 from __future__ import annotations
 
 import pytest
 
-from trainer import config as C
+from trainer.config import run_config as C
 
 
 def test_default_reads_one_key_by_its_path():
@@ -23,7 +23,7 @@ def test_default_reads_one_key_by_its_path():
 def test_weight_count_is_the_models_own():
     """The formula the sizing and the form use is the real model's parameter count."""
     torch = pytest.importorskip("torch")
-    from trainer.model import GPT, count_parameters
+    from trainer.model.gpt import GPT, count_parameters
 
     assert C.weight_count(8, 512, 1024, 4000) == 27_738_112
     for layers, width, heads, context, vocab in [(1, 8, 1, 4, 256), (3, 48, 6, 17, 1000), (6, 96, 3, 64, 65535)]:
@@ -49,7 +49,7 @@ def test_the_sizing_and_the_form_count_with_the_contract():
 
 
 def test_width_and_heads_one_rule():
-    """The shape rules are the contract's (trainer.config.shape_problem); the sizing and the
+    """The shape rules are the contract's (trainer.config.run_config.shape_problem); the sizing and the
     form ask it and say its refusal in their language, restating nothing."""
     from app.base.plan_texts import text
     from app.sizing import estimate

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests import trainer_run as tr
-from trainer import cuda_build
-from trainer.cuda_build import Card, build_for, runs_on, verdict
+from trainer.plan import cuda_build
+from trainer.plan.cuda_build import Card, build_for, runs_on, verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,9 +97,9 @@ def test_cards_are_found_with_nvidia_smi_and_hidden_by_cuda_visible_devices(nvid
 @pytest.mark.parametrize("device", ["cuda", "auto"])
 def test_pick_device_refuses_a_card_its_torch_cannot_drive(device, nvidia_smi):
     """The trainer's own choice, in this process (the next test runs the whole trainer)."""
-    from trainer.config import ConfigError
-    from trainer.distributed import World
-    from trainer.train import pick_device
+    from trainer.config.run_config import ConfigError
+    from trainer.parallel.distributed import World
+    from trainer.run.train import pick_device
 
     assert pick_device("cpu", World()).type == "cpu"
     nvidia_smi(RTX_5070_TI)
@@ -129,10 +129,10 @@ def test_the_trainer_refuses_a_run_on_a_card_its_torch_cannot_drive(device, nvid
 @pytest.mark.windows
 def test_text_generation_on_auto_says_why_it_runs_on_the_cpu(nvidia_smi, tmp_path):
     from app.text.generation import start_text
-    from trainer import checkpoint as ckpt
-    from trainer.config import ModelConfig
-    from trainer.generate import load_for_generation
-    from trainer.model import GPT
+    from trainer.config.run_config import ModelConfig
+    from trainer.model.gpt import GPT
+    from trainer.state import checkpoint as ckpt
+    from trainer.text.generate import load_for_generation
 
     cfg = ModelConfig(context=16, width=32, heads=2, layers=2, vocab=50)
     model = GPT(cfg)
@@ -151,16 +151,16 @@ def test_text_generation_on_auto_says_why_it_runs_on_the_cpu(nvidia_smi, tmp_pat
 
 def test_python_m_trainer_cuda_build_says_the_verdict_in_one_line(nvidia_smi):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    done = subprocess.run([sys.executable, "-m", "trainer.cuda_build"], env=env, cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "trainer.plan.cuda_build"], env=env, cwd=ROOT, capture_output=True,
                           encoding="utf-8", timeout=600)
     assert (done.returncode, len(done.stdout.strip().splitlines())) == (0, 1), done.stderr
     assert "no NVIDIA card here, runs train on the CPU" in done.stdout
     nvidia_smi(RTX_5070_TI)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    index = subprocess.run([sys.executable, "-m", "trainer.cuda_build", "--index"], env=env, cwd=ROOT,
+    index = subprocess.run([sys.executable, "-m", "trainer.plan.cuda_build", "--index"], env=env, cwd=ROOT,
                            capture_output=True, encoding="utf-8", timeout=600)
     assert index.stdout.strip() == "cu128"
-    done = subprocess.run([sys.executable, "-m", "trainer.cuda_build"], env=env, cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "trainer.plan.cuda_build"], env=env, cwd=ROOT, capture_output=True,
                           encoding="utf-8", timeout=600)
     assert done.returncode == 1 and len(done.stdout.strip().splitlines()) == 1
     assert "RTX 5070 Ti" in done.stdout and "/whl/cu128" in done.stdout

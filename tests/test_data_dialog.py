@@ -26,7 +26,7 @@ def stalled_file(monkeypatch, folder) -> None:
 
 @pytest.fixture
 def dialog(qtbot, russian):
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     dlg = DataDialog()
     qtbot.addWidget(dlg)
@@ -81,7 +81,7 @@ def test_add_a_folder_to_a_new_constellation_lists_it_with_its_counts(qtbot, dia
 @pytest.mark.parametrize("lang, words", [("ru", ("нет текста", "ничего не добавлено", "UTF-8")),
                                          ("en", ("no text", "nothing was added", "UTF-8"))])
 def test_a_file_with_no_text_is_refused_with_the_commands_message(qtbot, tmp_path, lang, words):
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     set_language(lang)
     try:
@@ -180,7 +180,7 @@ def test_cancel_an_add_in_progress_leaves_the_library_unchanged(qtbot, dialog, t
 
 
 def test_statuses_show_changed_and_missing_files_and_recheck_reads_them(qtbot, tmp_path, russian):
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     lib = Library()
     kept = texts(tmp_path / "kept")
@@ -210,7 +210,7 @@ def test_statuses_show_changed_and_missing_files_and_recheck_reads_them(qtbot, t
 
 
 def test_the_dialog_in_english(qtbot):
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     set_language("en")
     try:
@@ -228,8 +228,8 @@ def test_lab_menu_opens_data_and_the_form_lists_a_new_constellation(qtbot, tmp_p
     """«Лаборатория → Данные…»: after an add there, the run form's constellations (with their
     token counts) are read again: the new one can be ticked at once."""
     from app.runs import RunManager
-    from ui.data_dialog import DataDialog
-    from ui.main_window import MainWindow
+    from ui.data.dialog import DataDialog
+    from ui.window.main_window import MainWindow
 
     window = MainWindow(runs=RunManager(), poll_ms=100)
     qtbot.addWidget(window)
@@ -283,7 +283,7 @@ def test_a_taken_name_is_refused_before_anything_runs(qtbot, dialog, tmp_path):
 
 def test_a_damaged_state_file_is_shown_not_a_crash(qtbot, russian):
     from app.base import paths
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     paths.state_db_path().parent.mkdir(parents=True, exist_ok=True)
     paths.state_db_path().write_bytes(b"not a database " * 50)
@@ -300,7 +300,7 @@ def test_a_locked_state_file_is_shown_not_a_crash(qtbot, russian, monkeypatch):
     import sqlite3
 
     from app.base import paths, state
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     monkeypatch.setattr(state, "BUSY_TIMEOUT_MS", 1500)  # no need to wait the lab's 10 s here
     monkeypatch.setattr(state, "WAIT_NOTICE_S", 0.5)
@@ -321,7 +321,7 @@ def test_a_locked_state_file_is_shown_not_a_crash(qtbot, russian, monkeypatch):
 
 def test_the_form_with_no_constellations_points_to_the_data_window(qtbot, russian):
     from app.form.run_form import FormContext
-    from ui.run_form import RunFormView
+    from ui.form.run_form import RunFormView
 
     view = RunFormView(FormContext())
     qtbot.addWidget(view)

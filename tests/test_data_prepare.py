@@ -103,7 +103,7 @@ def test_prepared_folder_contract(lib, tmp_path, two_constellations):
     assert phases.index("tokenizer") < phases.index("tokenize") < phases.index("split") < phases.index("done")
     assert any(p.phase == "tokenize" and p.fraction == 1.0 for p in seen)
     # The trainer reads it (its own reader, the real contract).
-    from trainer.data import eval_offsets, open_prepared
+    from trainer.run.data import eval_offsets, open_prepared
 
     data = open_prepared(out)
     assert data.vocab_size == 600 and data.data_id == m["data_id"] and len(data.val) == m["val_tokens"]
@@ -199,7 +199,7 @@ def test_reused_tokenizer_is_kept_byte_for_byte(lib, tmp_path, two_constellation
 
 
 # 65,536 tokens is the largest vocabulary whose ids (0…65,535) fit uint16: the trainer's
-# own limit (trainer.config.MAX_VOCAB), which preparing data takes too.
+# own limit (trainer.config.run_config.MAX_VOCAB), which preparing data takes too.
 @pytest.mark.parametrize("vocab", [0, 255, 65537, 100_000])
 def test_vocabulary_outside_uint16_or_bytes_is_refused(lib, vocab):
     with pytest.raises(PrepareError, match=str(vocab)) as e:

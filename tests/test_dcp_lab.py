@@ -14,7 +14,7 @@ from app.runs import Registry, RunManager
 from app.runs.checkpoints import choose_checkpoint, damage, latest_checkpoint
 from tests.test_runs_local import config, no_orphans, one_thread  # noqa: F401 (fixtures)
 from tests.trainer_run import events, torchrun
-from trainer import checkpoint_index as index
+from trainer.state import checkpoint_index as index
 
 pytestmark = pytest.mark.timeout(300)
 STEPS = 4

@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from bench import economical as bench_economical
-from trainer import economical
-from trainer.config import ModelConfig, TrainingConfig
-from trainer.memory import measure_step, model_tensors, optimizer_tensors
-from trainer.model import GPT, lm_loss
-from trainer.optim import autocast, make_optimizer, make_scaler
-from trainer.step import train_step
+from trainer.config.run_config import ModelConfig, TrainingConfig
+from trainer.model import economical
+from trainer.model.gpt import GPT, lm_loss
+from trainer.step.memory import measure_step, model_tensors, optimizer_tensors
+from trainer.step.optim import autocast, make_optimizer, make_scaler
+from trainer.step.step import train_step
 
 CPU = torch.device("cpu")
 SMALL = ModelConfig(context=64, width=32, heads=2, layers=2, vocab=200)
@@ -213,8 +213,8 @@ def test_rounding_control_tells_noise_from_a_change():
 
 
 def test_perturbation_is_one_rounding_step_and_seeded():
-    from trainer.config import ModelConfig
-    from trainer.model import GPT
+    from trainer.config.run_config import ModelConfig
+    from trainer.model.gpt import GPT
 
     m = ModelConfig(context=8, width=16, heads=2, layers=1, vocab=50)
     a, b, c = (GPT(m) for _ in range(3))

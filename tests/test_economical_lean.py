@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from bench import economical as bench_economical
-from trainer.config import parameter_count
+from trainer.config.run_config import parameter_count
 
 
 def test_the_lean_default_is_the_state_dominated_shape():

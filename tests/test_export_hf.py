@@ -17,7 +17,7 @@ TEXT = "Звёзды над рекой, and the stars — 42 of them!"
 
 
 def _export(*args: str) -> subprocess.CompletedProcess:
-    return run_module("trainer.export", *args)
+    return run_module("trainer.model.export", *args)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def exported(tmp_path_factory, tiny_data):
     run = write_run(tmp / "run", tiny_data, {"width": 64, "heads": 4}, steps_to=3, eval_every=3)
     p = run_trainer(run)
     assert p.returncode == 0, p.stderr
-    from trainer import checkpoint as C
+    from trainer.state import checkpoint as C
 
     # Weights ×3: pre-activations of order 1, where the erf and tanh GELUs (or two norm
     # epsilons) differ by ~1e-4 in the logits, so a wrong mapping cannot pass the 1e-5.
@@ -40,9 +40,9 @@ def exported(tmp_path_factory, tiny_data):
 
 
 def test_transformers_loads_it_as_gpt2_with_the_labs_logits(exported):
-    from trainer.checkpoint import load
-    from trainer.config import ModelConfig
-    from trainer.model import GPT
+    from trainer.config.run_config import ModelConfig
+    from trainer.model.gpt import GPT
+    from trainer.state.checkpoint import load
 
     ckpt, folder = exported
     state = load(ckpt)
@@ -98,7 +98,7 @@ def test_ternit_export_format_hf_from_a_run_id_finds_the_runs_tokenizer(exported
     from the run's run.json; the lines are the lab's, in the interface language."""
     from app.runs import Registry
     from tests.test_cli_i18n import run_cli
-    from trainer import checkpoint as C
+    from trainer.state import checkpoint as C
 
     ckpt, _ = exported
     reg = Registry()

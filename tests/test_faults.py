@@ -103,7 +103,7 @@ def test_export_refuses_a_checkpoint_with_flipped_bytes(three_checkpoints, tmp_p
     newest = run / "checkpoints" / "step-00000003.pt"
     flip_bytes_in_largest_tensor(newest)
     out = tmp_path / "w.safetensors"
-    p = run_module("trainer.export", str(newest), str(out))
+    p = run_module("trainer.model.export", str(newest), str(out))
     assert p.returncode == 2 and "damaged" in p.stderr and "step-00000003.pt" in p.stderr
     assert not out.exists()
 
@@ -198,7 +198,7 @@ def test_a_second_trainer_on_a_running_run_is_refused_and_a_killed_one_leaves_no
 
 @pytest.mark.windows  # msvcrt's byte-range lock there
 def test_the_lock_refuses_a_second_holder_and_frees_on_release(tmp_path):
-    from trainer.lock import LockError, RunLock
+    from trainer.base.lock import LockError, RunLock
 
     with RunLock(tmp_path):
         with pytest.raises(LockError, match=f"process {os.getpid()}"):
@@ -262,20 +262,20 @@ BAD_VALUES = [
 
 @pytest.mark.parametrize("change, said", BAD_VALUES)
 def test_values_once_refused_only_at_step_1_are_refused_by_the_check(tmp_path, change, said):
-    from trainer.config import main
+    from trainer.config.__main__ import main
 
     cfg = {"name": "bad", "model": {"context": 32, "width": 32, "heads": 2, "layers": 2, "vocab": 300}}
     for key, value in change.items():
         cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
     path = tmp_path / "run.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
-    proc = run_module("trainer.config", str(path), timeout=60)
+    proc = run_module("trainer.config.run_config", str(path), timeout=60)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
     assert main([str(path)]) == 2
 
 
 def test_a_run_json_that_is_not_utf8_is_one_line(tmp_path, capsys):
-    from trainer.config import main
+    from trainer.config.__main__ import main
 
     path = tmp_path / "run.json"
     path.write_bytes(b'{"name": "\xff\xfe"}')

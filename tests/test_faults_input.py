@@ -159,7 +159,7 @@ def test_a_card_that_is_not_a_card_and_a_key_given_twice_leave_nothing(tiny_data
 
 
 def test_a_section_given_as_null_is_read_the_same_by_the_lab_and_the_trainer(tiny_data, tmp_path):
-    from trainer.config import load
+    from trainer.config.run_config import load
 
     cfg = config(tiny_data)
     cfg["target"] = None
@@ -334,7 +334,7 @@ def test_a_checkpoint_from_before_run_ids_still_loads_and_says_so(finished, tmp_
     import torch
 
     from tests.trainer_run import run_trainer
-    from trainer import checkpoint as C
+    from trainer.state import checkpoint as C
 
     m, run_id = finished
     run_dir = m.registry.get(run_id).path
@@ -494,10 +494,10 @@ def test_nothing_of_the_run_folder_is_held_after_the_trainers_end(tmp_path, tiny
     import gc as gc_module
     import os
 
-    import trainer.train as tt
+    import trainer.run.train as tt
     from tests.trainer_run import events, write_run
     from trainer.__main__ import main
-    from trainer.lock import RunLock
+    from trainer.base.lock import RunLock
 
     run = write_run(tmp_path / "run", tiny_data, steps_to=2)
     seen: dict[str, object] = {}

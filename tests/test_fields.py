@@ -97,7 +97,7 @@ def test_economical_tooltip_keeps_the_note_and_says_what_each_level_costs(lang):
     comma = "," if lang == "ru" else "."
     # The lab's note (GUIDE.md) stays.
     assert ("5 536" in tip and "12 004" in tip) if lang == "ru" else ("5,536" in tip and "12,004" in tip)
-    # Every level by its label, with the trainer's figures (trainer.economical.ABOUT).
+    # Every level by its label, with the trainer's figures (trainer.model.economical.ABOUT).
     for _key, label in spec.option_choices(lang):
         assert f"«{label}»" in tip
     for figure in (f"0{comma}39×", f"7{comma}9 %", "25 %", f"0{comma}22×", f"1{comma}13×", "22 %", "32 %"):
@@ -114,7 +114,7 @@ def test_economical_tooltip_keeps_the_note_and_says_what_each_level_costs(lang):
 
 
 def test_economical_values_in_run_json():
-    # Reading accepts what trainer.config accepts; true was the old checkbox: selective.
+    # Reading accepts what trainer.config.run_config accepts; true was the old checkbox: selective.
     assert [MS.economical_level(v) for v in (False, None, True, "off", "selective", "full")] == [
         "off", "off", "selective", "off", "selective", "full"]
     assert MS.economical_level("half") is None and MS.economical_level(1) is None
@@ -137,11 +137,11 @@ def test_economical_advice_depends_on_the_level(lang):
 def test_economical_levels_and_figures_match_the_trainer():
     """The form's levels are the trainer's and the sizing's; its figures are the trainer's
     own ABOUT (a stale tooltip fails here when the trainer's measured costs change)."""
-    from trainer.config import ECONOMICAL_LEVELS
+    from trainer.config.run_config import ECONOMICAL_LEVELS
 
     assert MS.ECONOMICAL_LEVELS == tuple(ECONOMICAL_LEVELS)
     pytest.importorskip("torch")
-    from trainer.economical import ABOUT
+    from trainer.model.economical import ABOUT
 
     assert set(ABOUT) == set(MS.ECONOMICAL_LEVELS)
     en = F.spec("economical").option_tooltips
@@ -183,7 +183,7 @@ def test_the_wrap_rule():
 
 def test_advanced_fields_follow_the_trainer():
     """«Дополнительно»: the trainer's own knobs, with its defaults and run.json keys."""
-    from trainer.config import PRECISIONS, TrainingConfig
+    from trainer.config.run_config import PRECISIONS, TrainingConfig
 
     trainer = TrainingConfig()
     advanced = [f for f in F.FIELDS if f.section == "advanced"]
@@ -198,7 +198,7 @@ def test_advanced_fields_follow_the_trainer():
 
 def contract_mismatches(specs) -> list[str]:
     """Fields whose run.json key the trainer lacks, or whose default is not the trainer's."""
-    from trainer.config import default
+    from trainer.config.run_config import default
 
     out = []
     for spec in specs:
@@ -216,7 +216,7 @@ def contract_mismatches(specs) -> list[str]:
 
 
 def test_every_field_with_a_run_json_key_is_the_trainers_key_with_its_default():
-    """One contract: a field's run.json key exists in trainer.config's RunConfig and the
+    """One contract: a field's run.json key exists in trainer.config.run_config's RunConfig and the
     form starts where the trainer does (a field another change adds is checked here too)."""
     assert [f.name for f in F.FIELDS if f.path] != []
     assert contract_mismatches(F.FIELDS) == []

@@ -8,7 +8,7 @@ import pytest
 from app.base.i18n import set_language
 from app.data.prepared import Prepared
 from app.form.run_form import Account, ContinueFrom, FormContext, RunForm
-from trainer.config import heads_that_work
+from trainer.config.run_config import heads_that_work
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
 
@@ -114,7 +114,7 @@ def test_kaggle_says_the_checkpoint_size_and_refuses_one_its_outputs_cannot_hold
 
 
 def test_run_config_is_a_valid_run_json(ctx, tiny_data):
-    from trainer.config import from_dict, parameter_count
+    from trainer.config.run_config import from_dict, parameter_count
 
     form = tiny(RunForm(ctx))
     form.set("name", "tiny-run")
@@ -136,7 +136,7 @@ def test_every_field_with_a_run_json_key_is_written_there_and_read_back(ctx):
     """run_config writes each field through its FieldSpec path, load_config reads it back:
     a new field needs only its FieldSpec and the trainer's key."""
     from app.form import fields as F
-    from trainer.config import from_dict
+    from trainer.config.run_config import from_dict
 
     form = tiny(RunForm(ctx))
     changed = {"name": "other", "steps_to": 123, "limit_min": 45, "checkpoint_every_min": 7, "lr": 0.002,
@@ -267,7 +267,7 @@ def test_continuing_estimates_time_from_the_checkpoints_step(ctx):
 
 @pytest.mark.parametrize(("level", "written"), [("off", False), ("selective", "selective"), ("full", "full")])
 def test_each_economical_level_goes_to_run_json_and_comes_back(ctx, level, written):
-    from trainer.config import economical_level, from_dict
+    from trainer.config.run_config import economical_level, from_dict
 
     form = tiny(RunForm(ctx))
     form.set("economical", level)

@@ -1,4 +1,4 @@
-"""FSDP2 sharding (trainer/sharding.py) in the real trainer under torchrun with two gloo
+"""FSDP2 sharding (trainer/parallel/sharding.py) in the real trainer under torchrun with two gloo
 processes on the CPU: bit-exact resume on two processes, a two-process checkpoint (the
 DCP form) continuing on one process and a one-process checkpoint continuing on two, the
 DCP folder's integrity (manifest checked on load), refusals in one line. One test runs all
@@ -67,7 +67,7 @@ def test_fsdp_resumes_bit_exact_and_crosses_to_one_process_and_back(tmp_path, ti
     # The export reads the DCP form whole, with the model's plain names.
     from safetensors.torch import load_file
 
-    from trainer.export import export
+    from trainer.model.export import export
 
     export(parted / "checkpoints" / f"step-{STEPS:08d}.dcp", tmp_path / "w.safetensors")
     weights = load_file(str(tmp_path / "w.safetensors"))
@@ -77,7 +77,7 @@ def test_fsdp_resumes_bit_exact_and_crosses_to_one_process_and_back(tmp_path, ti
 
 def check_damage_is_refused(run, folder) -> None:
     """The DCP folder's manifest is checked on load: a changed shard, a missing file."""
-    from trainer import checkpoint as ckpt
+    from trainer.state import checkpoint as ckpt
 
     assert ckpt.damage(folder) is None
     assert events(run, "checkpoint")[0]["sha256"] == ckpt.file_sha256(folder)
@@ -95,10 +95,10 @@ def check_damage_is_refused(run, folder) -> None:
 
 
 def test_fsdp_choices_and_refusals():
-    """The plan (trainer/plan.py) decides FSDP, for the trainer and the sizing alike
+    """The plan (trainer/plan/planner.py) decides FSDP, for the trainer and the sizing alike
     (tests/test_plan.py holds the sizing to it over the whole grid)."""
-    from trainer.config import ConfigError, from_dict
-    from trainer.plan import Machine, Refusal, plan
+    from trainer.config.run_config import ConfigError, from_dict
+    from trainer.plan.planner import Machine, Refusal, plan
 
     def shards(machine: Machine, width: int = 64, **training) -> str:
         p = plan(from_dict({"model": {"width": width, "layers": 24}, "training": training}), machine)
@@ -124,7 +124,7 @@ def test_fsdp_choices_and_refusals():
 
 @pytest.mark.parametrize("level", ["selective", "full"])
 def test_fsdp_under_an_economical_level_shards_per_block_and_resumes_bit_exact(tmp_path, tiny_data, level):
-    """The economical levels run inside each block's own forward pass (trainer.model.Block),
+    """The economical levels run inside each block's own forward pass (trainer.model.gpt.Block),
     which FSDP gathers around: per-block sharding as in the normal mode, and a resumed run
     is the uninterrupted one bit for bit."""
     kw = {**KW, "economical": level, "eval_every": 8}

@@ -1,5 +1,5 @@
 """FSDP2 under the economical levels holds one block's gathered weights at a time, not the
-whole model's: the peak of live storages of a training step (trainer.memory.StoragePeak,
+whole model's: the peak of live storages of a training step (trainer.step.memory.StoragePeak,
 told of FSDP's storage resizes) on two gloo processes, against app.sizing's estimate of
 the sharded step and against the whole model sharded as one unit (how the levels ran
 before each block's own forward pass ran its level, which FSDP's per-block hooks gather

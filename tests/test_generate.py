@@ -1,4 +1,4 @@
-"""The generator (trainer.generate) and the trainer's own tokenizer (trainer.tokenizer)."""
+"""The generator (trainer.text.generate) and the trainer's own tokenizer (trainer.text.tokenizer)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from tests.trainer_run import ROOT, run_module, run_trainer, trainer_env, write_run
-from trainer.config import ModelConfig
-from trainer.generate import Sampling, crop, generate, generate_reference, load_for_generation
-from trainer.model import GPT
-from trainer.tokenizer import Tokenizer, split_words
+from trainer.config.run_config import ModelConfig
+from trainer.model.gpt import GPT
+from trainer.text.generate import Sampling, crop, generate, generate_reference, load_for_generation
+from trainer.text.tokenizer import Tokenizer, split_words
 
 MIXED = [
     "the cat sees the ball. кот видит мяч.",
@@ -90,7 +90,7 @@ def trained(tiny_data, tmp_path_factory) -> Path:
 
 
 def sample(ckpt: Path, prompt: str, *args: str) -> list[dict]:
-    done = run_module("trainer.sample", "sample", str(ckpt), *args, input=prompt)
+    done = run_module("trainer.text.sample", "sample", str(ckpt), *args, input=prompt)
     assert done.returncode in (0, 2), done.stderr
     return [json.loads(line) for line in done.stdout.splitlines()]
 

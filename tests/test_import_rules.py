@@ -4,7 +4,8 @@ The rules are the table in docs/ARCHITECTURE.md ("What each room may import"), r
 document and the check cannot disagree, because there is one copy of the rules. The same
 document's table of app's parts is held to the packages that exist, and app's parts may not
 import each other in a cycle (counting the imports made inside functions and the modules
-named by string for importlib).
+named by string for importlib), and no two files anywhere in the product import each other
+in a circle (trainer/'s and ui/'s rooms are rows of the same table).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def doc_table(name: str, text: str | None = None) -> list[list[str]]:
 
 
 def names_in(cell: str) -> tuple[str, ...]:
-    """The module names written in backquotes in a cell (`trainer.config`), in order."""
+    """The module names written in backquotes in a cell (`trainer.config.run_config`), in order."""
     return tuple(n for n in re.findall(r"`([^`]+)`", cell) if DOTTED.match(n))
 
 
@@ -157,33 +158,74 @@ def test_the_rules_are_read_from_architecture_md():
     """The table is the rule: each room has its row, and a row changed in the document is
     a different check (here: `torch` struck from ui's row is no longer refused)."""
     assert set(ROOMS) == {"app", "ui", "trainer", "bench"}
-    assert TRAINER_CONTRACT == ("trainer.config", "trainer.plan", "trainer.reasons", "trainer.sampling",
-                                "trainer.checkpoint_index", "trainer.preflight", "trainer.streams",
-                                "trainer.lock")
-    assert refused("ui.history", "torch.nn", RULES)
+    assert TRAINER_CONTRACT == ("trainer.config.run_config", "trainer.plan.planner", "trainer.config.reasons", "trainer.text.sampling",
+                                "trainer.state.checkpoint_index", "trainer.plan.preflight", "trainer.base.streams",
+                                "trainer.base.lock")
+    assert refused("ui.runs.history", "torch.nn", RULES)
     text = ARCHITECTURE.read_text(encoding="utf-8")
     row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))
     looser = parse_rules(text.replace(row, row.replace("`torch`, ", "", 1)))
-    assert not refused("ui.history", "torch.nn", looser)
+    assert not refused("ui.runs.history", "torch.nn", looser)
 
 
 def test_no_view_of_the_window_reaches_back_into_main_window():
     """The window's helpers (menus, memory, the GPU tab, …) get the objects and callbacks
-    they need: only the program's start (ui.main) imports ui.main_window."""
-    assert refused("ui.window_menu", "ui.main_window", RULES)
-    assert refused("ui.monitor_tab", "ui.main_window.MainWindow", RULES)
-    assert not refused("ui.main", "ui.main_window", RULES)
+    they need: only the program's start (ui.main) imports ui.window.main_window."""
+    assert refused("ui.window.menu", "ui.window.main_window", RULES)
+    assert refused("ui.monitor.tab", "ui.window.main_window.MainWindow", RULES)
+    assert not refused("ui.main", "ui.window.main_window", RULES)
+
+
+# ---- ui's rooms: a view reaches into no other view; no circle between ui's files ----------
+
+UI_ROOMS = sorted(p.parent.name for p in (ROOT / "ui").glob("*/__init__.py"))
+VIEW_ROOMS = [r for r in UI_ROOMS if r not in ("base", "window")]  # base under them, window over them
+
+
+def test_a_view_reaching_into_another_view_is_refused():
+    """Each view room has its row: it imports no other view room and not the window that
+    composes them (the window imports the views, never the other way); ui.base imports none
+    of them. A room added to ui/ without its row fails here."""
+    assert refused("ui.data.prepare_row", "ui.form.run_form.RunFormView", RULES)
+    assert refused("ui.monitor.gpu_card", "ui.runs.loss_plot", RULES)
+    assert refused("ui.runs.history", "ui.window.memory", RULES)
+    assert refused("ui.base.palette", "ui.runs.loss_plot", RULES)
+    assert not refused("ui.window.memory", "ui.runs.history", RULES)
+    assert not refused("ui.form.column", "ui.form.run_form", RULES)
+    assert not refused("ui.queue.tab", "ui.base.palette", RULES)
+    assert "base" in UI_ROOMS and "window" in UI_ROOMS and len(VIEW_ROOMS) >= 7
+    for room in VIEW_ROOMS + ["base"]:
+        for other in VIEW_ROOMS + ["window"]:
+            assert refused(f"ui.{room}.x", f"ui.{other}.y", RULES) is (other != room), (room, other)
+
+
+def test_architecture_md_names_every_room_of_ui():
+    """Its table of ui's rooms lists each package of ui/ once, and nothing that is not one."""
+    named = [names[0] for names in (re.findall(r"`ui/(\w+)/`", row[0]) for row in doc_table("ui-rooms")) if names]
+    assert sorted(named) == UI_ROOMS
+    assert len(named) == len(set(named))
+
+
+def test_the_file_graph_sees_a_cycle_made_inside_a_function(tmp_path, monkeypatch):
+    (tmp_path / "ui" / "runs").mkdir(parents=True)
+    (tmp_path / "ui" / "__init__.py").write_text("")
+    (tmp_path / "ui" / "runs" / "__init__.py").write_text("")
+    (tmp_path / "ui" / "runs" / "a.py").write_text("from ui.runs.b import B\n")
+    (tmp_path / "ui" / "runs" / "b.py").write_text("def f():\n    from . import a\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert module_graph("ui")["ui.runs.b"] == {"ui.runs.a"}  # its own package is no edge
+    assert cycles(module_graph("ui")) == [["ui.runs.a", "ui.runs.b"]]
 
 
 def test_the_trainer_rows_allow_only_their_libraries():
-    assert not refused("trainer.train", "torch.distributed", RULES)
-    assert not refused("trainer.train", "json", RULES)  # the standard library
-    assert refused("trainer.train", "safetensors.torch", RULES)  # "every other library"
-    assert not refused("trainer.export", "safetensors.torch", RULES)
-    assert not refused("trainer.lean", "bitsandbytes", RULES)
-    assert refused("trainer.train", "app.base.paths", RULES)
-    assert refused("app.runs.manager", "trainer.train", RULES)
-    assert not refused("app.runs.manager", "trainer.checkpoint_index", RULES)
+    assert not refused("trainer.run.train", "torch.distributed", RULES)
+    assert not refused("trainer.run.train", "json", RULES)  # the standard library
+    assert refused("trainer.run.train", "safetensors.torch", RULES)  # "every other library"
+    assert not refused("trainer.model.export", "safetensors.torch", RULES)
+    assert not refused("trainer.step.lean", "bitsandbytes", RULES)
+    assert refused("trainer.run.train", "app.base.paths", RULES)
+    assert refused("app.runs.manager", "trainer.run.train", RULES)
+    assert not refused("app.runs.manager", "trainer.state.checkpoint_index", RULES)
 
 
 def test_architecture_md_names_every_part_of_app():
@@ -258,10 +300,63 @@ def test_the_contract_app_reads_does_not_load_torch():
 
 
 def test_the_kaggle_code_bundle_is_the_trainer_alone():
-    """What a kernel receives: trainer/*.py, none of the measuring tools."""
+    """What a kernel receives: the trainer package, every room of it, none of the measuring tools."""
     from app.kaggle.datasets import code_bundle
 
     names = [name for name, _ in code_bundle().files]
-    assert "trainer/train.py" in names and "trainer/__main__.py" in names
+    assert "trainer/run/train.py" in names and "trainer/__main__.py" in names
+    assert {n.split("/")[1] for n in names if n.count("/") == 2} == {
+        p.parent.name for p in (ROOT / "trainer").glob("*/__init__.py")}  # every room travels
     assert all(n.startswith("trainer/") for n in names)
     assert not [n for n in names if "bench" in n or "opcount" in n]
+
+
+def module_graph(room: str) -> dict[str, set[str]]:
+    """{module: the lab modules of the same room it imports}, counting imports inside functions
+    and modules named by string. A module's own packages are no edge: Python loads them before
+    it (`from . import x` in app/runs/y.py imports app.runs.x, not a circle through app/runs/)."""
+    graph: dict[str, set[str]] = {}
+    for path in sources(room):
+        here = module_name(path)
+        for _, name in imports(path) + named_by_string(path):
+            if name.split(".")[0] == room and name != here and not here.startswith(name + ".") and is_lab_module(name):
+                graph.setdefault(here, set()).add(name)
+    return graph
+
+
+@pytest.mark.parametrize("room", LAB_ROOMS[:-1])
+def test_no_two_files_import_each_other_in_a_circle(room):
+    assert cycles(module_graph(room)) == []
+
+
+def test_the_file_graph_sees_a_circle(tmp_path, monkeypatch):
+    """Two files of a room that import each other, one of them inside a function and only for
+    its types, are a circle."""
+    (tmp_path / "trainer" / "run").mkdir(parents=True)
+    for init in ("trainer/__init__.py", "trainer/run/__init__.py"):
+        (tmp_path / init).write_text("")
+    (tmp_path / "trainer" / "run" / "train.py").write_text("from trainer.run import wrapping\n")
+    (tmp_path / "trainer" / "run" / "wrapping.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from trainer.run.train import Trainer\n")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    assert cycles(module_graph("trainer")) == [["trainer.run.train", "trainer.run.wrapping"]]
+
+
+def test_architecture_md_names_every_room_of_the_trainer():
+    """Its table of the trainer's rooms lists each package of trainer/ once, in the order of
+    the import rules (each room imports only those above it in the table), and each room has
+    its row among the import rules but the loop's, which may import them all."""
+    named = [names[0] for names in (re.findall(r"`(trainer/\w+)/`", row[0]) for row in doc_table("trainer-rooms")) if names]
+    packages = sorted(f"trainer/{p.parent.name}" for p in (ROOT / "trainer").glob("*/__init__.py"))
+    assert sorted(named) == packages and len(named) == len(set(named))
+    ruled = [r.who for r in RULES if r.who.startswith("trainer.") and r.never]
+    assert ruled == [n.replace("/", ".") for n in named[:-1]]
+
+
+def test_a_lower_room_of_the_trainer_may_not_import_a_higher_one():
+    assert refused("trainer.config.run_config", "trainer.plan.planner", RULES)  # the contract needs no plan
+    assert not refused("trainer.config.__main__", "trainer.plan.planner", RULES)  # the command above both
+    assert not refused("trainer.plan.planner", "trainer.config.run_config", RULES)
+    assert refused("trainer.state.checkpoint", "trainer.parallel.sharding", RULES)
+    assert refused("trainer.model.gpt", "trainer.step.optim", RULES)
+    assert not refused("trainer.run.train", "trainer.text.generate", RULES)

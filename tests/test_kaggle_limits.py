@@ -17,7 +17,7 @@ from app.runs.manager import RunError, RunManager
 from app.runs.registry import Registry
 from tests.fake_kaggle import fixtures
 from tests.fake_kaggle.fixtures import KEYS, add_lab_accounts, tiny_config
-from trainer.config import ConfigError, from_dict
+from trainer.config.run_config import ConfigError, from_dict
 
 fake = fixtures.fake  # the fake-server fixture
 

@@ -22,7 +22,7 @@ def _events(run_dir: Path, kind: str) -> list[dict]:
 
 
 def test_accounts_dialog_adds_tests_shows_quota_and_removes(qtbot, fake, tmp_path):
-    from ui.kaggle_accounts import AccountsDialog
+    from ui.kaggle.accounts import AccountsDialog
 
     fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=10)
     fake.add_account("bob", KEYS["bob"], quota_h=30)
@@ -82,7 +82,7 @@ def test_machine_lists_accounts_and_explains_auto(fake, tiny_data):
 def shown_window(qtbot, tiny_data):
     """The lab's window, shown, with the tiny prepared data to choose from."""
     from app.runs import RunManager
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
     qtbot.addWidget(w)
@@ -105,7 +105,7 @@ def test_a_kaggle_chain_followed_by_the_window_and_a_cli_wait_goes_on_on_a_secon
     from app.kaggle import runner
     from app.kaggle.store import KaggleStore
     from app.runs import RunManager
-    from ui.main_window import LIVE
+    from ui.window.main_window import LIVE
 
     steps_to = 100  # leg 1 stops at its first steps (12 ms of quota); any count well above proves the same
     # Alice's quota ends the first leg at once (12 ms above the 1 min margin); the lab goes
@@ -202,7 +202,7 @@ def test_stop_on_a_kaggle_run_says_what_happens_in_the_window(qtbot, fake, tiny_
 def test_accounts_dialog_refreshes_the_quota_when_it_opens(qtbot, fake):
     from app.kaggle.accounts import Accounts
     from app.kaggle.store import KaggleStore
-    from ui.kaggle_accounts import AccountsDialog
+    from ui.kaggle.accounts import AccountsDialog
 
     fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=2)
     add_lab_accounts("alice")
@@ -218,7 +218,7 @@ def test_accounts_dialog_refreshes_the_quota_when_it_opens(qtbot, fake):
 
 
 def test_accounts_dialog_says_a_global_token_is_there_and_unused_and_every_key_works(qtbot, fake, monkeypatch):
-    from ui.kaggle_accounts import AccountsDialog
+    from ui.kaggle.accounts import AccountsDialog
 
     fake.add_account("alice", KEYS["alice"], quota_h=30, used_h=10)
     fake.add_account("bob", KEYS["bob"])
@@ -237,7 +237,7 @@ def test_accounts_dialog_says_a_global_token_is_there_and_unused_and_every_key_w
 
 
 def test_accounts_dialog_adds_an_api_token(qtbot, fake):
-    from ui.kaggle_accounts import AccountsDialog, AddByHandDialog
+    from ui.kaggle.accounts import AccountsDialog, AddByHandDialog
 
     fake.add_account("alice", token="KGAT_alice_token_0001", quota_h=30, used_h=6)
     dlg = AccountsDialog()
@@ -260,7 +260,7 @@ def test_removing_an_account_with_a_run_in_flight_says_so(qtbot, fake, tiny_data
 
     from app.kaggle import runner
     from app.runs.registry import Registry
-    from ui.kaggle_accounts import AccountsDialog
+    from ui.kaggle.accounts import AccountsDialog
 
     fake.run_kernels = False
     fake.add_account("alice", KEYS["alice"], quota_h=30)
@@ -285,7 +285,7 @@ def test_accounts_dialog_cleans_the_labs_datasets_after_asking(qtbot, fake, tiny
     from app.kaggle import datasets
     from app.kaggle.client import AccountClient
     from app.kaggle.store import KaggleStore
-    from ui.kaggle_accounts import AccountsDialog
+    from ui.kaggle.accounts import AccountsDialog
 
     fake.add_account("alice", KEYS["alice"], quota_h=30)
     add_lab_accounts("alice")

@@ -1,4 +1,4 @@
-"""The lean training state (trainer/lean.py) in the real trainer on the CPU: bit-exact
+"""The lean training state (trainer/step/lean.py) in the real trainer on the CPU: bit-exact
 resume in each combination with the economical levels, checkpoints crossing between the
 lean and the normal state, fp32 export, gradients and losses against the normal mode, and
 a missing library said in one line before anything is made."""
@@ -82,7 +82,7 @@ def test_checkpoints_cross_between_lean_and_normal_and_export_fp32(tmp_path, tin
     # Export writes fp32 weights whichever state trained them.
     from safetensors.torch import load_file
 
-    from trainer.export import export
+    from trainer.model.export import export
 
     export(lean / "checkpoints" / f"step-{STEPS:08d}.pt", tmp_path / "lean.safetensors")
     weights = load_file(str(tmp_path / "lean.safetensors"))
@@ -90,8 +90,8 @@ def test_checkpoints_cross_between_lean_and_normal_and_export_fp32(tmp_path, tin
 
 
 def _tiny_model():
-    from trainer.config import ModelConfig
-    from trainer.model import GPT
+    from trainer.config.run_config import ModelConfig
+    from trainer.model.gpt import GPT
 
     model = GPT(ModelConfig(context=32, width=64, heads=2, layers=2, vocab=300))
     model.init_weights(7)
@@ -122,10 +122,10 @@ def test_lean_gradients_and_losses_follow_the_normal_mode():
     forward and backward; the hooks only take them earlier), no set of gradients is left
     held, and over five steps, every one clipped exactly in both, the losses stay within
     0.01 of the normal mode's (what 8-bit moments change at this size)."""
-    from trainer.config import TrainingConfig
-    from trainer.lean import LeanOptimizer
-    from trainer.optim import make_optimizer, make_scaler
-    from trainer.step import train_step
+    from trainer.config.run_config import TrainingConfig
+    from trainer.step.lean import LeanOptimizer
+    from trainer.step.optim import make_optimizer, make_scaler
+    from trainer.step.step import train_step
 
     t = TrainingConfig(lr=3e-3, grad_clip=1.0)
     cpu = torch.device("cpu")
@@ -155,10 +155,10 @@ def test_held_and_fused_steps_clip_exactly_and_agree_bit_for_bit(precision):
     that step's own norm: the third batch's loss is multiplied by 50, so its gradient norm
     is ~50× the others' and the step must be clipped by it (a clip taken from the previous
     step's norm would let it through whole)."""
-    from trainer.config import TrainingConfig
-    from trainer.lean import LeanOptimizer
-    from trainer.optim import make_scaler
-    from trainer.step import train_step
+    from trainer.config.run_config import TrainingConfig
+    from trainer.step.lean import LeanOptimizer
+    from trainer.step.optim import make_scaler
+    from trainer.step.step import train_step
 
     t = TrainingConfig(lr=3e-3, grad_clip=1.0)
     cpu = torch.device("cpu")
@@ -204,7 +204,7 @@ class _Scaled(torch.nn.Module):
 
 
 def _bf16_loss(model, batch):  # noqa: ANN001, ANN202
-    from trainer.optim import autocast
+    from trainer.step.optim import autocast
 
     with autocast("bf16", torch.device("cpu")):
         return model(*batch)

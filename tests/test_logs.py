@@ -104,7 +104,7 @@ def test_no_kaggle_key_reaches_the_log_while_accounts_are_added_and_checked(fake
 
 
 def test_about_names_the_log_file(qtbot, log_file):
-    from ui.window_menu import about_text, show_about
+    from ui.window.menu import about_text, show_about
 
     assert str(logs.log_path()) in about_text()
     box = show_about(None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from trainer.memory import StoragePeak, measure_step, model_tensors, optimizer_tensors
+from trainer.step.memory import StoragePeak, measure_step, model_tensors, optimizer_tensors
 
 MB = 1 << 20
 
@@ -100,7 +100,7 @@ def test_the_step_events_peak_is_the_highest_over_every_step_so_far(tmp_path, ti
 def test_step_memory_keeps_the_highest_peak_and_the_latest_live_bytes():
     from pytest import approx
 
-    from trainer.memory import StepMemory
+    from trainer.step.memory import StepMemory
 
     mem = StepMemory(torch.device("cpu"))
     keep: list[torch.Tensor] = []
@@ -120,7 +120,7 @@ def test_step_memory_keeps_the_highest_peak_and_the_latest_live_bytes():
 def test_the_cpu_count_stops_at_the_steady_state_and_looks_again_now_and_then():
     """Counted until a step peaks exactly as the one before; then one in RECOUNT_EVERY, and a
     step that peaks otherwise makes every step counted again."""
-    from trainer.memory import StepMemory
+    from trainer.step.memory import StepMemory
 
     mem = StepMemory(torch.device("cpu"))
     size = {"n": 1 << 16}

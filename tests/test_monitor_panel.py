@@ -13,9 +13,9 @@ from app.gpu.nvml import NvmlSession
 from app.gpu.sampler import Sampler
 from app.gpu.settings import MonitorSettings
 from bench.fake_nvml import NOT_SUPPORTED, FakeNvml, two_cards
-from ui import palette
-from ui.monitor_gpu_card import LEVEL_COLOURS
-from ui.monitor_panel import MonitorPanel
+from ui.base import palette
+from ui.monitor.gpu_card import LEVEL_COLOURS
+from ui.monitor.panel import MonitorPanel
 
 WAIT_MS = 60_000  # a bound for a failure only: a loaded machine stretches what the test waits for
 

@@ -8,10 +8,10 @@ import pytest
 import torch
 
 from bench.opcount import OpCounter, count_step
-from trainer.config import ModelConfig, TrainingConfig
-from trainer.model import GPT
-from trainer.optim import make_optimizer, make_scaler
-from trainer.step import train_step
+from trainer.config.run_config import ModelConfig, TrainingConfig
+from trainer.model.gpt import GPT
+from trainer.step.optim import make_optimizer, make_scaler
+from trainer.step.step import train_step
 
 CPU = torch.device("cpu")
 

@@ -1,4 +1,4 @@
-"""One plan decides what a run executes (trainer/plan.py), and everyone asks it.
+"""One plan decides what a run executes (trainer/plan/planner.py), and everyone asks it.
 
 Over the whole grid — economical level × lean state × compile × sharding × precision (3 ×
 4 × 3 × 3 × 4 = 432 run.json settings) — on every machine `ternit estimate --gpu` knows,
@@ -18,7 +18,8 @@ import pytest
 from app.base.plan_texts import RU, RefusalError, text
 from app.sizing import estimate
 from app.sizing.combos import Combination, offered
-from trainer.config import (
+from trainer.config.reasons import TEXTS
+from trainer.config.run_config import (
     COMPILE_MODES,
     ECONOMICAL_LEVELS,
     LEAN_MODES,
@@ -26,7 +27,7 @@ from trainer.config import (
     SHARDING_MODES,
     from_dict,
 )
-from trainer.plan import (
+from trainer.plan.planner import (
     FUSED_STEPS,
     KNOWN_CARDS,
     Libraries,
@@ -36,7 +37,6 @@ from trainer.plan import (
     known_machine,
     plan,
 )
-from trainer.reasons import TEXTS
 
 ALL = Libraries(bitsandbytes=True, triton=True, compiler=True)
 NONE = Libraries(bitsandbytes=False, triton=False, compiler=False)
@@ -178,7 +178,7 @@ def test_ternit_estimate_and_the_trainers_check_agree_on_the_604m_case(tmp_path,
     "fits" under DDP while the trainer chose FSDP and refused the lean state. Now both
     print the same plan: DDP (the lean state runs unsharded), the held step."""
     from app.cli.main import main
-    from trainer.config import main as check
+    from trainer.config.__main__ import main as check
 
     run = tmp_path / "run.json"
     run.write_text(json.dumps({"model": {"layers": 24, "width": 1440, "heads": 12},
@@ -201,7 +201,7 @@ def test_ternit_estimate_and_the_trainers_check_agree_on_the_604m_case(tmp_path,
 
 
 def test_the_check_refuses_with_exit_2_for_a_machine(tmp_path, capsys):
-    from trainer.config import main as check
+    from trainer.config.__main__ import main as check
 
     run = tmp_path / "run.json"
     run.write_text(json.dumps({"training": {"lean_state": "fused"}}), encoding="utf-8")
@@ -311,10 +311,10 @@ def test_a_local_run_is_planned_for_the_cards_it_will_train_on(monkeypatch):
 
 
 def test_a_run_json_the_lab_cannot_read_is_said_with_the_trainers_words(tmp_path, capsys, russian, tiny_data):
-    """The file and target errors are the contract's refusals (trainer.config.read_json),
+    """The file and target errors are the contract's refusals (trainer.config.run_config.read_json),
     said in Russian from the same codes: not restated by the lab."""
     from app.cli.main import main
-    from trainer.config import ConfigError, read_json
+    from trainer.config.run_config import ConfigError, read_json
 
     missing, broken = tmp_path / "missing.json", tmp_path / "broken.json"
     broken.write_text("{\n  \"model\": ", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""No accepted combination runs differently from its plan (trainer/plan.py): on the CPU,
+"""No accepted combination runs differently from its plan (trainer/plan/planner.py): on the CPU,
 with one process and with two gloo processes, every distinct plan the trainer accepts at a
 tiny shape (the grid of economical level × lean state × compile × sharding × precision,
 and micro-steps) is trained for two steps through the trainer's own set-up and loop, all
@@ -29,8 +29,8 @@ pytest.importorskip("torch")
 
 def check(out: Path, processes: int) -> set[tuple]:
     from app.sizing.gpus import machine_for
-    from trainer.config import from_dict
-    from trainer.plan import Plan, plan
+    from trainer.config.run_config import from_dict
+    from trainer.plan.planner import Plan, plan
 
     report = json.loads((out / "report-0.json").read_text(encoding="utf-8"))
     lab_machine = dataclasses.replace(machine_for("cpu"), processes=processes)

@@ -198,9 +198,9 @@ def test_cpu_is_fp32_with_ram_and_a_rate_estimate():
 def test_gpu_table_has_the_six_names_with_their_facts():
     assert set(GPUS) == {"t4x2", "t4", "rtx3050", "rtx5070ti", "local", "cpu"}
     assert GPUS["t4x2"].cards == 2 and GPUS["t4"].memory_mb == 15_360
-    # What auto picks there is the plan's (trainer.plan.precision_choice), from the card's facts.
+    # What auto picks there is the plan's (trainer.plan.planner.precision_choice), from the card's facts.
     from app.sizing.gpus import machine_for
-    from trainer.plan import precision_choice
+    from trainer.plan.planner import precision_choice
 
     assert precision_choice("auto", machine_for("t4")).value == "fp16"
     assert precision_choice("auto", machine_for("rtx5070ti")).value == "bf16"

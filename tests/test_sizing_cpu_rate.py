@@ -1,5 +1,5 @@
 """The CPU's rate measured once when nothing is known of it (app/sizing/cpu_rate.py): the
-real child (`python -m trainer.rate`) at a tiny size, its result kept beside the state DB
+real child (`python -m trainer.run.rate`) at a tiny size, its result kept beside the state DB
 and joining the measured runs, the estimate scaled by it and said to be an estimate."""
 
 from __future__ import annotations

@@ -19,19 +19,19 @@ FULL = dict(layers=26, width=2304, heads=18, context=1024, vocab=4000, batch=1, 
 # The normal mode's shape keeps its big loss tensors; the economical levels' a longer context.
 SHAPES = {"off": Shape(2, 64, 4, 64, 300, 4), "selective": Shape(2, 64, 4, 128, 300, 8),
           "full": Shape(2, 64, 4, 128, 300, 8)}
-# The step kind each lean state makes in these fp32/bf16 runs on one process (trainer.plan).
+# The step kind each lean state makes in these fp32/bf16 runs on one process (trainer.plan.planner).
 STEP_OF = {"off": "normal", "on": "held", "fused": "fused", "offload": "offload"}
 
 
 def _peaks(shape: Shape, precision: str, level: str, lean: str) -> list[dict]:
-    """The trainer's storage count (trainer.memory) of its first and second real step."""
+    """The trainer's storage count (trainer.step.memory) of its first and second real step."""
     import torch
 
-    from trainer.config import ModelConfig, TrainingConfig
-    from trainer.memory import measure_step, model_tensors, optimizer_tensors
-    from trainer.model import GPT
-    from trainer.optim import make_optimizer, make_scaler
-    from trainer.step import train_step
+    from trainer.config.run_config import ModelConfig, TrainingConfig
+    from trainer.model.gpt import GPT
+    from trainer.step.memory import measure_step, model_tensors, optimizer_tensors
+    from trainer.step.optim import make_optimizer, make_scaler
+    from trainer.step.step import train_step
 
     threads = torch.get_num_threads()
     torch.set_num_threads(1)  # memory does not depend on it; a shared CI machine's speed does
@@ -45,7 +45,7 @@ def _peaks(shape: Shape, precision: str, level: str, lean: str) -> list[dict]:
         if lean == "off":
             opt = make_optimizer(model, TrainingConfig(), dev)
         else:
-            from trainer.lean import LeanOptimizer
+            from trainer.step.lean import LeanOptimizer
 
             opt = LeanOptimizer(model, TrainingConfig(), dev, precision, step)
         scaler = make_scaler(precision, dev)

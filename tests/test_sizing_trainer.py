@@ -33,8 +33,8 @@ def test_weight_count_matches_the_trainers_dry_run(tmp_path):
 
 def test_weight_count_matches_the_model_for_random_shapes():
     torch = pytest.importorskip("torch")
-    from trainer.config import ModelConfig
-    from trainer.model import GPT, count_parameters
+    from trainer.config.run_config import ModelConfig
+    from trainer.model.gpt import GPT, count_parameters
 
     rng = random.Random(7)
     for _ in range(12):
@@ -47,7 +47,7 @@ def test_weight_count_matches_the_model_for_random_shapes():
 
 
 def _measured_peaks(shape: Shape, precision: str, level: str) -> tuple[int, int]:
-    """The trainer's storage count of its first and second real step (trainer.memory)."""
+    """The trainer's storage count of its first and second real step (trainer.step.memory)."""
     import torch
 
     # One thread: on a shared 2-core CI machine two OpenMP threads fighting other
@@ -63,11 +63,11 @@ def _measured_peaks(shape: Shape, precision: str, level: str) -> tuple[int, int]
 def _peaks(shape: Shape, precision: str, level: str) -> tuple[int, int]:
     import torch
 
-    from trainer.config import ModelConfig, TrainingConfig
-    from trainer.memory import measure_step, model_tensors, optimizer_tensors
-    from trainer.model import GPT
-    from trainer.optim import make_optimizer, make_scaler
-    from trainer.step import train_step
+    from trainer.config.run_config import ModelConfig, TrainingConfig
+    from trainer.model.gpt import GPT
+    from trainer.step.memory import measure_step, model_tensors, optimizer_tensors
+    from trainer.step.optim import make_optimizer, make_scaler
+    from trainer.step.step import train_step
 
     torch.manual_seed(0)
     cfg = ModelConfig(context=shape.context, width=shape.width, heads=shape.heads,
@@ -101,7 +101,7 @@ def test_memory_model_matches_the_trainers_measured_peak(shape, precision):
 @pytest.mark.parametrize("level", ["selective", "full"])
 def test_economical_memory_model_matches_the_trainers_measured_peak(level):
     pytest.importorskip("torch")
-    pytest.importorskip("trainer.economical")
+    pytest.importorskip("trainer.model.economical")
     shape = Shape(2, 64, 4, 128, 300, 8)
     for precision in ("fp32", "bf16"):
         first, steady = _measured_peaks(shape, precision, level)

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tests.trainer_run import events, run_trainer, write_run
-from trainer.samples import held_out_prompts
+from trainer.run.samples import held_out_prompts
 
 
 def test_held_out_prompts_start_documents():

@@ -16,8 +16,8 @@ torch = pytest.importorskip("torch")
 
 
 def test_weight_count_matches_formula_for_many_sizes():
-    from trainer.config import ModelConfig, parameter_count
-    from trainer.model import GPT, count_parameters
+    from trainer.config.run_config import ModelConfig, parameter_count
+    from trainer.model.gpt import GPT, count_parameters
 
     sizes = [(1, 8, 1, 4, 256), (2, 32, 2, 32, 300), (3, 48, 6, 17, 1000), (4, 64, 8, 128, 4000),
              (8, 512, 8, 1024, 4000), (12, 384, 12, 256, 8192), (6, 96, 3, 64, 65535)]
@@ -88,8 +88,8 @@ def test_bit_exact_resume_and_events(tmp_path, tiny_data, whole):
 
 
 def test_longer_steps_to_stretches_the_schedule(tmp_path, tiny_data):
-    from trainer.config import TrainingConfig
-    from trainer.optim import Schedule
+    from trainer.config.run_config import TrainingConfig
+    from trainer.step.optim import Schedule
 
     s = Schedule.fresh(TrainingConfig(lr=1e-3, warmup_steps=10, steps_to=100))
     assert s.at(0) == pytest.approx(1e-4) and s.at(9) == pytest.approx(1e-3)
@@ -239,7 +239,7 @@ def test_missing_data_file_is_named(tmp_path, tiny_data):
 
 
 def _train_in_process(run, monkeypatch, fail_at_step, failure):
-    import trainer.train as tt
+    import trainer.run.train as tt
 
     real = tt.train_step
     calls = {"n": 0}
@@ -267,7 +267,7 @@ def test_out_of_memory_reports_a_batch_that_fits_and_keeps_the_checkpoint(tmp_pa
     assert err["kind"] == "oom" and err["suggested_batch"] == 3 and "batch_per_card from 6 to 3" in err["advice"]
     assert err["checkpoint"].endswith("step-00000003.pt")
     assert events(run, "end")[-1]["reason"] == "error"
-    from trainer.checkpoint import load
+    from trainer.state.checkpoint import load
 
     assert load(run / "checkpoints" / "step-00000003.pt")["step"] == 3
 
@@ -287,7 +287,7 @@ def test_nan_loss_stops_and_keeps_the_last_good_checkpoint(tmp_path, tiny_data, 
 
 def test_export_writes_safetensors_with_config(tmp_path, whole):
     out = tmp_path / "w.safetensors"
-    p = run_module("trainer.export", str(ckpt(whole, 30)), str(out), timeout=60)
+    p = run_module("trainer.model.export", str(ckpt(whole, 30)), str(out), timeout=60)
     assert p.returncode == 0, p.stderr
     from safetensors import safe_open
 
@@ -306,7 +306,7 @@ def test_fp16_with_grad_scaler_resumes_bit_exact(tmp_path, tiny_data):
                      keep_checkpoints=20)
     assert run_trainer(fp16).returncode == 0
     parted = write_run(tmp_path / "parted", tiny_data, steps_to=20, precision="fp16")
-    from trainer.checkpoint import load
+    from trainer.state.checkpoint import load
 
     scaler = load(ckpt(fp16, 9))["scaler"]
     assert scaler["scale"] > 1 and scaler["_growth_tracker"] == 9  # a live scaler, not a disabled one

@@ -23,7 +23,7 @@ def row(run_id: str, status: str, **kw) -> HistoryRow:
 
 
 def test_rows_statuses_and_actions(qtbot):
-    from ui.history import HistoryView
+    from ui.runs.history import HistoryView
 
     view = HistoryView()
     qtbot.addWidget(view)
@@ -65,7 +65,7 @@ def _long_rows() -> list[HistoryRow]:
 def test_narrow_table_keeps_the_name_readable(qtbot):
     # At a narrow width «Прогон» squeezed to «t…» while the other columns kept theirs: it
     # keeps a minimum now (a scroll bar appears), and takes the spare width when there is some.
-    from ui.history import NAME_COLUMN, NAME_MIN_PX, HistoryView
+    from ui.runs.history import NAME_COLUMN, NAME_MIN_PX, HistoryView
 
     view = HistoryView()
     qtbot.addWidget(view)
@@ -90,7 +90,7 @@ def test_narrow_table_keeps_the_name_readable(qtbot):
 
 
 def test_user_column_width_is_kept_and_double_click_refits(qtbot):
-    from ui.history import HistoryView
+    from ui.runs.history import HistoryView
 
     view = HistoryView()
     qtbot.addWidget(view)
@@ -107,7 +107,7 @@ def test_user_column_width_is_kept_and_double_click_refits(qtbot):
 
 
 def test_sorting_by_a_header_keeps_the_actions_on_the_selected_run(qtbot):
-    from ui.history import HistoryView
+    from ui.runs.history import HistoryView
 
     view = HistoryView()
     qtbot.addWidget(view)
@@ -149,7 +149,7 @@ def test_sorting_by_a_header_keeps_the_actions_on_the_selected_run(qtbot):
 
 def test_the_run_on_the_plot_is_ticked(qtbot):
     """Issue 16: the run the plot shows had its «На графике» box unticked."""
-    from ui.history import HistoryView
+    from ui.runs.history import HistoryView
 
     view = HistoryView()
     qtbot.addWidget(view)
@@ -166,7 +166,7 @@ def test_the_run_on_the_plot_is_ticked(qtbot):
 
 def test_runs_of_one_name_are_numbered_and_a_retry_is_marked(qtbot):
     """Issue 16: runs of the same name looked identical."""
-    from ui.history import HistoryView
+    from ui.runs.history import HistoryView
 
     view = HistoryView()
     qtbot.addWidget(view)

@@ -14,7 +14,7 @@ pytestmark = pytest.mark.usefixtures("russian")
 
 def test_the_rows_context_menu_offers_the_metrics_as_csv(qtbot):
     from app.base import run_status as st
-    from ui.history import HistoryView
+    from ui.runs.history import HistoryView
 
     view = HistoryView()
     qtbot.addWidget(view)
@@ -30,7 +30,7 @@ def test_the_rows_context_menu_offers_the_metrics_as_csv(qtbot):
 
 def test_the_window_writes_the_runs_metrics(qtbot, tiny_data, tmp_path):
     from app.runs import RunManager
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     runs = RunManager()
     rec = runs.registry.create_run({"name": "m", "data": {"dir": str(tiny_data), "constellations": ["tiny"]}})

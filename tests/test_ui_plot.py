@@ -9,7 +9,7 @@ import math
 import pytest
 
 from app.runs.series import DATA_CHANGED, LEG, PAUSE
-from ui.loss_plot import PALETTE
+from ui.base.palette import SERIES
 
 WAIT_MS = 60_000  # a bound for a failure only: a loaded machine stretches what the test waits for
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Ru
 
 @pytest.fixture
 def plot(qtbot):
-    from ui.loss_plot import LossPlot
+    from ui.runs.loss_plot import LossPlot
 
     view = LossPlot()
     qtbot.addWidget(view)
@@ -172,10 +172,10 @@ def test_a_new_run_on_the_plot_never_takes_a_colour_still_shown(plot):
     plot.trace("live", "y")
     colours = [tr.color for tr in plot.traces.values()]
     assert len(set(colours)) == len(colours) == 3
-    for n in range(len(PALETTE) + 2):  # more runs than colours: the least used comes next
+    for n in range(len(SERIES) + 2):  # more runs than colours: the least used comes next
         plot.show_series(f"overlay:{n}", a, label=str(n))
     colours = [tr.color for tr in plot.traces.values()]
-    assert max(colours.count(c) for c in PALETTE) - min(colours.count(c) for c in PALETTE) <= 1
+    assert max(colours.count(c) for c in SERIES) - min(colours.count(c) for c in SERIES) <= 1
 
 
 def test_the_plot_follows_a_dark_palette_and_keeps_off_the_right_edge(qtbot):
@@ -183,8 +183,8 @@ def test_the_plot_follows_a_dark_palette_and_keeps_off_the_right_edge(qtbot):
     touched the window's right edge."""
     from PySide6.QtWidgets import QApplication
 
-    from ui import palette
-    from ui.loss_plot import LossPlot
+    from ui.base import palette
+    from ui.runs.loss_plot import LossPlot
 
     app = QApplication.instance()
     before = app.palette()

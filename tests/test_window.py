@@ -30,7 +30,7 @@ pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Ru
 
 @pytest.fixture
 def window(qtbot, tiny_data):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
     qtbot.addWidget(w)
@@ -66,9 +66,9 @@ def fill_tiny(qtbot, view) -> None:
 
 def test_window_process_never_imports_torch(tmp_path):
     # The whole window, built and shown with its plot and GPU monitor, in a fresh process.
-    code = ("import sys; from ui.main_window import MainWindow, app_instance; app = app_instance(); "
+    code = ("import sys; from ui.window.main_window import MainWindow, app_instance; app = app_instance(); "
             "w = MainWindow(); w.show(); w.ensure_ready(); app.processEvents(); w.close(); "
-            "print('torch' in sys.modules, 'ui.loss_plot' in sys.modules)")
+            "print('torch' in sys.modules, 'ui.runs.loss_plot' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120,
                          env={**os.environ, "QT_QPA_PLATFORM": "offscreen", "TERNIT_HOME": str(tmp_path)})
     assert out.returncode == 0, out.stderr
@@ -163,7 +163,7 @@ def test_a_change_in_the_lab_reaches_every_view_without_a_handler_calling_it(qtb
 
 
 def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, window, tiny_data, tmp_path):
-    from ui.main_window import LIVE
+    from ui.window.main_window import LIVE
 
     view = window.form_view
     fill_tiny(qtbot, view)
@@ -181,7 +181,7 @@ def test_tiny_run_from_the_window_plot_stop_and_continue_in_one_click(qtbot, win
 
     # Closing the window does not stop training; a new window re-attaches to the run.
     from app.runs import process as proc
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     window.close()  # it says the run goes on without it, and asks
     assert window.isVisible() and window.close_question.isVisible()
@@ -321,7 +321,7 @@ def test_prepare_data_button_prepares_the_ticked_constellation(qtbot, window):
 
 def test_the_first_status_line_says_what_became_of_a_damaged_state_file(qtbot, tmp_path, russian):
     from app.base import paths
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     paths.state_db_path().parent.mkdir(parents=True, exist_ok=True)
     paths.state_db_path().write_bytes(b"not a database " * 20)

@@ -42,8 +42,8 @@ def test_the_wheel_over_an_unfocused_combo_box_scrolls_the_form_and_leaves_the_c
 
 
 def test_every_combo_box_and_number_box_of_the_window_is_guarded(qtbot, window):  # noqa: F811
-    from ui import wheel_guard
-    from ui.data_dialog import AddDialog
+    from ui.base import wheel_guard
+    from ui.data.dialog import AddDialog
 
     window.tabs.setCurrentWidget(window.text_tab)
     add = AddDialog("/tmp/some.txt", ["demo"], None, window)
@@ -170,7 +170,7 @@ def test_the_form_at_the_window_s_minimum_size_scrolls_instead_of_squashing(qtbo
     assert window.main_split.widget(0).width() > 0  # the form's column is not dragged away
     faults = form_layout_faults(window)
     assert faults == [], "\n".join(faults)
-    from ui.loss_plot import PLOT_MIN_HEIGHT
+    from ui.runs.loss_plot import PLOT_MIN_HEIGHT
 
     assert squashed(window.plot) == [] and window.plot.widget.height() >= PLOT_MIN_HEIGHT  # axes apart
 
@@ -193,7 +193,7 @@ def test_the_text_tab_is_in_front_after_a_restart_and_a_language_switch(qtbot, t
     """The README promises the bottom tab as it was left; «Текст» came back as «История»,
     after a restart and after a change of language, and lost its prompt and settings."""
     from app.runs import RunManager
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     def start() -> MainWindow:
         w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
@@ -277,8 +277,8 @@ def test_the_add_data_dialog_says_what_is_read_and_its_signs_are_in_the_font(qtb
     from PySide6.QtWidgets import QLabel
 
     from app.data.library import Library
-    from ui.data_dialog import AddDialog
-    from ui.status_message import StatusMessage
+    from ui.base.status_message import StatusMessage
+    from ui.data.dialog import AddDialog
 
     chapter = tmp_path / "chapter-01"  # no extension: read as text
     chapter.write_text("Глава первая. Жили-были.\n" * 20, encoding="utf-8")

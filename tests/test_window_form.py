@@ -17,7 +17,7 @@ pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Ru
 
 @pytest.fixture
 def view(qtbot, tiny_data):
-    from ui.run_form import RunFormView
+    from ui.form.run_form import RunFormView
 
     ctx = FormContext()
     ctx.add_prepared(Prepared.read(tiny_data))
@@ -79,7 +79,7 @@ def test_continuing_leaves_the_level_editable(view):
 
 
 def test_english_labels(qtbot, tiny_data):
-    from ui.run_form import RunFormView
+    from ui.form.run_form import RunFormView
 
     set_language("en")
     v = RunFormView(FormContext())

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Ru
 
 @pytest.fixture
 def window(qtbot, tiny_data, monkeypatch):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     pc_with_cards(monkeypatch, [FakeCard(name="NVIDIA GeForce RTX 3050", total_mb=8192),
                                 FakeCard(name="Tesla T4", uuid="GPU-t4", total_mb=15360)])

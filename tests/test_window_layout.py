@@ -87,7 +87,7 @@ def test_layout_survives_restarts_a_lost_screen_and_a_language_switch(tmp_path):
         "history_sort": ["tokens", "sideways"]}}),
 ])
 def test_a_damaged_settings_file_costs_only_the_defaults(qtbot, text):
-    from ui.main_window import DEFAULT_SIZE, MainWindow
+    from ui.window.main_window import DEFAULT_SIZE, MainWindow
 
     (paths.config_dir() / "settings.json").write_text(text, encoding="utf-8")
     w = MainWindow(runs=RunManager(), poll_ms=60_000)
@@ -116,7 +116,7 @@ def test_a_settings_file_that_is_not_an_object_leaves_the_language_russian(russi
 
 
 def test_the_snapshot_neither_takes_nor_leaves_a_layout(qtbot):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     w = MainWindow(runs=RunManager(), poll_ms=60_000)
     qtbot.addWidget(w)
@@ -159,7 +159,7 @@ def _modal_closed_later() -> list[str]:
 
 
 def test_keys_are_in_the_menus_and_do_what_they_say(qtbot, window, tiny_data):  # noqa: F811
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     actions = window.shortcut_actions
     in_menus = {a for menu in window.menuBar().actions() if menu.menu() for a in menu.menu().actions()}
@@ -213,7 +213,7 @@ def test_keys_are_in_the_menus_and_do_what_they_say(qtbot, window, tiny_data):  
 
 
 def test_quit_key_closes_the_window(qtbot):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     w = MainWindow(runs=RunManager(), poll_ms=60_000)
     qtbot.addWidget(w)
@@ -227,7 +227,7 @@ def test_tab_walks_the_form_top_to_bottom(qtbot):
     # The constellation boxes are made after the other fields: they came last in the focus
     # chain, after «Старт», the plot and the history.
     from app.form.run_form import FormContext
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     ctx = FormContext()
     ctx.constellations = {"demo": 1000, "books": None}

@@ -32,7 +32,7 @@ def test_one_training_run_in_the_window_start_twice_its_speed_a_second_run_and_t
     monitor's heat guard pauses it while another run is shown (test_window_monitor's
     subject); once it ended, the same settings start again."""
     from app.runs.series import PAUSE
-    from ui.main_window import LIVE
+    from ui.window.main_window import LIVE
 
     form = window.form_view.form
     form.set("gpu", "cpu")
@@ -140,7 +140,7 @@ def test_out_of_memory_retries_in_one_click_then_a_deleted_data_folder_and_run_f
 
     A CPU cannot run out of GPU memory, so the trainer's oom event is written here as the
     trainer writes it; the retry then starts a real run with the advised batch."""
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     data = tmp_path / "data"
     shutil.copytree(tiny_data, data)

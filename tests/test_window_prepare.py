@@ -25,7 +25,7 @@ WAIT_MS = 90_000  # generous: the machine is small and shared
 
 @pytest.fixture
 def window(qtbot, russian):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     w = MainWindow(runs=RunManager(), poll_ms=100)
     qtbot.addWidget(w)
@@ -154,7 +154,7 @@ def test_too_little_text_is_refused_and_shown(qtbot, window, tmp_path):
 @pytest.mark.skipif(not hasattr(signal, "SIGSTOP"), reason="needs SIGSTOP to hold the child still")
 @pytest.mark.parametrize("child", ["cleans up", "is killed"])
 def test_cancel_leaves_no_prepared_folder_and_says_so(qtbot, window, tmp_path, monkeypatch, child):
-    from ui import cli_task
+    from ui.base import cli_task
 
     # "cleans up": the child, let go after «Отмена», removes its temporary folder itself. The
     # grace before a kill is then the test's own wait (as in the closing test below): on a
@@ -265,7 +265,7 @@ def test_closing_the_window_stops_a_prepare_like_ctrl_c(qtbot, window, tmp_path,
     how the child ends, not how fast (it once read `[(9, CrashExit)]`: killed at 5 s)."""
     import threading
 
-    from ui import cli_task
+    from ui.base import cli_task
 
     slow_s = cli_task.KILL_AFTER_MS / 1000 + 1  # the child comes back later than the window's grace
     monkeypatch.setattr(cli_task, "KILL_AFTER_MS", WAIT_MS)
@@ -304,7 +304,7 @@ def test_closing_the_window_stops_a_prepare_like_ctrl_c(qtbot, window, tmp_path,
 def test_a_language_switch_mid_prepare_keeps_its_bar_and_cancel(qtbot, window, tmp_path, monkeypatch):
     """Switching the language rebuilds the window: the new bar follows the running prepare at
     once (it showed nothing until the next line), and its «Cancel» still stops it."""
-    from ui import cli_task
+    from ui.base import cli_task
 
     monkeypatch.setattr(cli_task, "KILL_AFTER_MS", WAIT_MS)  # the test's wait, not the window's 5 s: see above
     add_texts(tmp_path / "длинные", "длинные", 1500, seed=7)

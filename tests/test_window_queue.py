@@ -20,7 +20,7 @@ pytestmark = pytest.mark.usefixtures("russian")
 
 
 def make_window(qtbot, tiny_data):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     w = MainWindow(runs=RunManager(), poll_ms=100, queue_ms=150, extra_prepared=[str(tiny_data)],
                    remember_layout=False)
@@ -99,7 +99,7 @@ def test_queue_from_the_form_a_series_and_the_queue_after_a_restart(qtbot, tiny_
 
 
 def test_series_results_name_the_winner(qtbot):
-    from ui.series_dialog import SeriesResultsDialog
+    from ui.queue.series_dialog import SeriesResultsDialog
 
     def row(i: int, lr: float, width: int, loss: float) -> Row:
         return Row(i, {"training.lr": lr, "model.width": width}, DONE, f"r{i}", "finished", loss, loss - 0.01,

@@ -85,7 +85,7 @@ def test_continue_in_the_history_continues_in_one_click_and_closing_then_asks_an
 
 
 def test_a_restart_opens_the_form_as_the_user_left_it(qtbot, tiny_data):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     def start() -> MainWindow:
         w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])

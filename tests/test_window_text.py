@@ -134,7 +134,7 @@ def gone(pid: int) -> bool:
 
 @pytest.fixture
 def window(qtbot, tiny_data):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     w = MainWindow(runs=RunManager(), poll_ms=100, extra_prepared=[str(tiny_data)])
     qtbot.addWidget(w)

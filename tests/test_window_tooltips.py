@@ -40,7 +40,7 @@ def all_tooltips(root: QWidget) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("lang", ["ru", "en"])
 def test_every_tooltip_of_the_built_window_fits_60_by_12(qtbot, tiny_data, lang):
-    from ui.main_window import MainWindow
+    from ui.window.main_window import MainWindow
 
     set_language(lang)
     try:
@@ -69,7 +69,7 @@ def test_every_tooltip_of_the_built_window_fits_60_by_12(qtbot, tiny_data, lang)
 
 @pytest.fixture
 def view(qtbot, tiny_data):
-    from ui.run_form import RunFormView
+    from ui.form.run_form import RunFormView
 
     set_language("ru")
     ctx = FormContext()
@@ -113,7 +113,7 @@ def test_advanced_is_folded_and_reaches_run_json(view, qtbot):
 def test_numbers_are_typed_and_shown_as_the_language_writes_them(qtbot, tiny_data):
     """«20,000» was refused in English while the errors wrote «100,000,000»; the tooltip
     wrote 0,001 while the field held 0.001."""
-    from ui.run_form import RunFormView
+    from ui.form.run_form import RunFormView
 
     for lang, steps, lr, typed in (("ru", "20\u202f000", "0,001", "30 000"), ("en", "20,000", "0.001", "30,000")):
         set_language(lang)
@@ -188,7 +188,7 @@ def test_the_form_says_the_held_out_sample_for_its_own_context(tiny_data):
 
 def test_a_failed_add_is_a_message_one_sees(qtbot, tmp_path):
     """Issue 16: «нет текста» in the data window was small black text at the bottom."""
-    from ui.data_dialog import DataDialog
+    from ui.data.dialog import DataDialog
 
     set_language("ru")
     try:
@@ -216,7 +216,7 @@ def test_a_table_cells_tooltip_is_shown_wrapped(qtbot):
     from PySide6.QtGui import QHelpEvent
     from PySide6.QtWidgets import QApplication, QTableWidget, QTableWidgetItem, QToolTip
 
-    from ui import tooltips
+    from ui.base import tooltips
 
     tooltips.install()
     table = QTableWidget(1, 1)
@@ -233,7 +233,7 @@ def test_a_table_cells_tooltip_is_shown_wrapped(qtbot):
 
 
 def test_the_advanced_sections_state_is_remembered(qtbot):
-    from ui.run_form import RunFormView
+    from ui.form.run_form import RunFormView
 
     first = RunFormView(FormContext())
     qtbot.addWidget(first)

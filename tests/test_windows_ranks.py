@@ -14,7 +14,7 @@ import torch.distributed as dist
 
 from app.runs import process
 from tests import trainer_run as tr
-from trainer.distributed import backend_for
+from trainer.parallel.distributed import backend_for
 
 
 @pytest.mark.windows
@@ -29,7 +29,7 @@ def test_a_two_card_run_is_launched_by_torchrun_or_on_windows_by_the_trainers_ow
     plan = process.plan_launch(tmp_path, "0,1")
     assert plan.processes == 2 and plan.argv[-4:] == ["--run", str(tmp_path), "--device", "cuda"]
     if os.name == "nt":
-        assert plan.argv[1:4] == ["-m", "trainer.ranks", "2"]
+        assert plan.argv[1:4] == ["-m", "trainer.parallel.ranks", "2"]
     else:
         assert plan.argv[1:3] == ["-m", "torch.distributed.run"]
 
@@ -39,7 +39,7 @@ def test_two_ranks_started_by_the_launcher_train_together(tiny_data, tmp_path):
     under the Wine kit by hand (docs/PERF.md, issue 22)."""
     run = tr.write_run(tmp_path / "run", tiny_data, steps_to=4, eval_every=2, eval_segments=2)
     env = {**tr.trainer_env(), "CUDA_VISIBLE_DEVICES": ""}
-    done = subprocess.run([sys.executable, "-m", "trainer.ranks", "2", "--run", str(run), "--device", "cpu"],
+    done = subprocess.run([sys.executable, "-m", "trainer.parallel.ranks", "2", "--run", str(run), "--device", "cpu"],
                           env=env, cwd=tr.ROOT, capture_output=True, encoding="utf-8", errors="replace",
                           timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,6 +1,6 @@
 """The set-up's two commands (issue 22, item 3): lab.py, which `make run|test` and Windows'
 `lab run|test` (lab.bat) both call, and its choice of torch. The install itself is CI's
-`make test` (a fresh clone, TORCH_SPEC set); the check after it is trainer/cuda_build.py's
+`make test` (a fresh clone, TORCH_SPEC set); the check after it is trainer/plan/cuda_build.py's
 (tests/test_cuda_build.py)."""
 
 from __future__ import annotations

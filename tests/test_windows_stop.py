@@ -20,8 +20,8 @@ import psutil
 import pytest
 
 from app.runs import process
-from trainer import control
-from trainer.control import Control
+from trainer.run import control
+from trainer.run.control import Control
 
 pytestmark = pytest.mark.windows
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,7 +51,7 @@ def test_sigbreak_is_a_stop_request_and_the_console_handler_is_registered(tmp_pa
     code = (
         "import signal, sys\n"
         "from pathlib import Path\n"
-        "from trainer.control import Control\n"
+        "from trainer.run.control import Control\n"
         f"c = Control(Path({str(tmp_path)!r}), limit_s=60, stop_at_step=None)\n"
         "c.install_signals()\n"
         "assert c._console_handler is not None, 'SetConsoleCtrlHandler refused'\n"

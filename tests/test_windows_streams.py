@@ -63,7 +63,7 @@ def test_a_trainer_started_by_hand_and_redirected_writes_its_log_in_utf8(code_pa
 def test_an_event_echo_into_a_stream_that_lacks_a_character_escapes_it():
     """A terminal in a legacy code page (left alone by utf8_stdio, as a console is): the
     character is escaped, never an OutputError with «free disk space» advice."""
-    from trainer import events
+    from trainer.run import events
 
     raw = io.BytesIO()
     stream = io.TextIOWrapper(raw, encoding="cp1252", errors="strict", write_through=True)
@@ -78,7 +78,7 @@ def test_an_event_echo_into_a_stream_that_lacks_a_character_escapes_it():
 
 
 def test_utf8_stdio_reconfigures_a_redirected_ansi_stream_and_leaves_utf8_alone(monkeypatch):
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
     pipe = io.TextIOWrapper(io.BytesIO(), encoding="cp1251")
     utf8 = io.TextIOWrapper(io.BytesIO(), encoding="utf-8", errors="strict")

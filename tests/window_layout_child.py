@@ -32,8 +32,8 @@ def state(w, dialog) -> dict:  # noqa: ANN001
 
 def main() -> int:
     changes = json.loads(sys.argv[1]) if len(sys.argv) > 1 else {}
-    from ui.data_dialog import DataDialog
-    from ui.main_window import MainWindow, app_instance
+    from ui.data.dialog import DataDialog
+    from ui.window.main_window import MainWindow, app_instance
 
     app = app_instance()
     w = MainWindow()

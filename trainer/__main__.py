@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .config import ConfigError
+from trainer.config.run_config import ConfigError
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:
@@ -30,8 +30,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
-    from .lock import LockError
-    from .train import EXIT_CONFIG, Options, run
+    from trainer.base.lock import LockError
+    from trainer.run.train import EXIT_CONFIG, Options, run
 
     if not (args.run / "run.json").is_file():
         print(f"error: {args.run / 'run.json'} does not exist: write the run's config there first", file=sys.stderr)
@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from .streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main())

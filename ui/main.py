@@ -29,7 +29,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     from app.cli.main import utf8_stdio
 
-    utf8_stdio()  # what it prints, redirected, is UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # what it prints, redirected, is UTF-8 on Windows too (trainer/base/streams.py)
     args = parse(sys.argv[1:] if argv is None else argv)
     if args.snapshot:
         # Offscreen: no display needed, and nothing flashes on screen.
@@ -49,11 +49,11 @@ def main(argv: list[str] | None = None) -> int:
     from app.base import logs
 
     logs.setup()  # what a broad except swallows goes to the lab's log file (Справка → О программе)
-    from .main_window import MainWindow, app_instance
+    from ui.window.main_window import MainWindow, app_instance
 
     app = app_instance([sys.argv[0]])
     if args.dark:
-        from .palette import use_dark
+        from ui.base.palette import use_dark
 
         use_dark(app)
     try:

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import os
 
-from trainer.streams import UTF8_ENV
+from trainer.base.streams import UTF8_ENV
 
 from .paths import trainer_root
 
 
 def child_env(changes: dict[str, str] | None = None) -> dict[str, str]:
     """This process's environment, the trainer importable from any folder, the child's lines
-    unbuffered and its standard streams in UTF-8 (trainer/streams.py: on Windows a pipe or a
+    unbuffered and its standard streams in UTF-8 (trainer/base/streams.py: on Windows a pipe or a
     file is otherwise the ANSI code page, which dies on «₽»). `changes` go on top."""
     env = dict(os.environ)
     root = trainer_root()

@@ -1,7 +1,7 @@
 """The «Экономный режим» (economical mode) choices — its two parts, «Пересчёт активаций»
 (activation recompute: run.json training.economical, its levels) and «Облегчённое
 состояние» (the lean state: training.lean_state) — what each option says and costs, and how
-run.json writes them (trainer.config's words). The words are docs/ARCHITECTURE.md's
+run.json writes them (trainer.config.run_config's words). The words are docs/ARCHITECTURE.md's
 «One name for saving memory».
 
 The form's field table (app/form/fields.py) uses these for its two fields; the sizing's advice
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import trainer.config as contract
+import trainer.config.run_config as contract
 
 from ..base.i18n import current_language
 
-# The activation recompute levels (trainer/economical.py; trainer.config accepts false, true,
+# The activation recompute levels (trainer/model/economical.py; trainer.config.run_config accepts false, true,
 # "off", "selective" and "full"). One level cannot serve both a card with memory to spare
 # and a small home card, so the form offers all three and says what each costs.
 ECONOMICAL_LEVELS: tuple[str, ...] = contract.ECONOMICAL_LEVELS
@@ -25,7 +25,7 @@ ECONOMICAL_OPTIONS: dict[str, dict[str, str]] = {
     "selective": {"ru": "Выборочный", "en": "Selective"},
     "full": {"ru": "Полный", "en": "Full"},
 }
-# The figures are trainer.economical.ABOUT's and docs/PERF.md's (issue 8): memory and step
+# The figures are trainer.model.economical.ABOUT's and docs/PERF.md's (issue 8): memory and step
 # time measured on the CPU at the issue's configuration; arithmetic and kernel launches
 # counted (bench.opcount) at the lab's default model, not timed.
 ECONOMICAL_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
@@ -59,7 +59,7 @@ _ECONOMICAL_NOT_MEASURED = {
 }
 
 
-# The lean training state (trainer/lean.py; run.json training.lean_state: false, true,
+# The lean training state (trainer/step/lean.py; run.json training.lean_state: false, true,
 # "fused" or "offload"). Figures: app.sizing.state's model at the lab's full model (1.67 B
 # weights) and issue 13's measurements; tooltips kept to ≤ 60 characters a line, ≤ 12 lines.
 LEAN_STATES: tuple[str, ...] = contract.LEAN_MODES
@@ -113,7 +113,7 @@ def lean_state_level(value: Any) -> str | None:
 
 
 def lean_state_run_value(name: str) -> bool | str:
-    """What run.json gets: false / true / "fused" / "offload" (trainer.config.lean_mode's words)."""
+    """What run.json gets: false / true / "fused" / "offload" (trainer.config.run_config.lean_mode's words)."""
     return {"off": False, "on": True}.get(name, name)
 
 

@@ -1,5 +1,5 @@
-"""The plan (trainer/plan.py) in the interface's language: its choices' names, and its
-reasons and refusals (trainer/reasons.py: a code and its parameters). English is the
+"""The plan (trainer/plan/planner.py) in the interface's language: its choices' names, and its
+reasons and refusals (trainer/config/reasons.py: a code and its parameters). English is the
 trainer's own sentence, Russian is this table, one sentence a code. The rule stays in the
 contract; only its words are here (a test holds this table to the contract's codes)."""
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from trainer.plan import Plan
-from trainer.reasons import Reason, Refusal
+from trainer.config.reasons import Reason, Refusal
+from trainer.plan.planner import Plan
 
 from .i18n import current_language
 from .numbers import format_value, int_text, plural_ru
@@ -166,7 +166,7 @@ class RefusalError(ValueError):
         super().__init__(text(refusal, lang))
 
 
-# The plan's choices by name (trainer.plan.Plan.CHOICES), as rows of a table.
+# The plan's choices by name (trainer.plan.planner.Plan.CHOICES), as rows of a table.
 CHOICE_LABELS: dict[str, dict[str, str]] = {
     "precision": {"ru": "Точность", "en": "Precision"},
     "sharding": {"ru": "Карты делят состояние", "en": "Cards share the state"},

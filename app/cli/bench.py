@@ -25,7 +25,7 @@ BENCHES: dict[str, tuple[str, str, str, str]] = {
     "sample": ("process", "bench.sample", "генерация текста с кэшем против простого цикла; цена образцов в обучении",
                "text generation with a cache vs a plain loop; the cost of samples in training"),
     "monitor": ("module", "bench.monitor", "цена замеров видеокарты", "GPU sampling cost"),
-    "window": ("process", "ui.bench_window", "время до первого окна; график потерь на 100 000 точек",
+    "window": ("process", "ui.window.bench", "время до первого окна; график потерь на 100 000 точек",
                "time to first window; the loss plot at 100,000 points"),
 }
 

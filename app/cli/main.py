@@ -10,7 +10,7 @@ import importlib
 import os
 import sys
 
-from trainer.streams import utf8_stdio
+from trainer.base.streams import utf8_stdio
 
 # name: (module, what it does in Russian, in English)
 GROUPS: dict[str, tuple[str, str, str]] = {

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import psutil
 
-from trainer.streams import UTF8_ENV
+from trainer.base.streams import UTF8_ENV
 
 from .textgen import document
 
@@ -241,7 +241,7 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main(sys.argv[1:]))

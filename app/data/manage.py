@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainer.streams import UTF8_ENV
+from trainer.base.streams import UTF8_ENV
 
 from ..base.i18n import in_language, t
 from ..base.numbers import bytes_text, count_text

@@ -32,7 +32,7 @@ from typing import Any
 
 import psutil
 
-from trainer.config import MAX_VOCAB
+from trainer.config.run_config import MAX_VOCAB
 
 from ..base import paths
 from ..base.atomic import fsync_dir, fsync_file
@@ -56,7 +56,7 @@ PIPELINE = "ternit-prepare-2"  # change when the same inputs would give differen
 DEFAULT_VOCAB = 4000
 DEFAULT_CONTEXT = 1024
 # At least every byte; at most what uint16 ids hold, 0…65,535: 65,536 tokens, the trainer's
-# own limit (trainer.config.MAX_VOCAB, the one place it is stated).
+# own limit (trainer.config.run_config.MAX_VOCAB, the one place it is stated).
 MIN_VOCAB = 256
 TOKENIZER_SAMPLE_CHARS = 100_000_000  # BPE is trained on at most about this much text (its memory grows with the unique words seen)
 REQUIRED = ("tokenizer.json", "train.bin", "val.bin", "meta.json")

@@ -8,13 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import (
+from trainer.config.reasons import Refusal
+from trainer.config.run_config import (
     KAGGLE_END_MARGIN_MIN,
     KAGGLE_SESSION_MIN,
     kaggle_limit_max,
     shape_problem,
 )
-from trainer.reasons import Refusal
 
 from .. import sizing
 from ..base.i18n import current_language, t
@@ -218,7 +218,7 @@ class FormChecks:
             room = self.kaggle_room()
             if room is not None and not room.fits:  # its checkpoints could not come back from Kaggle
                 out.append(Issue("machine", "error", room.text()))
-            top = kaggle_limit_max()  # the run.json contract's rule (trainer/config.py)
+            top = kaggle_limit_max()  # the run.json contract's rule (trainer/config/run_config.py)
             if isinstance(v["limit_min"], (int, float)) and v["limit_min"] > top:
                 out.append(Issue("limit_min", "error", t(
                     f"Kaggle обрывает сессию через {KAGGLE_SESSION_MIN / 60:g} ч, а последние "
@@ -257,7 +257,7 @@ class FormChecks:
                       sizes.batch_issue(est, self.values["batch_per_card"], gpu_label(self.values["gpu"])))]
 
     def _plan_issues(self) -> list[Issue]:
-        """What the plan (trainer/plan.py) refuses for these settings on the chosen machine —
+        """What the plan (trainer/plan/planner.py) refuses for these settings on the chosen machine —
         «Токенов за шаг» that is no whole number of micro-steps there, a lean state the cards'
         sharing or the precision does not take, … — on the field it is about. The sizing
         asked it for the estimate (app.sizing.estimate), so the form says what the trainer

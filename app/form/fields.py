@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import trainer.config as contract
+import trainer.config.run_config as contract
 
 from ..base.i18n import current_language
 from ..base.memory_saving import (
@@ -32,10 +32,10 @@ from ..base.numbers import format_value
 from .texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .tooltips import wrap_tip
 
-# The last line of every field's tooltip: where the whole story is (ui/help_page.py).
+# The last line of every field's tooltip: where the whole story is (ui/form/help_page.py).
 HELP_HINT = {"ru": "Подробнее: кнопка «?» у поля или F1.", "en": "More: the «?» button by the field, or F1."}
 # A FieldSpec with a run.json `path` and no `default` of its own starts at the trainer's
-# default for that key (trainer.config, the one contract), in the form's terms.
+# default for that key (trainer.config.run_config, the one contract), in the form's terms.
 _FROM_CONTRACT: Any = object()
 
 # The form's sections in the order they are shown.

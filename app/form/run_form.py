@@ -1,7 +1,7 @@
 """The «Новый прогон» form's logic, with no Qt: values, validation as the user types,
 continue-locking, the live «Как выбрать размер» numbers and the run.json it produces.
 
-The window (ui/run_form.py) only mirrors a RunForm: it passes what the user typed to
+The window (ui/form/run_form.py) only mirrors a RunForm: it passes what the user typed to
 `set_text`/`set`, and shows `issues()`, `start_blockers()`, `size_rows()` and the values.
 Every rule lives here so it can be tested without a display.
 """
@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainer.config import (
+from trainer.config.reasons import Refusal
+from trainer.config.run_config import (
     default,
     weight_count,
 )
-from trainer.reasons import Refusal
 
 from .. import sizing
 from ..base.i18n import current_language, t

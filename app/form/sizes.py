@@ -114,7 +114,7 @@ PLAN_SHOWN = ("precision", "sharding", "compile", "step")
 
 def plan_row(est: Estimate) -> SizeRow:
     """How the trainer will run these settings on the chosen machine: the plan's choices
-    (trainer/plan.py, the same the trainer prints at its start) and why each."""
+    (trainer/plan/planner.py, the same the trainer prints at its start) and why each."""
     rows = plan_rows(est.plan, leave_out=tuple(c for c in est.plan.CHOICES if c not in PLAN_SHOWN))
     value = " · ".join(f"{label.lower()} {value}" for label, value, _ in rows)
     note = "; ".join(f"{label}: {why}" for label, _, why in rows)

@@ -1,6 +1,6 @@
 """Texts and specs of the run form's fields kept apart from the table in app/form/fields.py
 (which makes its FieldSpecs from them): the «Дополнительно» section's fields — the
-trainer's own knobs, folded by default, with trainer.config.TrainingConfig's defaults
+trainer's own knobs, folded by default, with trainer.config.run_config.TrainingConfig's defaults
 (tests/test_fields.py holds them equal) — and the longer help pages («Подробнее»). Plain
 data, no imports of the lab: app/form/fields.py turns each dict into a FieldSpec.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-# training.precision (trainer.config.PRECISIONS); "auto" is trainer.optim.pick_precision's.
+# training.precision (trainer.config.run_config.PRECISIONS); "auto" is trainer.step.optim.pick_precision's.
 PRECISION_OPTIONS: dict[str, dict[str, str]] = {
     "auto": {"ru": "Авто", "en": "Auto"},
     "fp32": {"ru": "fp32", "en": "fp32"},

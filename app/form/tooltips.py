@@ -2,7 +2,7 @@
 
 Qt draws a plain tooltip on a single line as wide as its text (a 1,100-pixel strip for a
 long sentence) and a long one as a wall over the form. Every tooltip the window shows goes
-through `wrap_tip` (ui/tooltips.py applies it to each widget's and menu item's tooltip), so
+through `wrap_tip` (ui/base/tooltips.py applies it to each widget's and menu item's tooltip), so
 the rule lives here once. The long story of a form field is its help page («Подробнее»),
 which the tooltip's last line names (app/form/fields.py).
 """

@@ -3,7 +3,7 @@
 The sampler never raises: NVML trouble becomes a status, an "n/a" field or a lost card;
 psutil trouble (the trainer exited) becomes `alive=False`. The thread is a plain
 `threading.Thread` handing each Snapshot to a callback; the window bridges that to a Qt signal
-(ui/monitor_bridge.py), so app/ stays free of Qt.
+(ui/monitor/bridge.py), so app/ stays free of Qt.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from trainer.checkpoint_index import is_checkpoint
+from trainer.state.checkpoint_index import is_checkpoint
 
 from ..base import run_status as st
 from ..base.i18n import t

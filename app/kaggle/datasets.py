@@ -2,7 +2,7 @@
 
 Three kinds, each with a marker file (TERNIT_MARKER.json: kind + hash) at its root so that
 the kernel finds it under the input root wherever Kaggle mounts it:
-- code: the trainer package (trainer/*.py), uploaded as a folder (dir_mode="zip"; Kaggle
+- code: the trainer package (trainer/**/*.py: every room), uploaded as a folder (dir_mode="zip"; Kaggle
   unpacks it back into trainer/); for a run with training.lean_state on, also the wheel of
   the library the lean state needs (bitsandbytes), at the dataset's root, which the kernel
   installs offline (Kaggle's image does not ship it: docs/KAGGLE.md);
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.checkpoint_index import hash_path, is_dcp
-from trainer.config import lean_mode
+from trainer.config.run_config import lean_mode
+from trainer.state.checkpoint_index import hash_path, is_dcp
 
 from ..base import paths
 from ..base.i18n import t

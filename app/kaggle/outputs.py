@@ -13,7 +13,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer.checkpoint_index import file_sha256, find_damage, hash_path, is_checkpoint, is_dcp
+from trainer.state.checkpoint_index import (
+    file_sha256,
+    find_damage,
+    hash_path,
+    is_checkpoint,
+    is_dcp,
+)
 
 from ..base import run_status as st
 from ..base.atomic import fsync_file
@@ -97,7 +103,7 @@ class LegOutputs:
 def take_checkpoint(run_dir: Path, out: Path, events: list[dict[str, Any]]) -> tuple[str, str | None, str | None]:
     """Copy the newest checkpoint the events name into RUN_DIR/checkpoints, hash-checked:
     a step-*.pt file, or a sharded run's step-*.dcp folder with its list of SHA-256s (the
-    event's hash is that of the list, trainer/checkpoint_index.py)."""
+    event's hash is that of the list, trainer/state/checkpoint_index.py)."""
     ckpts = [e for e in events if e.get("event") == "checkpoint" and e.get("sha256")]
     if not ckpts:
         return "", None, None

@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import lean_mode
-from trainer.plan import precision_choice
+from trainer.config.run_config import lean_mode
+from trainer.plan.planner import precision_choice
 
 from ..base.i18n import t
 from ..base.numbers import bytes_decimal_text
@@ -69,7 +69,7 @@ class OutputRoom:
 
 def config_checkpoint_bytes(config: dict[str, Any]) -> int:
     """One checkpoint's size for a run.json on Kaggle's T4s, in the precision the plan gives
-    it there (trainer.plan.precision_choice: auto is fp16 on a T4)."""
+    it there (trainer.plan.planner.precision_choice: auto is fp16 on a T4)."""
     m, tr = config.get("model") or {}, config.get("training") or {}
     shape = Shape(int(m.get("layers", 8)), int(m.get("width", 512)), int(m.get("heads", 8)),
                   int(m.get("context", 1024)), int(m.get("vocab", 4000)))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-from trainer.config import KAGGLE_END_MARGIN_MIN
+from trainer.config.run_config import KAGGLE_END_MARGIN_MIN
 
 from ..base import settings as lab_settings
 

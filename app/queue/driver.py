@@ -5,7 +5,7 @@ what changed.
 
 It announces (`QueueDriver.events`, the pattern of app/window/events.py): `changed(timeline)`
 — the queue as it is now, after a round or an edit — and `news(title, text)` — a tray
-message. ui/queue_tab.py and the window subscribe. `tick()` and `add()` run in a worker
+message. ui/queue/tab.py and the window subscribe. `tick()` and `add()` run in a worker
 thread (a Kaggle start uploads and pushes; the pre-check is a child process); `refresh()`,
 called in the window's thread after them, announces.
 """

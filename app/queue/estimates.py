@@ -10,8 +10,8 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from trainer.checkpoint_index import checkpoint_step
-from trainer.config import ConfigError, from_dict
+from trainer.config.run_config import ConfigError, from_dict
+from trainer.state.checkpoint_index import checkpoint_step
 
 from .. import sizing
 from ..base.i18n import current_language, t

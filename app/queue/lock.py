@@ -1,7 +1,7 @@
 """Exactly one runner drives the queue: an OS lock on `queue.lock` in the lab's data folder.
 
 The lock is the operating system's own (flock on POSIX, a byte-range lock on Windows: the
-trainer's own `trainer.lock.try_lock`, one writer per run folder), so it
+trainer's own `trainer.base.lock.try_lock`, one writer per run folder), so it
 goes away with its process however that ends: a runner that was SIGKILLed or crashed never
 leaves the queue locked. The file says who holds it (pid, what program, since when), so a
 second runner is refused with a line naming the first.
@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from trainer.lock import WINDOWS_BYTE, try_lock
+from trainer.base.lock import WINDOWS_BYTE, try_lock
 
 from ..base import paths
 from ..base.i18n import t

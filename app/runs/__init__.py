@@ -47,7 +47,7 @@ API overview (names are stable):
     series.SeriesBuilder(series=None): .begin_run(run_id), .add(event) — live plot feeding;
         made over a loaded LossSeries it carries on from its end
     checkpoints.latest_checkpoint(run_dir) / checkpoint_step(path) — no torch needed
-    export.export_checkpoint(ckpt, out) -> ExportResult  (runs `python -m trainer.export`)
+    export.export_checkpoint(ckpt, out) -> ExportResult  (runs `python -m trainer.model.export`)
     process.plan_launch(run_dir, gpu) -> LaunchPlan (argv, env, processes, device, note)
 
 Statuses: app/base/run_status.py (STATUSES, ENDED, ACTIVE, label()). Run folders:

@@ -4,7 +4,7 @@ Both forms the trainer writes: a file `step-XXXXXXXX.pt` with its SHA-256 beside
 (`.pt.sha256`), and a sharded run's folder `step-XXXXXXXX.dcp/` with the list of its
 files' SHA-256 beside it (`.dcp.sha256`). The naming, the check against what was stored,
 what a checkpoint's content says it is and the order newest first are
-trainer/checkpoint_index.py's, the one rule both sides use.
+trainer/state/checkpoint_index.py's, the one rule both sides use.
 
 `choose_checkpoint` is the one choice of a run's checkpoint for every command that uses
 one — `ternit sample`/`eval`, `ternit export`, `ternit run continue` and the window's
@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainer.checkpoint_index import (
+from trainer.state.checkpoint_index import (
     LATEST,
     NAME,
     CheckpointError,

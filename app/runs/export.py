@@ -2,7 +2,7 @@
 Hugging Face folder (`fmt="hf"`: GPT2LMHeadModel with its tokenizer).
 
 The export loads the checkpoint with torch, so it runs as its own process:
-`python -m trainer.export CKPT OUT [--format hf --tokenizer TOKENIZER.json]`.
+`python -m trainer.model.export CKPT OUT [--format hf --tokenizer TOKENIZER.json]`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class ExportResult:
     code: int = 0  # the exporter's exit code (EXIT_CHECKPOINT: the checkpoint could not be read)
 
 
-EXIT_CHECKPOINT = 2  # trainer/export.py's code for a checkpoint it cannot load
+EXIT_CHECKPOINT = 2  # trainer/model/export.py's code for a checkpoint it cannot load
 
 
 def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | None = None,
@@ -39,7 +39,7 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     if not is_checkpoint(checkpoint):  # a step-*.pt file or a sharded run's step-*.dcp folder
         return ExportResult(False, str(checkpoint), str(out), t(f"Чекпоинта {checkpoint} нет.", f"Checkpoint {checkpoint} does not exist."),
                             EXIT_CHECKPOINT)
-    argv = [sys.executable, "-m", "trainer.export", str(checkpoint), str(out)]
+    argv = [sys.executable, "-m", "trainer.model.export", str(checkpoint), str(out)]
     if fmt == "hf":
         argv += ["--format", "hf"] + (["--tokenizer", str(tokenizer)] if tokenizer else [])
     try:
@@ -73,7 +73,7 @@ def export_checkpoint(checkpoint: Path | str, out: Path | str, timeout: float | 
     return ExportResult(ok, str(checkpoint), str(out), text, done.returncode)
 
 
-# The exporter's exit codes (trainer/export.py: EXIT_CHECKPOINT, EXIT_WRITE) → what to tell the user.
+# The exporter's exit codes (trainer/model/export.py: EXIT_CHECKPOINT, EXIT_WRITE) → what to tell the user.
 FAILURES = {
     EXIT_CHECKPOINT: lambda ckpt, out: t(
         f"Чекпоинт {ckpt} не читается: он повреждён или это не чекпоинт Ternit Lab. Выберите другой чекпоинт.",

@@ -3,7 +3,7 @@ or a Hugging Face folder (GPT2LMHeadModel and its tokenizer).
 
 CKPT is a checkpoint (a .pt file, or the .dcp folder of a sharded run), or a run id (or a unique part of one) from `ternit run list`,
 meaning that run's latest checkpoint. The export itself loads torch, so it runs as its
-own process (`python -m trainer.export`).
+own process (`python -m trainer.model.export`).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ def parser() -> argparse.ArgumentParser:
         "папку для `transformers` (GPT2LMHeadModel с токенизатором; из неё llama.cpp делает GGUF, см. README).\n\n"
         "ЧЕКПОИНТ — чекпоинт (файл .pt или папка .dcp) или ID прогона (или его уникальная\n"
         "часть) из `ternit run list`: тогда берётся последний чекпоинт прогона. Экспорт\n"
-        "загружает torch и поэтому идёт отдельным процессом (`python -m trainer.export`).",
+        "загружает torch и поэтому идёт отдельным процессом (`python -m trainer.model.export`).",
         "`ternit export CKPT|RUN-ID OUT [--format hf]`: a checkpoint's weights as safetensors, or a\n"
         "Hugging Face folder (GPT2LMHeadModel with its tokenizer; llama.cpp makes GGUF of it, see README).\n\n"
         "CKPT is a checkpoint (a .pt file or a .dcp folder), or a run id (or a unique part of\n"
         "one) from `ternit run list`, meaning that run's latest checkpoint. The export itself\n"
-        "loads torch, so it runs as its own process (`python -m trainer.export`)."))
+        "loads torch, so it runs as its own process (`python -m trainer.model.export`)."))
     p.add_argument("checkpoint", metavar=t("ЧЕКПОИНТ", "CKPT"),
                    help=t("чекпоинт (файл .pt или папка .dcp) или ID прогона",
                           "a checkpoint (a .pt file or a .dcp folder) or a run id"))

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import smaller_batch
+from trainer.config.run_config import smaller_batch
 
 from ..base.i18n import t
 from ..base.memory_saving import economical_level, economical_step_up

@@ -1,7 +1,7 @@
 """What the history calls each run, so that runs of one name can be told apart: «nc-stop»
 twice reads «nc-stop #1» and «nc-stop #2», numbered in the order they were created, and a
 run started after a failed one of the same name says it is a retry («nc-stop #2 · повтор»).
-A name used once stays as it is. Plain Python: ui/history.py shows what this says."""
+A name used once stays as it is. Plain Python: ui/runs/history.py shows what this says."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The plan of a run on the machine its target names (trainer/plan.py), asked before a run
+"""The plan of a run on the machine its target names (trainer/plan/planner.py), asked before a run
 folder or history row exists — by `ternit run start`, the window's «Старт», a retry, a
 continuation and a Kaggle start before anything is uploaded (all through
 RunManager.create's pre-check). A combination the trainer would refuse there is refused
@@ -10,15 +10,15 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from trainer.config import ConfigError, from_dict
-from trainer.plan import Machine, Plan, Refusal, plan
+from trainer.config.run_config import ConfigError, from_dict
+from trainer.plan.planner import Machine, Plan, Refusal, plan
 
 from ..base.plan_texts import RefusalError
 from ..gpu.cards import card_by_index, this_pc_cards
 from ..sizing.gpus import machine_for
 from . import process
 
-KAGGLE_MACHINE = "t4x2"  # Kaggle's one GPU shape (trainer.plan.KNOWN_CARDS)
+KAGGLE_MACHINE = "t4x2"  # Kaggle's one GPU shape (trainer.plan.planner.KNOWN_CARDS)
 
 
 def target_machine(config: dict[str, Any]) -> Machine:

@@ -4,11 +4,11 @@
 the window's «Старт» and «Продолжить», a retry, a Kaggle start before anything is
 uploaded): through `RunManager.create`, which calls it before it makes the folder. It runs
 the trainer's own rules, not a restatement of them: run.json's contract
-(`trainer.config`: every key, every range, a step no machine holds) and the checks the
-trainer makes at its start before it builds anything (`trainer.preflight`: the data folder
+(`trainer.config.run_config`: every key, every range, a step no machine holds) and the checks the
+trainer makes at its start before it builds anything (`trainer.plan.preflight`: the data folder
 against the model, the checkpoint it resumes from). Both are torch-free, so the lab runs
 them in its own process. Then the machine: a local run's cards must be this PC's
-(`process.absent_cards`), and the plan of what the run executes there (trainer/plan.py,
+(`process.absent_cards`), and the plan of what the run executes there (trainer/plan/planner.py,
 through `plan_check`) must not be a refusal. A refusal is a RunError with the trainer's
 (or the lab's) line, a contract's refusal worded in the interface's language.
 """
@@ -19,10 +19,10 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from trainer.checkpoint_index import CheckpointError
-from trainer.config import ConfigError, from_dict, read_json
-from trainer.preflight import DataError, check_start
-from trainer.reasons import Refusal
+from trainer.config.reasons import Refusal
+from trainer.config.run_config import ConfigError, from_dict, read_json
+from trainer.plan.preflight import DataError, check_start
+from trainer.state.checkpoint_index import CheckpointError
 
 from ..base import paths
 from ..base.i18n import t
@@ -51,7 +51,7 @@ def precheck(config: dict[str, Any]) -> list[str]:
         absent = absent_cards(cfg.target.gpu)
         if absent:
             raise RunError(absent)
-    try:  # what it runs on its target's machine (trainer/plan.py): refused there, refused now
+    try:  # what it runs on its target's machine (trainer/plan/planner.py): refused there, refused now
         check_plan(config)
     except ValueError as e:  # the plan's refusal in the interface's language
         raise RunError(t(f"тренер не запустит этот прогон: {e}", f"the trainer would refuse this run: {e}")) from None

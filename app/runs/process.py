@@ -2,7 +2,7 @@
 
 The trainer is never run inside the window's process (the window never imports torch):
 `python -m trainer --run DIR`, or torchrun when this PC has several GPUs (on Windows the
-trainer's own launcher, trainer/ranks.py). The process is put in its own session (Windows:
+trainer's own launcher, trainer/parallel/ranks.py). The process is put in its own session (Windows:
 its own process group, without a console), so closing the window (or a Ctrl+C in the
 terminal that ran `ternit run start`) does not stop the training; the lab re-attaches to it
 later through events.jsonl and the pid kept in the registry.
@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from trainer.config import ConfigError, gpu_choice
+from trainer.config.run_config import ConfigError, gpu_choice
 
 from ..base.children import child_env
 from ..base.i18n import t
@@ -56,9 +56,9 @@ def absent_cards(gpu: str) -> str | None:
     it names none: "auto", "cpu"). The trainer told to use a missing card would stop, or
     with "auto" train on another device than the one the run showed."""
     try:
-        ids = gpu_choice(gpu or "auto")  # the one reader of target.gpu (trainer.config)
+        ids = gpu_choice(gpu or "auto")  # the one reader of target.gpu (trainer.config.run_config)
     except ConfigError:
-        return None  # not a card list: trainer.config's check names it
+        return None  # not a card list: trainer.config.run_config's check names it
     if not isinstance(ids, list):
         return None
     from ..gpu.cards import this_pc_cards
@@ -118,8 +118,8 @@ def plan_launch(
     trainer_args += ["--device", device]
     if count > 1 and os.name == "nt":
         # Windows' torch cannot run torchrun (its store wants libuv): the trainer's own rank
-        # launcher (trainer/ranks.py), the cards talking through gloo (trainer/distributed.py).
-        argv = [python, "-m", "trainer.ranks", str(count), *trainer_args]
+        # launcher (trainer/parallel/ranks.py), the cards talking through gloo (trainer/parallel/distributed.py).
+        argv = [python, "-m", "trainer.parallel.ranks", str(count), *trainer_args]
     elif count > 1:
         # `-m -- trainer`: without the `--` torchrun's own parser takes the trainer's
         # `--run` for an abbreviation of its `--run-path` and refuses it as ambiguous.

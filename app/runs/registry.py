@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from trainer.config import SQLITE_INTEGER_MAX, ConfigError, from_dict
+from trainer.config.run_config import SQLITE_INTEGER_MAX, ConfigError, from_dict
 
 from ..base import paths
 from ..base import run_status as st

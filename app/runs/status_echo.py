@@ -1,6 +1,6 @@
 """A run's status lines on the command line while nothing else is printed: a Kaggle run
 uploading, Kaggle processing its datasets, its kernel waiting in Kaggle's queue (each line
-says how long). The window shows the same message under the run (ui/run_banner.py); here it
+says how long). The window shows the same message under the run (ui/runs/banner.py); here it
 is printed once per change, to stderr."""
 
 from __future__ import annotations

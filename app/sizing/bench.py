@@ -33,8 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer.config import ECONOMICAL_LEVELS
-from trainer.streams import UTF8_ENV
+from trainer.base.streams import UTF8_ENV
+from trainer.config.run_config import ECONOMICAL_LEVELS
 
 from .estimate import estimate
 from .formulas import Shape, param_count
@@ -347,7 +347,7 @@ def report(r: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    from trainer.streams import utf8_stdio
+    from trainer.base.streams import utf8_stdio
 
-    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/streams.py)
+    utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     sys.exit(main(sys.argv[1:]))

@@ -18,7 +18,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainer.config import COMPILE_MODES, ECONOMICAL_LEVELS, LEAN_MODES, PRECISIONS, SHARDING_MODES
+from trainer.config.run_config import (
+    COMPILE_MODES,
+    ECONOMICAL_LEVELS,
+    LEAN_MODES,
+    PRECISIONS,
+    SHARDING_MODES,
+)
 
 from ..base.cli_args import Parser
 from ..base.i18n import current_language, t

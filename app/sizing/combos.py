@@ -1,6 +1,6 @@
 """The economical combinations: an activation level (off / selective / full) × a lean state
 (off / on / fused / offload) × how the target's cards share the state (DDP, or sharded by
-FSDP); exactly those the plan (trainer/plan.py) accepts on the machine, each with the plan
+FSDP); exactly those the plan (trainer/plan/planner.py) accepts on the machine, each with the plan
 that runs it; what each costs in step time beyond the normal step, and which is the
 fastest that fits (`--economical auto`).
 
@@ -26,8 +26,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import ECONOMICAL_LEVELS, LEAN_MODES, RunConfig
-from trainer.plan import FUSED_STEPS, Machine, Plan, Refusal, plan
+from trainer.config.run_config import ECONOMICAL_LEVELS, LEAN_MODES, RunConfig
+from trainer.plan.planner import FUSED_STEPS, Machine, Plan, Refusal, plan
 
 from ..base.memory_saving import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
 

@@ -2,7 +2,7 @@
 
 The CPU's table rate (gpus.cpu_flops) assumes an idle machine with the lab's build CPU's
 vector units, and on a loaded machine it was many times too optimistic (docs/PERF.md, «Figures the code's docstrings carried»). So when the lab has no measured CPU run and no stored measurement, it starts
-`python -m trainer.rate` (a few real training steps of a small model; the window never
+`python -m trainer.run.rate` (a few real training steps of a small model; the window never
 imports torch) in the background; its result is kept beside the state DB
 (`cpu_rate.json`) and joins the measured runs as one entry marked "probe", which scales the
 CPU's rate for every shape (speed._cpu_speed). Until then the time row says «оценка».
@@ -67,7 +67,7 @@ def needed(measured: list[dict[str, Any]] | None) -> bool:
 
 
 def command(out: Path, shape: Shape = PROBE_SHAPE, steps: int = PROBE_STEPS) -> list[str]:
-    return [sys.executable, "-m", "trainer.rate", "--layers", str(shape.layers), "--width", str(shape.width),
+    return [sys.executable, "-m", "trainer.run.rate", "--layers", str(shape.layers), "--width", str(shape.width),
             "--heads", str(shape.heads), "--context", str(shape.context), "--vocab", str(shape.vocab),
             "--batch", str(shape.batch), "--steps", str(steps), "--out", str(out)]
 

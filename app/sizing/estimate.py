@@ -1,6 +1,6 @@
 """The «Как выбрать размер» panel's numbers: one Estimate (result.py), whose as_json() is
 what `ternit estimate --json` prints. Everything here is arithmetic on the form's fields
-(no torch, no Qt), for what the plan (trainer/plan.py) runs on the chosen machine: its
+(no torch, no Qt), for what the plan (trainer/plan/planner.py) runs on the chosen machine: its
 precision, sharding and step kind, or its refusal."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import (
+from trainer.config.run_config import (
     ECONOMICAL_LEVELS,
     ConfigError,
     RunConfig,
@@ -18,7 +18,7 @@ from trainer.config import (
     from_dict,
     lean_mode,
 )
-from trainer.plan import Libraries, Machine, Plan, Refusal, plan, precision_choice
+from trainer.plan.planner import Libraries, Machine, Plan, Refusal, plan, precision_choice
 
 from ..base.i18n import current_language
 from ..base.plan_texts import RefusalError
@@ -288,7 +288,7 @@ def estimate(
     libraries: Libraries | None = None,
 ) -> Estimate:
     """Weights, compute, speed, time, memory and data for a run, with advice sentences, as
-    the plan (trainer/plan.py) runs it on `gpu`.
+    the plan (trainer/plan/planner.py) runs it on `gpu`.
 
     `economical` is a level (or true/false), or "auto": the fastest combination of level ×
     lean state × sharding (FSDP2 over a multi-card target's cards) the plan accepts that fits

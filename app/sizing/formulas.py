@@ -2,7 +2,7 @@
 
 Weights: 12·L·d² (per block: fused qkv 3d², projection d², MLP 4d² + 4d²; no biases, norms
 without weights) + V·d (token embedding, tied with the output layer) + n·d (learned
-positions): `trainer.config.weight_count`, the run.json contract's one formula (the
+positions): `trainer.config.run_config.weight_count`, the run.json contract's one formula (the
 contract is plain Python, so the window reads it without torch); a test counts the real
 model's parameters against it.
 
@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainer.config import weight_count
+from trainer.config.run_config import weight_count
 
 
 @dataclass(frozen=True)
 class Shape:
     """The model and batch fields of the run form. Whether the trainer takes them is the
-    contract's rule (trainer.config.shape_problem), asked where a shape enters the sizing."""
+    contract's rule (trainer.config.run_config.shape_problem), asked where a shape enters the sizing."""
 
     layers: int = 8
     width: int = 512

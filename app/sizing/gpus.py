@@ -9,7 +9,7 @@ runs on a card, those replace these figures (app.sizing.speed).
 Memory is per card, in MiB, as NVML reports the card's total; what the framework itself
 takes (CUDA context, the caching allocator's slack) is modelled in app.sizing.memory and
 shown apart. A card's processes, memory and compute capability are the run.json
-contract's catalogue (trainer.plan.KNOWN_CARDS: what the plan decides from, and what
+contract's catalogue (trainer.plan.planner.KNOWN_CARDS: what the plan decides from, and what
 `python -m trainer.config --machine` knows); this table adds the lab's speeds and words.
 """
 
@@ -21,7 +21,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from trainer.plan import (
+from trainer.plan.planner import (
     KAGGLE_LIBRARIES,
     KNOWN_CARDS,
     Card,
@@ -296,7 +296,7 @@ MemorySource = float | int | Callable[[], float | None] | None
 
 def machine_for(gpu: str, memory_mb: float | None = None, capability: tuple[int, int] | None = None,
                 libraries: Libraries | None = None) -> Machine:
-    """The plan's Machine (trainer.plan) for the sizing's choice `gpu`: a card of the
+    """The plan's Machine (trainer.plan.planner) for the sizing's choice `gpu`: a card of the
     contract's catalogue (a Kaggle one with Kaggle's libraries, the others with this
     computer's), or "local"; `memory_mb` and `capability` (NVML's, or the caller's)
     override the catalogue's, `libraries` the ones it would have."""

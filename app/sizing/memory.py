@@ -1,4 +1,4 @@
-"""Memory of one training step on one card, part by part, from the model in trainer/model.py.
+"""Memory of one training step on one card, part by part, from the model in trainer/model/gpt.py.
 
 Static (alive for the whole run), bytes:
   weights 4·P (fp32 master weights; autocast casts them on the fly), gradients 4·P,
@@ -19,7 +19,7 @@ Head: final norm input 4·BTd + its output as the output layer keeps it a·BTd +
   log-softmax of the fp32 logits 4·BTV. Backward of the loss holds two more B·T·V fp32
   tensors (8·BTV) while all of the above is alive: that is the step's peak for most sizes.
 Under autocast the 16-bit copies of the matrices (2·(12·L·d² + V·d)) stay saved too.
-Economical mode (trainer/economical.py): the attention half and the MLP half of a block
+Economical mode (trainer/model/economical.py): the attention half and the MLP half of a block
   keep their inputs only (the MLP recomputed in row slices). "selective" keeps per block the
   two halves' inputs (x and x + attention, 8·BTd fp32), the qkv output (3·a·BTd), the
   attention output (a·BTd), norm statistics and log-sum-exp; "full" only the two inputs.
@@ -43,9 +43,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-# The levels and their one reader are run.json's contract (trainer.config).
-from trainer.config import economical_level
-from trainer.plan import FUSED_STEPS
+# The levels and their one reader are run.json's contract (trainer.config.run_config).
+from trainer.config.run_config import economical_level
+from trainer.plan.planner import FUSED_STEPS
 
 from .formulas import Shape, param_count
 from .state import training_state, weights_bf16
@@ -112,18 +112,18 @@ def loss_backward(s: Shape, precision: str, level: str) -> int:
 
 
 def loss_slices(vocab: int, width: int, layers: int) -> int:
-    """Row slices of the chunked loss, as trainer.economical.loss_slices: 1.75·V / (d·L),
+    """Row slices of the chunked loss, as trainer.model.economical.loss_slices: 1.75·V / (d·L),
     1 to 16 (a slice's temporaries stay under half of what the blocks keep)."""
     return max(1, min(16, math.ceil(1.75 * vocab / (width * max(1, layers)))))
 
 
 def chunk_rows(rows: int, vocab: int, width: int, layers: int) -> int:
-    """Rows per slice of the chunked loss, as trainer.economical.chunk_rows."""
+    """Rows per slice of the chunked loss, as trainer.model.economical.chunk_rows."""
     return -(-rows // loss_slices(vocab, width, layers))
 
 
 def mlp_slices(layers: int) -> int:
-    """Row slices of the tiled MLP's backward pass, as trainer.economical.mlp_chunks: 2 below
+    """Row slices of the tiled MLP's backward pass, as trainer.model.economical.mlp_chunks: 2 below
     8 layers, else 1 (its forward pass runs whole)."""
     return 2 if layers < 8 else 1
 
@@ -148,8 +148,8 @@ def loss_forward(s: Shape, precision: str, level: str) -> int:
 # slice's recomputed norm, up-projection and GELU with their gradients ((9·a + 4) / slices);
 # the attention's backward holds a part measured per level and precision (the recomputed
 # attention of "full" in fp32 is the largest). Measured with the trainer's own storage
-# count (trainer.memory) on the CPU, shapes 2×64 … 16×64, n 64–256, V 300–3000
-# (trainer/economical.py as of 30 Nov 00:40 UTC).
+# count (trainer.step.memory) on the CPU, shapes 2×64 … 16×64, n 64–256, V 300–3000
+# (trainer/model/economical.py as of 30 Nov 00:40 UTC).
 ATTENTION_BACKWARD_PER_BTD = {("selective", 4): 16, ("selective", 2): 12, ("full", 4): 33, ("full", 2): 18}
 
 
@@ -193,7 +193,7 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
                     device: str = "gpu") -> Memory:
     """Bytes per card of one training step's parts and peak; `workspace` is the GPU's
     cuBLAS share (cublas_workspace_bytes), alive through the whole step. The plan's `step`
-    kind and `sharding` (trainer/plan.py: "none", "ddp", or "fsdp" over `cards`; None:
+    kind and `sharding` (trainer/plan/planner.py: "none", "ddp", or "fsdp" over `cards`; None:
     DDP on several cards) shape the training state (app.sizing.state); `device` is "cpu"
     or "gpu" (the lean update's temporaries differ)."""
     level = economical_level(economical)
@@ -210,7 +210,7 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     # the forward's autocast region closes. bf16 weights need no copies. Nor do weights
     # sharded by FSDP under bf16/fp16: each block's are gathered already in 16 bits
     # (MixedPrecisionPolicy; autocast's cast of them is no copy), freed after the
-    # block's forward and gathered again for its backward (trainer/sharding.py, in every
+    # block's forward and gathered again for its backward (trainer/parallel/sharding.py, in every
     # level): those gathered blocks are st.sharded_buffers.
     bf16_weights = weights_bf16(step, precision)
     gathered_16bit = sharded and cards > 1 and precision != "fp32"
@@ -239,7 +239,7 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
             held += 4 * s.batch * s.context * s.width + 4 * s.vocab * s.width
     # FSDP's gathered blocks are counted in the optimizer step too, where they are freed:
     # they stand for what that step and the backward pass hold beyond the model here —
-    # the per-parameter AdamW's temporaries (trainer.sharding.make_optimizer) and the
+    # the per-parameter AdamW's temporaries (trainer.parallel.sharding.make_optimizer) and the
     # sharded gradients that build up while the backward pass goes on (the measured peak
     # is 1.02–1.05× this on the CPU, two gloo processes: tests/test_fsdp_memory.py).
     static = weights + opt + ddp + st.sharded_buffers

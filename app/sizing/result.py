@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from trainer.plan import Plan
+from trainer.plan.planner import Plan
 
 from .combos import Combination
 from .speed import Speed

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config import lean_mode
+from trainer.config.run_config import lean_mode
 
 from ..base.numbers import decimal_mark, plural_ru
 from .formulas import Shape, param_count, step_cost, vocab_from_params
@@ -73,7 +73,7 @@ class Speed:
 def economical_factor(s: Shape, level: str) -> float:
     """Extra compute of recomputation, as a multiple of the normal step's compute.
 
-    trainer/economical.py recomputes, per block and token: selective, the MLP's
+    trainer/model/economical.py recomputes, per block and token: selective, the MLP's
     up-projection (4·d² weights; the down-projection's output is never needed again) and
     the norms: 2·4·d² FLOPs; full, also the attention up to what its backward needs
     (qkv 3·d² and the kernel's 4·n·d; the checkpoint stops before the output projection):

@@ -1,10 +1,10 @@
 """The training state's bytes per card — weights, gradients, optimizer moments — for each
-step kind of the plan (trainer/plan.py: "normal", or the lean state's "held", "fused",
-"offload"; run.json `training.lean_state`, trainer/lean.py) and for the state sharded over
+step kind of the plan (trainer/plan/planner.py: "normal", or the lean state's "held", "fused",
+"offload"; run.json `training.lean_state`, trainer/step/lean.py) and for the state sharded over
 the cards (the plan's sharding "fsdp": FSDP2).
 
 Normal: fp32 weights 4·P, fp32 gradients 4·P, AdamW's two fp32 moments 8·P.
-Lean (trainer/lean.py, bitsandbytes' AdamW8bit):
+Lean (trainer/step/lean.py, bitsandbytes' AdamW8bit):
   moments: a parameter of at least MIN_8BIT weights keeps two uint8 codes a weight, an
     fp32 absmax per block of BLOCK weights for each moment, and its two 256-entry fp32
     quantization maps (2·n + 8·⌈n/256⌉ + 2048 bytes); a smaller one keeps fp32 moments (8·n).
@@ -23,7 +23,7 @@ Lean (trainer/lean.py, bitsandbytes' AdamW8bit):
 Sharded (FSDP2 over the target's cards): weights, gradients and moments are divided by the
 cards; each card gathers one block's weights in the compute precision for its forward and
 backward, one more ahead (prefetch), and reduces one block's fp32 gradients — in every
-economical level too, whose blocks' own forward method FSDP is told of (trainer/sharding.py).
+economical level too, whose blocks' own forward method FSDP is told of (trainer/parallel/sharding.py).
 Measured on the CPU with two gloo processes at a small shape (tests/test_fsdp_memory.py).
 """
 
@@ -31,16 +31,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainer.plan import FUSED_STEPS
+from trainer.plan.planner import FUSED_STEPS
 
 from .formulas import Shape
 
-BLOCK = 256  # trainer.lean.BLOCK: bitsandbytes' block size
-MIN_8BIT = 4096  # trainer.lean.MIN_8BIT: smaller parameters keep fp32 moments
+BLOCK = 256  # trainer.step.lean.BLOCK: bitsandbytes' block size
+MIN_8BIT = 4096  # trainer.step.lean.MIN_8BIT: smaller parameters keep fp32 moments
 
 
 def param_sizes(s: Shape) -> list[int]:
-    """Weights of each parameter of trainer/model.py's GPT, in its order."""
+    """Weights of each parameter of trainer/model/gpt.py's GPT, in its order."""
     d = s.width
     return [s.vocab * d, s.context * d] + [3 * d * d, d * d, 4 * d * d, 4 * d * d] * s.layers
 

@@ -1,5 +1,5 @@
 """`ternit eval RUN_ID|CHECKPOINT FILE`: mean loss, perplexity and bits per byte of a
-checkpoint on a text file, with 95 % intervals over segments (`python -m trainer.sample eval`)."""
+checkpoint on a text file, with 95 % intervals over segments (`python -m trainer.text.sample eval`)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Text from a run's checkpoint, and its loss on a file: what `ternit sample`, `ternit eval`
 and the window's «Текст» tab share.
 
-The work needs torch, so it runs in a child process (`python -m trainer.sample`, which
+The work needs torch, so it runs in a child process (`python -m trainer.text.sample`, which
 speaks JSON lines, see its docstring); this module finds the checkpoint and the tokenizer,
 checks the numbers before anything starts, builds the child's command line, reads its lines
 and says its errors in the interface language.
@@ -18,7 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from trainer.sampling import DEFAULT_NUM, DEFAULT_SEED, DEFAULT_TOKENS, Sampling, request_problem
+from trainer.text.sampling import (
+    DEFAULT_NUM,
+    DEFAULT_SEED,
+    DEFAULT_TOKENS,
+    Sampling,
+    request_problem,
+)
 
 from ..base.children import child_env  # the window's QProcess starts the child with it too
 from ..base.i18n import t
@@ -45,7 +51,7 @@ class Target:
     notes: list[str] = field(default_factory=list)  # what the choice passed over or found, to say
 
 
-_SAMPLING = Sampling()  # the defaults are trainer.sampling's, as `python -m trainer.sample`'s
+_SAMPLING = Sampling()  # the defaults are trainer.text.sampling's, as `python -m trainer.text.sample`'s
 
 
 @dataclass
@@ -59,7 +65,7 @@ class Settings:
     device: str = "auto"
 
     def check(self) -> None:
-        """The child's own check (trainer.sampling), said before it starts."""
+        """The child's own check (trainer.text.sampling), said before it starts."""
         problem = request_problem(Sampling(self.temperature, self.top_k, self.top_p), self.tokens, self.num)
         if problem:
             raise GenerationError(refusal_text(problem))
@@ -125,7 +131,7 @@ def resolve(spec: str) -> Target:
 
 
 def _base(target: Target, command: str, device: str, *positional: str) -> list[str]:
-    argv = [sys.executable, "-m", "trainer.sample", command, str(target.checkpoint), *positional, "--device", device]
+    argv = [sys.executable, "-m", "trainer.text.sample", command, str(target.checkpoint), *positional, "--device", device]
     if target.tokenizer is not None:
         argv += ["--tokenizer", str(target.tokenizer)]
     return argv
@@ -190,7 +196,7 @@ _WHAT = {
     "file": ("Файл не подходит", "The file cannot be used", "выберите текстовый файл в UTF-8",
              "choose a UTF-8 text file"),
     "value": ("Значение не подходит", "A value is refused", "исправьте его", "correct it"),
-    # The trainer's line (in brackets) says what to install for the card (trainer/cuda_build.py).
+    # The trainer's line (in brackets) says what to install for the card (trainer/plan/cuda_build.py).
     "device": ("Видеокарта недоступна", "The GPU cannot be used",
                "установите сборку torch, названную в скобках, или выберите устройство cpu",
                "install the torch build named in brackets, or choose the cpu device"),

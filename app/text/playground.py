@@ -1,6 +1,6 @@
 """The «Текст» tab's playground and evaluation: what to start, and what its lines mean.
 
-The model runs in the child `python -m trainer.sample` (app.text.generation builds its command
+The model runs in the child `python -m trainer.text.sample` (app.text.generation builds its command
 line and reads its JSON lines; the window never imports torch). This module decides which
 checkpoint a chain of runs offers, checks the user's numbers, gives the argv and the
 prompt for the child, and turns the bytes the child writes into the text shown so far and

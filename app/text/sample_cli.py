@@ -1,7 +1,7 @@
 """`ternit sample RUN_ID|CHECKPOINT`: a checkpoint continues a text, streamed as it is written.
 
 `ternit eval RUN_ID|CHECKPOINT FILE` (app.text.eval_cli) shares the child process and the checks
-(app.text.generation); the model runs in `python -m trainer.sample`, the lab's core never imports torch.
+(app.text.generation); the model runs in `python -m trainer.text.sample`, the lab's core never imports torch.
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainer.config import TrainingConfig
+from trainer.config.run_config import TrainingConfig
 
 from ..base.i18n import t
 from ..base.numbers import int_text, plural_ru

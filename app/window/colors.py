@@ -3,7 +3,7 @@ background and ink), chosen in one place by how light the system palette is: the
 set on a light palette, a lighter, less saturated set on a dark one, where #b00020 on
 near-black cannot be read. "gpu_*" are a card's levels as text on the window (temperature),
 "gpu_fill_*" the memory bar's fill, behind the palette's own text; "grid" the plots' guide lines;
-"prompt_*" a prompt's tint in the «Текст» tab. Plain Python: ui/palette.py asks the window's QPalette for its
+"prompt_*" a prompt's tint in the «Текст» tab. Plain Python: ui/base/palette.py asks the window's QPalette for its
 lightness and takes the colours from here."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 Kaggle accounts, this computer's card), which run is followed and which runs are going, what
 each poll means for the window, and the actions (start, continue, retry, stop, quit).
 
-ui/main_window.py shows what `Lab` decides and forwards the user's actions to it; the
+ui/window/main_window.py shows what `Lab` decides and forwards the user's actions to it; the
 decisions are tested here without a window (tests/test_lab.py). Lab announces what changed
 (`Lab.events`, app/window/events.py): the history, a run's state, the followed run, the run
 the GPU monitor watches; the window's views subscribe, so no action handler refreshes them.

@@ -1,0 +1,1 @@
+"""The lab's GPT: its forward pass, the economical levels' recomputed forward, and its weights exported."""

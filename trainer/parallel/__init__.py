@@ -1,0 +1,1 @@
+"""Two or more processes: who is which rank, DDP and FSDP2 sharding, and launching the ranks."""

@@ -1,0 +1,1 @@
+"""The training state on disk: checkpoints, how they are named, hashed and chosen."""

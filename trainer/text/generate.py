@@ -1,0 +1,289 @@
+"""Text from the lab's GPT: key/value-cached sampling, and the loss of a checkpoint on a file.
+
+The cache: each block's keys and values of the tokens seen so far are kept, so a new token
+costs one position's forward pass, not the whole context's (nanoGPT's `generate` re-runs the
+context per token; `ternit bench sample` measures the two side by side). `forward_cached`
+restates trainer.model.gpt.Block's forward for that (x + attn(norm(x)), then x + mlp(norm(x)));
+tests/test_generate.py compares it with the model's own forward, token for token.
+
+The context window: a prompt longer than the model's context keeps its last `context` tokens
+(the caller is told how many were dropped). When the window fills up during generation, its
+last half is kept and run again from position 0 (the positions are learned, so a window
+cannot slide by one without recomputing it); the no-cache reference follows the same rule.
+
+Randomness comes from a torch.Generator of its own, seeded by the caller: the global random
+streams (the training's) are never read or advanced, so samples taken during training leave
+a run bit-exact, and the same seed gives the same text.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from trainer.config.run_config import ModelConfig
+from trainer.model.gpt import GPT, norm
+from trainer.plan import cuda_build
+from trainer.state import checkpoint as ckpt
+from trainer.state.checkpoint_index import CheckpointError
+from trainer.step.optim import autocast, pick_precision
+from trainer.text.sampling import Sampling
+
+
+class Cache:
+    """Keys and values per block, (batch, heads, context, head_dim), made at the first write
+    in the dtype the attention computes in (bf16/fp16 under autocast on a GPU)."""
+
+    def __init__(self, model: GPT) -> None:
+        self.model = model
+        self.k: list[torch.Tensor] = []
+        self.v: list[torch.Tensor] = []
+        self.length = 0
+
+    def clear(self) -> None:
+        self.length = 0
+
+    def store(self, i: int, k: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        end = self.length + k.size(2)
+        if len(self.k) <= i:
+            shape = (k.size(0), k.size(1), self.model.cfg.context, k.size(3))
+            self.k.append(k.new_empty(shape))
+            self.v.append(v.new_empty(shape))
+        self.k[i][:, :, self.length : end] = k
+        self.v[i][:, :, self.length : end] = v
+        return self.k[i][:, :, :end], self.v[i][:, :, :end]
+
+
+def forward_cached(model: GPT, idx: torch.Tensor, cache: Cache) -> torch.Tensor:
+    """Logits of the last position, (batch, vocab), for `idx` following what `cache` holds.
+    Either a whole window from position 0 or one new token."""
+    b, t = idx.shape
+    start = cache.length
+    assert t == 1 or start == 0, "a window is run from position 0, later tokens one at a time"
+    x = model.tok(idx) + model.pos(torch.arange(start, start + t, device=idx.device))
+    heads = model.cfg.heads
+    for i, block in enumerate(model.blocks):
+        att = block.attn
+        q, k, v = att.qkv(norm(x)).view(b, t, 3, heads, -1).unbind(2)
+        keys, values = cache.store(i, k.transpose(1, 2), v.transpose(1, 2))
+        # One query attends to every cached position: no mask. A window from 0 is causal.
+        y = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, is_causal=t > 1)
+        x = x + att.proj(y.transpose(1, 2).reshape(b, t, -1))
+        x = x + block.mlp(norm(x))
+    cache.length = start + t
+    return F.linear(norm(x[:, -1]), model.tok.weight)
+
+
+def crop(prompt: list[int], context: int) -> tuple[list[int], int]:
+    """The prompt's last `context` tokens, and how many were dropped from its start."""
+    dropped = max(0, len(prompt) - context)
+    return prompt[dropped:], dropped
+
+
+def pick(logits: torch.Tensor, s: Sampling, gen: torch.Generator, allowed: int) -> int:
+    """The next token from one row of logits: greedy at temperature 0, else one draw from
+    the tempered, top-k/top-p-limited distribution (inverse CDF on the CPU generator, one
+    uniform number per token, so the same seed gives the same tokens on any device)."""
+    logits = logits.float()[:allowed]
+    if s.temperature == 0:
+        return int(torch.argmax(logits))
+    logits = (logits / s.temperature).cpu()
+    if 0 < s.top_k < logits.numel():
+        kth = torch.topk(logits, s.top_k).values[-1]
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    probs = torch.softmax(logits.double(), dim=0)
+    if s.top_p < 1:
+        ordered, order = torch.sort(probs, descending=True)
+        before = torch.cumsum(ordered, 0) - ordered  # mass of the likelier tokens
+        ordered[before >= s.top_p] = 0  # the smallest set reaching top_p stays
+        probs = torch.zeros_like(probs).scatter_(0, order, ordered)
+    cdf = torch.cumsum(probs, 0)
+    u = torch.rand((), generator=gen, dtype=torch.float64) * cdf[-1]
+    return min(int(torch.searchsorted(cdf, u, right=True)), allowed - 1)
+
+
+NextLogits = Callable[[list[int], bool], torch.Tensor]
+
+
+def _tokens(model: GPT, prompt: list[int], new: int, s: Sampling, seed: int, stop: int | None,
+            allowed: int, next_logits: NextLogits) -> Iterator[int]:
+    """The shared loop: `next_logits(window, fresh)` gives the last logits of `window`,
+    `fresh` when the window was (re)started. Stops before `stop` (end of text)."""
+    n = model.cfg.context
+    gen = torch.Generator().manual_seed(seed)
+    seq, start = list(prompt), 0
+    fresh = True
+    for _ in range(new):
+        if len(seq) - start >= n:  # the window is full: keep its last half, run it again
+            start = len(seq) - max(1, n // 2)
+            fresh = True
+        token = pick(next_logits(seq[start:], fresh)[0], s, gen, allowed)
+        fresh = False
+        if token == stop:
+            return
+        seq.append(token)
+        yield token
+
+
+@torch.no_grad()
+def generate(model: GPT, prompt: list[int], new: int, s: Sampling, seed: int, stop: int | None = None,
+             allowed: int | None = None, precision: str = "fp32") -> Iterator[int]:
+    """New token ids one at a time (the prompt already cropped to the context), with the cache."""
+    if not prompt:
+        raise ValueError("the prompt needs at least one token")
+    device = model.tok.weight.device
+    cache = Cache(model)
+
+    def next_logits(window: list[int], fresh: bool) -> torch.Tensor:
+        if fresh:
+            cache.clear()
+            idx = torch.tensor([window], device=device)
+        else:
+            idx = torch.tensor([window[-1:]], device=device)
+        with autocast(precision, device):
+            return forward_cached(model, idx, cache)
+
+    yield from _tokens(model, prompt, new, s, seed, stop, allowed or model.cfg.vocab, next_logits)
+
+
+@torch.no_grad()
+def generate_reference(model: GPT, prompt: list[int], new: int, s: Sampling, seed: int,
+                       stop: int | None = None, allowed: int | None = None) -> Iterator[int]:
+    """The same without a cache: the model's own forward over the whole window per token."""
+    device = model.tok.weight.device
+
+    def next_logits(window: list[int], fresh: bool) -> torch.Tensor:
+        return model(torch.tensor([window], device=device))[:, -1]
+
+    yield from _tokens(model, prompt, new, s, seed, stop, allowed or model.cfg.vocab, next_logits)
+
+
+# ---- loading a checkpoint for generation ----------------------------------------------
+
+
+@dataclass
+class Loaded:
+    model: GPT
+    device: torch.device
+    precision: str
+    step: int
+    data: dict[str, Any]
+    cpu_because: str | None = None  # device auto on the CPU although there is a card: why
+
+
+def _model_state(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """Weights under the model's own names, in fp32 (a compiled or wrapped model saves
+    `_orig_mod.`/`module.` prefixes; a lean checkpoint may keep 16-bit weights)."""
+    out = {}
+    for name, value in state.items():
+        for prefix in ("_orig_mod.", "module."):
+            name = name.removeprefix(prefix)
+        out[name] = value.float() if value.is_floating_point() else value
+    return out
+
+
+def load_for_generation(path: Path, device: str = "auto") -> Loaded:
+    """The checkpoint's model alone (its optimizer state is dropped at once), in eval mode,
+    on the CPU or a GPU; the economical level does not matter (it changes no weights)."""
+    try:
+        kind, cpu_because = cuda_build.pick(device)
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
+    dev = torch.device(kind)
+    payload = ckpt.load(Path(path))
+    payload.pop("optimizer", None)
+    try:
+        model = GPT(ModelConfig(**payload["config"]["model"]))
+        model.load_state_dict(_model_state(payload["model"]))
+    except (KeyError, TypeError, RuntimeError, ValueError) as e:
+        raise CheckpointError(f"{path} holds no model this version can load ({type(e).__name__}: {e})") from None
+    model.to(dev).eval()
+    return Loaded(model, dev, pick_precision("auto", dev), int(payload.get("step", 0)), dict(payload.get("data") or {}),
+                  cpu_because)
+
+
+# ---- the loss on a text ---------------------------------------------------------------
+
+
+@dataclass
+class FileScore:
+    loss: float  # nats per token
+    loss_ci95: tuple[float, float]
+    bits_per_byte: float
+    bpb_ci95: tuple[float, float]
+    tokens: int
+    bytes: int
+    segments: int
+
+    @property
+    def perplexity(self) -> float:
+        return math.exp(self.loss)
+
+
+def _ratio_ci(num: list[float], den: list[float]) -> tuple[float, tuple[float, float]]:
+    """Σnum/Σden and its 95 % interval over segments (the ratio estimator's standard error)."""
+    r = sum(num) / sum(den)
+    k = len(num)
+    if k < 2:
+        return r, (float("nan"), float("nan"))
+    resid = [a - r * b for a, b in zip(num, den, strict=True)]
+    se = math.sqrt(sum(e * e for e in resid) / (k - 1)) / (math.sqrt(k) * (sum(den) / k))
+    return r, (r - 1.96 * se, r + 1.96 * se)
+
+
+@torch.no_grad()
+def score_tokens(loaded: Loaded, ids: list[int], byte_counts: list[int], batch: int = 8) -> FileScore:
+    """Loss of every token of `ids[1:]` given those before it, in segments of the context
+    (each segment starts where the last one's targets ended); `byte_counts[i]` is how many
+    bytes of text token i stands for."""
+    model, n = loaded.model, loaded.model.cfg.context
+    starts = list(range(0, len(ids) - 1, n))
+    nats, tokens, nbytes = [], [], []
+    for i in range(0, len(starts), batch):
+        group = starts[i : i + batch]
+        # segments of one length share a batch; only the file's last one may be shorter
+        for length in sorted({min(n, len(ids) - 1 - s) for s in group}):
+            rows = [s for s in group if min(n, len(ids) - 1 - s) == length]
+            t = torch.tensor([ids[s : s + length + 1] for s in rows], device=loaded.device)
+            with autocast(loaded.precision, loaded.device):
+                seg = model.segment_losses(t[:, :-1], t[:, 1:])
+            for s, loss in zip(rows, seg.double().cpu().tolist(), strict=True):
+                nats.append(loss * length)
+                tokens.append(length)
+                nbytes.append(sum(byte_counts[s + 1 : s + length + 1]))
+    loss, loss_ci = _ratio_ci(nats, [float(x) for x in tokens])
+    bpb, bpb_ci = _ratio_ci(nats, [b * math.log(2) for b in nbytes])
+    return FileScore(loss, loss_ci, bpb, bpb_ci, sum(tokens), sum(nbytes), len(nats))
+
+
+# ---- samples during training ------------------------------------------------------------
+
+
+@torch.no_grad()
+def training_samples(model: GPT, prompts: list[list[int]], new: int, seed: int, precision: str,
+                     decode: Callable[[list[int]], str], stop: int | None, allowed: int) -> list[dict[str, Any]]:
+    """One short continuation per prompt at a fixed seed (the same seed at every step, so
+    the samples of a run differ only by what the model learned). The model's training mode
+    is restored; no global random stream is touched."""
+    was_training = model.training
+    model.eval()
+    out = []
+    try:
+        for i, prompt in enumerate(prompts):
+            prompt, _ = crop(prompt, model.cfg.context)
+            began = time.perf_counter()
+            ids = list(generate(model, prompt, new, Sampling(), seed + i, stop, allowed, precision))
+            seconds = time.perf_counter() - began
+            out.append({"prompt": decode(prompt), "text": decode(ids), "tokens": len(ids),
+                        "tokens_per_s": round(len(ids) / seconds, 1) if seconds > 0 else None,
+                        "seconds": round(seconds, 3)})
+    finally:
+        model.train(was_training)
+    return out

@@ -1,0 +1,1 @@
+"""The data's views: the «Данные» dialog and the form's «Подготовить данные» row."""

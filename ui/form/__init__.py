@@ -1,0 +1,1 @@
+"""The «Новый прогон» form's view: its fields, its scroll column and footer, the help page, its queue buttons."""

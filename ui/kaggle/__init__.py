@@ -1,0 +1,1 @@
+"""Kaggle's views: the accounts dialog and its clean-up."""

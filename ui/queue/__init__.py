@@ -1,0 +1,1 @@
+"""The run queue's views: the «Очередь» tab, its timeline, the series dialogs."""
