@@ -60,12 +60,13 @@ def weights_bf16(step: str, precision: str) -> bool:
 def update_temporaries(n: int, precision: str, device: str) -> int:
     """Bytes one parameter's update holds while it runs (n weights), in the lean state.
 
-    bf16: the fp32 copy of the weight and of its gradient the library updates (8·n), the
-    stochastic rounding's random bits and their sum (8·n) and the bf16 gradient itself (2·n).
+    bf16: the fp32 copy of the weight and of its gradient the library updates (8·n; the
+    gradient's copy is freed before the stochastic rounding's one int32 temporary, 4·n, so
+    8·n at most) and the bf16 gradient itself (2·n) — counted by trainer.step.memory_count.
     On the CPU bitsandbytes' update dequantizes both moments to fp32 and makes fp32 copies
     of the gradient and the denominator: about 4 more fp32 tensors (16·n). On a GPU its
     kernel works in place."""
-    bf16 = 18 * n if precision == "bf16" else 4 * n  # fp32 weights: only the gradient
+    bf16 = 10 * n if precision == "bf16" else 4 * n  # fp32 weights: only the gradient
     return bf16 + (16 * n if device == "cpu" else 0)
 
 
