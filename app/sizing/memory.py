@@ -34,8 +34,11 @@ the FIRST step, before AdamW has its state: `first_step_peak` models that.
 Framework (not counted by the allocator, shown apart): CUDA context and kernels plus the
 caching allocator's slack (facts in app.sizing.gpus).
 The lean training state and the sharded state: app.sizing.state. With bf16 weights (lean,
-bf16) the residual stream is bf16 too: each block's two residual inputs and the head's norm
-input keep 2 bytes a value instead of 4, (4·L + 2)·BTd less (measured, tests/test_sizing_lean.py).
+bf16) the residual stream is bf16 too: where the saved residual inputs keep it as it comes
+(the economical levels' blocks; on the CPU the layer norms too) they keep 2 bytes a value
+instead of 4 (_residual_16bit); on a GPU the normal level's layer norms save an fp32 copy
+(CUDA autocast runs layer_norm in fp32), so there nothing is saved (counted by
+trainer.step.memory_count, tests/test_sizing_count.py).
 """
 
 from __future__ import annotations
@@ -217,10 +220,9 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights
                               and not gathered_16bit) else 0
     saved = s.layers * block_saved(s, precision, level) + head_saved(s, precision, level)
-    if bf16_weights:
-        # bf16 embeddings make the residual stream bf16: its saved inputs keep 2 bytes a value.
-        saved -= (4 * s.layers + 2) * s.batch * s.context * s.width
-    elif gathered_16bit:
+    if bf16_weights or gathered_16bit:
+        # bf16 embeddings make the residual stream bf16 (FSDP's 16-bit gathered ones too):
+        # the saved inputs that keep it as it comes keep 2 bytes a value.
         saved -= _residual_16bit(s, level, device)
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
@@ -234,9 +236,10 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
         held = max(held, saved + copies + st.in_backward)
         if level != "off":
             # The fused step's first backward pass keeps its graph for the second, and with
-            # it the chunked loss's fp32 gradients (formed in the forward pass) beside the
-            # blocks' recomputation: 4·BTd + 4·Vd more, measured (tests/test_sizing_lean.py).
-            held += 4 * s.batch * s.context * s.width + 4 * s.vocab * s.width
+            # it the chunked loss's gradients (formed in the forward pass, in the compute
+            # precision) beside the blocks' recomputation: a·(BTd + Vd) more (counted by
+            # trainer.step.memory_count).
+            held += act_bytes(precision) * (s.batch * s.context * s.width + s.vocab * s.width)
     # FSDP's gathered blocks are counted in the optimizer step too, where they are freed:
     # they stand for what that step and the backward pass hold beyond the model here —
     # the per-parameter AdamW's temporaries (trainer.parallel.sharding.make_optimizer) and the
@@ -249,6 +252,11 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
         # Under FSDP the peak of a level comes late in the backward pass (measured): the
         # sharded gradients have built up while the first block is still differentiated.
         optimizer += rc
+    elif level != "off" and grads:
+        # Late in the backward pass of a level, where the gradients are held: nearly all of
+        # them have built up while the first block is recomputed and differentiated beside
+        # its saved part (counted by trainer.step.memory_count).
+        optimizer = max(optimizer, static + grads + rc + block_saved(s, precision, level))
     peak = max(backward, optimizer) + workspace
     # First step: no optimizer state until the update creates it (then weights + grads + state).
     first = max(weights + ddp + held, weights + ddp + grads + opt + st.in_step) + st.sharded_buffers + workspace

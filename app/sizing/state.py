@@ -19,7 +19,8 @@ Lean (trainer/step/lean.py, bitsandbytes' AdamW8bit):
     gradient (V·d, its hook fires last) and, while one parameter is updated, that
     parameter's temporaries (the plan makes these steps only outside fp16);
   "offload": fused, and the moments live in the host's memory between steps; the card
-    holds one parameter's at a time (on the CPU it changes nothing).
+    holds one parameter's at a time, a block matrix's at the peak (on the CPU it changes
+    nothing).
 Sharded (FSDP2 over the target's cards): weights, gradients and moments are divided by the
 cards; each card gathers one block's weights in the compute precision for its forward and
 backward, one more ahead (prefetch), and reduces one block's fp32 gradients — in every
@@ -113,8 +114,10 @@ def training_state(s: Shape, precision: str, step: str = "normal", cards: int = 
             in_step = update_temporaries(n, precision, device) - (2 * n if precision == "bf16" else 0)
     host = 0
     if step == "offload" and device != "cpu":
-        # One parameter's moments visit the card at a time: the largest one's.
-        host, opt = opt, moment_bytes(max(sizes))
+        # One parameter's moments visit the card at a time. At the peak, while the blocks
+        # are differentiated, that is a block's largest matrix's (4·d²); the embedding's
+        # hook fires last, when the saved tensors are gone (trainer.step.memory_count).
+        host, opt = opt, moment_bytes(4 * s.width * s.width)
         host //= split
     shard = 0
     if split > 1:

@@ -47,7 +47,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from trainer.config.reasons import Refusal
-from trainer.config.run_config import ConfigError, RunConfig, load
+from trainer.config.run_config import ConfigError, RunConfig, lean_mode, load
 from trainer.model.gpt import GPT
 from trainer.plan.planner import Plan, known_machine, plan
 from trainer.step import lean
@@ -356,30 +356,32 @@ def _nothing() -> Iterator[None]:
     yield
 
 
-def count(cfg: RunConfig, p: Plan, steps: int = 2) -> dict[str, Any]:
-    """The counted memory of `steps` steps of `p` for `cfg` (see the module's docstring)."""
+def count(cfg: RunConfig, p: Plan, steps: int = 2, categories: bool = True) -> dict[str, Any]:
+    """The counted memory of `steps` steps of `p` for `cfg` (see the module's docstring);
+    `categories` False: the peak alone (one run of the steps instead of two)."""
     if p.sharding.value == "fsdp":
         raise ConfigError("the count does not shard: FSDP's memory is counted on real processes "
                           "(tests/test_fsdp_memory.py); set training.sharding to ddp or none")
-    first = _run(cfg, p, steps, None)
+    first = _run(cfg, p, steps)
     peaks = [s["peak_bytes"] for s in first["steps"]]
     worst = peaks.index(max(peaks))
-    second = _run(cfg, p, steps, (worst, first["steps"][worst]["peak_op"]))
-    by = dict(second["breakdown"])
+    # DDP's buckets: a flat copy of every gradient, alive from the wrapper's start on.
     buckets = first["gradient_bytes"] if p.sharding.value == "ddp" else 0
-    by["gradients"] += buckets
     peak = max(peaks) + buckets
-    assert sum(by.values()) == peak, (by, peak)
     t = cfg.training
-    return {
-        "peak_mb": round(peak / MB, 1),
-        "by_category": {k: round(v / MB, 1) for k, v in by.items()},
+    out: dict[str, Any] = {"peak_mb": round(peak / MB, 1)}
+    if categories:  # the same steps again, the storages sorted at the peak's operator
+        by = dict(_run(cfg, p, steps, (worst, first["steps"][worst]["peak_op"]))["breakdown"])
+        by["gradients"] += buckets
+        assert sum(by.values()) == peak, (by, peak)
+        out["by_category"] = {k: round(v / MB, 1) for k, v in by.items()}
+    lean_state = lean_mode(t.lean_state)
+    return out | {
         "step_of_peak": worst + 1,
         "steps": [{"peak_mb": round((s["peak_bytes"] + buckets) / MB, 1), "backward_passes": s["backward_passes"]}
                   for s in first["steps"]],
         "backward_passes": first["steps"][worst]["backward_passes"],
-        "combination": {"level": p.economical.value, "lean_state": t.lean_state if isinstance(t.lean_state, str)
-                        else ("on" if t.lean_state else "off"), "step": p.step.value,
+        "combination": {"level": p.economical.value, "lean_state": lean_state, "step": p.step.value,
                         "precision": p.precision.value, "sharding": p.sharding.value},
         "modelled": {"ddp_buckets_mb": round(buckets / MB, 1)},
         "method": "FakeTensorMode on the CPU, StoragePeak; CUDA's layer_norm autocast rule; bitsandbytes' "
