@@ -18,7 +18,7 @@ ELSEWHERE = {
     "monitor": "tests/test_bench_monitor.py::test_bench_against_two_fake_gpus",
     "sizing-gpu": "tests/test_sizing_probe.py",
 }
-HERE = {"trainer", "data", "sizing", "window"}
+HERE = {"trainer", "data", "sizing", "window", "memory"}
 
 
 def test_every_benchmark_has_a_smoke_test():
@@ -58,3 +58,12 @@ def test_bench_window_plot_once(capfd, monkeypatch):
     monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
     assert bench_cli.main(["window", "plot", "1"]) == 0  # its own process: Qt stays out of this one
     assert "downsampled: median" in capfd.readouterr().out
+
+
+def test_bench_memory_tiny(tmp_path):
+    out = tmp_path / "grid.json"
+    args = ["--layers", "1", "--width", "32", "--heads", "2", "--context", "16", "--vocab", "64", "--batch", "1",
+            "--machines", "rtx5070ti", "--json", str(out)]
+    assert bench_cli.main(["memory", *args]) == 0  # its own process, as the user's command
+    rows = json.loads(out.read_text())
+    assert len(rows) == 12 and all(r["peak_mb"] > 0 and "estimate_mib" in r for r in rows)
