@@ -4,7 +4,7 @@ For each machine of the catalogue named (default: rtx5070ti and t4x2) and each c
 economical level × lean state × sharding that the plan accepts there (app.sizing.combos.offered),
 the trainer's own step at the shape given (default: the lab's full model, 26 × 2304, 18 heads,
 V 4000, n 1024, batch 1) is counted on fake tensors (trainer.step.memory_count) and the
-estimate (app.sizing.memory.estimate_memory, without cuBLAS's workspaces, which the count
+estimate (trainer.plan.memory_model.estimate_memory, without cuBLAS's workspaces, which the count
 leaves to the margin) is set beside it. FSDP is not counted (the count does not shard): its
 rows carry the estimate alone. Prints a Markdown table (docs/PERF.md keeps one).
 """
@@ -20,8 +20,8 @@ from typing import Any
 
 from app.sizing.combos import offered
 from app.sizing.formulas import Shape
-from app.sizing.memory import MiB, estimate_memory
 from trainer.config.run_config import ModelConfig, RunConfig, TrainingConfig
+from trainer.plan.memory_model import MiB, estimate_memory
 from trainer.plan.planner import known_machine
 from trainer.step import memory_count as mc
 

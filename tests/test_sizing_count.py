@@ -1,4 +1,4 @@
-"""The estimate (app.sizing.memory, what `ternit estimate`, the form and the queue show)
+"""The estimate (trainer.plan.memory_model, what `ternit estimate`, the form and the queue show)
 against the count of the trainer's own step (trainer.step.memory_count): within 5 % for
 every combination the plan offers on `rtx5070ti` and on `t4x2` (DDP; FSDP is counted
 apart, tests/test_fsdp_memory.py), at small shapes. The figures at more shapes and at the
@@ -13,8 +13,8 @@ import pytest
 
 from app.sizing.combos import offered
 from app.sizing.formulas import Shape
-from app.sizing.memory import MiB, estimate_memory
 from trainer.config.run_config import ModelConfig, RunConfig, TrainingConfig
+from trainer.plan.memory_model import MiB, estimate_memory
 from trainer.plan.planner import known_machine
 from trainer.step import memory_count as mc
 

@@ -35,11 +35,11 @@ from typing import Any
 
 from trainer.base.streams import UTF8_ENV
 from trainer.config.run_config import ECONOMICAL_LEVELS
+from trainer.plan.memory_model import MiB, estimate_memory
 
 from .estimate import estimate
 from .formulas import Shape, param_count
 from .history import WARMUP_STEPS, measured_from_run_dir, read_events
-from .memory import MiB, estimate_memory
 from .speed import nearest_measured
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,7 +7,7 @@ against one T4, and every estimate says so where it is shown. Once the lab has m
 runs on a card, those replace these figures (app.sizing.speed).
 
 Memory is per card, in MiB, as NVML reports the card's total; what the framework itself
-takes (CUDA context, the caching allocator's slack) is modelled in app.sizing.memory and
+takes (CUDA context, the caching allocator's slack) is modelled in trainer.plan.memory_model and
 shown apart. A card's processes, memory and compute capability are the run.json
 contract's catalogue (trainer.plan.planner.KNOWN_CARDS: what the plan decides from, and what
 `python -m trainer.config --machine` knows); this table adds the lab's speeds and words.

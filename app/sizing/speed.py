@@ -24,12 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config.run_config import lean_mode
+from trainer.config.run_config import economical_level, lean_mode
 
 from ..base.numbers import decimal_mark, plural_ru
 from .formulas import Shape, param_count, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
-from .memory import economical_level
 
 # Runs are fitted only when their step compute spans more than this ratio: closer sizes
 # pin the fixed part down no better than their own noise (a few per cent run to run).

@@ -26,7 +26,7 @@ off. The CUDA-only differences are made or named here, never taken from the esti
   added as `ddp_buckets`; FSDP is not counted here (tests/test_fsdp_memory.py counts it on
   two real processes).
 Not in the count, a named margin: the CUDA context, cuBLAS's workspaces
-(app.sizing.memory.cublas_workspace_bytes) and the caching allocator's slack (the note:
+(trainer.plan.memory_model.cublas_workspace_bytes) and the caching allocator's slack (the note:
 5,536 MB allocated, 6,149 MB observed).
 """
 

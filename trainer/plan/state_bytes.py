@@ -33,8 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainer.plan.planner import FUSED_STEPS
-
-from .formulas import Shape
+from trainer.plan.shape import Shape
 
 BLOCK = 256  # trainer.step.lean.BLOCK: bitsandbytes' block size
 MIN_8BIT = 4096  # trainer.step.lean.MIN_8BIT: smaller parameters keep fp32 moments

@@ -1,5 +1,8 @@
 """Memory of one training step on one card, part by part, from the model in trainer/model/gpt.py.
 
+The lab's one memory model, torch-free: the plan room keeps it, so that what a run
+executes and what it needs are decided in one room; app/sizing reads it from here.
+
 Static (alive for the whole run), bytes:
   weights 4·P (fp32 master weights; autocast casts them on the fly), gradients 4·P,
   AdamW exp_avg + exp_avg_sq 8·P (fp32), DDP's gradient buckets 4·P on 2 cards (DDP's
@@ -33,7 +36,7 @@ step (static + gradients). On the CPU the trainer measures
 the FIRST step, before AdamW has its state: `first_step_peak` models that.
 Framework (not counted by the allocator, shown apart): CUDA context and kernels plus the
 caching allocator's slack (facts in app.sizing.gpus).
-The lean training state and the sharded state: app.sizing.state. With bf16 weights (lean,
+The lean training state and the sharded state: trainer/plan/state_bytes.py. With bf16 weights (lean,
 bf16) the residual stream is bf16 too: where the saved residual inputs keep it as it comes
 (the economical levels' blocks; on the CPU the layer norms too) they keep 2 bytes a value
 instead of 4 (_residual_16bit); on a GPU the normal level's layer norms save an fp32 copy
@@ -49,9 +52,8 @@ from dataclasses import dataclass
 # The levels and their one reader are run.json's contract (trainer.config.run_config).
 from trainer.config.run_config import economical_level
 from trainer.plan.planner import FUSED_STEPS
-
-from .formulas import Shape, param_count
-from .state import training_state, weights_bf16
+from trainer.plan.shape import Shape, param_count
+from trainer.plan.state_bytes import training_state, weights_bf16
 
 MiB = 2**20
 
@@ -197,7 +199,7 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     """Bytes per card of one training step's parts and peak; `workspace` is the GPU's
     cuBLAS share (cublas_workspace_bytes), alive through the whole step. The plan's `step`
     kind and `sharding` (trainer/plan/planner.py: "none", "ddp", or "fsdp" over `cards`; None:
-    DDP on several cards) shape the training state (app.sizing.state); `device` is "cpu"
+    DDP on several cards) shape the training state (trainer.plan.state_bytes); `device` is "cpu"
     or "gpu" (the lean update's temporaries differ)."""
     level = economical_level(economical)
     if sharding is None:
