@@ -30,6 +30,7 @@ from trainer.plan.planner import (
     installed_libraries,
     machine_of,
 )
+from trainer.plan.step_cost import CACHE_SLACK, CONTEXT_MB
 
 from .formulas import Shape
 
@@ -79,9 +80,9 @@ class GpuFacts:
     measured: bool  # tokens_per_s is a measurement (True) or an estimate from specifications
     basis: dict[str, str]  # where the speed comes from, in words
     # Framework memory not counted by the allocator: CUDA context and kernels (MiB per card).
-    context_mb: float = 400.0
+    context_mb: float = CONTEXT_MB
     # The caching allocator reserves more than it hands out: this share of the allocated peak.
-    cache_slack: float = 0.04
+    cache_slack: float = CACHE_SLACK
     # See formulas.step_cost: 0 on the GPUs (pure compute scaling, as the guide says).
     small_width: float = 0.0
     aliases: tuple[str, ...] = field(default_factory=tuple)

@@ -22,8 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from trainer.plan.memory_model import MiB, cublas_workspace_bytes, estimate_memory
+from trainer.plan.step_cost import economical_factor
 
-from .speed import economical_factor, estimate_speed, measured_shape, nearest_measured
+from .speed import estimate_speed, measured_shape, nearest_measured
 
 GPU = "local"  # the probe's card is the machine's own
 
