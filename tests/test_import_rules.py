@@ -159,7 +159,7 @@ def test_the_rules_are_read_from_architecture_md():
     a different check (here: `torch` struck from ui's row is no longer refused)."""
     assert set(ROOMS) == {"app", "ui", "trainer", "bench"}
     assert TRAINER_CONTRACT == ("trainer.config.run_config", "trainer.plan.planner", "trainer.plan.shape",
-                                "trainer.plan.memory_model", "trainer.plan.state_bytes", "trainer.plan.step_cost",
+                                "trainer.plan.memory_model", "trainer.plan.state_bytes", "trainer.plan.step_cost", "trainer.plan.fit",
                                 "trainer.config.reasons",
                                 "trainer.text.sampling",
                                 "trainer.state.checkpoint_index", "trainer.plan.preflight", "trainer.base.streams",

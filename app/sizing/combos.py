@@ -22,11 +22,11 @@ The figures behind these: docs/PERF.md, «Figures the code's docstrings carried�
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from trainer.config.run_config import ECONOMICAL_LEVELS, LEAN_MODES, RunConfig
+from trainer.plan.fit import with_choice
 from trainer.plan.planner import FUSED_STEPS, Machine, Plan, Refusal, plan
 from trainer.plan.step_cost import FUSED_EXTRA
 
@@ -68,13 +68,6 @@ class Combination:
             return out + SHARDED["ru"] if self.sharded else out
         out = f"activation recompute «{level}», lean state «{lean}»"
         return out + SHARDED["en"] if self.sharded else out
-
-
-def with_choice(cfg: RunConfig, level: str, lean: str, sharding: str | None = None) -> RunConfig:
-    """`cfg` with the economical level, the lean state and (given) the sharding asked for."""
-    t = dataclasses.replace(cfg.training, economical=level, lean_state=lean,
-                            sharding=cfg.training.sharding if sharding is None else sharding)
-    return dataclasses.replace(cfg, training=t)
 
 
 def shardings_to_try(cfg: RunConfig, machine: Machine) -> tuple[str, ...]:
