@@ -51,3 +51,25 @@ def test_the_cpu_has_no_card_to_weigh_against():
     cfg = full()
     p = plan(cfg, known_machine("cpu"))
     assert fit_of(cfg, p).fits is None and verdict(cfg, p) is None
+
+
+def test_the_trainers_advice_at_batch_1_names_what_fits(tmp_path):
+    """Out of memory at batch 1: recomputation cannot help when the state is what does not
+    fit; the trainer's advice names the combination the memory model says fits."""
+    import torch
+
+    from trainer.parallel.distributed import World
+    from trainer.run.control import Options
+    from trainer.run.train import Trainer
+
+    cfg = full()
+    trainer = Trainer(cfg, Options(tmp_path), World(), torch.device("cpu"))
+    try:
+        trainer.plan = plan(cfg, known_machine("rtx5070ti"))  # as the plan on that card would be
+        advice = trainer.oom(RuntimeError("CUDA out of memory")).advice
+        assert 'training.economical "off", training.lean_state "on"' in advice
+        assert "turn on training.economical" not in advice
+        trainer.plan = plan(cfg, known_machine("cpu"))  # no card memory: nothing to name
+        assert "no combination" in trainer.oom(RuntimeError("out of memory")).advice
+    finally:
+        trainer.events.close()
