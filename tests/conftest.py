@@ -25,6 +25,9 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # No background CPU rate measurement (app/sizing/cpu_rate.py) from each test's fresh lab;
 # its own tests start it themselves.
 os.environ.setdefault("TERNIT_CPU_PROBE", "0")
+# No trainer or queue runner of a test asks this PC's OS not to sleep (trainer/run/awake.py);
+# tests/test_awake.py asks, against an inhibitor of its own.
+os.environ.setdefault("TERNIT_KEEP_AWAKE", "0")
 
 
 @pytest.fixture(autouse=True)

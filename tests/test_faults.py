@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -137,6 +138,21 @@ def test_all_checkpoints_cut_short_names_none_as_intact(three_checkpoints, tmp_p
     assert events(run, "end")[-1]["reason"] == "error"
 
 
+def _bytes_to_the_second_step(three_checkpoints: Path, probe: Path, full: str) -> int:
+    """What the resumed run writes into events.jsonl or its log up to its second step's line
+    (with some slack, but less than a third step's), measured on a copy without a limit: the
+    start's lines change with the trainer (its plan, its awake line), a fixed guess goes stale."""
+    run = copy_run(three_checkpoints, probe)
+    write_run(run, Path(json.loads((run / "run.json").read_text())["data"]["dir"]), steps_to=8)
+    path = run / "events.jsonl" if full == "events" else run / "trainer.log"
+    before = path.stat().st_size if path.exists() else 0
+    assert run_module("trainer", "--run", str(run), "--resume", "latest", timeout=180,
+                      output=run / "trainer.log").returncode == 0
+    written = path.read_bytes()[before:]
+    steps = [m.end() for m in re.finditer(rb'\{"event":"step"[^\n]*\n', written)]
+    return steps[1] + (steps[2] - steps[1]) // 2
+
+
 # ---- 3. a full disk while writing events or the log ---------------------------------------
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform == "darwin",
                     reason="RLIMIT_FSIZE in a child (preexec_fn) needs Linux")
@@ -149,10 +165,8 @@ def test_a_full_disk_while_writing_events_or_the_log_saves_a_checkpoint_and_exit
     limit = ckpt_size * 2  # a checkpoint still fits; the file padded to just below the limit does not grow far
     log = run / "trainer.log"
     padded = run / "events.jsonl" if full == "events" else log
-    lines = (run / "events.jsonl").read_text(encoding="utf-8").splitlines()
-    start, step = (max(len(x) for x in lines if f'"event":"{k}"' in x) for k in ("start", "step"))
     with open(padded, "ab") as f:  # room for the start and two steps, not for all five
-        f.write(b"\n" * (limit - f.tell() - start - 2 * step - 300))
+        f.write(b"\n" * (limit - f.tell() - _bytes_to_the_second_step(three_checkpoints, tmp_path / "probe", full)))
     # Its stdout and stderr appended to the log, every file it writes limited to `limit`
     # bytes (RLIMIT_FSIZE, as a preexec_fn would set it: tests/forked.py).
     p = run_module("trainer", "--run", str(run), "--resume", "latest", timeout=180, output=log,
@@ -269,7 +283,7 @@ def test_values_once_refused_only_at_step_1_are_refused_by_the_check(tmp_path, c
         cfg[key] = {**cfg.get(key, {}), **value} if isinstance(value, dict) else value
     path = tmp_path / "run.json"
     path.write_text(json.dumps(cfg), encoding="utf-8")
-    proc = run_module("trainer.config.run_config", str(path), timeout=60)
+    proc = run_module("trainer.config", str(path), timeout=60)
     assert proc.returncode == 2 and said in proc.stderr and "Traceback" not in proc.stderr
     assert main([str(path)]) == 2
 

@@ -163,7 +163,7 @@ def test_the_rules_are_read_from_architecture_md():
                                 "trainer.config.reasons",
                                 "trainer.text.sampling",
                                 "trainer.state.checkpoint_index", "trainer.plan.preflight", "trainer.base.streams",
-                                "trainer.base.lock")
+                                "trainer.base.lock", "trainer.run.awake")
     assert refused("ui.runs.history", "torch.nn", RULES)
     text = ARCHITECTURE.read_text(encoding="utf-8")
     row = next(ln for ln in text.splitlines() if ln.startswith("| `ui` | `torch`, "))

@@ -81,6 +81,10 @@ def test_auto_run_goes_to_the_right_account_and_trains(fake, tiny_data):
     ckpt_event = _events(done.path, "checkpoint")[-1]
     assert Path(ckpt_event["path"]).name == latest
     assert sha256_file(done.path / "checkpoints" / latest) == ckpt_event["sha256"]
+    # The lab wrote the run's TensorBoard files from the events the kernel sent back.
+    from tests.test_tensorboard import read_back
+
+    assert [s for s, _ in read_back(done.path / "tensorboard")["train/loss"]] == list(range(1, 31))
     # The data went up once (to carol, before); this run uploaded only the trainer code.
     assert sum(1 for ds in fake.datasets.values() if ds.slug == data.slug) == 1
     store = KaggleStore()

@@ -1,6 +1,7 @@
 """The queue in the window (offscreen, the real trainer): «В очередь» from the form, a series
 from one field, the list and the timeline following a run as it moves, the tray message when
-the queue empties, and the queue still there after the window is closed and opened again."""
+the queue empties, and the queue still there after the window is closed and opened again.
+The window never drives the queue: it starts the queue's own runner, which ends by itself."""
 
 from __future__ import annotations
 
@@ -66,6 +67,9 @@ def test_queue_from_the_form_a_series_and_the_queue_after_a_restart(qtbot, tiny_
         assert tab.table.item(0, 2).text() == "этот ПК" and tab.table.item(0, 5).text() == "готов"
         assert [b.machine for b in timeline.bars] == ["local"]
         qtbot.waitUntil(lambda: any(title == "Очередь пуста" for title, _ in w.notifications), timeout=WAIT_MS)
+        assert w.queue.started is not None  # the window started the runner, a process of its own
+        qtbot.waitUntil(lambda: w.queue.started.poll() is not None, timeout=WAIT_MS)  # it ended by itself
+        assert w.queue.started.returncode == 0
 
         # Paused, a series from one field (lr): two waiting runs, planned one after another on this PC.
         qtbot.mouseClick(tab.pause_button, Qt.MouseButton.LeftButton)
@@ -93,7 +97,21 @@ def test_queue_from_the_form_a_series_and_the_queue_after_a_restart(qtbot, tiny_
         assert states(again.queue_tab) == [DONE, WAITING, WAITING]
         assert again.queue_tab.pause_button.isChecked()
         assert [r.item.series_id for r in again.queue_tab.last.rows[1:]] == [series_id, series_id]
-        assert again.queue.driving  # this window drives it now
+        # Paused: nobody drives it, and the window says so (it never drives the queue itself).
+        assert again.queue.started is None and "приостановлена" in again.queue_tab.who.text()
+        assert "приостановлена" in again.queue_status.text()
+        # «Настройки»: the queue after a reboot (the logon entry) and the sleep request, on and off.
+        from app.base import settings
+        from app.queue import autostart
+
+        night = again.menu.night_actions
+        assert not night["autostart"].isChecked() and night["awake"].isChecked()
+        night["autostart"].trigger()
+        assert autostart.status().installed and "включён" in again.statusBar().currentMessage()
+        night["autostart"].trigger()
+        assert not autostart.status().installed
+        night["awake"].trigger()
+        assert settings.keep_awake() is False
     finally:
         again.close()
 

@@ -68,7 +68,8 @@ def test_continue_in_the_history_continues_in_one_click_and_closing_then_asks_an
     window.close()
     box = window.close_question
     assert window.isVisible() and box.isVisible()
-    assert "продолжится" in box.informativeText() and "подхватит" in box.informativeText()
+    assert "идёт" in box.text() and "в своих процессах" in box.informativeText()
+    assert "pause" not in box.buttons_by_answer  # nothing is queued: no «Приостановить очередь»
     qtbot.mouseClick(box.buttons_by_answer["cancel"], Qt.MouseButton.LeftButton)
     assert window.isVisible() and window.runs.registry.get(child_id).status == st.RUNNING
 

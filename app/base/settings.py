@@ -1,7 +1,8 @@
 """The lab's settings file, settings.json in the config folder: read and written here only.
 
 Its keys and who checks them: "language" (app.base.i18n), "ask_on_close" (closing the window
-while a run trains asks what to do), "window" (app.window.layout), "form"
+while a run trains asks what to do), "keep_awake" (trainer/run/awake.py, through the trainer's and
+the queue runner's environment), "window" (app.window.layout), "form"
 (app.form.remembered), "kaggle_margin_min" and "kaggle_poll_s" (app.kaggle.settings). A
 missing, damaged or hand-edited file that is not a JSON object reads as {}: every key at
 its default, never a crash. Writes are atomic and keep the keys they do not change.
@@ -42,6 +43,16 @@ def update(**changes: Any) -> None:
     data = load()
     data.update(changes)
     save(data)
+
+
+def keep_awake() -> bool:
+    """«Не давать ПК уснуть, пока идёт обучение»: whether the trainer and the queue runner ask
+    the OS not to sleep while they work (trainer/run/awake.py; default: yes)."""
+    return load().get("keep_awake", True) is not False
+
+
+def save_keep_awake(on: bool) -> None:
+    update(keep_awake=bool(on))
 
 
 def ask_on_close() -> bool:

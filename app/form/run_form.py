@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -122,6 +122,9 @@ class FormContext:
     local_gpu_index: int = 0  # its NVML index: a local run on it names it in target.gpu
     measured: list[dict[str, Any]] = field(default_factory=list)  # for app.sizing
     active_runs: list[ActiveRun] = field(default_factory=list)  # going now (the history's)
+    # The lab's law lines for (data_id, weights, tokens, unique tokens): app.law.advice's
+    # LawAdvisor.lines, given by the window (the form does not fit laws; None: no lines).
+    law_lines: Callable[[str, int, int, int], list[Any]] | None = None
 
     def add_prepared(self, prep: Prepared) -> None:
         """Know a prepared folder, and its constellations with their token counts."""
@@ -479,6 +482,7 @@ class RunForm(FormChecks):
                                 + (t(f" × {micro} {plural_ru(micro, 'микрошаг', 'микрошага', 'микрошагов')}",
                                      f" × {micro} micro-steps") if micro > 1 else "")))
         rows.append(sizes.data_row(est, params, self.data_tokens(), self._data_what()))
+        rows += self._law_rows(params, est)
         if est is None:
             rows.append(SizeRow("time", t("Время", "Time"), "—", t(
                 "оценка недоступна: исправьте поля обучения", "no estimate: fix the training fields"), "warning"))
@@ -492,6 +496,18 @@ class RunForm(FormChecks):
         for i, sentence in enumerate(est.advice_texts(ROW_KINDS)):
             rows.append(SizeRow(f"advice{i}", t("Совет", "Advice") if i == 0 else "", "", sentence, "ok"))
         return rows
+
+    def _law_rows(self, params: int, est: Estimate | None) -> list[SizeRow]:
+        """The lab's law beside the guide's rules: its predicted loss for this N and D, the
+        compute-optimal size, «Когда расти» (app/law/advice.py says them)."""
+        prep = self.prepared_for_selection()
+        steps = self.values["steps_to"]
+        if self.ctx.law_lines is None or prep is None or not prep.data_id or est is None \
+                or not isinstance(steps, int) or steps <= 0:
+            return []
+        tokens = int(est.tokens_per_step) * steps
+        lines = self.ctx.law_lines(prep.data_id, params, tokens, prep.train_tokens)
+        return [SizeRow(x.key, x.label, x.value, x.note, x.level) for x in lines]
 
     # -- the result --------------------------------------------------------------------
 

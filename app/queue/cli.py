@@ -10,15 +10,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import signal
-import subprocess
 import sys
 import time
 from datetime import datetime
 from typing import Any
 
-from ..base import paths
+from trainer.run.awake import Hold, hold
+
+from ..base import settings
 from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import plural_ru
@@ -29,7 +29,7 @@ from ..runs.manager import RunManager
 from ..runs.precheck import RunError, load_config
 from ..runs.registry import Registry
 from ..runs.start_flags import add_field_flags, apply_flags, data_for_cli
-from . import lock
+from . import autostart, detach, lock
 from .adding import add_runs
 from .runner import QueueEvent, QueueRunner
 from .series import parse_vary, results, values_text
@@ -39,7 +39,6 @@ from .world import Planner, Timeline, machine_label
 log = logging.getLogger(__name__)
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED, EXIT_TERMINATED = 0, 1, 2, 130, 143
-RUNNER_LOG = "queue-runner.log"
 
 
 def parser() -> argparse.ArgumentParser:
@@ -81,6 +80,11 @@ def parser() -> argparse.ArgumentParser:
     h.add_argument("--off", action="store_true", help=t("вернуть в очередь", "put it back in line"))
     sub.add_parser("pause", help=t("приостановить: новые прогоны не начинаются", "pause: no new run starts"))
     sub.add_parser("resume", help=t("продолжить очередь", "resume the queue"))
+    au = sub.add_parser("autostart", help=t("продолжать очередь после перезагрузки (при входе в систему)",
+                                            "carry the queue on after a reboot (at logon)"))
+    au.add_argument("what", choices=["on", "off", "status"], help=t(
+        "on — запись автозапуска для этого пользователя, off — убрать её, status — есть ли она и годна ли",
+        "on: a logon entry for this user; off: remove it; status: whether there is one and whether it fits"))
     s = sub.add_parser("series", help=t("таблица серии: итоговая val loss, бит на байт, победитель",
                                         "a series' table: final val loss, bits per byte, the winner"))
     s.add_argument("id", metavar="ID", type=int, help=t("номер серии (его печатает add)", "the series' number (add prints it)"))
@@ -132,6 +136,8 @@ def _dispatch(args: argparse.Namespace, registry: Registry, store: QueueStore) -
                                                                                     "the queue goes on"))
     elif cmd == "series":
         return _series(results(store, registry, args.id), args.json)
+    elif cmd == "autostart":
+        return _autostart(args.what)
     return EXIT_OK
 
 
@@ -150,6 +156,9 @@ def _add(args: argparse.Namespace, store: QueueStore) -> int:
                 f"series {added.series.id}: {n} runs"), file=sys.stderr)
     for it in added.items:
         print(f"{it.id}\t{it.name}")
+    if lock.current_holder() is None:
+        print(t("очередь сейчас никто не ведёт: запустите ternit queue run (или откройте окно лаборатории)",
+                "nobody drives the queue now: start ternit queue run (or open the lab's window)"), file=sys.stderr)
     return EXIT_OK
 
 
@@ -165,7 +174,7 @@ def row_json(tl: Timeline) -> list[dict[str, Any]]:
     out = []
     for r in tl.rows:
         it = r.item
-        out.append({"id": it.id, "place": r.place, "name": it.name, "state": it.state, "label": it.label(),
+        out.append({"id": it.id, "place": r.place, "name": it.name, "state": it.state, "label": r.label,
                     "held": it.held, "target": it.target, "account": it.account, "machine": r.machine,
                     "expected_start": r.start if r.expected else None, "expected_end": r.end if r.expected else None,
                     "started_at": it.started_at, "ended_at": it.ended_at, "run_id": it.run_id, "runs": it.runs,
@@ -176,7 +185,7 @@ def row_json(tl: Timeline) -> list[dict[str, Any]]:
 
 def _list(tl: Timeline, as_json: bool) -> int:
     if as_json:
-        print(json.dumps({"now": tl.now, "paused": tl.paused, "runner": tl.runner, "machines": tl.machines,
+        print(json.dumps({"now": tl.now, "paused": tl.paused, "runner": tl.runner, "who": tl.who, "machines": tl.machines,
                           "refreshes": tl.refreshes, "items": row_json(tl)}, ensure_ascii=False, indent=1))
         return EXIT_OK
     if not tl.rows:
@@ -188,12 +197,10 @@ def _list(tl: Timeline, as_json: bool) -> int:
     for r in tl.rows:
         it = r.item
         print(_line(str(r.place or ""), str(it.id), it.name, machine_label(r.machine), _clock(r.start, tl.now),
-                    _clock(r.end, tl.now), it.label()) + (f"  {r.note}" if r.note else ""))
+                    _clock(r.end, tl.now), r.label) + (f"  {r.note}" if r.note else ""))
     if tl.paused:
         print(t("очередь приостановлена (ternit queue resume)", "the queue is paused (ternit queue resume)"))
-    print(t(f"ведёт: {tl.runner}", f"driven by: {tl.runner}") if tl.runner else
-          t("очередь никто не ведёт: ternit queue run или окно лаборатории",
-            "nobody drives the queue: ternit queue run, or the lab's window"))
+    print(tl.who)
     return EXIT_OK
 
 
@@ -203,29 +210,26 @@ def _line(place: str, ident: str, name: str, where: str, start: str, end: str, s
 
 # ---- run ---------------------------------------------------------------------------------------
 def _run_in_background(wait_s: float = 30.0) -> int:
-    """Start `ternit queue run --wait` detached, its output in the lab's log folder; say so
-    once it holds the queue (or why it does not: another runner was first)."""
-    if lock.is_held():
-        raise lock.RunnerBusy(t(f"очередь уже ведёт {lock.holder()}", f"the queue is already driven by {lock.holder()}"))
-    log_path = paths.data_dir() / "logs" / RUNNER_LOG
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    kwargs: dict[str, Any] = {"start_new_session": True} if os.name == "posix" else {
-        "creationflags": subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "CREATE_NO_WINDOW", 0)}
-    with open(log_path, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "app.cli", "queue", "run", "--wait"], stdin=subprocess.DEVNULL,
-                                stdout=out, stderr=subprocess.STDOUT, close_fds=True, **kwargs)
-    deadline = time.monotonic() + wait_s
-    while proc.poll() is None and time.monotonic() < deadline and str(proc.pid) not in lock.holder():
-        time.sleep(0.05)
-    if proc.poll() not in (None, 0):  # another runner was first, or it broke (its log says why)
-        who = lock.holder()
-        if who and str(proc.pid) not in who:
-            raise lock.RunnerBusy(t(f"очередь уже ведёт {who}", f"the queue is already driven by {who}"))
-        print(f"ternit queue run: {_last_line(log_path)} ({log_path})", file=sys.stderr)
-        return EXIT_USAGE
-    print(t(f"очередь ведёт процесс {proc.pid} (журнал: {log_path}); посмотреть: ternit queue list",
-            f"the queue is driven by process {proc.pid} (log: {log_path}); to see it: ternit queue list"))
-    return EXIT_OK
+    """Start the runner detached (app/queue/detach.py), its output in the lab's log folder;
+    say so once the lock names it (or why it does not: another runner was first, or it
+    ended at once — nothing to do, or its log's last line)."""
+    if (note := lock.current_holder()) is not None:
+        raise lock.RunnerBusy(t(f"очередь уже ведёт процесс {note.pid} ({note.program})",
+                                f"the queue is already driven by process {note.pid} ({note.program})"))
+    proc, note, whose = detach.start_and_wait(wait_s)
+    log_path = detach.runner_log()
+    if whose == "other" and note is not None:
+        raise lock.RunnerBusy(t(f"очередь уже ведёт процесс {note.pid} ({note.program})",
+                                f"the queue is already driven by process {note.pid} ({note.program})"))
+    if whose == "ours" and note is not None:
+        print(t(f"очередь ведёт процесс {note.pid} (журнал: {log_path}); посмотреть: ternit queue list",
+                f"the queue is driven by process {note.pid} (log: {log_path}); to see it: ternit queue list"))
+        return EXIT_OK
+    if proc.poll() == 0:  # it had nothing to start or follow
+        print(f"ternit queue run: {_last_line(log_path)}")
+        return EXIT_OK
+    print(f"ternit queue run: {_last_line(log_path)} ({log_path})", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _last_line(path: Any) -> str:
@@ -248,14 +252,21 @@ def _run(registry: Registry) -> int:
         raise _Terminated
 
     previous = signal.signal(signal.SIGTERM, leave)
+    keep = Hold(False)
     try:
         runner.start()
+        # The PC kept awake while the runner has work: between runs, and while Kaggle legs are
+        # followed (each trainer here holds its own request too). Gone when it ends.
+        keep = hold("the training queue") if settings.keep_awake() else \
+            Hold(False, why="off in the lab's settings")
+        runner.lock.annotate(awake=keep.as_event())
         runner.drive()
     except (KeyboardInterrupt, _Terminated) as e:
         print(t("\nочередь больше не ведётся; идущие прогоны идут. Продолжить: ternit queue run",
                 "\nthe queue is no longer driven; running runs go on. To carry on: ternit queue run"), file=sys.stderr)
         return EXIT_TERMINATED if isinstance(e, _Terminated) else EXIT_INTERRUPTED
     finally:
+        keep.release()
         signal.signal(signal.SIGTERM, previous)
         runner.close()
         kaggle_bridge.shutdown()  # the legs are followed again by the next runner
@@ -263,12 +274,28 @@ def _run(registry: Registry) -> int:
     if left:
         print(t(f"ждут {len(left)}: очередь приостановлена или они отложены", f"{len(left)} wait: the queue is "
                 "paused or they are held"), file=sys.stderr)
+    print(t(f"{time.strftime('%H:%M:%S')} больше нечего запускать и не за чем следить: процесс очереди завершается",
+            f"{time.strftime('%H:%M:%S')} nothing left to start or follow: the queue runner ends"), flush=True)
     return EXIT_FAILED if runner.failed else EXIT_OK
 
 
 def _print_event(ev: QueueEvent) -> None:
     stamp = time.strftime("%H:%M:%S")
     print(f"{stamp} {ev.title()}" + (f": {ev.text}" if ev.text else ""), flush=True)
+
+
+# ---- autostart ---------------------------------------------------------------------------------
+def _autostart(what: str) -> int:
+    try:
+        st = autostart.on() if what == "on" else autostart.off() if what == "off" else autostart.status()
+    except OSError as e:
+        print(f"ternit queue autostart {what}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    print(st.text())
+    if what == "on" and st.kind == "startup":
+        print(t("Планировщик заданий отказал: запись лежит в папке «Автозагрузка»",
+                "Task Scheduler refused the task: the entry is in the Startup folder"), file=sys.stderr)
+    return EXIT_OK
 
 
 # ---- series ------------------------------------------------------------------------------------

@@ -1,39 +1,43 @@
-"""The window's side of the queue, headless: the window drives the queue while it is open
-(unless another runner, e.g. `ternit queue run`, already does: then it only shows it, and
-takes over when that one ends), puts the form's run or a series in it, edits it, and says
-what changed.
+"""The window's side of the queue, headless: the window never drives the queue. When items
+wait (or runs are to be followed) and no runner holds `queue.lock`, it starts the detached
+runner (app/queue/detach.py, the one `ternit queue run` starts) and from then on only shows
+and edits the queue; closing or killing the window changes nothing for it. It puts the
+form's run or a series in the queue, edits it, says what changed, and says who drives it.
 
 It announces (`QueueDriver.events`, the pattern of app/window/events.py): `changed(timeline)`
-— the queue as it is now, after a round or an edit — and `news(title, text)` — a tray
+— the queue as it is now, after a look or an edit — and `news(title, text)` — a tray
 message. ui/queue/tab.py and the window subscribe. `tick()` and `add()` run in a worker
-thread (a Kaggle start uploads and pushes; the pre-check is a child process); `refresh()`,
-called in the window's thread after them, announces.
+thread (the estimates read the measured runs' folders; the pre-check is a child process);
+`refresh()`, called in the window's thread after them, announces.
 """
 
 from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
 from ..base.i18n import t
-from ..base.numbers import parse_number
+from ..base.numbers import parse_number, plural_ru
 from ..base.state import StateError
 from ..form import fields as F
+from ..runs.awake import awake_line
 from ..runs.manager import RunManager
+from ..runs.registry import RunRecord
 from ..window.events import Event
+from . import detach, lock
 from .adding import Added, add_runs
-from .lock import RunnerBusy
-from .runner import QueueRunner
+from .runner import needs_runner
 from .series import MAX_RUNS, Results, results
-from .store import DONE, FAILED, QueueError
-from .world import Timeline
+from .store import DONE, FAILED, WAITING, QueueError, QueueStore
+from .world import Planner, Timeline, runner_line
 
 log = logging.getLogger(__name__)
 
-TICK_S = 2.0  # how often the window's runner looks at the queue
+TICK_S = 2.0  # how often the window looks at the queue
+RESTART_S = 20.0  # a runner the window started that ended at once is started again after this
 VARY_KINDS = ("int", "float")
 
 
@@ -86,60 +90,79 @@ class QueueEvents:
         self.news = Event("queue.news")
 
 
+@dataclass(frozen=True)
+class CloseQuestion:
+    """What the window asks when it closes with work going on without it."""
+
+    text: str
+    detail: str
+    waiting: int          # queued runs that will start without the window
+
+
 class QueueDriver:
-    def __init__(self, runs: RunManager) -> None:
+    def __init__(self, runs: RunManager, start_runner: bool = True) -> None:
         self.events = QueueEvents()
-        self.runner = QueueRunner(runs, t("окно лаборатории", "the lab's window"), poll_runs=False)
-        self.store = self.runner.store
-        self.planner = self.runner.planner
-        self.other_runner = ""  # who drives the queue when the window does not
+        self.registry = runs.registry
+        self.store = QueueStore(self.registry.state)
+        self.planner = Planner(self.store, self.registry)
+        self.start_runner = start_runner  # off for --snapshot: a picture starts nothing
+        self.started: Any = None  # the runner this window started last (a Popen)
+        self._started_mono = float("-inf")
         self._seen: dict[int, tuple[str, int]] | None = None
         self._pending = False
-        self._round = threading.Lock()  # held while a round runs (in its worker thread)
 
-    # -- driving ---------------------------------------------------------------------------
-    @property
-    def driving(self) -> bool:
-        return self.runner.lock.held
-
-    def take(self) -> bool:
-        """Drive the queue if no other runner does (finishing what a killed one began)."""
-        if self.driving:
-            return True
-        try:
-            self.runner.start()
-        except RunnerBusy as e:
-            self.other_runner = str(e)
+    # -- the runner ----------------------------------------------------------------------------
+    def ensure_runner(self) -> bool:
+        """Start the detached runner when the queue has work and nobody drives it (True when
+        it was started now). One that ended at once (its log says why) is tried again later."""
+        alive = self.started is not None and self.started.poll() is None  # poll() reaps one that ended
+        if not self.start_runner or alive or lock.is_held() or not needs_runner(self.store):
             return False
-        self.other_runner = ""
+        if time.monotonic() - self._started_mono < RESTART_S:
+            return False
+        self._started_mono = time.monotonic()
+        self.started = detach.spawn()
+        log.info("queue: the window started the queue runner (process %s)", self.started.pid)
         return True
 
     def tick(self) -> Timeline | None:
-        """One round of the runner (worker thread), and the queue as it then is — computed
-        here, off the window's thread (its estimates read the measured runs' folders). A
-        failure is logged and tried again at the next round; the queue stays as it was."""
+        """A look (worker thread): the runner started if it is needed, and the queue as it
+        then is — computed here, off the window's thread. A failure is logged and tried again
+        at the next look."""
         try:
-            with self._round:
-                if self.take():
-                    self.runner.tick()
-                return self.timeline()
+            self.ensure_runner()
+            return self.timeline()
         except (StateError, sqlite3.Error, OSError) as e:
-            log.warning("the queue's round did not finish: %s", e)
-        except Exception:  # noqa: BLE001 - the window keeps going; the next round retries
-            log.exception("the queue's round failed")
+            log.warning("the queue could not be read: %s", e)
+        except Exception:  # noqa: BLE001 - the window keeps going; the next look retries
+            log.exception("the queue's look failed")
         return None
 
-    def close(self, wait_s: float = 10.0) -> None:
-        """The window closes: the queue stays as it is; the next runner carries on. A round
-        still starting a run (a Kaggle upload) keeps the queue until it ends or the process
-        does — never two runners on one start."""
-        if self._round.acquire(timeout=wait_s):
-            try:
-                self.runner.close()
-            finally:
-                self._round.release()
+    def close_question(self, running: list[RunRecord]) -> CloseQuestion | None:
+        """What to ask as the window closes: a run training here and the queued runs that will
+        start without the window; None when neither (nothing to ask)."""
+        waiting = [it for it in self.store.items((WAITING,)) if not it.held] if not self.store.paused() else []
+        if not running and not waiting:
+            return None
+        n = len(waiting)
+        queued_ru = f"в очереди ещё {n} — {'он начнётся' if n == 1 else 'они начнутся'} без окна"
+        queued_en = f"{n} more queued — {'it starts' if n == 1 else 'they start'} without the window"
+        if running:
+            names = ", ".join(f"«{r.name}»" for r in running)
+            text = t(f"Обучение {names} идёт" + (f"; {queued_ru}." if n else "."),
+                     f"{names} is training" + (f"; {queued_en}." if n else "."))
         else:
-            log.info("the queue's round is still starting a run: the queue is let go when it ends")
+            text = t(f"В очереди {n} {plural_ru(n, 'прогон', 'прогона', 'прогонов')} — "
+                     f"{'он начнётся' if n == 1 else 'они начнутся'} без окна.",
+                     f"{n} queued run{'s' if n != 1 else ''} — {'it starts' if n == 1 else 'they start'} "
+                     "without the window.")
+        detail = t("Окно можно закрыть: обучение и очередь идут в своих процессах, ПК не уснёт, пока они "
+                   "работают. «Приостановить очередь» — новые прогоны не начнутся; «Остановить и закрыть» "
+                   "сохранит чекпоинт идущего обучения.",
+                   "The window may close: training and the queue go on in their own processes, and the PC "
+                   "does not sleep while they work. «Pause the queue»: no new run starts; «Stop and close» "
+                   "saves a checkpoint of the training run.")
+        return CloseQuestion(text, detail, n)
 
     # -- showing -----------------------------------------------------------------------------
     def timeline(self) -> Timeline:
@@ -181,12 +204,17 @@ class QueueDriver:
         return out
 
     def series_results(self, series_id: int) -> Results:
-        return results(self.store, self.runner.registry, series_id)
+        return results(self.store, self.registry, series_id)
 
-    def who_drives(self) -> str:
-        if self.driving:
-            return t("очередь ведёт это окно", "this window drives the queue")
-        return self.other_runner or t("очередь никто не ведёт", "nobody drives the queue")
+    def awake_line(self) -> str:
+        """Whether the PC is kept awake now, and by whom: the trainers here, this runner (the
+        monitor's line)."""
+        note = lock.current_holder()
+        return awake_line(self.registry, note.awake if note is not None else None)
+
+    def who_drives(self, tl: Timeline | None = None) -> str:
+        """The status line: who drives the queue (its pid, since when) or why nobody does."""
+        return tl.who if tl is not None else runner_line(self.store)
 
     # -- the user's edits ------------------------------------------------------------------
     def add(self, config: dict[str, Any], target: str | None = None, account: str | None = None,

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from trainer.base.lock import WINDOWS_BYTE, try_lock
 
@@ -30,16 +32,45 @@ def lock_path() -> Path:
     return paths.data_dir() / LOCK_FILE
 
 
+@dataclass(frozen=True)
+class Note:
+    """What the lock file says of its holder. `pid` is the runner's own process — on Windows
+    not the pid `Popen` returned when a venv's launcher started it (app/queue/detach.py)."""
+
+    pid: int
+    program: str
+    since: float
+    awake: dict[str, Any] | None = None  # the runner's sleep request (trainer/run/awake.py's Hold)
+
+
+def read_note(path: Path | None = None) -> Note | None:
+    """The lock file's note, or None (no file, no note yet, a torn one)."""
+    try:
+        note = json.loads((path or lock_path()).read_text(encoding="utf-8"))
+        awake = note.get("awake")
+        return Note(int(note["pid"]), str(note["program"]), float(note["since"]),
+                    awake if isinstance(awake, dict) else None)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
 def holder(path: Path | None = None) -> str:
     """Who the lock file says drives the queue ("process 1234 (ternit queue run), since
     12:03"), or ""."""
-    try:
-        note = json.loads((path or lock_path()).read_text(encoding="utf-8"))
-        since = time.strftime("%d.%m %H:%M:%S", time.localtime(float(note["since"])))
-        return t(f"процесс {int(note['pid'])} ({note['program']}), с {since}",
-                 f"process {int(note['pid'])} ({note['program']}), since {since}")
-    except (OSError, ValueError, KeyError, TypeError):
+    note = read_note(path)
+    if note is None:
         return ""
+    since = time.strftime("%d.%m %H:%M:%S", time.localtime(note.since))
+    return t(f"процесс {note.pid} ({note.program}), с {since}", f"process {note.pid} ({note.program}), since {since}")
+
+
+def current_holder(path: Path | None = None) -> Note | None:
+    """The note of the runner holding the lock now (None when nobody holds it: a note left by
+    a runner that ended names nobody)."""
+    path = path or lock_path()
+    if not is_held(path):
+        return None
+    return read_note(path)
 
 
 def is_held(path: Path | None = None) -> bool:
@@ -76,6 +107,7 @@ class RunnerLock:
         self.path = path or lock_path()
         self.program = program
         self._fd: int | None = None
+        self._note: dict[str, Any] = {}
 
     @property
     def held(self) -> bool:
@@ -93,10 +125,21 @@ class RunnerLock:
                                f"the queue is already driven by {who}; a second runner does not start — "
                                "wait for it or close it"))
         self._fd = fd
-        note = json.dumps({"pid": os.getpid(), "program": self.program, "since": time.time()})
+        self._note = {"pid": os.getpid(), "program": self.program, "since": time.time()}
+        self._write_note()
+
+    def annotate(self, **fields: Any) -> None:
+        """Add to the holder's note what others may want to see (its sleep request)."""
+        if self._fd is not None:
+            self._note.update(fields)
+            self._write_note()
+
+    def _write_note(self) -> None:
+        assert self._fd is not None
         try:
-            os.ftruncate(fd, 0)
-            os.write(fd, note.encode())
+            os.lseek(self._fd, 0, os.SEEK_SET)
+            os.ftruncate(self._fd, 0)
+            os.write(self._fd, json.dumps(self._note).encode())
         except OSError:
             pass  # the lock holds without the note; only the refusal's wording loses the name
 

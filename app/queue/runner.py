@@ -1,6 +1,8 @@
-"""The runner: the one process that drives the queue — settles the runs that ended (a failed
-one retried once as its advice says, then skipped and said), and starts what the planner
-says can start now, through RunManager like «Старт».
+"""The runner: the one process that drives the queue (`ternit queue run`, started detached by
+the window when the queue has work: app/queue/detach.py) — settles the runs that ended (a
+failed one continued or retried as the one retry policy says, app/queue/retry.py, or skipped
+and said), and starts what the planner says can start now, through RunManager like «Старт».
+It keeps going while the queue has work (`needs_runner`) and ends when it has none.
 
 Exactly one runner per queue (app/queue/lock.py). Starting an item is three side effects —
 reserve the run's id, create its folder and row, spawn its trainer or push its Kaggle leg —
@@ -18,10 +20,12 @@ from __future__ import annotations
 
 import copy
 import logging
+import re
 import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ..base import run_status as st
@@ -32,7 +36,7 @@ from ..runs.events import read_events
 from ..runs.manager import RunManager
 from ..runs.precheck import RunError
 from ..runs.registry import RunNotFound, RunRecord
-from . import faults
+from . import faults, retry
 from .lock import RunnerLock
 from .plan import LOCAL, Slot, startable
 from .store import (
@@ -46,6 +50,7 @@ from .store import (
     Item,
     QueueStore,
 )
+from .trials import Trials, searching
 from .world import Planner, machine_label, measured
 
 log = logging.getLogger(__name__)
@@ -79,19 +84,22 @@ Listener = Callable[[QueueEvent], None]
 class QueueRunner:
     """Drives the queue. `start()` takes the lock and reconciles; `tick()` does one round."""
 
-    def __init__(self, manager: RunManager, program: str, *, poll_runs: bool = True,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, manager: RunManager, program: str, *, clock: Callable[[], float] = time.time) -> None:
         self.manager = manager
         self.registry = manager.registry
         self.store = QueueStore(self.registry.state)
         self.planner = Planner(self.store, self.registry, clock=clock)
         self.lock = RunnerLock(program)
-        self.poll_runs = poll_runs  # the window polls the runs itself (Lab.poll)
         self.clock = clock
         self.failed: list[int] = []  # items this runner skipped
         self._listeners: list[Listener] = []
         self._quota_checked = 0.0
         self._was_empty = True
+        self.trials = Trials(self.store, manager)  # the searches' trials (app/search/)
+        # The local runs this runner saw training at its last round: one of them found gone
+        # died under it (its own failure); one never seen went down with the machine (retry.py).
+        self._watched: set[str] = set()
+        self._booted = retry.boot_time()
 
     def add_listener(self, fn: Listener) -> None:
         self._listeners.append(fn)
@@ -123,13 +131,14 @@ class QueueRunner:
     # -- one round ----------------------------------------------------------------------------------
     def tick(self) -> list[QueueEvent]:
         """Settle what ended, then start what can start now. Blocks while a Kaggle leg is
-        uploaded and pushed (the window calls it from a worker thread)."""
+        uploaded and pushed."""
         assert self.lock.held, "start() first"
-        if self.poll_runs:
-            self.manager.poll()
+        self.manager.poll()
         events = self._settle()
+        self.trials.tick()  # a search told of its ended trials, its next one asked (before the starts)
         if not self.store.paused():
             events += self._start_ready()
+        self._watched = {r.id for r in self.registry.active() if r.target_kind == "local"}
         empty = self.store.is_empty()
         if empty and not self._was_empty:
             events.append(QueueEvent("empty", None, t("Все прогоны очереди завершились.", "Every queued run has ended.")))
@@ -137,12 +146,12 @@ class QueueRunner:
         return self._say(events)
 
     def _start_ready(self) -> list[QueueEvent]:
-        waiting = [it for it in self.store.items((WAITING,)) if not it.held]
+        waiting = [it for it in self.store.items((WAITING,)) if not it.held and self._room_for(it)]
         if not waiting:
             return []
         if any(it.target != "local" for it in waiting):
             self._refresh_quota()
-        _, slots = self.planner.plan(self.clock())
+        _, slots = self.planner.plan(self.clock(), only={it.id for it in waiting})
         events: list[QueueEvent] = []
         by_id = {it.id: it for it in waiting}
         for slot in slots:
@@ -153,6 +162,13 @@ class QueueRunner:
         for slot in startable(slots, self.clock()):
             events += self._start(by_id[slot.item_id], slot)
         return events
+
+    def _room_for(self, it: Item) -> bool:
+        """Whether an item that failed for room has it now; its line says how much while not."""
+        ok, text = retry.has_room(self.registry.runs_root, it.room_bytes)
+        if not ok and text != it.message:
+            self.store.set_message(it.id, text)
+        return ok
 
     def _refresh_quota(self) -> None:
         """Ask Kaggle for every account's quota, at most every few polls of the Kaggle side."""
@@ -247,35 +263,61 @@ class QueueRunner:
             while not rec.active and (nxt := self.manager.next_leg(rec.id)) is not None:
                 self.store.follow(it.id, nxt.id)  # the chain went on to another account
                 rec = nxt
+            if it.started_at is None:
+                self.store.set_times(it.id, started_at=self._started_at(it))
             if rec.active:
                 continue
             measured(self.registry, fresh=True)  # its speed refines the next estimates
             if rec.status == st.FAILED:
                 events += self._failed(self.store.item(it.id), rec)
             else:
-                self.store.finish(it.id, DONE, st.label(rec.status))
+                self.store.finish(it.id, DONE, st.label(rec.status), ended_at=rec.ended_at)
                 events.append(QueueEvent("ended", self.store.item(it.id), _ended_text(rec)))
         return events
 
+    def _started_at(self, it: Item) -> float | None:
+        """The item's start: its first run's own `start` event (None before it has one)."""
+        rec = self._row(it.runs[0]) if it.runs else None
+        if rec is None:
+            return None
+        return next((float(e["time"]) for e in read_events(rec.events_path)
+                     if e.get("event") == "start" and isinstance(e.get("time"), (int, float))), None)
+
     def _failed(self, it: Item, rec: RunRecord) -> list[QueueEvent]:
         f = self.manager.failure(rec.id)
+        how = retry.verdict(rec, f, rec.id in self._watched, self._booted, retry.free_bytes(rec.path))
+        if how != retry.SPEND and f is not None and (cfg := self._continuation(it, rec, f)) is not None:
+            text = retry.continued_text(how, f.checkpoint, _checkpoint_step(f.checkpoint))
+            room = retry.room_needed(rec) if how == retry.ROOM else None
+            log.info("queue: item %s: %s", it.id, text)
+            self.store.retry(it.id, cfg, rec.id if cfg.get("resume_from") else None, text, spend=False,
+                             room_bytes=room)
+            return [QueueEvent("retry", self.store.item(it.id), text)]
         advice = f.advice if f is not None else (rec.last_message or "")
         if it.attempt == 1 and f is not None and f.can_retry:
-            try:
-                cfg = f.retry_config(rec.config())
-            except (OSError, ValueError):
-                cfg = None
+            cfg = self._continuation(it, rec, f)
             if cfg is not None:
                 label = f.retry_label() or t("Повторить", "Retry")
-                cfg["target"] = copy.deepcopy(it.config.get("target") or {})
                 parent = rec.id if cfg.get("resume_from") else None
                 text = t(f"{label} (один раз): {advice}", f"{label} (once): {advice}")
                 self.store.retry(it.id, cfg, parent, text)
                 return [QueueEvent("retry", self.store.item(it.id), text)]
         text = t(f"пропущен, очередь идёт дальше: {advice}", f"skipped, the queue goes on: {advice}")
-        self.store.finish(it.id, FAILED, text)
+        self.store.finish(it.id, FAILED, text, ended_at=rec.ended_at)
         self.failed.append(it.id)
         return [QueueEvent("failed", self.store.item(it.id), text)]
+
+    def _continuation(self, it: Item, rec: RunRecord, f: Any) -> dict[str, Any] | None:
+        """The failed run's config as its failure continues it, on the item's own target; none
+        for a search's trial whose searched values it would change (app/queue/trials.py)."""
+        try:
+            cfg = f.retry_config(rec.config())
+        except (OSError, ValueError):
+            return None
+        if not self.trials.retry_allowed(it.id, cfg):
+            return None  # a trial is measured at its searched values: it ends failed instead
+        cfg["target"] = copy.deepcopy(it.config.get("target") or {})
+        return cfg
 
     # -- driving (the command line) ------------------------------------------------------------------
     def drive(self, stop: Callable[[], bool] = lambda: False, poll_s: float = 0.5,
@@ -289,13 +331,24 @@ class QueueRunner:
             time.sleep(poll_s)
 
     def _idle(self) -> bool:
-        """Nothing runs and nothing more will start by itself."""
-        pending = self.store.pending()
-        if not pending:
-            return True
-        if any(it.state in (STARTING, RUNNING) for it in pending):
-            return False
-        return self.store.paused() or all(it.held for it in pending)
+        return not needs_runner(self.store)
+
+
+def needs_runner(store: QueueStore) -> bool:
+    """Whether the queue has work for a runner: a run to follow, or one that may start (not
+    paused, not held), or a search going on. The runner ends when it has none; the window starts
+    one when it has."""
+    pending = store.pending()
+    if any(it.state in (STARTING, RUNNING) for it in pending):
+        return True
+    if searching(store) and not store.paused():  # a search asks its next trial only from a runner
+        return True
+    return bool(pending) and not store.paused() and not all(it.held for it in pending)
+
+
+def _checkpoint_step(path: str | None) -> int | None:
+    m = re.search(r"step-(\d+)", Path(path).name) if path else None
+    return int(m.group(1)) if m else None
 
 
 def run_config(it: Item) -> dict[str, Any]:

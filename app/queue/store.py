@@ -69,8 +69,9 @@ class Item:
     message: str | None
     created_at: float
     claimed_at: float | None
-    started_at: float | None
-    ended_at: float | None
+    started_at: float | None  # the run's own `start` event's time (its first run's)
+    ended_at: float | None    # its last run's `end` event's time
+    room_bytes: int | None = None  # failed for room: waits for this much free (migration 006)
 
     @property
     def pending(self) -> bool:
@@ -125,6 +126,7 @@ def _item(r: Any) -> Item:
         attempt=int(r["attempt"]), runs=list(json.loads(r["runs"] or "[]")), held=bool(r["held"]),
         refused=dict(json.loads(r["refused"] or "{}")), message=r["message"], created_at=float(r["created_at"]), claimed_at=r["claimed_at"],
         started_at=r["started_at"], ended_at=r["ended_at"],
+        room_bytes=r["room_bytes"],
     )
 
 
@@ -254,7 +256,7 @@ class QueueStore(StateStore):
             runs = json.loads(it["runs"] or "[]") + [run_id]
             self.state.execute(
                 "UPDATE queue_items SET state = ?, step = ?, machine = ?, run_id = ?, runs = ?, claimed_at = ?, "
-                "message = NULL, updated_at = ? WHERE id = ?",
+                "message = NULL, room_bytes = NULL, updated_at = ? WHERE id = ?",
                 (STARTING, CLAIMED, machine, run_id, json.dumps(runs), now, now, int(item_id)))
         return True
 
@@ -263,10 +265,18 @@ class QueueStore(StateStore):
                            (step, time.time(), int(item_id)))
 
     def started(self, item_id: int, message: str | None = None) -> None:
-        now = time.time()
+        """starting → running. Its started_at is not set here: it is the run's own `start`
+        event's time (`set_times`), whoever sees it — not the time a runner got round to it."""
         self.state.execute(
-            "UPDATE queue_items SET state = ?, step = NULL, started_at = COALESCE(started_at, ?), message = ?, "
-            "updated_at = ? WHERE id = ?", (RUNNING, now, message, now, int(item_id)))
+            "UPDATE queue_items SET state = ?, step = NULL, message = ?, updated_at = ? WHERE id = ?",
+            (RUNNING, message, time.time(), int(item_id)))
+
+    def set_times(self, item_id: int, started_at: float | None = None, ended_at: float | None = None) -> None:
+        """The times the item's runs themselves gave (the first `start`, the last `end`); a
+        started_at once set stays (a continuation's start is not the item's)."""
+        self.state.execute(
+            "UPDATE queue_items SET started_at = COALESCE(started_at, ?), ended_at = COALESCE(?, ended_at), "
+            "updated_at = ? WHERE id = ?", (started_at, ended_at, time.time(), int(item_id)))
 
     def follow(self, item_id: int, run_id: str) -> None:
         """The item's run went on as the next leg of its chain (Kaggle, another account)."""
@@ -275,19 +285,28 @@ class QueueStore(StateStore):
         self.state.execute("UPDATE queue_items SET run_id = ?, runs = ?, updated_at = ? WHERE id = ?",
                            (run_id, json.dumps(runs), time.time(), it.id))
 
-    def finish(self, item_id: int, state: str, message: str | None = None) -> None:
+    def finish(self, item_id: int, state: str, message: str | None = None, ended_at: float | None = None) -> None:
+        """→ done or failed; `ended_at` the run's own `end` (now when it has none: never started)."""
         assert state in ENDED, state
         now = time.time()
         self.state.execute(
-            "UPDATE queue_items SET state = ?, step = NULL, message = ?, ended_at = ?, updated_at = ? WHERE id = ?",
-            (state, message, now, now, int(item_id)))
+            "UPDATE queue_items SET state = ?, step = NULL, message = ?, ended_at = ?, room_bytes = NULL, "
+            "updated_at = ? WHERE id = ?", (state, message, ended_at or now, now, int(item_id)))
 
-    def retry(self, item_id: int, config: dict[str, Any], parent_id: str | None, message: str) -> None:
-        """The failed run goes back to the queue, at its place, as its advice says (once)."""
+    def retry(self, item_id: int, config: dict[str, Any], parent_id: str | None, message: str, *,
+              spend: bool = True, room_bytes: int | None = None) -> None:
+        """The failed run goes back to the queue, at its place, as its advice says. `spend`:
+        whether this uses up its one retry (app/queue/retry.py says when it does not);
+        `room_bytes`: it waits for that much free disk first."""
         self.state.execute(
             "UPDATE queue_items SET state = ?, step = NULL, machine = NULL, run_id = NULL, config = ?, parent_id = ?, "
-            "attempt = attempt + 1, message = ?, updated_at = ? WHERE id = ?",
-            (WAITING, json.dumps(config, ensure_ascii=False), parent_id, message, time.time(), int(item_id)))
+            "attempt = attempt + ?, message = ?, room_bytes = ?, updated_at = ? WHERE id = ?",
+            (WAITING, json.dumps(config, ensure_ascii=False), parent_id, 1 if spend else 0, message, room_bytes,
+             time.time(), int(item_id)))
+
+    def set_message(self, item_id: int, message: str | None) -> None:
+        self.state.execute("UPDATE queue_items SET message = ?, updated_at = ? WHERE id = ?",
+                           (message, time.time(), int(item_id)))
 
     def unclaim(self, item_id: int, message: str) -> None:
         """A start that could not begin (nothing was created): back to waiting, said why."""

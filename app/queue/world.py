@@ -17,11 +17,12 @@ from datetime import datetime
 from typing import Any
 
 from .. import sizing
+from ..base import run_status as st
 from ..base.i18n import t
 from ..kaggle import settings as kaggle_settings
 from ..kaggle.store import KaggleStore
 from ..runs.registry import Registry, RunNotFound, RunRecord
-from . import capacity, estimates, lock
+from . import capacity, estimates, lock, retry
 from .plan import LOCAL, Job, Slot, World, kaggle_machine, machine_account, predict, refresh_times
 from .store import RUNNING, STARTING, WAITING, Item, QueueStore
 
@@ -59,6 +60,11 @@ class Row:
     end: float | None          # expected, or actual once ended
     note: str = ""             # why it waits, how it goes, or how it ended
     run_status: str | None = None
+    state_text: str = ""       # its state as its run says it, before a runner settles it
+
+    @property
+    def label(self) -> str:
+        return self.state_text or self.item.label()
 
     @property
     def expected(self) -> bool:
@@ -89,6 +95,7 @@ class Timeline:
     refreshes: dict[str, list[float]] = field(default_factory=dict)   # machine -> quota refresh times
     paused: bool = False
     runner: str = ""                          # who drives the queue ("" if nobody)
+    who: str = ""                             # the status line: who drives it, or why nobody does
 
     def row(self, item_id: int) -> Row:
         return next(r for r in self.rows if r.item.id == item_id)
@@ -186,10 +193,11 @@ class Planner:
         fit = f.kaggle if kind == "kaggle" else f.local
         return fit.seconds if fit is not None else None
 
-    def plan(self, now: float | None = None) -> tuple[list[Item], list[Slot]]:
-        """The waiting items (not held) and their slots, in queue order."""
+    def plan(self, now: float | None = None, only: set[int] | None = None) -> tuple[list[Item], list[Slot]]:
+        """The waiting items (not held; of `only`, when given: those that may start now) and
+        their slots, in queue order."""
         now = self.clock() if now is None else now
-        waiting = [it for it in self.store.items((WAITING,)) if not it.held]
+        waiting = [it for it in self.store.items((WAITING,)) if not it.held and (only is None or it.id in only)]
         running = self.store.items((STARTING, RUNNING))
         return waiting, predict(self.jobs(waiting), self.world(now, running))
 
@@ -209,7 +217,9 @@ class Planner:
         machines = [LOCAL] + [kaggle_machine(a.username) for a in world.accounts]
         refreshes = {kaggle_machine(a.username): refresh_times(a, now - 1.0, now + 14 * 86400.0)
                      for a in world.accounts}
-        return Timeline(now, rows, machines, refreshes, self.store.paused(), _runner_text())
+        note = lock.current_holder()
+        return Timeline(now, rows, machines, refreshes, self.store.paused(), _holder_text(note),
+                        runner_line(self.store, note))
 
     def _row(self, it: Item, slot: Slot | None, place: int | None, now: float) -> Row:
         rec = self._run(it.run_id)
@@ -217,11 +227,17 @@ class Planner:
         if it.state == WAITING:
             if it.held:
                 return Row(it, place, None, None, None, t("отложен: очередь его обходит", "held: the queue passes it by"))
-            if slot is None:
-                return Row(it, place, None, None, None)
+            room, room_note = retry.has_room(self.registry.runs_root, it.room_bytes)
+            if slot is None or not room:
+                return Row(it, place, None, None, None, room_note or it.message or "")
             return Row(it, place, slot.machine, slot.start, slot.end, slot.reason, status)
         if it.state in (STARTING, RUNNING):
-            start = (rec.started_at if rec else None) or it.claimed_at
+            start = it.started_at or (rec.started_at if rec else None) or it.claimed_at
+            if rec is not None and not rec.active:  # ended while no runner looked: said as it is
+                return Row(it, None, it.machine, start, rec.ended_at, "", status, _settled_label(rec))
+            if rec is not None and _trainer_gone(rec):
+                return Row(it, None, it.machine, start, None, "", status,
+                           t("прерван — продолжится при запуске очереди", "interrupted — goes on when the queue runs"))
             end = expected_end(rec, now, self._fit_seconds(it)) if rec else None
             return Row(it, None, it.machine, start, end, it.message or (rec.last_message if rec else "") or "", status)
         note = it.message or ""
@@ -249,10 +265,50 @@ def expected_end(rec: RunRecord, now: float, fit_seconds: float | None = None) -
     return max(end if end is not None else now + 60.0, now + 1.0)
 
 
-def _runner_text() -> str:
-    """Who drives the queue now, as the lock file says ("" when nobody holds it)."""
-    path = lock.lock_path()
-    if not path.exists() or not lock.is_held(path):
-        return ""
-    return lock.holder(path)
+def _settled_label(rec: RunRecord) -> str:
+    """A queued run that ended, as its own row says («завершён», «ошибка», …)."""
+    if rec.status == st.FAILED:
+        return t("ошибка — очередь решит при запуске", "failed — the queue decides when it runs")
+    return t("завершён", "finished") if rec.status == st.FINISHED else st.label(rec.status)
 
+
+def _trainer_gone(rec: RunRecord) -> bool:
+    """A local run the history calls training whose trainer process is gone (no runner has
+    looked since: a reboot, both killed)."""
+    if rec.target_kind != "local" or rec.status not in st.LOCAL_ACTIVE:
+        return False
+    from ..runs.process import is_alive
+
+    return not is_alive(rec.pid, rec.pid_started_at)
+
+
+def _holder_text(note: lock.Note | None) -> str:
+    if note is None:
+        return ""
+    since = datetime.fromtimestamp(note.since).strftime("%d.%m %H:%M")
+    return t(f"процесс {note.pid} ({note.program}), с {since}", f"process {note.pid} ({note.program}), since {since}")
+
+
+def runner_line(store: QueueStore, note: lock.Note | None | bool = True) -> str:
+    """Who drives the queue (its pid, since when), or why nobody does: empty, paused, every
+    waiting run held, or waiting for the next logon (autostart) or a `ternit queue run`.
+    `note`: the lock's holder if already read (True: read it here)."""
+    if note is True:
+        note = lock.current_holder()
+    if isinstance(note, lock.Note):
+        return t(f"очередь ведёт {_holder_text(note)}", f"the queue is driven by {_holder_text(note)}")
+    pending = store.pending()
+    if not pending:
+        return t("очередь никто не ведёт: она пуста", "nobody drives the queue: it is empty")
+    if store.paused():
+        return t("очередь никто не ведёт: она приостановлена", "nobody drives the queue: it is paused")
+    if all(it.held for it in pending):
+        return t("очередь никто не ведёт: все ждущие прогоны отложены",
+                 "nobody drives the queue: every waiting run is held")
+    from . import autostart
+
+    if autostart.status().installed:
+        return t("очередь никто не ведёт сейчас: её продолжит вход в систему (автозапуск) или ternit queue run",
+                 "nobody drives the queue now: the next logon (autostart) or ternit queue run carries it on")
+    return t("очередь никто не ведёт: ternit queue run или окно лаборатории её продолжат",
+             "nobody drives the queue: ternit queue run or the lab's window carries it on")

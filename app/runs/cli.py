@@ -138,6 +138,14 @@ def parser() -> argparse.ArgumentParser:
                                        "one run's row, and why it failed if it did"))
     sh.add_argument("id", metavar="ID", help=run_id)
     _metrics_parser(sub, run_id)
+    tb = sub.add_parser("tensorboard", help=t(
+        "записать метрики прогонов файлами TensorBoard (для `tensorboard --logdir`)",
+        "write runs' metrics as TensorBoard event files (for `tensorboard --logdir`)"))
+    tb.add_argument("id", metavar="RUN|all", help=t("ID прогона или all — все прогоны истории",
+                                                    "a run id, or all: every run in the history"))
+    tb.add_argument("dir", metavar=t("ПАПКА", "DIR"), nargs="?",
+                    help=t("записать в ПАПКА/<ID прогона>/, а не в папку tensorboard/ каждого прогона",
+                           "write into DIR/<run id>/ instead of each run folder's tensorboard/"))
     return p
 
 
@@ -355,6 +363,24 @@ def _metrics(m: RunManager, args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_USAGE
 
 
+def _tensorboard(m: RunManager, args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from .tensorboard import write_runs
+
+    try:
+        written = write_runs(m.registry, None if args.id == "all" else [args.id], Path(args.dir) if args.dir else None)
+    except OSError as e:
+        print(t(f"ternit run tensorboard: не удалось записать ({e.strerror or e})",
+                f"ternit run tensorboard: could not write ({e.strerror or e})"), file=sys.stderr)
+        return EXIT_USAGE
+    for folder in written:
+        print(folder)
+    top = Path(args.dir) if args.dir else m.registry.runs_root
+    print(t(f"открыть: tensorboard --logdir {top}", f"to view: tensorboard --logdir {top}"), file=sys.stderr)
+    return EXIT_OK
+
+
 def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
     if args.cmd == "start":
         rec = m.create(_start_config(args), target=args.target, account=args.account, gpu=args.gpu)
@@ -408,6 +434,8 @@ def _dispatch(m: RunManager, args: argparse.Namespace) -> int:
         return _follow(m, rec, args.json) if args.wait else EXIT_OK
     if args.cmd == "metrics":
         return _metrics(m, args)
+    if args.cmd == "tensorboard":
+        return _tensorboard(m, args)
     if args.cmd == "show":
         from dataclasses import asdict
 

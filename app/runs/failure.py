@@ -21,6 +21,10 @@ from .events import Event
 
 VANISHED = "vanished"  # no `end` event and no process: killed, or the PC went down
 VANISHED_MESSAGE = "the trainer process disappeared"
+# How the trainer says a write found no room (trainer/checkpoint.py, trainer/events.py pass
+# the OS's own words on): a full disk, a quota, a file-size limit.
+NO_ROOM_WORDS = ("[Errno 28]", "[Errno 27]", "[Errno 122]", "No space left", "File too large",
+                 "Disk quota exceeded", "the disk holding it is full")
 
 
 @dataclass
@@ -38,6 +42,11 @@ class Failure:
     file: str | None = None        # the data file or folder at fault (data)
 
     started: bool = True           # whether training had begun (a config error has not)
+
+    @property
+    def no_room(self) -> bool:
+        """Whether it failed because a disk was full (room, not the run, is at fault)."""
+        return any(w in self.message for w in NO_ROOM_WORDS)
 
     @property
     def can_retry(self) -> bool:

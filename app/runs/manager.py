@@ -18,7 +18,7 @@ from typing import Any
 from ..base import run_status as st
 from ..base.i18n import t
 from ..base.numbers import loss_text
-from . import kaggle_bridge
+from . import kaggle_bridge, tensorboard
 from . import process as proc
 from .checkpoints import usable_checkpoint
 from .continuing import (
@@ -250,6 +250,7 @@ class RunManager:
             else:
                 self._following.pop(u.run.id, None)
                 if u.status_changed and u.run.ended:
+                    tensorboard.write_quietly(u.run)  # local and Kaggle runs alike: from events.jsonl
                     self._notify(u.run)
         return updates
 

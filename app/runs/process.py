@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trainer.config.run_config import ConfigError, gpu_choice
+from trainer.run.awake import ENV as AWAKE_ENV
 
+from ..base import settings
 from ..base.children import child_env
 from ..base.i18n import t
 from .files import LOG
@@ -139,6 +141,8 @@ def spawn(plan: LaunchPlan, run_dir: Path) -> tuple[int, float]:
     the pid is reused.
     """
     env = child_env(plan.env)
+    if not settings.keep_awake():  # «Не давать ПК уснуть…» off: the trainer asks the OS for nothing
+        env[AWAKE_ENV] = "0"
     kwargs: dict = {}
     if os.name == "posix":
         kwargs["start_new_session"] = True

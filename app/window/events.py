@@ -55,7 +55,9 @@ class LabEvents:
       on for the followed one (its speed and time left);
     - `followed(chain)`: the run shown on the plot and in the banner is (again) this one:
       the runs it continues and itself, oldest first;
-    - `monitored(record | None)`: the run the GPU monitor watches (the one training here).
+    - `monitored(record | None)`: the run the GPU monitor watches (the one training here);
+    - `law()`: the lab's law was fitted again (the form's «Как выбрать размер» lines); said from
+      the fitting thread.
     """
 
     def __init__(self) -> None:
@@ -63,3 +65,4 @@ class LabEvents:
         self.run = Event("run")
         self.followed = Event("followed")
         self.monitored = Event("monitored")
+        self.law = Event("law")

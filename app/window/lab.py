@@ -150,6 +150,7 @@ class Lab:
         self._failures: dict[str, Failure | None] = {}
         self._clock = clock
         self._history_at = 0.0
+        self._law: Any = None
 
     def start_message(self) -> str:
         """The status bar's first line: ready, or what the lab did with a damaged state file
@@ -165,7 +166,18 @@ class Lab:
     # -- the form's context ------------------------------------------------------------
 
     def form_context(self) -> FormContext:
-        return load_form_context(self.runs, self.extra_prepared)
+        ctx = load_form_context(self.runs, self.extra_prepared)
+        ctx.law_lines = self.law.lines  # the lab's law in «Как выбрать размер»
+        return ctx
+
+    @property
+    def law(self) -> Any:
+        """The lab's law for the form (app/law/advice.py), fitted in its own thread."""
+        if self._law is None:
+            from ..law.advice import LawAdvisor
+
+            self._law = LawAdvisor(self.runs.registry, on_ready=self.events.law.emit)
+        return self._law
 
     def reload_context(self, old: FormContext) -> FormContext:
         """The choices read again (new data, accounts); what was learnt meanwhile — measured

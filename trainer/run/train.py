@@ -32,7 +32,7 @@ from trainer.plan import cuda_build
 from trainer.plan.fit import fastest_fitting, verdict
 from trainer.plan.planner import Plan
 from trainer.plan.preflight import DataError, check_data, check_resume
-from trainer.run import wrapping
+from trainer.run import awake, wrapping
 from trainer.run.control import Control, Options, TrainingFailure
 from trainer.run.data import Prefetcher, PreparedData, eval_offsets, open_prepared
 from trainer.run.events import EventLog, OutputError, say
@@ -540,6 +540,10 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
         return EXIT_OK
     trainer.check_memory()
     trainer.control.install_signals()
+    # The PC kept awake while this process trains, by its main thread; gone with the process.
+    keep = awake.hold(f"training {trainer.cfg.name}") if trainer.world.is_main else awake.Hold(False)
+    if trainer.world.is_main:
+        trainer.events.emit("awake", trainer.step, **keep.as_event())
     try:
         reason = trainer.train()
         # The final save fails like one during training (a full disk): inside the same try.
@@ -554,6 +558,8 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     except Exception as e:  # the event stream must say what happened, whatever it was
         report_failure(trainer, "other", f"{type(e).__name__}: {e}", "see trainer.log for the traceback")
         raise
+    finally:
+        keep.release()
     sha = trainer.state_sha256()
     messages = {
         "steps_reached": f"reached step {trainer.step}",

@@ -1,7 +1,7 @@
-"""«В очередь» and «Серия…» beside «Старт»: the form's run to the queue (where the form's
+"""«В очередь», «Серия…» and «Поиск…» beside «Старт»: the form's run to the queue (where the form's
 «Машина» says, or — from the button's menu — wherever frees first), or a series of it.
-They emit the form view's `queue_requested` / `series_requested`; the window hands them to
-the «Очередь» tab."""
+They emit the form view's `queue_requested` / `series_requested` / `search_requested`; the
+window hands them to the «Очередь» and «Поиск» tabs."""
 
 from __future__ import annotations
 
@@ -41,12 +41,24 @@ class QueueButtons(QWidget):
             "Several runs of this form into the queue: one or two fields over listed values (e.g. lr "
             "0.001; 0.0003), each combination a run; afterwards a table and the winner."))
         self.series_button.clicked.connect(self._series)
+        self.search_button = QPushButton(t("Поиск…", "Search…"))
+        self.search_button.setToolTip(t(
+            "Поиск гиперпараметров: одно–четыре поля в пределах (например, lr от 0,0001 до 0,01), попытки — "
+            "прогоны в очереди на свободных машинах; безнадёжные останавливаются с чекпоинтом; вкладка «Поиск».",
+            "A hyperparameter search: one to four fields within ranges (e.g. lr 0.0001 to 0.01), each trial a "
+            "queued run on a free machine; hopeless ones stop with a checkpoint; the «Search» tab."))
+        self.search_button.clicked.connect(self._search)
+        row.addWidget(self.search_button)
         row.addWidget(self.series_button)
         row.addWidget(self.queue_button)
 
     def _queue(self, target: str) -> None:
         if self.view.form.can_queue():
             self.view.queue_requested.emit(self.view.form.run_config(), target)
+
+    def _search(self) -> None:
+        if self.view.form.can_queue():
+            self.view.search_requested.emit(self.view.form.run_config())
 
     def _series(self) -> None:
         if self.view.form.can_queue():

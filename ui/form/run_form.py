@@ -50,6 +50,7 @@ class RunFormView(QWidget):
     start_requested = Signal(dict)
     queue_requested = Signal(dict, str)  # the form's run.json, and where ("" = the form's machine, "any")
     series_requested = Signal(dict)  # the form's run.json, to vary in «Серия…»
+    search_requested = Signal(dict)  # the form's run.json, to search in «Поиск…»
     prepare_requested = Signal(list)
     changed = Signal()
 
@@ -432,6 +433,10 @@ class RunFormView(QWidget):
         finally:
             self._updating = False
         self.changed.emit()
+
+    def refresh_sizes(self) -> None:
+        """«Как выбрать размер» shown again (the lab's law was fitted anew), the fields as they are."""
+        self._show_sizes()
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 (Qt's name)
         super().changeEvent(event)

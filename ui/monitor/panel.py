@@ -76,6 +76,8 @@ class MonitorPanel(QWidget):
         self.trainer_alloc_label.setWordWrap(True)
         self.alerts_label = QLabel()
         self.alerts_label.setWordWrap(True)
+        self.awake_label = QLabel()  # whether the PC is kept awake (app.runs.awake), set by the window
+        self.awake_label.setWordWrap(True)
         self._paint()
         self.alerts_label.setVisible(False)
 
@@ -88,6 +90,7 @@ class MonitorPanel(QWidget):
         layout.addWidget(self.trainer_label)
         layout.addWidget(self.trainer_alloc_label)
         layout.addWidget(self.alerts_label)
+        layout.addWidget(self.awake_label)
         layout.addLayout(guard_row)
         layout.addWidget(self.guard_label)
         layout.addStretch(1)

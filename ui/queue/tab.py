@@ -1,8 +1,9 @@
 """«Очередь»: the queued runs with where each will train, when it is expected to start and
 end, and its state; move up/down, hold, remove, pause the queue; a series' results; the
-timeline below. The tab gives app.queue's QueueDriver its rounds (every few seconds, in a
-worker thread: a Kaggle start uploads and pushes) and shows what the driver announces
-(`events.changed`): no handler here refreshes the view itself.
+timeline below, and who drives the queue. The tab gives app.queue's QueueDriver its looks
+(every few seconds, in a worker thread: the driver starts the queue's own runner when it has
+work and nobody drives it) and shows what the driver announces (`events.changed`): no
+handler here refreshes the view itself.
 
 It reaches nothing of the window: the window connects `message` (a status-bar line) and the
 driver's `events.news` (a tray message), and hands it the form's runs (`add`).
@@ -52,10 +53,9 @@ class QueueTab(QWidget):
     message = Signal(str)        # a line for the status bar
     refreshed = Signal()         # the list and the timeline show the queue as it is now
 
-    def __init__(self, driver: QueueDriver, drive: bool = True, tick_ms: int = int(TICK_S * 1000)) -> None:
+    def __init__(self, driver: QueueDriver, tick_ms: int = int(TICK_S * 1000)) -> None:
         super().__init__()
         self.driver = driver
-        self.drive = drive        # off: only show (the window's --snapshot must start nothing)
         self.timeline_view: Any = None  # ui.queue.timeline.QueueTimeline, built on first show
         self.last: Timeline | None = None
         self._ticking = False
@@ -138,12 +138,11 @@ class QueueTab(QWidget):
 
     # -- the queue's rounds ---------------------------------------------------------------------
     def tick(self) -> None:
-        """A round of the runner off the window's thread, then the list and timeline again."""
+        """A look at the queue off the window's thread, then the list and timeline again."""
         if self._ticking:
             return
         self._ticking = True
-        self._round = run_in_thread(self.driver.tick if self.drive else (lambda: None), self._ticked, self,
-                                    name="queue")
+        self._round = run_in_thread(self.driver.tick, self._ticked, self, name="queue")
 
     def _ticked(self, result: object) -> None:
         self._ticking = False
@@ -157,7 +156,7 @@ class QueueTab(QWidget):
         if self.timeline_view is not None:
             self.timeline_view.show_timeline(tl)
         self.pause_button.setChecked(tl.paused)
-        self.who.setText(self.driver.who_drives())
+        self.who.setText(self.driver.who_drives(tl))
         self.refreshed.emit()
 
     def _fill(self, tl: Timeline) -> None:
@@ -166,7 +165,7 @@ class QueueTab(QWidget):
         for i, r in enumerate(tl.rows):
             it = r.item
             cells = [str(r.place or ""), it.name, machine_label(r.machine), clock(r.start, tl.now),
-                     clock(r.end, tl.now), it.label(), r.note]
+                     clock(r.end, tl.now), r.label, r.note]
             for j, text in enumerate(cells):
                 cell = QTableWidgetItem(text)
                 cell.setData(ID_ROLE, it.id)

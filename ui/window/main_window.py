@@ -37,6 +37,8 @@ from app.form.run_form import ContinueFrom, FormContext
 from app.queue.driver import QueueDriver
 from app.runs import RunEnded, RunManager, RunRecord
 from app.runs.live import LiveFollower
+from app.search.adding import create_search
+from app.search.store import SearchStore
 from app.window.lab import ActionError, Lab, Started
 from ui.base import settings, tooltips
 from ui.base.background import run_in_thread
@@ -50,6 +52,8 @@ from ui.queue.tab import QueueTab
 from ui.runs.banner import RunBanner
 from ui.runs.export_weights import export_metrics, export_weights
 from ui.runs.history import HistoryView
+from ui.search.dialog import SearchDialog
+from ui.search.tab import SearchTab
 from ui.text.tab import TextTab
 from ui.window import memory as window_memory
 from ui.window import qt_language
@@ -69,6 +73,7 @@ class MainWindow(QMainWindow):
 
     data_prepared = Signal(int)  # «Подготовить данные» finished: the exit code (0: done)
     launch_done = Signal(str, str)  # a background (Kaggle) start ended: run id, error or ""
+    law_ready = Signal()  # the lab's law was fitted again (in its thread): the form's sizes anew
 
     def __init__(self, runs: RunManager | None = None, ctx: FormContext | None = None,
                  poll_ms: int = POLL_MS, extra_prepared: list[str] | None = None,
@@ -80,11 +85,16 @@ class MainWindow(QMainWindow):
         self.menu: Menu | None = None
         self.pending_tab: str | None = None  # «Видеокарта» comes with the deferred monitor
         self.lab = Lab(runs, extra_prepared)  # the decisions; this window shows them
-        self.queue = QueueDriver(self.lab.runs)  # the run queue, driven while the window is open
-        self.drive_queue = drive_queue  # off for --snapshot: a picture must start no run
+        # The queue: shown and edited here, driven by its own runner (started when needed, never
+        # by --snapshot: a picture must start no run).
+        self.queue = QueueDriver(self.lab.runs, start_runner=drive_queue)
         self.queue_ms = queue_ms
         self._subscribe()
         self.queue.events.news.connect(self.notify)  # a queued run skipped or retried, the queue emptied
+        self.queue_status = QLabel()  # the status line's part that says who drives the queue
+        self.statusBar().addPermanentWidget(self.queue_status)
+        self.queue.events.changed.connect(lambda tl: self.queue_status.setText(tl.who))
+        self.queue.events.changed.connect(lambda _: self._show_awake())  # the queue's look: every few s
         self._live = LiveFollower()  # the followed run's speed and time left
         self.overlays: set[str] = set()
         self.notifier = Notifier(self)
@@ -116,6 +126,8 @@ class MainWindow(QMainWindow):
     def _subscribe(self) -> None:
         """The views hear what Lab announces (app/window/events.py), whoever caused it."""
         events = self.lab.events
+        events.law.connect(self._emit_law_ready)  # from the fitting thread into the window's
+        self.law_ready.connect(lambda: self.form_view.refresh_sizes())
         events.history.connect(self.refresh_history)
         events.followed.connect(self._show_followed)
         events.followed.connect(lambda _chain: self.update_banner())
@@ -175,11 +187,18 @@ class MainWindow(QMainWindow):
         old_queue = getattr(self, "queue_tab", None)
         if old_queue is not None:  # a language switch rebuilds the tab; one timer drives the queue
             old_queue.stop()
-        self.queue_tab = QueueTab(self.queue, self.drive_queue, **({"tick_ms": self.queue_ms} if self.queue_ms else {}))
+        self.queue_tab = QueueTab(self.queue, **({"tick_ms": self.queue_ms} if self.queue_ms else {}))
         self.queue_tab.message.connect(lambda text: self.statusBar().showMessage(text))
         self.tabs.addTab(self.queue_tab, t("Очередь", "Queue"))
+        old_search = getattr(self, "search_tab", None)
+        if old_search is not None:
+            old_search.stop()
+        self.search_tab = SearchTab(SearchStore(self.runs.registry.state))
+        self.search_tab.use_best.connect(self.form_view.load_config)  # the best trial as a new form
+        self.tabs.addTab(self.search_tab, t("Поиск", "Search"))
         self.form_view.queue_requested.connect(self.queue_run)
         self.form_view.series_requested.connect(self.queue_series)
+        self.form_view.search_requested.connect(self.start_search)
         right_top = QWidget()
         col = QVBoxLayout(right_top)
         col.setContentsMargins(0, 0, 0, 0)
@@ -353,6 +372,25 @@ class MainWindow(QMainWindow):
         dialog.open()
         return dialog
 
+    def start_search(self, config: dict[str, Any]) -> QDialog:
+        """«Поиск…»: the fields and ranges to search; the search's trials are queued as slots free."""
+        dialog = SearchDialog(self.form_view.form.values, self)
+
+        def accepted() -> None:
+            search = create_search(self.search_tab.store, config, **dialog.result_kwargs())
+            self.search_tab.reload()
+            self.tabs.setCurrentWidget(self.search_tab)
+            self.statusBar().showMessage(t(f"Поиск {search.id}: попытки пойдут через очередь",
+                                           f"Search {search.id}: its trials go through the queue"))
+
+        dialog.accepted.connect(accepted)
+        dialog.open()
+        return dialog
+
+    def _emit_law_ready(self) -> None:
+        with contextlib.suppress(RuntimeError):  # the window was closed meanwhile
+            self.law_ready.emit()
+
     def _emit_launch_done(self, run_id: str, error: str) -> None:
         """From the launch thread: into the window's thread through the signal."""
         with contextlib.suppress(RuntimeError):  # the window was closed meanwhile
@@ -505,6 +543,11 @@ class MainWindow(QMainWindow):
         self.notify(ended.title(), ended.text())
         self.load_measured()  # the run's speed and memory now correct the estimates
 
+    def _show_awake(self) -> None:
+        """The monitor's line on the sleep request (who holds it, or why nobody does)."""
+        if self.monitor is not None:
+            self.monitor.awake_label.setText(self.queue.awake_line())
+
     def notify(self, title: str, text: str) -> None:
         self.notifier.notify(title, text)
 
@@ -517,16 +560,18 @@ class MainWindow(QMainWindow):
         # While one trains, the user is told so first (unless they asked not to be).
         if not self._close_confirmed and self.isVisible() and app_settings.ask_on_close():
             running = self.lab.training_here()
-            if running:
+            question = self.queue.close_question(running)
+            if question is not None:
                 event.ignore()
                 if self.close_question is not None:  # asked before and answered «Отмена»
                     self.close_question.deleteLater()
-                self.close_question = ask_about_running(self, running, self.runs.stop, self._closed_by_answer)
+                self.close_question = ask_about_running(self, question, running, self.runs.stop,
+                                                        lambda: self.queue.set_paused(True), self._closed_by_answer)
                 return
         self.save_layout()
         self.timer.stop()
-        self.queue_tab.stop()
-        self.queue.close()  # the queue stays as it is; the next window or `ternit queue run` goes on
+        self.queue_tab.stop()  # the queue goes on: its runner is a process of its own
+        self.search_tab.stop()
         self.prepare_row.stop_and_wait()
         if self.monitor is not None:
             self.monitor.stop()

@@ -12,7 +12,9 @@ from PySide6.QtGui import QAction, QActionGroup, QDesktopServices, QKeySequence
 from PySide6.QtWidgets import QFileDialog, QMenu, QMenuBar, QMessageBox, QWidget
 
 from app.base import logs, paths
+from app.base import settings as app_settings
 from app.base.i18n import current_language, t
+from app.queue import autostart
 from ui.form.run_form import RunFormView
 
 
@@ -35,6 +37,7 @@ class Menu:
 
     shortcut_actions: dict[str, QAction] = field(default_factory=dict)
     language_actions: dict[str, QAction] = field(default_factory=dict)
+    night_actions: dict[str, QAction] = field(default_factory=dict)  # "awake", "autostart"
     about_action: QAction | None = None
 
 
@@ -79,7 +82,9 @@ def build_menu(bar: QMenuBar, parent: QWidget, form_view: RunFormView, calls: Me
     kaggle.setShortcut(QKeySequence("Ctrl+K"))
     bar.addMenu(t("Kaggle", "Kaggle")).addAction(kaggle)
     menu.shortcut_actions["kaggle"] = kaggle
-    menu.language_actions = _language_menu(parent, calls, bar.addMenu(t("Настройки", "Settings")))
+    options = bar.addMenu(t("Настройки", "Settings"))
+    menu.language_actions = _language_menu(parent, calls, options)
+    menu.night_actions = _night_menu(parent, calls, options)
     about = QAction(t("О программе", "About"), parent)
     about.triggered.connect(lambda: show_about(parent))
     bar.addMenu(t("Справка", "Help")).addAction(about)
@@ -134,6 +139,27 @@ def _language_menu(window: QWidget, calls: MenuCalls, options: QMenu) -> dict[st
         lang_menu.addAction(action)
         choices[code] = action
     return choices
+
+
+def _night_menu(window: QWidget, calls: MenuCalls, options: QMenu) -> dict[str, QAction]:
+    """The night's two switches: the sleep request, and the queue carried on after a reboot."""
+    keep = QAction(t("Не давать ПК уснуть, пока идёт обучение", "Keep the PC awake while training"), window,
+                   checkable=True)
+    keep.setChecked(app_settings.keep_awake())
+    keep.setToolTip(t("Обучение и очередь просят систему не засыпать, пока работают; экран может гаснуть",
+                      "Training and the queue ask the system not to sleep while they work; the display may sleep"))
+    keep.toggled.connect(app_settings.save_keep_awake)
+    again = QAction(t("Продолжать очередь после перезагрузки", "Carry the queue on after a reboot"), window,
+                    checkable=True)
+    again.setChecked(autostart.status().installed)
+    again.setToolTip(t("При следующем входе в систему очередь продолжится сама (ternit queue autostart)",
+                       "At the next logon the queue goes on by itself (ternit queue autostart)"))
+    again.toggled.connect(lambda on: calls.status(autostart.switch(on), 8000))
+    options.addSeparator()
+    options.addAction(keep)
+    options.addAction(again)
+    options.setToolTipsVisible(True)
+    return {"awake": keep, "autostart": again}
 
 
 def refresh_all(calls: MenuCalls) -> None:

@@ -1,0 +1,1 @@
+"""The «Поиск» tab: a search's trials, its history plot, its fields' importance (app.search)."""
