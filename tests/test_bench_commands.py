@@ -63,7 +63,9 @@ def test_bench_window_plot_once(capfd, monkeypatch):
 def test_bench_memory_tiny(tmp_path):
     out = tmp_path / "grid.json"
     args = ["--layers", "1", "--width", "32", "--heads", "2", "--context", "16", "--vocab", "64", "--batch", "1",
-            "--machines", "rtx5070ti", "--json", str(out)]
+            "--machines", "t4x2", "--json", str(out)]
     assert bench_cli.main(["memory", *args]) == 0  # its own process, as the user's command
     rows = json.loads(out.read_text())
-    assert len(rows) == 12 and all(r["peak_mb"] > 0 and "estimate_mib" in r for r in rows)
+    # DDP: 3 levels × lean state off or on, counted; FSDP: the normal state's 3, estimated only.
+    assert len(rows) == 9 and all("estimate_mib" in r for r in rows)
+    assert sum("peak_mb" in r for r in rows) == 6
