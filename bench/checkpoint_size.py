@@ -1,4 +1,4 @@
-"""A checkpoint's size on disk against the sizing's estimate (app.sizing.state.checkpoint_bytes):
+"""A checkpoint's size on disk against the sizing's estimate (trainer.plan.state_bytes.checkpoint_bytes):
 the trainer's own .pt files at a few tiny shapes, and a sharded run's .dcp folder over two
 CPU processes (torchrun, gloo). docs/PERF.md «A checkpoint's size on disk» has the figures.
 
@@ -15,9 +15,9 @@ import tempfile
 from pathlib import Path
 
 from app.sizing.formulas import Shape
-from app.sizing.state import checkpoint_bytes
 from bench.synthetic import make_prepared
 from trainer.config.run_config import weight_count
+from trainer.plan.state_bytes import checkpoint_bytes
 from trainer.state.checkpoint_index import checkpoint_files
 
 SHAPES = ((2, 32, 32), (2, 64, 64), (4, 128, 64))

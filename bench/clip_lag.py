@@ -23,6 +23,11 @@ and step function, from the same initial weights on the same batches:
                   step's norm times how much this parameter's own gradient norm grew since
                   then (exact when a spike scales every gradient alike); the run's first step
                   clipped from a backward pass of its batch that updates nothing
+    pertensor     one pass, no global norm: each parameter's update (the 8-bit AdamW step
+                  over the learning rate) scaled down to an RMS of at most 1 — Adafactor's
+                  update clipping with d = 1 (Shazeer & Stern 2018), the per-tensor rule of
+                  StableAdamW (Wortsman et al. 2023); the moments see the raw gradient
+                  (issue 34's candidate; a host sync per parameter here)
 
 Reported: over the lagged run's steps, the exact coefficient of each step against the one
 used (relative difference |used − exact| / exact: median, 90th percentile, max), how often
@@ -59,7 +64,10 @@ from trainer.step.step import train_step
 
 from .synthetic import make_prepared
 
-RUNS = ("lagged", "exact", "fused", "exact_nudged", "normal", "growth")
+RUNS = ("lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor")
+ONE_PASS = ("lagged", "growth", "pertensor")
+# Student's t, two-sided 95 %, by degrees of freedom (the seeds less one).
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 NUDGE = 2.0**-23  # one fp32 rounding step, relative
 
 
@@ -87,7 +95,7 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
         nudge(model, t.seed + 1)
     if kind == "normal":  # fp32 weights also under bf16 (autocast), as in the trainer
         return model, make_optimizer(model, t, cpu)
-    if kind in ("lagged", "growth"):
+    if kind in ONE_PASS:
         return model, _one_pass_class(kind)(model, t, cpu, precision, "fused")
     # The trainer's own lean steps: "on" (gradients held) and "fused" (two backward passes).
     return model, LeanOptimizer(model, t, cpu, precision, "fused" if kind == "fused" else "held")
@@ -108,6 +116,7 @@ def _one_pass_class(kind: str) -> type:
             self.param_norms: dict[int, float] = {}  # each parameter's last gradient norm
             self.priming = False  # a backward pass that measures the norms and updates nothing
             self._sum: torch.Tensor | None = None
+            self.clipped = 0  # pertensor: the parameter updates scaled down
 
         def one_pass_step(self, loss: torch.Tensor) -> float:
             """One backward pass updating from the hooks; returns the coefficient used."""
@@ -136,10 +145,40 @@ def _one_pass_class(kind: str) -> type:
                         return
                     if self.clip > 0 and self.prev_norm is not None and before:
                         coef = min(1.0, self.clip / (self.prev_norm * mine / before + 1e-6))
-                self._update(index, p, coef)
+                if kind == "pertensor":
+                    self._update_clipped(index, p)
+                else:
+                    self._update(index, p, coef)
                 p.grad = None
 
             return hook
+
+        @torch.no_grad()
+        def _update_clipped(self, index: int, p: torch.nn.Parameter) -> None:
+            """The library's step from the raw gradient, then the step itself scaled to an
+            RMS of at most 1 in units of the learning rate (weight decay included)."""
+            from trainer.step.lean import stochastic_round_
+
+            opt, target = self.inner[p]
+            lr = self.param_groups[0]["lr"]
+            opt.param_groups[0]["lr"] = lr
+            if self.bf16:
+                target.data, target.grad = p.detach().float(), p.grad.detach().float()
+            before = (target if self.bf16 else p).detach().clone()
+            opt.step()
+            w = target.data if self.bf16 else p.data
+            delta = w - before
+            rms = float(delta.pow(2).mean().sqrt()) / lr if lr > 0 else 0.0
+            if rms > 1.0:
+                w.copy_(before.add_(delta, alpha=1.0 / rms))
+            self.clipped += rms > 1.0
+            if self.bf16:
+                target.grad = None
+                g = torch.Generator(device=p.device)
+                g.manual_seed((self.seed * 1_000_003 + self.updates * 10_007 + index) % (2**63))
+                stochastic_round_(p.data, target.data, g)
+                target.data = torch.empty(0, device=self.device)
+            self.state[p] = opt.state[target]
 
     return OnePass
 
@@ -155,13 +194,15 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
     norms: list[float] = []
     used: list[float] = []
     losses: list[float] = []
-    one_pass = kind in ("lagged", "growth")
+    one_pass = kind in ONE_PASS
+    times: list[float] = []
     if kind == "growth":  # the first step's norms from a backward pass of its own batch
         opt.priming = True
         opt.one_pass_step(model(*get_batch(data.train, cfg.context, t.batch_per_card, t.seed, 0, 0)))
         opt.priming = False
     for i in range(steps):
         batch = get_batch(data.train, cfg.context, t.batch_per_card, t.seed, i, 0)
+        began = time.perf_counter()
         if one_pass:
             for g in opt.param_groups:
                 g["lr"] = schedule.at(i)
@@ -174,10 +215,13 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
                               getattr(opt, "step_kind", "normal"))
             norms.append(opt.last_norm if kind != "normal" else math.nan)
         losses.append(float(loss.detach()))
-    out = {"kind": kind, "norms": norms, "losses": losses,
+        times.append(time.perf_counter() - began)
+    out = {"kind": kind, "norms": norms, "losses": losses, "step_ms_median": statistics.median(times) * 1e3,
            "segment_losses": held_out(model, data, cfg.context, 96, t.batch_per_card)}
     if one_pass:
         out["used_coefs"] = used
+    if kind == "pertensor":
+        out["clipped_updates"] = opt.clipped
     return out
 
 
@@ -219,65 +263,83 @@ def one_seed(seed: int, data: PreparedData, cfg: ModelConfig, t: TrainingConfig,
              runs: tuple[str, ...]) -> dict[str, Any]:
     ts = replace(t, seed=seed)
     results = {k: train(k, data, cfg, ts, precision, steps) for k in runs}
-    lag = results["lagged"]
-    out: dict[str, Any] = {"seed": seed, "lag": lag_stats(lag["norms"], lag["used_coefs"], t.grad_clip)}
+    out: dict[str, Any] = {"seed": seed}
     exact = results["exact"]["segment_losses"]
     out["held_out"] = {k: statistics.fmean(r["segment_losses"]) for k, r in results.items()}
-    out["lagged_minus_exact"] = paired(lag["segment_losses"], exact)
+    out["step_ms"] = {k: r["step_ms_median"] for k, r in results.items()}
+    if "lagged" in results:
+        lag = results["lagged"]
+        out["lag"] = lag_stats(lag["norms"], lag["used_coefs"], t.grad_clip)
+        out["lagged_minus_exact"] = paired(lag["segment_losses"], exact)
+    if "pertensor" in results:
+        out["pertensor_minus_exact"] = paired(results["pertensor"]["segment_losses"], exact)
+        out["pertensor_clipped_updates"] = results["pertensor"]["clipped_updates"]
     if "exact_nudged" in results:
         out["nudged_minus_exact"] = paired(results["exact_nudged"]["segment_losses"], exact)
     if "growth" in results:
         out["growth_minus_exact"] = paired(results["growth"]["segment_losses"], exact)
     if "fused" in results:
         out["fused_minus_exact"] = paired(results["fused"]["segment_losses"], exact)
-    if "normal" in results:
-        out["lagged_minus_normal"] = paired(lag["segment_losses"], results["normal"]["segment_losses"])
+    if "normal" in results and "lagged" in results:
+        out["lagged_minus_normal"] = paired(results["lagged"]["segment_losses"], results["normal"]["segment_losses"])
         out["exact_minus_normal"] = paired(exact, results["normal"]["segment_losses"])
     out["runs"] = results
     return out
 
 
+def interval95(xs: list[float]) -> list[float] | None:
+    """The mean's two-sided 95 % interval over the seeds (Student's t); None under two."""
+    if len(xs) < 2:
+        return None
+    half = T95.get(len(xs) - 1, 1.96) * statistics.stdev(xs) / math.sqrt(len(xs))
+    m = statistics.fmean(xs)
+    return [m - half, m + half]
+
+
 def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
-    lag = [s["lagged_minus_exact"] for s in seeds]
+    out: dict[str, Any] = {}
+    lag = [s["lagged_minus_exact"] for s in seeds if "lagged_minus_exact" in s]
+    if lag:
+        out |= {
+            "lagged_minus_exact_mean": statistics.fmean(lag),
+            "lagged_minus_exact_abs_max": max(abs(x) for x in lag),
+            "rel_diff_median": statistics.median(s["lag"]["rel_diff_median"] for s in seeds),
+            "rel_diff_max": max(s["lag"]["rel_diff_max"] for s in seeds),
+            "active_exact": statistics.fmean(s["lag"]["active_exact"] for s in seeds),
+            "active_used": statistics.fmean(s["lag"]["active_used"] for s in seeds),
+        }
     ctl = [s["nudged_minus_exact"] for s in seeds if "nudged_minus_exact" in s]
-    out: dict[str, Any] = {
-        "lagged_minus_exact_mean": statistics.fmean(lag),
-        "lagged_minus_exact_abs_max": max(abs(x) for x in lag),
-        "rel_diff_median": statistics.median(s["lag"]["rel_diff_median"] for s in seeds),
-        "rel_diff_max": max(s["lag"]["rel_diff_max"] for s in seeds),
-        "active_exact": statistics.fmean(s["lag"]["active_exact"] for s in seeds),
-        "active_used": statistics.fmean(s["lag"]["active_used"] for s in seeds),
-    }
-    for arm in ("growth", "fused"):
+    for arm in ("growth", "fused", "pertensor"):
         diffs = [s[f"{arm}_minus_exact"] for s in seeds if f"{arm}_minus_exact" in s]
         if diffs:
             out[f"{arm}_minus_exact_mean"] = statistics.fmean(diffs)
+            out[f"{arm}_minus_exact_95"] = interval95(diffs)
+    arms = seeds[0]["step_ms"]
+    out["step_ms_median"] = {k: statistics.median(s["step_ms"][k] for s in seeds) for k in arms}
     if ctl:
         rms = math.sqrt(statistics.fmean(c * c for c in ctl))
         out["control_rms"] = rms
-        out["ratio_to_control"] = (abs(out["lagged_minus_exact_mean"]) / rms) if rms > 0 else math.inf
+        if lag:
+            out["ratio_to_control"] = (abs(out["lagged_minus_exact_mean"]) / rms) if rms > 0 else math.inf
     return out
 
 
 def table(report: dict[str, Any]) -> str:
-    lines = ["seed  |used−exact|/exact med / p90 / max (step)   clipping active exact/used/disagree"
-             "   held-out lagged  exact  nudged  normal  growth   lagged−exact  nudged−exact  growth−exact"]
+    lines = []
     for s in report["seeds"]:
-        g, h = s["lag"], s["held_out"]
-        lines.append(
-            f"{s['seed']:<5} {g['rel_diff_median']:.4f} / {g['rel_diff_p90']:.4f} / {g['rel_diff_max']:.4f} "
-            f"({g['rel_diff_max_step']:>3})          {g['active_exact']:.0%} / {g['active_used']:.0%} / "
-            f"{g['disagree']:.0%}            {h.get('lagged', math.nan):.4f} {h.get('exact', math.nan):.4f} "
-            f"{h.get('exact_nudged', math.nan):.4f} {h.get('normal', math.nan):.4f} {h.get('growth', math.nan):.4f}   "
-            f"{s['lagged_minus_exact']:+.5f}      {s.get('nudged_minus_exact', math.nan):+.5f}"
-            f"      {s.get('growth_minus_exact', math.nan):+.5f}"
-        )
+        h = "  ".join(f"{k} {v:.4f}" for k, v in s["held_out"].items())
+        diffs = "  ".join(f"{k} {v:+.5f}" for k, v in s.items() if k.endswith("_minus_exact"))
+        lines.append(f"seed {s['seed']}: held-out {h}; {diffs}")
+        if "lag" in s:
+            g = s["lag"]
+            lines.append(f"  lagged |used−exact|/exact median {g['rel_diff_median']:.4f}, p90 {g['rel_diff_p90']:.4f}, "
+                         f"max {g['rel_diff_max']:.4f} (step {g['rel_diff_max_step']}); clipping active exact "
+                         f"{g['active_exact']:.0%} / used {g['active_used']:.0%}")
     m = report["summary"]
-    lines.append(
-        f"mean lagged−exact {m['lagged_minus_exact_mean']:+.5f}; control rms {m.get('control_rms', math.nan):.5f}; "
-        f"ratio {m.get('ratio_to_control', math.nan):.2f}; growth−exact {m.get('growth_minus_exact_mean', math.nan):+.5f}; "
-        f"fused−exact {m.get('fused_minus_exact_mean', math.nan):+.5f}"
-    )
+    parts = [f"{k} {v:+.5f}" if isinstance(v, float) else f"{k} {v}" for k, v in m.items()
+             if k.endswith(("_mean", "_95", "control_rms", "ratio_to_control"))]
+    lines.append("; ".join(parts))
+    lines.append("step, ms (median over seeds): " + ", ".join(f"{k} {v:.1f}" for k, v in m["step_ms_median"].items()))
     return "\n".join(lines)
 
 
@@ -296,6 +358,7 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=2e-3)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--no-control", action="store_true", help="skip the nudged and normal runs")
+    p.add_argument("--runs", help=f"the arms, comma-separated (default: all of {', '.join(RUNS)}); exact is always run")
     p.add_argument("--json", type=Path)
     return p.parse_args(argv)
 
@@ -318,6 +381,13 @@ def main(argv: list[str] | None = None) -> int:
         t = TrainingConfig(batch_per_card=args.batch, lr=args.lr, warmup_steps=max(1, args.steps // 10),
                            steps_to=args.steps, grad_clip=args.clip)
         runs = ("lagged", "exact", "fused") if args.no_control else RUNS
+        if args.runs:
+            asked = tuple(r.strip() for r in args.runs.split(","))
+            unknown = [r for r in asked if r not in RUNS]
+            if unknown:
+                print(f"unknown arm(s) {', '.join(unknown)} (known: {', '.join(RUNS)})", file=sys.stderr)
+                return 2
+            runs = ("exact", *(r for r in asked if r != "exact"))
         started = time.perf_counter()
         seeds = []
         for k in range(args.seeds):

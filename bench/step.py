@@ -93,6 +93,9 @@ def trainer_series(cfg: RunConfig, data_dir: Path, steps: int, warmup: int, devi
         raw["training"]["steps_to"] = warmup + steps
         (run / "run.json").write_text(json.dumps(raw))
         trainer = Trainer(from_dict(raw), Options(run, device=device.type), World(), device)
+        # In the trainer's own order (trainer.train._run_steps): the plan decides what the
+        # data reader and the model are built for.
+        trainer.take_plan()
         trainer.open_data()
         trainer.build()
         stamps: list[float] = []
@@ -144,7 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device("cuda" if args.device != "cpu" and torch.cuda.is_available() else "cpu")
     cfg = RunConfig()
     cfg.model.__dict__.update(context=args.context, width=args.width, heads=args.heads, layers=args.layers, vocab=args.vocab)
-    cfg.training = TrainingConfig(batch_per_card=args.batch, eval_every=10**9, warmup_steps=0)
+    # No samples: the data here has no tokenizer, and the step is what is timed.
+    cfg.training = TrainingConfig(batch_per_card=args.batch, eval_every=10**9, warmup_steps=0, sample_tokens=0)
     with tempfile.TemporaryDirectory() as tmp:
         data = write_random_data(Path(tmp), args.vocab, 2_000_000)
         tokens = torch.from_numpy(np.fromfile(data / "train.bin", dtype=np.uint16).astype(np.int64))

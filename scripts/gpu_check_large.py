@@ -1,6 +1,6 @@
 """The lab's full model on a card (issue 13), and compiled against eager steps.
 
-    python scripts/gpu_check_large.py OUT.jsonl [--part large|compile|all] [--smoke]
+    python scripts/gpu_check_large.py OUT.jsonl [--part large|compile|count|all] [--smoke]
 
 Each case runs in a process of its own (a clean CUDA context, so its peak and its memory
 cap are its own) and appends one JSON line to OUT.jsonl as soon as it ends, so a part
@@ -23,7 +23,12 @@ Parts:
   an allocation past the cap fails as on a 16 GB card, though the card's other 123 GB
   stay free for the driver); "offload" capped to 6.2 GB (the note's observed use);
 - compile: the default model (27.7 M, batch 6) and the full one (normal mode), each eager
-  and compiled (inductor; TERNIT_COMPILE_BACKEND changes it).
+  and compiled (inductor; TERNIT_COMPILE_BACKEND changes it);
+- count (issue 34): `counted_mb` (trainer.step.memory_count at this case's run.json and the
+  rtx5070ti's plan) beside `peak_allocated_mb`, which also holds cuBLAS's workspaces (2 × 32 MiB
+  on compute capability 9.0, the count's named margin): "fused" at full recompute capped to
+  16 GB and "offload" at full recompute capped to 6.2 GB; and the fused step against the
+  normal step at half depth (13 layers), alternating, three runs of each.
 
 --smoke: the same plumbing on the CPU at a tiny size (no cap, no NVML, backend
 aot_eager, 4 steps): what `bash scripts/gpu_checks.sh OUT SMOKE=1` runs, and what was
@@ -76,7 +81,23 @@ def cases(part: str, smoke: bool) -> list[dict]:
         for label, shape, batch, n in (("default", small, 6, 60), ("full", big, 1, 20))
         for mode in ("eager", "compiled")
     ]
-    return {"large": large, "compile": compiled, "all": large + compiled}[part]
+    # count (issue 34): the counted peak (trainer.step.memory_count, on fake tensors, before
+    # the case touches the card) beside the card's max_memory_allocated, for the smallest
+    # combinations at the full model under their caps; and the fused step at full
+    # recompute against the normal step at half depth (13 layers: its normal state fits),
+    # alternating, three runs each.
+    half = dict(big, layers=1 if smoke else 13)
+    counted = []
+    for r in range(1 if smoke else 3):
+        counted += [
+            {"name": f"half-normal-r{r}", "model": half, "batch": 1, "steps": 4 if smoke else 12, "lean": "off",
+             "economical": "off", "count": True},
+            {"name": f"full-lean-fused-full-16GB-r{r}", "model": big, "batch": 1, "steps": 4 if smoke else 12,
+             "lean": "fused", "economical": "full", "cap_gb": cap, "count": True},
+        ]
+    counted.append({"name": "full-lean-offload-full-6.2GB", "model": big, "batch": 1, "steps": 4 if smoke else 8,
+                    "lean": "offload", "economical": "full", "cap_gb": None if smoke else 6.2, "count": True})
+    return {"large": large, "compile": compiled, "count": counted, "all": large + compiled + counted}[part]
 
 
 def run_case(case: dict, smoke: bool) -> dict:
@@ -105,6 +126,15 @@ def run_case(case: dict, smoke: bool) -> dict:
         step_kind = plan_here(RunConfig(model=cfg, training=t), device).step.value
     except ConfigError as e:
         return {**out, "skipped": str(e)[:300]}
+    if case.get("count"):  # on fake CPU tensors, as the rtx5070ti's plan runs it (bf16)
+        from trainer.plan.planner import known_machine, plan
+        from trainer.step import memory_count
+
+        run = RunConfig(model=cfg, training=t)
+        began = time.perf_counter()
+        c = memory_count.count(run, plan(run, known_machine("rtx5070ti")), categories=False)
+        out.update(counted_mb=c["peak_mb"], counted_passes=c["backward_passes"],
+                   count_s=round(time.perf_counter() - began, 1))
     with torch.device(device):
         model = GPT(cfg, case["economical"])
     with torch.no_grad():
@@ -177,7 +207,7 @@ def _nvml():  # noqa: ANN202
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("out", type=Path)
-    ap.add_argument("--part", default="all", choices=("large", "compile", "all"))
+    ap.add_argument("--part", default="all", choices=("large", "compile", "count", "all"))
     ap.add_argument("--smoke", action="store_true")
     ap.add_argument("--case", help=argparse.SUPPRESS)  # a child: one case as JSON
     a = ap.parse_args()

@@ -3,7 +3,7 @@
 # time-boxed, and the whole script keeps to a budget (BUDGET seconds, default 530: under 9
 # minutes, one device call): a part gets its box or what is left of the budget, whichever
 # is less, and is skipped with a line when under 20 s are left. Parts run in the order of
-# PARTS (default: plan large compile economical monitor probe).
+# PARTS (default: plan large count compile economical monitor probe).
 # STEPS=512 halves the economical benchmark's part (its default here is 256: it was
 # measured at 1024 on an H200 already, docs/gpu-2026-11-30/).
 #     bash scripts/gpu_checks.sh OUT_DIR
@@ -24,6 +24,9 @@
 #                and "fused" + selective capped to 16 GB, "offload" capped to 6.2 GB; peak
 #                allocated, NVML observed, median step
 #                (scripts/gpu_check_large.py)
+#   count.jsonl  the counted peak (trainer.step.memory_count) beside max_memory_allocated for
+#                "fused" and "offload" at full recompute, capped; the fused step against the
+#                normal one at half depth, alternating, 3 runs each (scripts/gpu_check_large.py)
 #   compile.jsonl compiled against eager steps at the default model and at the full one
 #   economical.log, bench_selective.json, bench_full.json: the economical mode against the normal one (scripts/gpu_check_economical.sh:
 #                the side-by-side benchmark, the `full` level, bit-exact resume on CUDA)
@@ -41,7 +44,7 @@ WORK=$(mktemp -d)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHON="$PY"
 BUDGET=${BUDGET:-530}
-PARTS=${PARTS:-plan large compile economical monitor probe}
+PARTS=${PARTS:-plan large count compile economical monitor probe}
 SMOKE=${SMOKE:-0}
 STARTED=$SECONDS
 # box SECONDS: the time this part may take, within what is left of the budget (0: skip).
@@ -70,6 +73,11 @@ for part in $PARTS; do
     large)
       run_part large 200 $PY scripts/gpu_check_large.py "$OUT/large.jsonl" --part large $large_flags > "$OUT/large.log" 2>&1
       tail -3 "$OUT/large.log" | cut -c1-400 ;;
+    count)
+      # The counted peak against the card's at the full model, and the fused step's time
+      # against the normal one at half depth (issue 34).
+      run_part count 240 $PY scripts/gpu_check_large.py "$OUT/count.jsonl" --part count $large_flags > "$OUT/count.log" 2>&1
+      tail -3 "$OUT/count.log" | cut -c1-400 ;;
     compile)
       # Inductor's first compilation of the 26-layer model is most of this part.
       run_part compile 220 $PY scripts/gpu_check_large.py "$OUT/compile.jsonl" --part compile $large_flags > "$OUT/compile.log" 2>&1
@@ -94,7 +102,7 @@ for part in $PARTS; do
     trainer)  # bit-exact resume + the trainer step vs a plain loop + MFU (measured on an H200 already)
       run_part trainer 130 $PY scripts/gpu_check_trainer.py "$WORK/trainer" > "$OUT/trainer.log" 2>&1
       cp "$WORK/trainer/gpu_check_trainer.json" "$OUT/trainer.json" 2>/dev/null ;;
-    *) echo "unknown part $part (plan large compile economical monitor probe trainer)" ;;
+    *) echo "unknown part $part (plan large count compile economical monitor probe trainer)" ;;
   esac
 done
 echo "gpu_checks: $((SECONDS - STARTED)) s of the ${BUDGET} s budget"

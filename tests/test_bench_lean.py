@@ -95,7 +95,7 @@ def test_clip_lag_compares_the_used_coefficient_with_the_exact_one(tmp_path, tin
     assert used[0] == 1.0  # the first step of a run is not clipped
     # Every later step was scaled by the coefficient of the previous step's norm.
     assert used[1:] == pytest.approx([exact_coef(n, 1.0) for n in norms[:-1]], rel=1e-9)
-    assert set(seed["runs"]) == {"lagged", "exact", "fused", "exact_nudged", "normal", "growth"}
+    assert set(seed["runs"]) == {"lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor"}
     # The trainer's two exact lean steps are the same training bit for bit.
     assert seed["runs"]["fused"]["segment_losses"] == seed["runs"]["exact"]["segment_losses"]
     assert seed["fused_minus_exact"] == 0.0
@@ -113,3 +113,21 @@ def test_without_clipping_the_lagged_and_exact_runs_are_the_same_training(tmp_pa
     assert set(seed["runs"]) == {"lagged", "exact", "fused"}
     assert seed["runs"]["lagged"]["segment_losses"] == seed["runs"]["exact"]["segment_losses"]
     assert seed["lag"]["rel_diff_max"] == 0.0 and seed["lag"]["active_exact"] == 0.0
+
+
+def test_clip_lag_pertensor_arm_clips_each_update_and_reports_an_interval(tmp_path, tiny_data):
+    """The per-tensor update clip (issue 34's one-pass candidate): a large learning rate
+    makes some updates' RMS exceed one learning rate, and those are scaled down; two seeds
+    give the difference from exact clipping a 95 % interval."""
+    from bench import clip_lag
+
+    out = tmp_path / "lag.json"
+    argv = [*TINY, "--steps", "6", "--seeds", "2", "--data", str(tiny_data), "--json", str(out),
+            "--runs", "pertensor", "--lr", "0.05"]
+    assert clip_lag.main(argv) == 0
+    report = json.loads(out.read_text(encoding="utf-8"))
+    seed = report["seeds"][0]
+    assert set(seed["runs"]) == {"exact", "pertensor"} and seed["pertensor_clipped_updates"] >= 0
+    low, high = report["summary"]["pertensor_minus_exact_95"]
+    assert low <= report["summary"]["pertensor_minus_exact_mean"] <= high
+    assert set(report["summary"]["step_ms_median"]) == {"exact", "pertensor"}

@@ -72,7 +72,7 @@ def test_width_and_heads_one_rule():
                                           ("selective", "selective"), ("full", "full")])
 def test_economical_has_one_reader(value, level):
     from app.base import memory_saving as MS
-    from app.sizing import memory
+    from trainer.plan import memory_model as memory
 
     assert C.economical_level(value) == level == MS.economical_level(value)
     assert memory.economical_level is C.economical_level
@@ -81,7 +81,7 @@ def test_economical_has_one_reader(value, level):
 @pytest.mark.parametrize("value", ["half", 1, 0, "", [], "Full"])
 def test_a_value_the_trainer_refuses_fails_the_same_way_everywhere(value):
     from app.base import memory_saving as MS
-    from app.sizing.memory import Shape, estimate_memory
+    from trainer.plan.memory_model import Shape, estimate_memory
 
     with pytest.raises(C.ConfigError, match="training.economical must be"):
         C.economical_level(value)

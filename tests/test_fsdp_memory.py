@@ -30,7 +30,7 @@ def measured(tmp_path_factory):
 
 def _estimate(shape: dict, level: str) -> int:
     from app.sizing.formulas import Shape
-    from app.sizing.memory import estimate_memory
+    from trainer.plan.memory_model import estimate_memory
 
     s = Shape(shape["layers"], shape["width"], shape["heads"], shape["context"], shape["vocab"], shape["batch"])
     return estimate_memory(s, "fp16", cards=2, economical=level, sharding="fsdp", device="cpu").peak

@@ -158,7 +158,10 @@ def test_the_rules_are_read_from_architecture_md():
     """The table is the rule: each room has its row, and a row changed in the document is
     a different check (here: `torch` struck from ui's row is no longer refused)."""
     assert set(ROOMS) == {"app", "ui", "trainer", "bench"}
-    assert TRAINER_CONTRACT == ("trainer.config.run_config", "trainer.plan.planner", "trainer.config.reasons", "trainer.text.sampling",
+    assert TRAINER_CONTRACT == ("trainer.config.run_config", "trainer.plan.planner", "trainer.plan.shape",
+                                "trainer.plan.memory_model", "trainer.plan.state_bytes", "trainer.plan.step_cost", "trainer.plan.fit",
+                                "trainer.config.reasons",
+                                "trainer.text.sampling",
                                 "trainer.state.checkpoint_index", "trainer.plan.preflight", "trainer.base.streams",
                                 "trainer.base.lock", "trainer.run.awake")
     assert refused("ui.runs.history", "torch.nn", RULES)

@@ -91,7 +91,7 @@ def test_the_sizing_model_counts_the_recomputation_the_trainer_does(level):
     arithmetic the trainer really adds (the sizing formula counts the position table as
     multiplied, hence the small tolerance)."""
     from app.sizing.formulas import Shape
-    from app.sizing.speed import economical_factor
+    from trainer.plan.step_cost import economical_factor
 
     L, d, n, V, B = 3, 64, 32, 200, 2
     m = ModelConfig(context=n, width=d, heads=2, layers=L, vocab=V)

@@ -159,6 +159,9 @@ def test_the_russian_table_has_every_code_of_the_contract_and_renders_its_parame
         "sharding_fsdp": {"state_gb": 9.7, "half_gb": 8.1, "processes": 2},
         "sharding_ddp_fits": {"state_gb": 0.4, "half_gb": 8.1, "processes": 2},
         "state_too_big": {"params": 10**12, "gib": 14901.0},
+        "memory_fits": {"allocated": 9755.1, "framework": 790.2, "needed": 10545.3, "card": 16384.0},
+        "does_not_fit": {"allocated": 25465.0, "framework": 1418.6, "needed": 26883.6, "card": 16384.0, "fits": True,
+                         "level": "off", "lean": "on", "sharding": "none", "fit_needed": 10562.0, "arithmetic": 1.0},
         "out_of_range": {"key": "model.width", "low": 1, "high": 65536, "above": False, "value": 70000,
                          "reason": "one width × width matrix"},
     }

@@ -12,7 +12,7 @@ from app.base.numbers import count_text, plural_ru
 from app.sizing import GPUS, estimate, flops_per_token, param_count, plateau, tokens_per_step
 from app.sizing.formulas import Shape
 from app.sizing.history import measured_from_run_dir, run_gpu
-from app.sizing.memory import MiB, estimate_memory
+from trainer.plan.memory_model import MiB, estimate_memory
 
 DEFAULT = dict(layers=8, width=512, heads=8, context=1024, vocab=4000, batch=6, steps_to=20000)
 
@@ -144,7 +144,7 @@ def test_total_adds_the_framework_apart_and_fits_against_the_card():
     assert e["card_memory_mb"] == 15_360
     assert e["fits"] is True
     # The allocator's peak: the step's parts plus a T4's two cuBLAS workspaces.
-    from app.sizing.memory import cublas_workspace_bytes
+    from trainer.plan.memory_model import cublas_workspace_bytes
 
     ws = cublas_workspace_bytes((7, 5))
     assert mem["allocated_peak"] == pytest.approx(estimate_memory(Shape(), "fp16", 2, workspace=ws).peak / MiB)
@@ -497,7 +497,7 @@ def test_gpu_peak_counts_cublas_workspaces_as_measured_on_an_h200():
     import json
     from pathlib import Path
 
-    from app.sizing.memory import MiB, Shape, cublas_workspace_bytes, estimate_memory
+    from trainer.plan.memory_model import MiB, Shape, cublas_workspace_bytes, estimate_memory
 
     runs = json.loads((Path(__file__).parent.parent / "docs/gpu-2026-11-30/trainer.json").read_text())["resume"]
     measured = {("bf16" if r["precision"] == "auto" else r["precision"]): r["mem_peak_mb"] for r in runs}

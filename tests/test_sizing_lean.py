@@ -1,4 +1,4 @@
-"""Sizing with the lean training state (app/sizing/state.py, combos.py): the memory each
+"""Sizing with the lean training state (trainer/plan/state_bytes.py, combos.py): the memory each
 combination predicts against the trainer's own storage count of real steps on the CPU,
 the 8-bit state byte for byte, `--economical auto` (JSON and pick) at the lab's full model
 on a 16 GB card and on Kaggle's 2×T4, and the note's speed reference for large models."""
@@ -12,8 +12,8 @@ import pytest
 from app.sizing import estimate
 from app.sizing.formulas import Shape
 from app.sizing.gpus import FULL_SHAPE
-from app.sizing.memory import estimate_memory
-from app.sizing.state import param_sizes, training_state
+from trainer.plan.memory_model import estimate_memory
+from trainer.plan.state_bytes import param_sizes, training_state
 
 FULL = dict(layers=26, width=2304, heads=18, context=1024, vocab=4000, batch=1, steps_to=1000, lang="en")
 # The normal mode's shape keeps its big loss tensors; the economical levels' a longer context.

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from app.sizing.formulas import flops_per_token, param_count
-from app.sizing.memory import MiB, cublas_workspace_bytes, estimate_memory
 from app.sizing.probe_check import check, main
-from app.sizing.speed import economical_factor
+from trainer.plan.memory_model import MiB, cublas_workspace_bytes, estimate_memory
+from trainer.plan.step_cost import economical_factor
 
 ROOT = Path(__file__).resolve().parents[1]
 LADDER = [(4, 256, 4, 256, 16), (8, 256, 4, 256, 16), (16, 256, 4, 256, 16), (8, 512, 8, 1024, 6),

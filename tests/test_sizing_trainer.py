@@ -10,8 +10,8 @@ import pytest
 
 from app.sizing import param_count
 from app.sizing.formulas import Shape
-from app.sizing.memory import estimate_memory
 from tests.trainer_run import run_trainer
+from trainer.plan.memory_model import estimate_memory
 
 # The guide's default and an odd shape (every term different); more shapes in-process below.
 SIZES = [(8, 512, 8, 1024, 4000), (3, 40, 5, 130, 17)]

@@ -60,7 +60,7 @@ _ECONOMICAL_NOT_MEASURED = {
 
 
 # The lean training state (trainer/step/lean.py; run.json training.lean_state: false, true,
-# "fused" or "offload"). Figures: app.sizing.state's model at the lab's full model (1.67 B
+# "fused" or "offload"). Figures: trainer.plan.state_bytes's model at the lab's full model (1.67 B
 # weights) and issue 13's measurements; tooltips kept to ≤ 60 characters a line, ≤ 12 lines.
 LEAN_STATES: tuple[str, ...] = contract.LEAN_MODES
 LEAN_STATE_OPTIONS: dict[str, dict[str, str]] = {

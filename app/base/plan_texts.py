@@ -15,6 +15,11 @@ from .i18n import current_language
 from .numbers import format_value, int_text, plural_ru
 
 
+def _mib(value: float) -> str:
+    """Whole MiB in the lab's format."""
+    return int_text(round(value), "ru")
+
+
 def _shown(value: Any) -> Any:
     """A parameter as a Russian sentence shows it: numbers in the lab's format (a thin space
     between thousands, a decimal comma), lists joined."""
@@ -86,7 +91,19 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "samples_zero": "выключены: длина образцов в настройках прогона — 0",
     "samples_fsdp": "выключены под FSDP: веса разделены между процессами (ternit sample работает с "
                     "чекпоинтами)",
+    "memory_fits": lambda p: (
+        f"{_mib(p['allocated'])} МиБ выделит программа по оценке + {_mib(p['framework'])} МиБ фреймворку = "
+        f"{_mib(p['needed'])} МиБ из {_mib(p['card'])} МиБ карты: помещается"),
     # ---- refusals ---------------------------------------------------------------------------
+    "does_not_fit": lambda p: (
+        f"не помещается: {_mib(p['allocated'])} МиБ выделит программа по оценке + {_mib(p['framework'])} МиБ "
+        f"фреймворку = {_mib(p['needed'])} МиБ, больше {_mib(p['card'])} МиБ карты; "
+        + (f"быстрейшее сочетание, которое помещается: training.economical \"{p['level']}\", "
+           f"training.lean_state \"{p['lean']}\""
+           + (f", training.sharding \"{p['sharding']}\"" if p["sharding"] != "none" else "")
+           + f" ({_mib(p['fit_needed'])} МиБ; арифметика шага ×{_shown(round(p['arithmetic'], 2))} обычного)"
+           if p["fits"] else "не помещается ни одно сочетание training.economical и training.lean_state: "
+           "уменьшите model.layers, model.width или training.batch_per_card")),
     "lean_under_ddp": "training.lean_state \"{lean}\" обновляет каждый вес внутри обратного прохода, а "
                       "усреднение градиентов DDP между процессами пришло бы после: выберите lean_state true "
                       "(градиенты хранятся) или обучайте в одном процессе",

@@ -48,7 +48,7 @@ REFUSAL_KEYS = {
     "tokens_per_step": "training.tokens_per_step", "tokens_per_step_negative": "training.tokens_per_step",
     "lean_under_ddp": "training.lean_state", "lean_under_fsdp": "training.lean_state",
     "lean_no_library": "training.lean_state", "fused_fp16": "training.lean_state",
-    "fused_micro_steps": "training.lean_state",
+    "fused_micro_steps": "training.lean_state", "does_not_fit": "training.lean_state",
 }
 
 

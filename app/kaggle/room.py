@@ -20,12 +20,12 @@ from typing import Any
 
 from trainer.config.run_config import lean_mode
 from trainer.plan.planner import precision_choice
+from trainer.plan.state_bytes import checkpoint_bytes
 
 from ..base.i18n import t
 from ..base.numbers import bytes_decimal_text
 from ..sizing.formulas import Shape
 from ..sizing.gpus import machine_for
-from ..sizing.state import checkpoint_bytes
 
 # Left in /kaggle/working for the rest of a leg's outputs (events.jsonl, trainer.log,
 # run.json): a 12-hour run's logs are some tens of MB.

@@ -11,12 +11,13 @@ cpu_rate.py (the CPU's rate, measured once when nothing is known).
 
 from __future__ import annotations
 
+from trainer.plan.memory_model import estimate_memory
+
 from .combos import Combination
 from .estimate import estimate
 from .formulas import flops_per_token, param_count, tokens_per_step
 from .gpus import GPUS, GpuFacts, local_card
 from .history import measured_from_run_dir, measured_runs
-from .memory import estimate_memory
 from .plateau import plateau
 from .result import Estimate
 

@@ -35,11 +35,11 @@ from typing import Any
 
 from trainer.base.streams import UTF8_ENV
 from trainer.config.run_config import ECONOMICAL_LEVELS
+from trainer.plan.memory_model import MiB, estimate_memory
 
 from .estimate import estimate
 from .formulas import Shape, param_count
 from .history import WARMUP_STEPS, measured_from_run_dir, read_events
-from .memory import MiB, estimate_memory
 from .speed import nearest_measured
 
 REPO = Path(__file__).resolve().parents[2]
@@ -140,7 +140,13 @@ def main(argv: list[str]) -> int:
                    help="CPU threads per trainer (default: PyTorch's choice; 1 is steadier on a busy machine)")
     p.add_argument("--economical", action="store_true", help="also measure memory in the economical levels")
     p.add_argument("--out", type=Path, default=None, help="write the results as JSON here")
+    p.add_argument("--sizes", default=",".join(s[0] for s in SIZES),
+                   help="which sizes, by name (default: all of " + ", ".join(s[0] for s in SIZES) + ")")
     args = p.parse_args(argv)
+    names = [n.strip() for n in args.sizes.split(",") if n.strip()]
+    sizes = [s for s in SIZES if s[0] in names]
+    if len(sizes) != len(names) or not sizes:
+        p.error(f"--sizes: names among {', '.join(s[0] for s in SIZES)}, got {args.sizes!r}")
     signal.signal(signal.SIGTERM, _terminated)
     gpu = "cpu" if args.device == "cpu" else "local"
     if args.threads:  # the estimate's CPU model reads the same setting as the trainers
@@ -150,12 +156,12 @@ def main(argv: list[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="ternit-bench-sizing-") as tmp:
         root = Path(tmp)
         # ids below the smallest vocabulary, so every size accepts the same data
-        data = make_data(root / "data", min(s[5] for s in SIZES))
-        runs: dict[str, list[dict[str, Any]]] = {s[0]: [] for s in SIZES}
-        total = args.rounds * len(SIZES)
+        data = make_data(root / "data", min(s[5] for s in sizes))
+        runs: dict[str, list[dict[str, Any]]] = {s[0]: [] for s in sizes}
+        total = args.rounds * len(sizes)
         k = 0
         for r in range(args.rounds):
-            order = SIZES if r % 2 == 0 else list(reversed(SIZES))
+            order = sizes if r % 2 == 0 else list(reversed(sizes))
             for size in order:
                 k += 1
                 m = run_once(root, f"{size[0]}-r{r}", size, data, args.steps, args.device, threads=args.threads)
@@ -164,7 +170,7 @@ def main(argv: list[str]) -> int:
                       f"peak {m['mem_peak_mb']} MiB", flush=True)
         econ: list[dict[str, Any]] = []
         if args.economical:
-            for size in SIZES:
+            for size in sizes:
                 for level in ECONOMICAL_LEVELS[1:]:  # the levels that recompute
                     # 4× the batch: activations, not the optimizer's step, make the peak.
                     big = (*size[:6], size[6] * 4)

@@ -5,7 +5,7 @@ that runs it; what each costs in step time beyond the normal step, and which is 
 fastest that fits (`--economical auto`).
 
 Costs that are not measured here are said as such where they are shown:
-- the recomputation of the economical levels: its arithmetic (speed.economical_factor);
+- the recomputation of the economical levels: its arithmetic (trainer.plan.step_cost.economical_factor);
 - the lean state on a GPU: no extra time (the lab's note); on the CPU bitsandbytes'
   update is slow: LEAN_CPU_S_PER_WEIGHT a weight and step per thread (issue 13's
   measurement);
@@ -22,17 +22,17 @@ The figures behind these: docs/PERF.md, «Figures the code's docstrings carried�
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from trainer.config.run_config import ECONOMICAL_LEVELS, LEAN_MODES, RunConfig
+from trainer.plan.fit import with_choice
 from trainer.plan.planner import FUSED_STEPS, Machine, Plan, Refusal, plan
+from trainer.plan.step_cost import FUSED_EXTRA
 
 from ..base.memory_saving import ECONOMICAL_OPTIONS, LEAN_STATE_OPTIONS
 
 LEAN_CPU_S_PER_WEIGHT = 0.8 / 17e6  # seconds a weight and step, one thread
-FUSED_EXTRA = 2 / 3  # the fused step's second backward pass, a share of the step's time
 # The form has no field for sharding (the trainer's run.json key): the advice names the key.
 SHARDED = {"ru": ", разделённое между картами (run.json: training.sharding)",
            "en": ", sharded over the cards (run.json: training.sharding)"}
@@ -68,13 +68,6 @@ class Combination:
             return out + SHARDED["ru"] if self.sharded else out
         out = f"activation recompute “{level}”, lean state “{lean}”"
         return out + SHARDED["en"] if self.sharded else out
-
-
-def with_choice(cfg: RunConfig, level: str, lean: str, sharding: str | None = None) -> RunConfig:
-    """`cfg` with the economical level, the lean state and (given) the sharding asked for."""
-    t = dataclasses.replace(cfg.training, economical=level, lean_state=lean,
-                            sharding=cfg.training.sharding if sharding is None else sharding)
-    return dataclasses.replace(cfg, training=t)
 
 
 def shardings_to_try(cfg: RunConfig, machine: Machine) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from trainer.config.run_config import (
     from_dict,
     lean_mode,
 )
+from trainer.plan.memory_model import Memory, MiB, cublas_workspace_bytes, estimate_memory
 from trainer.plan.planner import Libraries, Machine, Plan, Refusal, plan, precision_choice
 
 from ..base.i18n import current_language
@@ -28,7 +29,6 @@ from .combos import Combination, extra_step_seconds, offered, with_choice
 from .formulas import Shape, flops_per_token, param_count
 from .formulas import tokens_per_step as micro_step_tokens
 from .gpus import GPUS, GpuFacts, cpu_threads, local_card, machine_for, ram_mb
-from .memory import Memory, MiB, cublas_workspace_bytes, estimate_memory
 from .result import Estimate, MemoryMb, Option
 from .speed import Speed, estimate_speed, measured_shape, nearest_measured
 

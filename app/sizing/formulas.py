@@ -19,28 +19,12 @@ estimate_mfu). It counts the full n×n square; causal kernels skip about half of
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from trainer.config.run_config import weight_count
 
+# The shape and its weight count live with the memory model, in the trainer's plan room.
+from trainer.plan.shape import Shape, param_count
 
-@dataclass(frozen=True)
-class Shape:
-    """The model and batch fields of the run form. Whether the trainer takes them is the
-    contract's rule (trainer.config.run_config.shape_problem), asked where a shape enters the sizing."""
-
-    layers: int = 8
-    width: int = 512
-    heads: int = 8
-    context: int = 1024
-    vocab: int = 4000
-    batch: int = 6  # per card
-
-
-def param_count(layers: int, width: int, context: int, vocab: int) -> int:
-    """Exact weight count: 12·L·d² + V·d + n·d (27,738,112 for 8 × 512, V 4000, n 1024),
-    the contract's weight_count."""
-    return weight_count(layers, width, context, vocab)
+__all__ = ["Shape", "flops_per_token", "param_count", "step_cost", "tokens_per_step", "vocab_from_params"]
 
 
 def flops_per_token(layers: int, width: int, context: int, vocab: int) -> int:

@@ -7,7 +7,7 @@ against one T4, and every estimate says so where it is shown. Once the lab has m
 runs on a card, those replace these figures (app.sizing.speed).
 
 Memory is per card, in MiB, as NVML reports the card's total; what the framework itself
-takes (CUDA context, the caching allocator's slack) is modelled in app.sizing.memory and
+takes (CUDA context, the caching allocator's slack) is modelled in trainer.plan.memory_model and
 shown apart. A card's processes, memory and compute capability are the run.json
 contract's catalogue (trainer.plan.planner.KNOWN_CARDS: what the plan decides from, and what
 `python -m trainer.config --machine` knows); this table adds the lab's speeds and words.
@@ -30,6 +30,7 @@ from trainer.plan.planner import (
     installed_libraries,
     machine_of,
 )
+from trainer.plan.step_cost import CACHE_SLACK, CONTEXT_MB
 
 from .formulas import Shape
 
@@ -79,9 +80,9 @@ class GpuFacts:
     measured: bool  # tokens_per_s is a measurement (True) or an estimate from specifications
     basis: dict[str, str]  # where the speed comes from, in words
     # Framework memory not counted by the allocator: CUDA context and kernels (MiB per card).
-    context_mb: float = 400.0
+    context_mb: float = CONTEXT_MB
     # The caching allocator reserves more than it hands out: this share of the allocated peak.
-    cache_slack: float = 0.04
+    cache_slack: float = CACHE_SLACK
     # See formulas.step_cost: 0 on the GPUs (pure compute scaling, as the guide says).
     small_width: float = 0.0
     aliases: tuple[str, ...] = field(default_factory=tuple)

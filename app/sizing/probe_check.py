@@ -21,8 +21,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from .memory import MiB, cublas_workspace_bytes, estimate_memory
-from .speed import economical_factor, estimate_speed, measured_shape, nearest_measured
+from trainer.plan.memory_model import MiB, cublas_workspace_bytes, estimate_memory
+from trainer.plan.step_cost import economical_factor
+
+from .speed import estimate_speed, measured_shape, nearest_measured
 
 GPU = "local"  # the probe's card is the machine's own
 

@@ -24,12 +24,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from trainer.config.run_config import lean_mode
+from trainer.config.run_config import economical_level, lean_mode
+from trainer.plan.step_cost import economical_factor
 
 from ..base.numbers import decimal_mark, plural_ru
-from .formulas import Shape, param_count, step_cost, vocab_from_params
+from .formulas import Shape, step_cost, vocab_from_params
 from .gpus import DEFAULT_SHAPE, GPUS, GpuFacts, cpu_flops, known_card, small_rows, small_width
-from .memory import economical_level
 
 # Runs are fitted only when their step compute spans more than this ratio: closer sizes
 # pin the fixed part down no better than their own noise (a few per cent run to run).
@@ -68,23 +68,6 @@ class Speed:
     run: str | None
     source: dict[str, str]  # the sentence shown next to the figure, ru and en
     fit: StepFit | None = None  # set for "fitted_measured"
-
-
-def economical_factor(s: Shape, level: str) -> float:
-    """Extra compute of recomputation, as a multiple of the normal step's compute.
-
-    trainer/model/economical.py recomputes, per block and token: selective, the MLP's
-    up-projection (4·d² weights; the down-projection's output is never needed again) and
-    the norms: 2·4·d² FLOPs; full, also the attention up to what its backward needs
-    (qkv 3·d² and the kernel's 4·n·d; the checkpoint stops before the output projection):
-    2·7·d² + 4·n·d. The chunked loss does no extra product. Counted in the real trainer
-    by bench.opcount (tests/test_opcount.py); the time it costs is not measured here."""
-    if level == "off":
-        return 1.0
-    L, d, n = s.layers, s.width, s.context
-    base = 6 * param_count(L, d, n, s.vocab) + 12 * L * n * d
-    extra = 2 * 4 * d * d * L if level == "selective" else (2 * 7 * d * d + 4 * n * d) * L
-    return (base + extra) / base
 
 
 def _cost(s: Shape, facts: GpuFacts, level: str) -> float:

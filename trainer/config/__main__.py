@@ -9,6 +9,7 @@ import json
 
 from trainer.config.reasons import Refusal
 from trainer.config.run_config import ConfigError, load
+from trainer.plan.fit import verdict
 from trainer.plan.planner import KNOWN_CARDS, known_machine, plan
 
 
@@ -47,7 +48,18 @@ def main(argv: list[str] | None = None) -> int:
     result = plan(cfg, known_machine(args.machine))
     if isinstance(result, Refusal):
         return refused(result)
-    print(json.dumps({"plan": result.as_json()}, ensure_ascii=False) if args.json else "\n".join(result.lines()))
+    # The plan's memory against the card (trainer/plan/fit.py): a plan that does not fit is
+    # refused with the fastest combination that does.
+    memory = verdict(cfg, result)
+    if isinstance(memory, Refusal):
+        if not args.json:
+            print("\n".join(result.lines()))
+        return refused(memory)
+    if args.json:
+        print(json.dumps({"plan": result.as_json(), "memory": memory.as_json() if memory else None},
+                         ensure_ascii=False))
+    else:
+        print("\n".join(result.lines() + ([f"  {'memory':<12} {memory.text()}"] if memory else [])))
     return 0
 
 

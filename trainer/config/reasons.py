@@ -100,7 +100,17 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "samples_zero": "off: training.sample_tokens is 0",
     "samples_fsdp": "off under FSDP: the weights are spread over the processes (ternit sample works on the "
                     "checkpoints)",
+    "memory_fits": "{allocated:,.0f} MiB allocated by the estimate + {framework:,.0f} MiB for the framework = "
+                   "{needed:,.0f} MiB of the card's {card:,.0f} MiB: fits",
     # ---- refusals: what cannot run, and what to change ---------------------------------------
+    "does_not_fit": lambda p: (
+        f"does not fit: {p['allocated']:,.0f} MiB allocated by the estimate + {p['framework']:,.0f} MiB for the "
+        f"framework = {p['needed']:,.0f} MiB, over the card's {p['card']:,.0f} MiB; "
+        + (f"the fastest combination that fits: training.economical \"{p['level']}\", training.lean_state "
+           f"\"{p['lean']}\"" + (f", training.sharding \"{p['sharding']}\"" if p["sharding"] != "none" else "")
+           + f" ({p['fit_needed']:,.0f} MiB; a step's arithmetic ×{p['arithmetic']:.2f} the normal step's)"
+           if p["fits"] else "no combination of training.economical and training.lean_state fits: lower "
+           "model.layers, model.width or training.batch_per_card")),
     "lean_under_ddp": "training.lean_state \"{lean}\" updates each weight inside the backward pass, which DDP's "
                       "gradient averaging over the processes would come after: use lean_state true (the "
                       "gradients held), or run on one process",

@@ -29,7 +29,7 @@ built: the lean state (its per-parameter step in the backward pass would need FS
 sharded gradients, which arrive only after the reduce-scatter), and compilation `on`
 (trainer/step/compiling.py). The economical levels run inside each block's own forward pass
 (trainer.model.gpt.Block), so under every level only one block's weights are gathered at a
-time (plus the one FSDP fetches ahead), as app.sizing.state models it.
+time (plus the one FSDP fetches ahead), as trainer.plan.state_bytes models it.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def make_optimizer(model: nn.Module, t: TrainingConfig) -> torch.optim.AdamW:
     model on two cards: the 2×T4 fit's margin and more; seen on the CPU with two gloo
     processes at tests/test_fsdp_memory.py's shape: the step peaked in the optimizer,
     2.4 MB over the gradients, until foreach was off). Parameter by parameter, it is two fp32 temporaries of
-    the largest parameter's shard (app.sizing.memory models it), for about 600 more
+    the largest parameter's shard (trainer.plan.memory_model models it), for about 600 more
     small kernel launches a step at the full model (26 layers), against a step of
     seconds there."""
     from trainer.step.lean import param_groups

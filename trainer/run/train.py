@@ -17,6 +17,7 @@ import numpy as np
 import torch
 
 from trainer.base.lock import LockError, RunLock
+from trainer.config.reasons import Refusal
 from trainer.config.run_config import (
     ConfigError,
     RunConfig,
@@ -28,6 +29,7 @@ from trainer.config.run_config import (
 from trainer.model.gpt import GPT, count_parameters
 from trainer.parallel.distributed import World, init_world, shutdown, sum_across, sum_tensor
 from trainer.plan import cuda_build
+from trainer.plan.fit import fastest_fitting, verdict
 from trainer.plan.planner import Plan
 from trainer.plan.preflight import DataError, check_data, check_resume
 from trainer.run import awake, wrapping
@@ -422,6 +424,32 @@ class Trainer:
             if self.sampler is not None and self.sampler.due(self.step, t.steps_to):
                 self.write_samples()
 
+    def batch_one_advice(self) -> str:
+        """What to change when batch 1 does not fit: recomputation cannot help when the
+        training state is what does not fit, so the advice names the combination the
+        memory model says fits with the least arithmetic (trainer/plan/fit.py), if any."""
+        best = fastest_fitting(self.cfg, self.plan.machine) if self.plan is not None else None
+        if best is None:
+            return ("batch 1 does not fit, and by the estimate no combination of training.economical and "
+                    "training.lean_state does: lower model.context or the model size")
+        p = best.plan
+        if (p.economical.value, p.step.value) == (self.plan.economical.value, self.plan.step.value):
+            return (f"batch 1 does not fit, though the estimate gives this combination {best.needed_mb:,.0f} MiB of "
+                    f"the card's {best.card_mb:,.0f}: lower model.context or the model size")
+        return (f"batch 1 does not fit: by the estimate the fastest combination that fits is training.economical "
+                f"\"{p.economical.value}\", training.lean_state \"{p.step.asked}\" ({best.needed_mb:,.0f} MiB of the "
+                f"card's {best.card_mb:,.0f}); or lower model.context or the model size")
+
+    def check_memory(self) -> None:
+        """The plan's memory against this card before the first step (trainer/plan/fit.py).
+        A plan the estimate says does not fit still runs (the estimate is one, within a few
+        per cent of the count: docs/PERF.md), with a warning naming what would fit."""
+        if self.device.type != "cuda" or self.plan is None:
+            return
+        said = verdict(self.cfg, self.plan)
+        if isinstance(said, Refusal):
+            self.warn("memory_short", said.text())
+
     def oom(self, error: Exception) -> TrainingFailure:
         batch = self.cfg.training.batch_per_card
         suggested = smaller_batch(batch, self.accumulation)
@@ -430,7 +458,7 @@ class Trainer:
             f"lower training.batch_per_card from {batch} to {suggested} and keep training.tokens_per_step "
             f"{self.tokens_per_step} ({more} micro-steps instead of {self.accumulation}: the same optimisation)"
             if batch > 1
-            else "batch 1 does not fit: lower model.context or the model size, or turn on training.economical"
+            else self.batch_one_advice()
         )
         return TrainingFailure("oom", f"out of memory at step {self.step + 1}: {str(error).splitlines()[0][:300]}", advice,
                                suggested_batch=suggested, tokens_per_step=self.tokens_per_step,
@@ -510,6 +538,7 @@ def _run_steps(trainer: Trainer, opts: Options) -> int:
     trainer.emit_start()
     if opts.dry_run:
         return EXIT_OK
+    trainer.check_memory()
     trainer.control.install_signals()
     # The PC kept awake while this process trains, by its main thread; gone with the process.
     keep = awake.hold(f"training {trainer.cfg.name}") if trainer.world.is_main else awake.Hold(False)

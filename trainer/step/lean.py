@@ -64,6 +64,9 @@ BLOCK = 256  # bitsandbytes' block size for its 8-bit optimizer state
 MIN_8BIT = 4096  # bitsandbytes' min_8bit_size: smaller parameters keep fp32 moments
 FORMAT = 1
 STATE_KEYS = ("state1", "state2", "absmax1", "absmax2")
+# Where "offload" keeps the moments between updates: the host's memory. A name of its own so
+# that the memory count (trainer.step.memory_count) can tell the host's tensors from the card's.
+HOST = "cpu"
 
 
 def import_library() -> Any:
@@ -250,7 +253,7 @@ class LeanOptimizer(torch.optim.Optimizer):
         if self.offload:
             for k in STATE_KEYS:
                 if k in state:
-                    state[k] = state[k].to("cpu")
+                    state[k] = state[k].to(HOST)
 
     # ---- checkpoints -----------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
@@ -282,7 +285,7 @@ class LeanOptimizer(torch.optim.Optimizer):
             if self.bf16:
                 target.data = torch.empty(0, device=self.device)
             state = opt.state[target]
-            home = "cpu" if self.offload else self.device
+            home = HOST if self.offload else self.device
             for k in STATE_KEYS:
                 if k in saved:
                     state[k] = saved[k].to(home).clone()

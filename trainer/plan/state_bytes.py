@@ -19,7 +19,8 @@ Lean (trainer/step/lean.py, bitsandbytes' AdamW8bit):
     gradient (V·d, its hook fires last) and, while one parameter is updated, that
     parameter's temporaries (the plan makes these steps only outside fp16);
   "offload": fused, and the moments live in the host's memory between steps; the card
-    holds one parameter's at a time (on the CPU it changes nothing).
+    holds one parameter's at a time, a block matrix's at the peak (on the CPU it changes
+    nothing).
 Sharded (FSDP2 over the target's cards): weights, gradients and moments are divided by the
 cards; each card gathers one block's weights in the compute precision for its forward and
 backward, one more ahead (prefetch), and reduces one block's fp32 gradients — in every
@@ -32,8 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from trainer.plan.planner import FUSED_STEPS
-
-from .formulas import Shape
+from trainer.plan.shape import Shape
 
 BLOCK = 256  # trainer.step.lean.BLOCK: bitsandbytes' block size
 MIN_8BIT = 4096  # trainer.step.lean.MIN_8BIT: smaller parameters keep fp32 moments
@@ -60,12 +60,13 @@ def weights_bf16(step: str, precision: str) -> bool:
 def update_temporaries(n: int, precision: str, device: str) -> int:
     """Bytes one parameter's update holds while it runs (n weights), in the lean state.
 
-    bf16: the fp32 copy of the weight and of its gradient the library updates (8·n), the
-    stochastic rounding's random bits and their sum (8·n) and the bf16 gradient itself (2·n).
+    bf16: the fp32 copy of the weight and of its gradient the library updates (8·n; the
+    gradient's copy is freed before the stochastic rounding's one int32 temporary, 4·n, so
+    8·n at most) and the bf16 gradient itself (2·n) — counted by trainer.step.memory_count.
     On the CPU bitsandbytes' update dequantizes both moments to fp32 and makes fp32 copies
     of the gradient and the denominator: about 4 more fp32 tensors (16·n). On a GPU its
     kernel works in place."""
-    bf16 = 18 * n if precision == "bf16" else 4 * n  # fp32 weights: only the gradient
+    bf16 = 10 * n if precision == "bf16" else 4 * n  # fp32 weights: only the gradient
     return bf16 + (16 * n if device == "cpu" else 0)
 
 
@@ -112,8 +113,10 @@ def training_state(s: Shape, precision: str, step: str = "normal", cards: int = 
             in_step = update_temporaries(n, precision, device) - (2 * n if precision == "bf16" else 0)
     host = 0
     if step == "offload" and device != "cpu":
-        # One parameter's moments visit the card at a time: the largest one's.
-        host, opt = opt, moment_bytes(max(sizes))
+        # One parameter's moments visit the card at a time. At the peak, while the blocks
+        # are differentiated, that is a block's largest matrix's (4·d²); the embedding's
+        # hook fires last, when the saved tensors are gone (trainer.step.memory_count).
+        host, opt = opt, moment_bytes(4 * s.width * s.width)
         host //= split
     shard = 0
     if split > 1:

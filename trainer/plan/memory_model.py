@@ -1,5 +1,8 @@
 """Memory of one training step on one card, part by part, from the model in trainer/model/gpt.py.
 
+The lab's one memory model, torch-free: the plan room keeps it, so that what a run
+executes and what it needs are decided in one room; app/sizing reads it from here.
+
 Static (alive for the whole run), bytes:
   weights 4·P (fp32 master weights; autocast casts them on the fly), gradients 4·P,
   AdamW exp_avg + exp_avg_sq 8·P (fp32), DDP's gradient buckets 4·P on 2 cards (DDP's
@@ -33,9 +36,12 @@ step (static + gradients). On the CPU the trainer measures
 the FIRST step, before AdamW has its state: `first_step_peak` models that.
 Framework (not counted by the allocator, shown apart): CUDA context and kernels plus the
 caching allocator's slack (facts in app.sizing.gpus).
-The lean training state and the sharded state: app.sizing.state. With bf16 weights (lean,
-bf16) the residual stream is bf16 too: each block's two residual inputs and the head's norm
-input keep 2 bytes a value instead of 4, (4·L + 2)·BTd less (measured, tests/test_sizing_lean.py).
+The lean training state and the sharded state: trainer/plan/state_bytes.py. With bf16 weights (lean,
+bf16) the residual stream is bf16 too: where the saved residual inputs keep it as it comes
+(the economical levels' blocks; on the CPU the layer norms too) they keep 2 bytes a value
+instead of 4 (_residual_16bit); on a GPU the normal level's layer norms save an fp32 copy
+(CUDA autocast runs layer_norm in fp32), so there nothing is saved (counted by
+trainer.step.memory_count, tests/test_sizing_count.py).
 """
 
 from __future__ import annotations
@@ -46,9 +52,8 @@ from dataclasses import dataclass
 # The levels and their one reader are run.json's contract (trainer.config.run_config).
 from trainer.config.run_config import economical_level
 from trainer.plan.planner import FUSED_STEPS
-
-from .formulas import Shape, param_count
-from .state import training_state, weights_bf16
+from trainer.plan.shape import Shape, param_count
+from trainer.plan.state_bytes import training_state, weights_bf16
 
 MiB = 2**20
 
@@ -194,7 +199,7 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     """Bytes per card of one training step's parts and peak; `workspace` is the GPU's
     cuBLAS share (cublas_workspace_bytes), alive through the whole step. The plan's `step`
     kind and `sharding` (trainer/plan/planner.py: "none", "ddp", or "fsdp" over `cards`; None:
-    DDP on several cards) shape the training state (app.sizing.state); `device` is "cpu"
+    DDP on several cards) shape the training state (trainer.plan.state_bytes); `device` is "cpu"
     or "gpu" (the lean update's temporaries differ)."""
     level = economical_level(economical)
     if sharding is None:
@@ -217,10 +222,9 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     copies = 2 * matrices if (precision != "fp32" and level == "off" and not bf16_weights
                               and not gathered_16bit) else 0
     saved = s.layers * block_saved(s, precision, level) + head_saved(s, precision, level)
-    if bf16_weights:
-        # bf16 embeddings make the residual stream bf16: its saved inputs keep 2 bytes a value.
-        saved -= (4 * s.layers + 2) * s.batch * s.context * s.width
-    elif gathered_16bit:
+    if bf16_weights or gathered_16bit:
+        # bf16 embeddings make the residual stream bf16 (FSDP's 16-bit gathered ones too):
+        # the saved inputs that keep it as it comes keep 2 bytes a value.
         saved -= _residual_16bit(s, level, device)
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
@@ -234,9 +238,10 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
         held = max(held, saved + copies + st.in_backward)
         if level != "off":
             # The fused step's first backward pass keeps its graph for the second, and with
-            # it the chunked loss's fp32 gradients (formed in the forward pass) beside the
-            # blocks' recomputation: 4·BTd + 4·Vd more, measured (tests/test_sizing_lean.py).
-            held += 4 * s.batch * s.context * s.width + 4 * s.vocab * s.width
+            # it the chunked loss's gradients (formed in the forward pass, in the compute
+            # precision) beside the blocks' recomputation: a·(BTd + Vd) more (counted by
+            # trainer.step.memory_count).
+            held += act_bytes(precision) * (s.batch * s.context * s.width + s.vocab * s.width)
     # FSDP's gathered blocks are counted in the optimizer step too, where they are freed:
     # they stand for what that step and the backward pass hold beyond the model here —
     # the per-parameter AdamW's temporaries (trainer.parallel.sharding.make_optimizer) and the
@@ -249,6 +254,11 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
         # Under FSDP the peak of a level comes late in the backward pass (measured): the
         # sharded gradients have built up while the first block is still differentiated.
         optimizer += rc
+    elif level != "off" and grads:
+        # Late in the backward pass of a level, where the gradients are held: nearly all of
+        # them have built up while the first block is recomputed and differentiated beside
+        # its saved part (counted by trainer.step.memory_count).
+        optimizer = max(optimizer, static + grads + rc + block_saved(s, precision, level))
     peak = max(backward, optimizer) + workspace
     # First step: no optimizer state until the update creates it (then weights + grads + state).
     first = max(weights + ddp + held, weights + ddp + grads + opt + st.in_step) + st.sharded_buffers + workspace
