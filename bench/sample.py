@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -143,6 +144,118 @@ def trainer_run_share(steps_to: int, eval_every: int, sample_tokens: int) -> dic
             "sample_s_per_eval": spread(list(by_step.values())), "share": spread(shares)}
 
 
+# ---- against Hugging Face's cached generate (--against-hf) ----------------------------
+
+
+def hf_peer(model: GPT):  # -> transformers.GPT2LMHeadModel (transformers: the dev extra)
+    """The lab's model as transformers' GPT2LMHeadModel, in memory, through the same mapping
+    `python -m trainer.model.export --format hf` writes (tests/test_export_hf.py: equal logits)."""
+    import transformers
+
+    from trainer.model.export import hf_config, hf_tensors
+
+    transformers.logging.set_verbosity_error()
+    c = model.cfg
+    cfg = hf_config({"context": c.context, "width": c.width, "heads": c.heads, "layers": c.layers, "vocab": c.vocab}, None)
+    hf = transformers.GPT2LMHeadModel(transformers.GPT2Config(**cfg))
+    missing, unexpected = hf.load_state_dict(hf_tensors(model.state_dict(), c.layers), strict=False)
+    assert not unexpected and all(k == "lm_head.weight" for k in missing), (missing, unexpected)
+    hf.tie_weights()
+    return hf.eval()
+
+
+@torch.no_grad()
+def hf_generate(hf, prompt: list[int], new: int) -> list[int]:
+    ids = torch.tensor([prompt])
+    out = hf.generate(ids, attention_mask=torch.ones_like(ids), max_new_tokens=new, do_sample=False,
+                      use_cache=True, pad_token_id=0, eos_token_id=None)
+    return out[0, len(prompt):].tolist()
+
+
+def token_flops(cfg: ModelConfig, position: int) -> int:
+    """Multiply-adds ×2 of one new token at `position`: the 12·L·d² of the blocks' products,
+    the V·d of the output layer, and attention's q·k and a·v over position + 1 keys."""
+    d, n_layers = cfg.width, cfg.layers
+    return 2 * (12 * n_layers * d * d + cfg.vocab * d) + 4 * n_layers * d * (position + 1)
+
+
+def matmul_rates(cfg: ModelConfig, repeats: int = 20) -> dict:
+    """This thread's matmul rates (FLOP per CPU-second): a square product (the compute peak) and
+    one row times every block's weights in turn, 12·L·d² weights cycled as generation reads
+    them (the memory-bound rate a single token's pass can reach at best)."""
+    d = cfg.width
+    a, b = torch.randn(d, d), torch.randn(d, d)
+    shapes = [(d, 3 * d), (d, d), (d, 4 * d), (4 * d, d)] * cfg.layers
+    ws = [torch.randn(i, o) for i, o in shapes]
+    xs = [torch.randn(1, i) for i, _ in shapes]
+    out = {}
+    for name, fn, flop in (("square", lambda: a @ b, 2 * d ** 3),
+                           ("one_row", lambda: [x @ w for x, w in zip(xs, ws, strict=True)],
+                            sum(2 * i * o for i, o in shapes))):
+        fn()
+        began = time.process_time()
+        for _ in range(repeats):
+            fn()
+        out[name] = flop * repeats / (time.process_time() - began)
+    return out
+
+
+def against_hf(model: GPT, prompt_len: int, cases: list[tuple[int, int]], series: int) -> dict:
+    """Per case (prompts × new tokens): both sides generate every prompt greedily (batch 1), in
+    alternating order per series; tokens per CPU-second of this process (time.process_time:
+    other processes on a shared machine do not count), equal tokens checked each series."""
+    hf = hf_peer(model)
+    sides = {"lab": lambda p, n: cached_generate(model, p, n), "hf": lambda p, n: hf_generate(hf, p, n)}
+    gen = torch.Generator().manual_seed(3)
+    rates = matmul_rates(model.cfg)
+    out = {"matmul_flop_per_s": rates, "cases": []}
+    for prompts_n, new in cases:
+        prompts = [torch.randint(model.cfg.vocab, (prompt_len,), generator=gen).tolist() for _ in range(prompts_n)]
+        for f in sides.values():
+            f(prompts[0], 4)  # warm-up
+        speed: dict[str, list[float]] = {"lab": [], "hf": []}
+        equal = []
+        for s in range(series):
+            got = {}
+            for side in (["lab", "hf"] if s % 2 == 0 else ["hf", "lab"]):
+                began = time.process_time()
+                got[side] = [sides[side](p, new) for p in prompts]
+                speed[side].append(prompts_n * new / (time.process_time() - began))
+                print(f"{prompts_n}×{new} series {s + 1}/{series} {side:<3} {speed[side][-1]:7.1f} tokens/CPU-s "
+                      f"(load {os.getloadavg()[0]:.1f})", flush=True)
+            equal.append(got["lab"] == got["hf"])
+        flop = sum(token_flops(model.cfg, prompt_len + i) for i in range(new)) / new
+        case = {"prompts": prompts_n, "new": new, "prompt": prompt_len, **{k: spread(v) for k, v in speed.items()},
+                "ratio_per_series": [a / b for a, b in zip(speed["lab"], speed["hf"], strict=True)],
+                "equal_tokens": all(equal), "flop_per_token": flop}
+        case["ratio"] = spread(case["ratio_per_series"])
+        case["of_rate"] = {side: {k: case[side]["median"] * flop / r for k, r in rates.items()} for side in sides}
+        out["cases"].append(case)
+    return out
+
+
+def print_against_hf(r: dict) -> None:
+    rates = r["matmul_flop_per_s"]
+    print(f"\nthis thread's matmul: square {rates['square'] / 1e9:.1f} GFLOP/s, one row over the blocks' weights "
+          f"{rates['one_row'] / 1e9:.1f} GFLOP/s")
+    print("| prompts × new | lab tokens/CPU-s | HF tokens/CPU-s | lab/HF median (range) | lab of square / one-row rate | equal |")
+    print("|---|---|---|---|---|---|")
+    for c in r["cases"]:
+        lab, hf, q, f = c["lab"], c["hf"], c["ratio"], c["of_rate"]["lab"]
+        print(f"| {c['prompts']} × {c['new']} | {lab['median']:.1f} ({lab['min']:.1f}–{lab['max']:.1f}) | "
+              f"{hf['median']:.1f} ({hf['min']:.1f}–{hf['max']:.1f}) | {q['median']:.2f}× ({q['min']:.2f}–{q['max']:.2f}) | "
+              f"{f['square']:.1%} / {f['one_row']:.1%} | {c['equal_tokens']} |")
+
+
+def parse_cases(text: str) -> list[tuple[int, int]]:
+    """"8x512,4x256" → [(8, 512), (4, 256)]."""
+    out = []
+    for part in text.replace("×", "x").split(","):
+        p, _, n = part.strip().partition("x")
+        out.append((int(p), int(n)))
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.sample", description=__doc__.splitlines()[0])
     p.add_argument("--context", type=int, default=1024)
@@ -160,7 +273,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--run-steps", type=int, default=200, help="steps of the tiny real trainer run (0: skip it)")
     p.add_argument("--run-eval-every", type=int, default=50)
     p.add_argument("--json", type=Path, help="also write the results here")
+    p.add_argument("--against-hf", type=parse_cases, metavar="PxN[,PxN]",
+                   help="instead: against transformers' GPT2LMHeadModel.generate(use_cache=True) on one thread, "
+                        "P prompts × N new tokens each (e.g. 8x512,4x256)")
     args = p.parse_args(argv)
+    if args.against_hf:
+        return hf_main(args)
     if min(args.prompt, args.new, args.series, args.train_steps) < 1 or args.prompt + args.new > args.context:
         print("bench.sample: --prompt, --new, --series, --train-steps must be ≥ 1 and prompt + new ≤ context",
               file=sys.stderr)
@@ -190,6 +308,28 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))
     return 0 if g["equal_output"] else 1
+
+
+def hf_main(args: argparse.Namespace) -> int:
+    if min(args.prompt, args.series) < 1 or any(min(c) < 1 or args.prompt + c[1] > args.context for c in args.against_hf):
+        print("bench.sample: --against-hf needs P, N ≥ 1 and prompt + N ≤ context", file=sys.stderr)
+        return 2
+    torch.set_num_threads(1)  # both sides on one thread: CPU time is then the work done
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(args.context, args.width, args.heads, args.layers, args.vocab))
+    model.init_weights(0)
+    model.eval()
+    import transformers
+
+    print(f"model {model.cfg}, cpu (1 thread), torch {torch.__version__}, transformers {transformers.__version__}, "
+          f"load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores", flush=True)
+    r = against_hf(model, args.prompt, args.against_hf, args.series)
+    r.update(torch=torch.__version__, transformers=transformers.__version__, cores=os.cpu_count(),
+             load_end=os.getloadavg()[0])
+    print_against_hf(r)
+    if args.json:
+        args.json.write_text(json.dumps(r, indent=2))
+    return 0 if all(c["equal_tokens"] for c in r["cases"]) else 1
 
 
 if __name__ == "__main__":

@@ -41,3 +41,21 @@ def test_plain_loop_matches_the_cached_generator_greedy():
 def test_registered_and_refuses_bad_sizes(capsys):
     assert bench_cli.BENCHES["sample"][1] == "bench.sample"
     assert bench.main(["--context", "16", "--prompt", "10", "--new", "10"]) == 2
+
+
+def test_against_hf_tiny(tmp_path):
+    import pytest
+
+    pytest.importorskip("transformers", reason="--against-hf needs transformers (dev extra)")
+    out = tmp_path / "hf.json"
+    args = ["--context", "32", "--width", "32", "--heads", "2", "--layers", "2", "--vocab", "300",
+            "--prompt", "4", "--against-hf", "2x6,1x4", "--series", "2", "--json", str(out)]
+    assert bench.main(args) == 0
+    r = json.loads(out.read_text())
+    assert [(c["prompts"], c["new"]) for c in r["cases"]] == [(2, 6), (1, 4)]
+    cfg = bench.ModelConfig(32, 32, 2, 2, 300)
+    for c in r["cases"]:
+        assert c["equal_tokens"] and c["lab"]["n"] == c["hf"]["n"] == 2 and c["ratio"]["median"] > 0
+        assert 0 < c["of_rate"]["lab"]["one_row"]
+        assert c["flop_per_token"] == sum(bench.token_flops(cfg, 4 + i) for i in range(c["new"])) / c["new"]
+    assert bench.parse_cases("8x512, 4×256") == [(8, 512), (4, 256)]

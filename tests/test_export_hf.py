@@ -116,3 +116,20 @@ def test_ternit_export_format_hf_from_a_run_id_finds_the_runs_tokenizer(exported
     code, _, err = run_cli(["export", str(rec.path / "checkpoints" / "step-00000003.pt"), str(tmp_path / "b"),
                             "--format", "hf"], "en")
     assert code == 1 and "Pass --tokenizer with the tokenizer.json" in err
+
+
+def test_greedy_generation_gives_hf_generates_tokens(exported):
+    """The lab's cached generate (its own weight layout and attention) against transformers'
+    generate(use_cache=True) on the exported folder, greedy: the same tokens. In double
+    precision, so a different order of additions cannot flip a near tie."""
+    from trainer.text.generate import Sampling, generate, load_for_generation
+
+    ckpt, folder = exported
+    lab = load_for_generation(ckpt, "cpu").model.double()
+    hf = transformers.GPT2LMHeadModel.from_pretrained(str(folder)).double().eval()
+    for prompt in ([5, 17, 2, 99, 41], [7]):
+        new = lab.cfg.context - len(prompt)  # within the context: HF's generate has no refilled window
+        want = hf.generate(torch.tensor([prompt]), attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+                           max_new_tokens=new, do_sample=False, use_cache=True, pad_token_id=0, eos_token_id=None)
+        got = list(generate(lab, prompt, new, Sampling(temperature=0), seed=0))
+        assert got == want[0, len(prompt):].tolist()

@@ -60,6 +60,26 @@ def test_cache_gives_the_reference_tokens(sampling):
     assert cached == reference
 
 
+def test_cache_is_written_in_place_and_equals_the_full_forward():
+    from trainer.text.generate import Cache, forward_cached, pack
+
+    model = tiny_model()
+    ids = [3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5]
+    cache, w = Cache(model), pack(model)
+    with torch.no_grad():
+        got = [forward_cached(model, torch.tensor([ids[:4]]), cache, w)]
+        buffers = [(k.data_ptr(), v.data_ptr()) for k, v in zip(cache.k, cache.v, strict=True)]
+        for i in range(4, len(ids)):
+            got.append(forward_cached(model, torch.tensor([[ids[i]]]), cache, w))
+        # one buffer per block, made at the first write and never replaced (no concatenation)
+        assert [(k.data_ptr(), v.data_ptr()) for k, v in zip(cache.k, cache.v, strict=True)] == buffers
+        assert len(cache.k) == len(model.blocks) and cache.k[0].size(2) == model.cfg.context
+        assert cache.length == len(ids)
+        full = model(torch.tensor([ids]))[0]
+    for j, logits in enumerate(got):
+        assert torch.allclose(logits[0], full[j + 3], atol=1e-12, rtol=0)
+
+
 def test_seed_reproducible_and_global_rng_untouched():
     model = tiny_model()
     torch.manual_seed(123)
