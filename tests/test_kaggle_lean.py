@@ -155,7 +155,7 @@ def test_a_failed_download_says_what_to_do(tmp_path, monkeypatch):
     with pytest.raises(KaggleError) as e:
         datasets.lean_wheel()
     text = str(e.value)
-    assert "bitsandbytes" in text and "lean_state" in text and str(datasets.wheel_cache_dir()) in text
+    assert "bitsandbytes" in text and "Облегчённое состояние" in text and str(datasets.wheel_cache_dir()) in text
     assert not list(datasets.wheel_cache_dir().iterdir())  # nothing half-made in the cache
 
 
