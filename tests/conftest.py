@@ -55,7 +55,12 @@ def isolated_home(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("KAGGLE_USERNAME", raising=False)
     monkeypatch.delenv("KAGGLE_KEY", raising=False)
     monkeypatch.delenv("TERNIT_LANG", raising=False)
-    return home
+    yield home
+    # A repaired state file is said once per process (app/base/state.repairs_to_say): one test's
+    # repair must not be said by the next command another test runs on the same worker.
+    state = sys.modules.get("app.base.state")
+    if state is not None:
+        state.repairs_to_say()
 
 
 @pytest.fixture

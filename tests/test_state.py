@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.base import paths
-from app.base.state import StateError, find_migrations, open_state, split_statements
+from app.base.state import StateError, find_migrations, open_state, repairs_to_say, split_statements
 
 
 def _write(folder: Path, name: str, sql: str) -> None:
@@ -105,6 +105,8 @@ def test_duplicate_numbers_and_damaged_file_are_clear_errors(tmp_path):
     # Not a database at all: set aside by the lab itself (never "rename it"), a new one made.
     with open_state(bad) as st:
         assert st.repaired and "bad.damaged-" in st.repaired and st.version >= 1
+    assert repairs_to_say() == [st.repaired]  # said once, by whoever asks first
+    assert repairs_to_say() == []
     (aside,) = tmp_path.glob("bad.damaged-*.sqlite")
     assert aside.read_bytes().startswith(b"this is not a database")
 
