@@ -263,7 +263,16 @@ def test_a_kaggle_retry_uploads_in_a_thread_and_stop_says_what_happens(fake, tin
     ended.clear()
     lab.launch_in_background(first.run.id, lambda *a: ended.append(a)).join(60)
     assert ended == [(first.run.id, "")]
-    lab.runs.registry.set_status(first.run.id, st.FAILED, "the kernel ended (ERROR) without the trainer's end event")
+    # The kernel fails on Kaggle; its follower (running since the push) says so. Set by hand, the
+    # row's FAILED raced with that follower's next poll of a QUEUED kernel.
+    kernel = next(k for k in fake.kernels.values() if f"{k.owner}/{k.slug}" in lab.runs.registry.get(first.run.id).kaggle_kernel_ref)
+    with fake._lock:
+        kernel.status, kernel.failure = "ERROR", "The kernel was stopped by an error"
+        kernel.done.set()
+    deadline = time.monotonic() + 60
+    while lab.runs.registry.get(first.run.id).status != st.FAILED:
+        assert time.monotonic() < deadline, lab.runs.registry.get(first.run.id)
+        time.sleep(0.05)
     assert lab.runs.failure(first.run.id).retry_label() is not None
     fake.fail("SaveKernel", 429, retry_after="3")  # Kaggle is busy: the push waits 3 s
     began = time.monotonic()
