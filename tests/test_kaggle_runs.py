@@ -384,7 +384,11 @@ def test_a_first_real_use_from_the_cli_fresh_token_account_auto_processing_queue
     assert {a.username: a.key_status for a in store.accounts()} == {"alice": "ok", "bob": "ok"}
     store.close()
     assert fake.count("GetDatasetStatus") >= 2 * 4  # absent (403), then processing, then ready
-    assert fake.streams_hung == 1 and fake.streams_opened >= 3
+    # The hung stream was reopened. How many of the later ones the load balancer cut depends on
+    # how far the kernel had logged when each opened (a cut is 12 events past that): on a loaded
+    # machine the second one may open near the end and never be cut. Every event once (above)
+    # is what the cuts must not break.
+    assert fake.streams_hung == 1 and fake.streams_opened >= 2
     assert fake.kernels[done.kaggle_kernel_ref].request["datasetDataSources"]  # mounted, none left out
     _assert_no_secret(fake)
     assert b"KGAT_alice_fresh_token" not in fake.all_received() + _lab_bytes()
