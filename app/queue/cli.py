@@ -11,7 +11,6 @@ import argparse
 import json
 import logging
 import signal
-import sqlite3
 import sys
 import time
 from datetime import datetime
@@ -23,11 +22,10 @@ from ..base import settings
 from ..base.cli_args import Parser, add_out, print_to
 from ..base.i18n import t
 from ..base.numbers import plural_ru
-from ..base.state import StateError, failure_text
-from ..data.library import LibraryError
 from ..runs import kaggle_bridge
+from ..runs.command import on_registry
 from ..runs.manager import RunManager
-from ..runs.precheck import RunError, load_config
+from ..runs.precheck import load_config
 from ..runs.registry import Registry
 from ..runs.start_flags import add_field_flags, apply_flags, data_for_cli
 from . import autostart, detach, lock
@@ -97,25 +95,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    try:
-        registry = Registry()
-    except StateError as e:
-        print(f"ternit queue: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    store = QueueStore(registry.state)
-    try:
-        return _dispatch(args, registry, store)
-    except (QueueError, RunError, StateError, ValueError, lock.RunnerBusy) as e:
-        print(f"ternit queue {args.cmd}: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except LibraryError as e:
-        print(f"ternit queue {args.cmd}: {e}", file=sys.stderr)
-        return e.exit_code
-    except sqlite3.Error as e:  # a lock held past the wait, a full disk: one line naming it
-        print(f"ternit queue {args.cmd}: {failure_text(e, registry.state.path)}", file=sys.stderr)
-        return EXIT_USAGE
-    finally:
-        registry.close()
+    return on_registry("queue", args.cmd, lambda registry: _dispatch(args, registry, QueueStore(registry.state)),
+                       (QueueError, lock.RunnerBusy))
 
 
 def _dispatch(args: argparse.Namespace, registry: Registry, store: QueueStore) -> int:

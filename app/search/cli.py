@@ -16,9 +16,8 @@ from typing import Any
 from ..base.cli_args import Parser
 from ..base.i18n import t
 from ..base.numbers import loss_text
-from ..base.state import StateError
-from ..data.library import LibraryError
-from ..runs.precheck import RunError, load_config, normalize_config
+from ..runs.command import on_registry
+from ..runs.precheck import load_config, normalize_config
 from ..runs.registry import Registry
 from ..runs.start_flags import data_for_cli
 from .adding import create_search
@@ -65,22 +64,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    try:
-        registry = Registry()
-    except StateError as e:
-        print(f"ternit search: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    store = SearchStore(registry.state)
-    try:
-        return _dispatch(args, registry, store)
-    except (SearchError, RunError, StateError, ValueError) as e:
-        print(f"ternit search {args.cmd}: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except LibraryError as e:
-        print(f"ternit search {args.cmd}: {e}", file=sys.stderr)
-        return e.exit_code
-    finally:
-        registry.close()
+    return on_registry("search", args.cmd, lambda registry: _dispatch(args, registry, SearchStore(registry.state)),
+                       (SearchError,))
 
 
 def _dispatch(args: argparse.Namespace, registry: Registry, store: SearchStore) -> int:
