@@ -99,7 +99,7 @@ def test_zero_hold_pauses_at_once_and_texts(guard):
     assert status.state == PAUSED
     assert "продолжится, когда остынет ниже 75 °C" in heat_guard.status_text(g, status, "ru")
     assert "resumes when the card cools below 75 °C" in heat_guard.status_text(g, status, "en")
-    assert heat_guard.status_text(None, None, "en") == "Heat guard is off"
+    assert heat_guard.status_text(None, None, "en") == "The heat guard is off"
     with pytest.raises(ValueError):
         HeatGuard(guard.run_dir, 80, hold_s=-1)
 

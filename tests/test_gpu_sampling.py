@@ -302,7 +302,7 @@ def test_memory_warning_only_while_the_run_starts():
     watch.attach(1234, now=100.0)
     alerts = present.warnings(snap, watch, lang="en")
     assert [a.kind for a in alerts] == ["memory_full"]
-    assert "lower the “Batch per card”" in alerts[0].text
+    assert "lower “Batch per card”, or the run fails with “CUDA out of memory”" in alerts[0].text
     assert "уменьшите «Батч на карту»" in present.warnings(snap, watch, lang="ru")[0].text
     for step in range(present.STARTING_STEPS):
         watch.on_step({"event": "step", "step": step, "mem_alloc_mb": 5000.0})

@@ -137,7 +137,7 @@ def test_trainer_memory_beside_the_cards_figure_and_warnings(qtbot, fake):
     assert panel.cards[0].temperature_level == "hot"
     kinds = [a.kind for a in panel.alerts]
     assert kinds == ["memory_full", "slowdown"]
-    assert "lower the “Batch per card”" in panel.alerts_label.text()
+    assert "lower “Batch per card”" in panel.alerts_label.text()
     # The test process stands in for the trainer; children left by earlier tests may count.
     assert panel.trainer_label.text().startswith(f"Trainer (pid {os.getpid()}")
     assert panel.trainer_alloc_label.text() == ""  # shown on card 0 already, not twice

@@ -246,7 +246,7 @@ def test_the_fused_steps_second_pass_is_charged_only_where_the_step_is_fused():
     from app.base.plan_texts import RefusalError
 
     t4 = dict(gpu="t4", lang="en", measured=[])
-    with pytest.raises(RefusalError, match="under fp16 \\(what precision auto chose for this card\\)") as e:
+    with pytest.raises(RefusalError, match="under fp16 \\(what the “Auto” precision chose for this card\\)") as e:
         estimate(**t4, lean_state="fused")
     assert e.value.refusal.code == "fused_fp16"
     assert "fused" not in {o.combination.lean_state for o in estimate(**t4, economical="auto").options}

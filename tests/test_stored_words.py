@@ -17,6 +17,7 @@ from app.runs.failure import shown_message
 from app.runs.manager import RunManager
 from app.runs.registry import Registry
 from tests.test_queue_store import cfg
+from tests.test_words import CYRILLIC
 
 
 def test_a_stored_text_in_both_languages_is_read_in_the_readers():
@@ -142,4 +143,42 @@ def test_a_kaggle_run_whose_stop_was_asked_says_so_in_the_history(tmp_path):
         assert shown_row.status_label == "идёт на Kaggle · остановка запрошена" and not shown_row.can_stop
         assert row(rec, "en").status_label == "running on Kaggle · stop asked"
     finally:
+        reg.close()
+
+
+def test_a_queued_retry_s_advice_is_stored_for_the_reader_s_language(tmp_path, tiny_data):
+    """A queued run ran out of memory under a Russian runner: its retry's note («Повторить
+    с батчем 1 (один раз): Не хватило памяти…») was Russian in the English list, its advice
+    made in the runner's language. It reads in English when the interface is English."""
+    import json as _json
+
+    reg = Registry()
+    store = QueueStore(reg.state)
+    try:
+        it = store.add(cfg(tiny_data, "oom"), "local")
+        manager = RunManager(reg)
+        run_id = reg.reserve_run_id(it.name)
+        assert store.claim(it.id, "local", run_id)
+        rec = manager.create(run_config(store.item(it.id)), run_id=run_id)
+        with rec.events_path.open("a", encoding="utf-8") as f:  # the trainer's own words: it ran out of memory
+            for e in ({"event": "start", "time": 1.0, "step": 0},
+                      {"event": "error", "time": 2.0, "step": 0, "kind": "oom", "message": "CUDA out of memory",
+                       "advice": "", "suggested_batch": 1}):
+                f.write(_json.dumps(e) + "\n")
+        reg.set_status(run_id, st.FAILED, "CUDA out of memory")
+        set_language("ru")
+        runner = QueueRunner(RunManager(reg), "test")
+        events = runner._failed(store.item(it.id), reg.get(run_id))  # the runner's verdict on the failure
+        runner.close()
+        assert [e.kind for e in events] == ["retry"] and "Не хватило памяти" in events[0].text
+        notes = {}
+        for lang in ("ru", "en"):
+            set_language(lang)
+            notes[lang] = shown(store.item(it.id).message)
+        assert notes["ru"].startswith("Повторить с батчем 1 (один раз): Не хватило памяти видеокарты"), notes
+        assert notes["en"].startswith("Retry with batch 1 (once): The GPU ran out of memory"), notes
+        assert not CYRILLIC.search(notes["en"]), notes
+    finally:
+        set_language(None)
+        store.close()
         reg.close()

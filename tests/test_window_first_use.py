@@ -368,3 +368,41 @@ def test_every_word_of_the_lab_s_file_dialogs_is_russian_in_the_russian_window(q
     latin = [w for w in words if re.search("[A-Za-z]{2}", w.replace("CSV", ""))]
     assert latin == [], words
     assert "&Папка:" in words and "&Тип файлов:" in words
+
+
+def _cut_history_rows(table) -> list[str]:  # noqa: ANN001
+    """The history's rows the view shows in part: any row that begins inside the viewport
+    and ends below it (a row scrolled out above is not shown)."""
+    height = table.viewport().height()
+    cut = []
+    for r in range(table.rowCount()):
+        top = table.rowViewportPosition(r)
+        if 0 <= top < height < top + table.rowHeight(r):
+            cut.append(f"row {r}: {top}..{top + table.rowHeight(r)} px in a viewport of {height} px")
+    return cut
+
+
+def test_the_history_shows_whole_rows_at_the_window_s_smallest_size(qtbot, app_font, window):  # noqa: F811
+    """At the window's smallest the history's last row was cut in half: the rows it shows are
+    whole at the minimum and a few pixels above it (the minimum's height is this platform's
+    metrics: under another font and style the history's pane ends mid-row), scrolled to the
+    top and to the bottom, and the run in the last whole row is reached by the scroll bar."""
+    from app.base import run_status as st
+    from tests.test_ui_history import row
+
+    window.history.set_rows([row(f"r{i}", st.FINISHED, created=f"2026-11-30 00:{i:02d}") for i in range(12)])
+    window.resize(1, 1)
+    window.main_split.setSizes([1, 10_000])
+    settle(qtbot, window)
+    smallest = window.size()
+    table = window.history.table
+    for extra in (0, 7, 13, 19, 26):
+        window.resize(smallest.width(), smallest.height() + extra)
+        window.right_split.setSizes([1, 10_000])
+        settle(qtbot, window)
+        assert table.viewport().height() >= 2 * table.rowHeight(0)  # the pane shows rows at all
+        bar = table.verticalScrollBar()
+        for value in (bar.minimum(), bar.maximum()):
+            bar.setValue(value)
+            qtbot.waitUntil(lambda: _cut_history_rows(table) == [], timeout=5_000)
+        assert table.rowViewportPosition(table.rowCount() - 1) >= 0  # the bottom: the last run in sight

@@ -202,3 +202,66 @@ def test_one_decimal_mark_and_one_group_space_per_language():
     assert decimal_text(0.003, 3, "ru") == format_value(0.003, "ru") == "0,003"
     assert decimal_text(1.5, 1, "en") == format_value(1.5, "en") == "1.5"
     assert percent_text(0.953, "ru") == "95\u00a0%" and percent_text(0.953, "en") == "95%"
+
+
+def _table_texts(path: Path, table: str) -> dict[str, str]:
+    """code -> every literal piece of that code's sentence in a module's table (a string, an
+    f-string, a function of the parameters), joined: what the walk checks for key names."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for stmt in tree.body:
+        target = stmt.target if isinstance(stmt, ast.AnnAssign) else (
+            stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else None)
+        if isinstance(target, ast.Name) and target.id == table and isinstance(stmt.value, ast.Dict):
+            out = {}
+            for k, v in zip(stmt.value.keys, stmt.value.values, strict=True):
+                pieces = [n.value for n in ast.walk(v) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+                out[k.value] = " ".join(pieces)  # type: ignore[union-attr]
+            return out
+    raise AssertionError(f"no table {table} in {path}")
+
+
+def _names_a_key(text: str) -> str | None:
+    """A run.json key a sentence for people names (a sentence about run.json itself may)."""
+    key = KEYS.search(re.sub(r"`[^`]*`", "", text))
+    return key.group(1) if key and "run.json" not in text else None
+
+
+def test_the_plan_s_sentences_in_the_form_use_the_form_s_words():
+    """The trainer's reasons and refusals the form shows (app/base/plan_texts.py: RU, and in
+    English EN_FORM over the trainer's own sentences) named run.json's keys («выберите
+    lean_state true», "batch_per_card"): each uses the form's field labels; the English a code
+    has no EN_FORM line for is the trainer's, checked too."""
+    from trainer.config.reasons import TEXTS
+
+    plan_texts = ROOT / "app" / "base" / "plan_texts.py"
+    ru, en_form = _table_texts(plan_texts, "RU"), _table_texts(plan_texts, "EN_FORM")
+    trainer_en = _table_texts(ROOT / "trainer" / "config" / "reasons.py", "TEXTS")
+    assert set(ru) == set(TEXTS) and set(trainer_en) == set(TEXTS)
+    found = [f"RU {code}: {key}" for code, text in ru.items() if (key := _names_a_key(text))]
+    found += [f"EN {code}: {key}" for code in TEXTS
+              if (key := _names_a_key(en_form.get(code, trainer_en[code])))]
+    found += [f"EN {code}: Cyrillic" for code, text in en_form.items() if CYRILLIC.search(text)]
+    found += [f"EN {code}: «»" for code, text in en_form.items() if "«" in text or "»" in text]
+    assert not found, "\n".join(found)
+
+
+def test_the_plan_s_field_labels_are_the_form_s():
+    from app.base.plan_texts import FIELD_LABELS
+    from app.form.fields import FIELDS
+
+    by_path = {f.path: f.label for f in FIELDS if f.path}
+    assert {key: by_path.get(key) for key in FIELD_LABELS} == FIELD_LABELS
+
+
+@pytest.mark.parametrize("lang", ["ru", "en"])
+def test_a_refusal_in_the_form_reads_in_the_form_s_words(lang):
+    from app.base.plan_texts import text
+    from trainer.config.reasons import Refusal
+
+    said = text(Refusal("fused_micro_steps", {"lean": "fused", "micro": 2}), lang)
+    want = ("«Облегчённое состояние» «8 бит, без градиентов»", "«8 бит»", "«Токенов за шаг» 0") if lang == "ru" \
+        else ("“Lean state” “8-bit, no gradients”", "“8-bit”", "“Tokens per step” 0")
+    assert all(w in said for w in want) and not KEYS.search(said), said
+    short = text(Refusal("tokens_per_step", {"wanted": 384, "cards": 2, "batch": 6, "context": 64, "micro": 768,
+                                             "near": [768], "batches": [3]}), lang)
+    assert ("«Батч на карту» 3" if lang == "ru" else "“Batch per card” 3") in short and not KEYS.search(short), short

@@ -251,10 +251,10 @@ FIELDS: tuple[FieldSpec, ...] = (
         label={"ru": "Ширина d", "en": "Width d"},
         tooltip={
             "ru": "Длина вектора, которым описан каждый токен. Веса растут как d²: вдвое "
-            "большая d — примерно вчетверо больше весов, памяти и времени на шаг. d должна "
+            "большая d — примерно вчетверо больше весов. d должна "
             "делиться на число голов без остатка. По умолчанию: {default}.",
             "en": "The length of the vector that describes each token. Weights grow as d²: "
-            "doubling d gives about four times the weights, memory and time per step. d must "
+            "doubling d gives about four times the weights. d must "
             "divide by the number of heads with no remainder. Default: {default}.",
         },
     ),
@@ -288,10 +288,10 @@ FIELDS: tuple[FieldSpec, ...] = (
         locked_on_continue=True,
         label={"ru": "Слои", "en": "Layers"},
         tooltip={
-            "ru": "Глубина: сколько раз подряд модель перерабатывает текст. Веса, память и "
+            "ru": "Глубина: сколько раз подряд модель перерабатывает текст. Веса и "
             "время растут почти линейно: 12 слоёв — примерно в 1,5 раза больше и дольше, "
             "чем 8. По умолчанию: {default}.",
-            "en": "Depth: how many times in a row the model reworks the text. Weights, memory "
+            "en": "Depth: how many times in a row the model reworks the text. Weights "
             "and time grow almost linearly: 12 layers is about 1.5× the size and time of 8. "
             "Default: {default}.",
         },

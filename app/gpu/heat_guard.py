@@ -199,7 +199,7 @@ def status_text(guard: HeatGuard | None, status: GuardStatus | None,
     from app.base.i18n import t
 
     if guard is None:
-        return t("Защита от перегрева выключена", "Heat guard is off", lang)
+        return t("Защита от перегрева выключена", "The heat guard is off", lang)
     limit = f"{guard.threshold_c:.0f} °C"
     if status is None or status.state == IDLE:
         return t(f"Защита от перегрева: пауза, если карта ≥ {limit} дольше {decimal_text(guard.hold_s, 0, 'ru')} с",

@@ -343,8 +343,7 @@ def warnings(snap: Snapshot, watch: RunWatch | None = None, now: float | None = 
                 f"GPU {gpu.index}: память почти заполнена ({percent_text(gpu.mem_fraction, 'ru')}) при старте "
                 "прогона — уменьшите «Батч на карту», иначе будет «CUDA out of memory»",
                 f"GPU {gpu.index}: memory is almost full ({percent_text(gpu.mem_fraction, 'en')}) as the run "
-                "starts — lower the “Batch per card” or it will fail with "
-                "\"CUDA out of memory\"", lang)))
+                "starts — lower “Batch per card”, or the run fails with “CUDA out of memory”", lang)))
         if temperature_level(gpu) == "hot":
             out.append(Alert("slowdown", gpu.index, t(
                 f"GPU {gpu.index}: {decimal_text(gpu.temp_c, 0, 'ru')} °C — порог замедления карты "

@@ -112,15 +112,15 @@ def has_room(folder: Path, need: int | None) -> tuple[bool, str]:
     return False, room_text(free, need)
 
 
-def continued_text(verdict_: str, checkpoint: str | None, step: int | None) -> str:
-    """What the item's line says once it is back in line without spending its retry."""
+def continued_text(verdict_: str, checkpoint: str | None, step: int | None, lang: str | None = None) -> str:
+    """What the item's line says once it is back in line without spending its retry, in `lang`."""
     if verdict_ == ROOM:
-        head = t("остановлен: диск заполнен", "stopped: the disk is full")
+        head = t("остановлен: диск заполнен", "stopped: the disk is full", lang)
     else:
-        head = t("прерван вместе с компьютером", "lost with the computer")
+        head = t("прерван вместе с компьютером", "lost with the computer", lang)
     if checkpoint:
-        where = t(f"продолжится с чекпоинта (шаг {step})", f"continues from its checkpoint (step {step})") \
-            if step is not None else t("продолжится с чекпоинта", "continues from its checkpoint")
+        where = t(f"продолжится с чекпоинта (шаг {step})", f"continues from its checkpoint (step {step})", lang) \
+            if step is not None else t("продолжится с чекпоинта", "continues from its checkpoint", lang)
     else:
-        where = t("чекпоинта ещё не было — начнётся заново", "no checkpoint yet — it starts again")
-    return t(f"{head}; {where}; повтор не потрачен", f"{head}; {where}; its retry is not spent")
+        where = t("чекпоинта ещё не было — начнётся заново", "no checkpoint yet — it starts again", lang)
+    return t(f"{head}; {where}; повтор не потрачен", f"{head}; {where}; its retry is not spent", lang)

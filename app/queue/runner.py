@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..base import run_status as st
-from ..base.i18n import t
+from ..base.i18n import in_language, t
 from ..base.numbers import format_value, loss_text
 from ..base.state import StateError
 from ..base.state_faults import holder_text, locked
@@ -387,23 +387,27 @@ class QueueRunner:
         f = self.manager.failure(rec.id)
         how = retry.verdict(rec, f, rec.id in self._watched, self._booted, retry.free_bytes(rec.path))
         if how != retry.SPEND and f is not None and (cfg := self._continuation(it, rec, f)) is not None:
-            text = retry.continued_text(how, f.checkpoint, _checkpoint_step(f.checkpoint))
+            step = _checkpoint_step(f.checkpoint)
+            # Stored in both languages: the list is read later, perhaps in the other one.
+            text = both(*(retry.continued_text(how, f.checkpoint, step, lang) for lang in ("ru", "en")))
             room = retry.room_needed(rec) if how == retry.ROOM else None
-            log.info("queue: item %s: %s", it.id, text)
+            log.info("queue: item %s: %s", it.id, shown(text))
             self.store.retry(it.id, cfg, rec.id if cfg.get("resume_from") else None, text, spend=False,
                              room_bytes=room)
-            return [QueueEvent("retry", self.store.item(it.id), text)]
-        advice = f.advice if f is not None else (shown_message(rec.last_message) or "")
+            return [QueueEvent("retry", self.store.item(it.id), shown(text))]
+        # The advice in each language (the runner's is not the reader's).
+        ru, en = ((in_language(f.advice, lang) if f is not None else (shown_message(rec.last_message, lang) or ""))
+                  for lang in ("ru", "en"))
         if it.attempt == 1 and f is not None and f.can_retry:
             cfg = self._continuation(it, rec, f)
             if cfg is not None:
                 parent = rec.id if cfg.get("resume_from") else None
                 # Stored in both languages: the list is read later, perhaps in the other one.
-                stored = both(f"{f.retry_label('ru') or 'Повторить'} (один раз): {advice}",
-                              f"{f.retry_label('en') or 'Retry'} (once): {advice}")
+                stored = both(f"{f.retry_label('ru') or 'Повторить'} (один раз): {ru}",
+                              f"{f.retry_label('en') or 'Retry'} (once): {en}")
                 self.store.retry(it.id, cfg, parent, stored)
                 return [QueueEvent("retry", self.store.item(it.id), shown(stored))]
-        stored = both(f"пропущен, очередь идёт дальше: {advice}", f"skipped, the queue goes on: {advice}")
+        stored = both(f"пропущен, очередь идёт дальше: {ru}", f"skipped, the queue goes on: {en}")
         self.store.finish(it.id, FAILED, stored, ended_at=rec.ended_at)
         self.failed.append(it.id)
         return [QueueEvent("failed", self.store.item(it.id), shown(stored))]

@@ -15,7 +15,7 @@ from typing import Any
 from trainer.config.run_config import smaller_batch
 
 from ..base import run_status as st
-from ..base.i18n import t
+from ..base.i18n import said, t
 from ..base.memory_saving import economical_level, economical_step_up
 from ..base.numbers import format_value, plural_ru, sig_text
 from ..base.stored_text import shown
@@ -33,7 +33,7 @@ NO_ROOM_WORDS = ("[Errno 28]", "[Errno 27]", "[Errno 122]", "No space left", "Fi
 class Failure:
     kind: str                      # oom, nan, data, other, vanished
     message: str                   # what happened (the trainer's words)
-    advice: str                    # what to do, in the interface language
+    advice: str                    # what to do, in the interface language (a Said: both kept for a later reader)
     step: int | None = None
     checkpoint: str | None = None  # the newest intact checkpoint, if any
     batch: int | None = None       # the batch that failed (oom)
@@ -123,33 +123,34 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
         more = f.batch * micro // f.suggested_batch if kept else None
         # The economical mode's next level, if there is one, keeps the batch (and so the
         # training's dynamics) as it is: offered beside the smaller batch.
-        level_up = economical_step_up(economical_level(training.get("economical")) or "off")
+        level = economical_level(training.get("economical")) or "off"
+        level_up, level_up_en = economical_step_up(level, "ru"), economical_step_up(level, "en")
         if f.batch and f.batch > 1:
-            f.advice = t(
+            f.advice = said(
                 f"Не хватило памяти видеокарты. Уменьшите «Батч на карту» с {f.batch} до {f.suggested_batch}"
                 + (f" ({more} {plural_ru(more, 'микрошаг', 'микрошага', 'микрошагов')} вместо {micro}: "
                    "токенов за шаг столько же, обучение то же)" if more else "")
                 + (f" или {level_up} — батч останется прежним." if level_up else "."),
                 f"The GPU ran out of memory. Lower “Batch per card” from {f.batch} to {f.suggested_batch}"
                 + (f" ({more} micro-steps instead of {micro}: the same tokens per step, the same training)" if more else "")
-                + (f", or {level_up} and keep the batch." if level_up else "."),
+                + (f", or {level_up_en} and keep the batch." if level_up_en else "."),
             )
         else:
             f.suggested_batch = None
             # The economical mode helps only up to its full level: the next level, or
             # nothing when the run already used the full one.
-            f.advice = t(
+            f.advice = said(
                 "Не помещается даже батч 1: уменьшите контекст или размер модели"
                 + (f", или {level_up}." if level_up else "."),
                 "Even batch 1 does not fit: lower the context or the model size"
-                + (f", or {level_up}." if level_up else "."),
+                + (f", or {level_up_en}." if level_up_en else "."),
             )
     elif kind == "nan":
         f.lr = training.get("lr")
         f.suggested_lr = float(f"{f.lr / 3:.2g}") if isinstance(f.lr, (int, float)) else None
         lower_ru = f" с {format_value(f.lr, 'ru')} до {format_value(f.suggested_lr, 'ru')}" if f.suggested_lr else ""
         lower_en = f" from {format_value(f.lr, 'en')} to {format_value(f.suggested_lr, 'en')}" if f.suggested_lr else ""
-        f.advice = t(
+        f.advice = said(
             f"Loss стал NaN: обучение разошлось. Уменьшите скорость обучения{lower_ru} и продолжите с "
             "последнего чекпоинта.",
             f"The loss became NaN: training diverged. Lower the learning rate{lower_en} and continue from the "
@@ -158,12 +159,12 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
     elif kind == "data":
         f.file = _data_file(message)
         where = f.file or message
-        f.advice = t(
+        f.advice = said(
             f"Данные не читаются: {where}. Подготовьте данные заново (панель данных или `ternit data prepare`).",
             f"The data cannot be read: {where}. Prepare the data again (the data panel or `ternit data prepare`).",
         )
     elif not started:
-        f.advice = t(
+        f.advice = said(
             f"Обучение не началось: {message}. Исправьте настройки прогона и запустите снова.",
             f"Training did not start: {message}. Fix the run's settings and start again.",
         )
@@ -171,10 +172,11 @@ def failure_from_events(events: list[Event], config: dict[str, Any] | None = Non
         # The trainer's own advice is English (it ships alone to Kaggle) and, for an
         # unexpected error, says only where the traceback is: the Russian text says it.
         extra = str(err.get("advice") or "").strip()
-        f.advice = t(
+        f.advice = said(
             "Обучение остановилось с ошибкой. Подробности и трассировка — в trainer.log.",
-            f"Training stopped with an error. {extra + '. ' if extra else ''}Details are in trainer.log.",
-        ).replace("..", ".")
+            f"Training stopped with an error. {extra + '. ' if extra else ''}Details are in trainer.log."
+            .replace("..", "."),
+        )
     return f
 
 
@@ -185,7 +187,7 @@ def vanished(last_step: int | None, checkpoint: str | None, log_line: str | None
         kind=VANISHED,
         message=t(f"Последняя строка trainer.log: {log_line}", f"The last line of trainer.log: {log_line}")
         if log_line else "",
-        advice=t(
+        advice=said(
             "Процесс обучения пропал (его завершили или компьютер выключился). "
             + ("Продолжите с последнего чекпоинта." if checkpoint else "Чекпоинта нет: запустите заново."),
             "The trainer process disappeared (it was killed, or the computer went down). "
@@ -201,10 +203,10 @@ def kaggle_failed(last_step: int | None, checkpoint: str | None, message: str, p
     (no quota, a refused key or push: the message says which), or its kernel ended
     without the trainer's result (the message carries the kernel log's last lines)."""
     if not pushed:
-        advice = t("Прогон не дошёл до Kaggle: устраните причину выше (аккаунт, квота, сеть) и нажмите «Повторить».",
+        advice = said("Прогон не дошёл до Kaggle: устраните причину выше (аккаунт, квота, сеть) и нажмите «Повторить».",
                    "The run did not reach Kaggle: deal with the reason above (account, quota, network) and press Retry.")
     else:
-        advice = t(
+        advice = said(
             "Ядро Kaggle завершилось без итога обучения; его журнал — в trainer.log прогона. "
             + ("Продолжите с последнего чекпоинта." if checkpoint else "Чекпоинта нет: запустите заново."),
             "The Kaggle kernel ended without the trainer's result; its log is in the run's trainer.log. "

@@ -106,6 +106,7 @@ class HistoryView(QWidget):
         self.user_widths: dict[str, int] = {}  # column key -> the width the user dragged it to
         self._filling = False
         self._fitting = False
+        self._row_gap = 0  # px left empty under the table so that it ends on a whole row
         cols = _columns()
         self._keys = [c[0] for c in cols]
         self.table = QTableWidget(0, len(cols))
@@ -171,6 +172,19 @@ class HistoryView(QWidget):
         layout.addLayout(bar)
         layout.addWidget(self.table, 1)
         self._selection_changed()
+
+    def _fit_whole_rows(self) -> None:
+        """When the rows overflow the table, it ends on a whole row: the pixels of a row that
+        would be cut stay empty under it. A pane that ends mid-row (the window at its smallest,
+        a splitter dragged) showed half a run as if it were the last one; the scroll bar says
+        that more follow."""
+        table = self.table
+        step = table.rowHeight(0) if table.rowCount() else table.verticalHeader().defaultSectionSize()
+        space = table.viewport().height() + self._row_gap  # the height the rows would have without the gap
+        gap = space % step if step > 0 and table.rowCount() * step > space else 0
+        if gap != self._row_gap:
+            self._row_gap = gap
+            self.layout().setContentsMargins(0, 0, 0, gap)
 
     def context_actions(self, row: int) -> list[QAction]:
         """The context menu's items for a table row (none off the rows)."""
@@ -302,6 +316,7 @@ class HistoryView(QWidget):
             self.select(keep)
         self._selection_changed()
         self.fit_columns()
+        self._fit_whole_rows()  # the count of rows decides whether they overflow
 
     # -- columns -------------------------------------------------------------------------
 
@@ -341,6 +356,7 @@ class HistoryView(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
         if event.type() == QEvent.Type.Resize and watched is self.table.viewport():
             self._fit_name()
+            self._fit_whole_rows()
         return super().eventFilter(watched, event)
 
     def _section_resized(self, column: int, _old: int, new: int) -> None:
