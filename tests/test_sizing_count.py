@@ -14,7 +14,7 @@ import pytest
 from app.sizing.combos import offered
 from app.sizing.formulas import Shape
 from trainer.config.run_config import ModelConfig, RunConfig, TrainingConfig
-from trainer.plan.memory_model import MiB, estimate_memory
+from trainer.plan.memory_model import COUNTED, MiB, counted_behind, estimate_memory
 from trainer.plan.planner import known_machine
 from trainer.step import memory_count as mc
 
@@ -35,6 +35,12 @@ def test_the_estimate_is_within_5_percent_of_the_count(machine, shape):
         counted = mc.count(run, p, categories=False)["peak_mb"]
         est = estimate_memory(Shape(*shape), p.precision.value, cards=m.processes, economical=combo.level,
                               step=p.step.value, sharding=p.sharding.value, device="gpu").peak / MiB
+        assert counted_behind(machine, p.sharding.value)  # the form says «подсчитано» for it
         rows.append((combo.level, combo.lean_state, counted, round(est, 1), est / counted - 1))
     assert len(rows) == (12 if m.processes == 1 else 6)  # every level × lean state the plan takes
     assert [r for r in rows if abs(r[4]) > 0.05] == []
+
+
+def test_the_table_of_counted_machines_is_what_this_test_proves():
+    """The form's «подсчитано» rests on COUNTED: each machine there is a case here."""
+    assert set(COUNTED) == {machine for machine, _ in CASES}

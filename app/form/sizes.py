@@ -91,6 +91,9 @@ def memory_rows(est: Estimate) -> list[SizeRow]:
     cpu = est.gpu == "cpu"
     of = t(f" из {mb(have)} МБ", f" of {mb(have)} MB") if have else ""
     note = (t("помещается", "fits") if fits else t("не помещается", "does not fit")) if fits is not None else ""
+    # What the figure rests on: the count of the trainer's own step, or the formula alone.
+    basis = t("подсчитано", "counted") if est.memory_counted else t("оценка", "an estimate")
+    note = f"{basis}; {note}" if note else basis
     if est.max_batch:
         note += t(f"; наибольший батч ≈{est.max_batch}", f"; largest batch ≈{est.max_batch}")
     if cpu:  # the framework's share on the CPU is no CUDA context: only the four parts

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
+from trainer.plan.memory_model import counted_behind
 from trainer.plan.planner import Plan
 
 from .combos import Combination
@@ -97,6 +98,13 @@ class Estimate:
         return self.speed.kind == "measured"
 
     @property
+    def memory_counted(self) -> bool:
+        """A count of the trainer's own step stands behind the memory figure: this machine and
+        sharding are ones tests/test_sizing_count.py holds within 5 % of the count
+        (trainer.plan.memory_model.COUNTED); elsewhere the figure is the formula's estimate."""
+        return counted_behind(self.gpu, self.plan.sharding.value)
+
+    @property
     def level(self) -> str:
         return self.combination.level
 
@@ -121,6 +129,7 @@ class Estimate:
                 "fixed_share": sp.fit.fixed_s * self.tokens_per_s / self.tokens_per_step,
             },
             memory_mb=asdict(self.memory),
+            memory_counted=self.memory_counted,
             memory_calibration={"factor": self.calibration_factor, "run": self.calibration_run},
             # The level of the combination that fits (as before the lean state), and the
             # whole combination.
