@@ -59,11 +59,25 @@ def time_row(est: Estimate, steps_to: int) -> SizeRow:
     """The time to «Шагов до»; an estimate, and said so, until this shape is measured."""
     source = est.tokens_per_s_source
     speed_t = t(f"{format_value(int(est.tokens_per_s))} ток/с", f"{format_value(int(est.tokens_per_s))} tok/s")
-    note = ", ".join(x for x in (time_parts(est, current_language()), source, speed_t) if x)
+    note = ", ".join(x for x in (time_parts(est, current_language()), source, speed_t, _counted_passes(est)) if x)
     if not est.is_measurement and not any(w in source.lower() for w in ("оценк", "estimat")):
         note += t(" — оценка, не замер", " — an estimate, not a measurement")
     return SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
                    "≈ " + duration_text(est.seconds_to_steps), note)
+
+
+def _counted_passes(est: Estimate) -> str:
+    """What the speed counts beyond the normal step: recomputation's extra forward and the
+    fused step's second backward pass (the plan's same figures, trainer.plan.step_cost)."""
+    b = est.step_basis
+    parts = []
+    if b.get("recompute"):
+        parts.append(t(f"пересчёт +{sig_text(100 * b['recompute'], 2, 'ru')} %",
+                       f"recompute +{sig_text(100 * b['recompute'], 2, 'en')} %"))
+    if b.get("second_backward"):
+        parts.append(t(f"второй обратный проход +{sig_text(100 * b['second_backward'], 2, 'ru')} %",
+                       f"a second backward pass +{sig_text(100 * b['second_backward'], 2, 'en')} %"))
+    return t(f"учтены: {' и '.join(parts)}", f"counted: {' and '.join(parts)}") if parts else ""
 
 
 def limit_row(est: Estimate, limit_min: Any) -> SizeRow:

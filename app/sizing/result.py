@@ -4,7 +4,7 @@ object, whose keys stay as they were (plus the new ones)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from trainer.plan.memory_model import counted_behind
@@ -91,6 +91,9 @@ class Estimate:
     tokens_per_weight: float | None
     passes: float | None
     advice: tuple[Advice, ...] = ()
+    # What the speed counts of this combination beyond the normal step (trainer.plan.step_cost
+    # .speed_basis): recomputation's extra forward and the fused step's second backward pass.
+    step_basis: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def is_measurement(self) -> bool:
