@@ -95,7 +95,9 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
                     "compiled backward pass would run only after every gradient is made",
     "compile_fsdp": "auto: off: FSDP gathers and frees each block's weights in hooks that whole-model "
                     "compilation does not follow",
-    "compile_no_triton": "auto: off: torch.compile needs Triton for a CUDA card, and it is not installed",
+    "compile_no_triton": "auto: off: torch.compile needs Triton for a CUDA card, and it is not installed (on "
+                         "Windows: the triton-windows package, which the set-up installs only for a torch whose "
+                         "Triton version it knows, trainer/plan/cuda_build.py)",
     "samples_on": "every {every} steps, {tokens} new tokens a prompt",
     "samples_zero": "off: training.sample_tokens is 0",
     "samples_fsdp": "off under FSDP: the weights are spread over the processes (ternit sample works on the "
