@@ -134,6 +134,30 @@ def pip(py: Path, *args: str) -> None:
     subprocess.run([str(py), "-m", "pip", "install", "-q", *PIP_PATIENCE, *args], check=True, cwd=ROOT)
 
 
+def triton_for_windows(py: Path) -> None:
+    """torch.compile's Triton beside a CUDA build of torch on Windows: triton-windows at the
+    version that torch pins (trainer/plan/cuda_build.py's table), or a line saying why
+    compile stays off (the plan says it again: compile_no_triton)."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from trainer.plan.cuda_build import triton_windows_spec  # standard library only
+
+    version = installed_torch(py)
+    spec = triton_windows_spec(version)
+    if spec is None:
+        if "+cu" in version:
+            print(f"lab: no triton-windows known for torch {version}: torch.compile stays off on the card "
+                  "(pip install triton-windows at the version that torch pins turns it on)", flush=True)
+        return
+    try:
+        pip(py, spec)
+    except subprocess.CalledProcessError:  # the lab runs without it: compile off, the plan says why
+        print(f"lab: {spec} could not be installed: torch.compile stays off on the card", file=sys.stderr,
+              flush=True)
+        return
+    print(f"lab: {spec} installed for torch {version} (torch.compile on the card)", flush=True)
+
+
 def setup() -> Path:
     """Make or update the venv; returns its Python."""
     need = min_python()
@@ -163,6 +187,8 @@ def setup() -> Path:
           + (" from PyPI: PyTorch's index could not be reached" if chosen != torch else ""), flush=True)
     if chosen != torch:
         key = ""  # not the build chosen: the next set-up tries PyTorch's index again
+    if os.name == "nt":
+        triton_for_windows(py)
     check = subprocess.run([str(py), "-m", "trainer.plan.cuda_build"], cwd=ROOT)
     if check.returncode != 0:  # its one line says what to install; the lab still opens (Kaggle, the CPU)
         print("lab: this torch cannot drive the card above; local runs on it are refused until it is "

@@ -164,3 +164,16 @@ def test_python_m_trainer_cuda_build_says_the_verdict_in_one_line(nvidia_smi):
                           encoding="utf-8", timeout=600)
     assert done.returncode == 1 and len(done.stdout.strip().splitlines()) == 1
     assert "RTX 5070 Ti" in done.stdout and "/whl/cu128" in done.stdout
+
+
+@pytest.mark.parametrize(("torch_version", "spec"), [
+    ("2.10.1+cu128", "triton-windows>=3.6,<3.7"),
+    ("2.11.0+cu128", "triton-windows>=3.6,<3.7"),  # 2.11 kept 2.10's Triton
+    ("2.12.0+cu130", "triton-windows>=3.7,<3.8"),
+    ("2.6.0+cu126", "triton-windows>=3.2,<3.3"),
+    ("2.13.0+cpu", None),  # the CPU build: nothing to compile for a card
+    ("2.13.0", None),  # PyPI's Windows wheel is the CPU build
+    ("2.99.0+cu128", None),  # a torch whose Triton the table does not know: compile off, said
+])
+def test_triton_windows_matches_the_torch_it_goes_beside(torch_version, spec):
+    assert cuda_build.triton_windows_spec(torch_version) == spec

@@ -8,6 +8,7 @@ import pytest
 from app.base.i18n import set_language
 from app.data.prepared import Prepared
 from app.form.run_form import Account, ContinueFrom, FormContext, RunForm
+from app.sizing.estimate import estimate
 from trainer.config.run_config import heads_that_work
 
 pytestmark = pytest.mark.usefixtures("russian")  # conftest: the interface in Russian
@@ -454,3 +455,19 @@ def test_a_continued_run_keeps_its_tokens_per_step_on_two_cards_by_a_smaller_bat
     form.set_text("steps_to", "")  # an empty field: no estimate, and no old refusal kept
     form.estimate()
     assert form.plan_refusal() is None
+
+
+def test_the_memory_line_says_counted_where_a_count_stands_behind_it():
+    """«подсчитано» on the machines and shardings the count holds within 5 %
+    (trainer.plan.memory_model.COUNTED, proven by tests/test_sizing_count.py); an estimate
+    elsewhere: a card it was not checked on, the CPU, and FSDP, which the counter refuses."""
+    def memory_note(gpu: str) -> str:
+        form = RunForm(FormContext())
+        form.set("gpu", gpu)
+        return next(r for r in form.size_rows() if r.key == "memory").note
+
+    assert memory_note("rtx5070ti").startswith("подсчитано")
+    assert memory_note("t4x2").startswith("подсчитано")  # DDP, the plan's sharding here
+    assert memory_note("t4").startswith("оценка") and memory_note("cpu").startswith("оценка")
+    assert not estimate(gpu="t4x2", sharding="fsdp").memory_counted
+    assert estimate(gpu="t4x2", sharding="ddp").memory_counted

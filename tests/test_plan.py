@@ -169,6 +169,8 @@ def test_the_russian_table_has_every_code_of_the_contract_and_renders_its_parame
         "memory_fits": {"allocated": 9755.1, "framework": 790.2, "needed": 10545.3, "card": 16384.0},
         "does_not_fit": {"allocated": 25465.0, "framework": 1418.6, "needed": 26883.6, "card": 16384.0, "fits": True,
                          "level": "off", "lean": "on", "sharding": "none", "fit_needed": 10562.0, "arithmetic": 1.0},
+        "speed_basis": {"ms": 279.2, "note_ms": 149.0, "arithmetic": 1.87, "recompute": 0.2,
+                        "second_backward": 0.67, "backward_passes": 2.0},
         "out_of_range": {"key": "model.width", "low": 1, "high": 65536, "above": False, "value": 70000,
                          "reason": "one width × width matrix"},
     }

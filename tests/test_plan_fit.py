@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from trainer.config.__main__ import main as check
 from trainer.config.run_config import ModelConfig, RunConfig, TrainingConfig
 from trainer.plan.fit import fastest_fitting, fit_of, verdict
@@ -73,3 +75,34 @@ def test_the_trainers_advice_at_batch_1_names_what_fits(tmp_path):
         assert "no combination" in trainer.oom(RuntimeError("out of memory")).advice
     finally:
         trainer.events.close()
+
+
+def test_the_plans_speed_says_what_it_rests_on(tmp_path, capsys):
+    """The note's 149 ms a step at the full model on an RTX 5070 Ti, with the combination's
+    recompute and second backward pass counted in its arithmetic (trainer.plan.step_cost)."""
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(full(lean_state="on").to_dict()))
+    assert check([str(path), "--machine", "rtx5070ti"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("speed"))
+    # The note's own shape, one backward pass, no recompute: the note's figure itself.
+    assert "≈ 149 ms a step: the note's 149 ms a step (1.67 B weights, 1,024 tokens, RTX 5070 Ti" in line
+    assert "×1.00 the normal step's" in line and "(1 backward pass a step) counted" in line
+    path.write_text(json.dumps(full(lean_state="fused", economical="full").to_dict()))
+    assert check([str(path), "--machine", "rtx5070ti", "--json"]) == 0
+    speed = json.loads(capsys.readouterr().out)["speed"]["params"]
+    assert speed["backward_passes"] == 2 and speed["second_backward"] == 2 / 3 and speed["recompute"] > 0
+    assert speed["ms"] == pytest.approx(149 * (1 + speed["recompute"] + speed["second_backward"]))
+    # A card with no measured step time says so, and still counts the passes.
+    assert check([str(path), "--machine", "rtx3050"]) == 0
+    assert "no measured step time of this card to scale" in capsys.readouterr().out
+
+
+def test_the_forms_time_estimate_says_what_it_counts(russian):
+    from app.form.sizes import time_row
+    from app.sizing.estimate import estimate
+
+    full_model = dict(layers=26, width=2304, heads=18, context=1024, vocab=4000, batch=1, gpu="rtx5070ti")
+    note = time_row(estimate(**full_model, economical="full", lean_state="fused"), 1000).note
+    assert "149 мс на шаг" in note  # the speed's basis: the note
+    assert "учтены: пересчёт +" in note and "и второй обратный проход +67 %" in note
+    assert "учтены:" not in time_row(estimate(**full_model, lean_state="on"), 1000).note

@@ -117,3 +117,18 @@ def test_an_unreachable_torch_index_is_given_up_in_seconds_and_pypi_said(lab, ca
         lab.torch_source(["torch", "--index-url", url], reachable=lambda u: "refused", explicit=True)
     assert lab.torch_source(["torch==2.13.0"]) == ["torch==2.13.0"]  # PyPI: nothing to ask
     assert "--timeout" in lab.PIP_PATIENCE and "--retries" in lab.PIP_PATIENCE
+
+
+def test_the_set_up_installs_triton_windows_beside_a_cuda_torch_or_says_why_not(lab, monkeypatch, capsys):
+    """lab.triton_for_windows (run by the set-up on Windows only): pip is asked for the
+    triton-windows that this torch pins; for a torch the table does not know, one line why
+    compile stays off. Under the Wine kit only the install and the import can be checked,
+    never a compile on a card (there is none)."""
+    asked: list[tuple[str, ...]] = []
+    monkeypatch.setattr(lab, "pip", lambda py, *args: asked.append(args))
+    monkeypatch.setattr(lab, "installed_torch", lambda py: "2.12.0+cu128")
+    lab.triton_for_windows(Path("python"))
+    assert asked == [("triton-windows>=3.7,<3.8",)]
+    monkeypatch.setattr(lab, "installed_torch", lambda py: "2.99.0+cu128")
+    lab.triton_for_windows(Path("python"))
+    assert len(asked) == 1 and "torch.compile stays off on the card" in capsys.readouterr().out

@@ -150,7 +150,9 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
         "градиентного хука, а скомпилированный обратный проход запустил бы их лишь после всех градиентов"),
     "compile_fsdp": "авто: выключена: FSDP собирает и освобождает веса каждого блока в хуках, за которыми "
                     "компиляция всей модели не следит",
-    "compile_no_triton": "авто: выключена: для видеокарты torch.compile нужен Triton, а он не установлен",
+    "compile_no_triton": "авто: выключена: для видеокарты torch.compile нужен Triton, а он не установлен (в "
+                         "Windows это пакет triton-windows: установка лабы ставит его только к torch, чью версию "
+                         "Triton она знает)",
     "samples_on": lambda p: (
         f"каждые {_shown(p['every'])} {plural_ru(p['every'], 'шаг', 'шага', 'шагов')}, {p['tokens']} "
         f"{plural_ru(p['tokens'], 'новый токен', 'новых токена', 'новых токенов')} на затравку"),
@@ -160,6 +162,13 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
     "memory_fits": lambda p: (
         f"{_mib(p['allocated'])} МиБ выделит программа по оценке + {_mib(p['framework'])} МиБ фреймворку = "
         f"{_mib(p['needed'])} МиБ из {_mib(p['card'])} МиБ карты: помещается"),
+    "speed_basis": lambda p: (
+        (f"≈ {_shown(round(p['ms']))} мс на шаг: {_shown(round(p['note_ms']))} мс на шаг из заметки (1,67 млрд "
+         "весов, 1024 токена, RTX 5070 Ti; GUIDE.md «Экономный режим»), пересчитанные на эту форму по арифметике"
+         if p["ms"] is not None else "замеренного времени шага этой карты нет")
+        + f"; арифметика шага ×{_shown(round(p['arithmetic'], 2))} обычного: лишний прямой проход пересчёта "
+        f"+{_shown(round(p['recompute'], 2))}, второй обратный проход +{_shown(round(p['second_backward'], 2))} "
+        f"(обратных проходов за шаг: {_shown(round(p['backward_passes']))}) учтены"),
     # ---- refusals ---------------------------------------------------------------------------
     "does_not_fit": lambda p: (
         f"не помещается: {_mib(p['allocated'])} МиБ выделит программа по оценке + {_mib(p['framework'])} МиБ "

@@ -59,11 +59,25 @@ def time_row(est: Estimate, steps_to: int) -> SizeRow:
     """The time to «Шагов до»; an estimate, and said so, until this shape is measured."""
     source = est.tokens_per_s_source
     speed_t = t(f"{format_value(int(est.tokens_per_s))} ток/с", f"{format_value(int(est.tokens_per_s))} tok/s")
-    note = ", ".join(x for x in (time_parts(est, current_language()), source, speed_t) if x)
+    note = ", ".join(x for x in (time_parts(est, current_language()), source, speed_t, _counted_passes(est)) if x)
     if not est.is_measurement and not any(w in source.lower() for w in ("оценк", "estimat")):
         note += t(" — оценка, не замер", " — an estimate, not a measurement")
     return SizeRow("time", t(f"Время до шага {format_value(steps_to)}", f"Time to step {format_value(steps_to)}"),
                    "≈ " + duration_text(est.seconds_to_steps), note)
+
+
+def _counted_passes(est: Estimate) -> str:
+    """What the speed counts beyond the normal step: recomputation's extra forward and the
+    fused step's second backward pass (the plan's same figures, trainer.plan.step_cost)."""
+    b = est.step_basis
+    parts = []
+    if b.get("recompute"):
+        parts.append(t(f"пересчёт +{sig_text(100 * b['recompute'], 2, 'ru')} %",
+                       f"recompute +{sig_text(100 * b['recompute'], 2, 'en')} %"))
+    if b.get("second_backward"):
+        parts.append(t(f"второй обратный проход +{sig_text(100 * b['second_backward'], 2, 'ru')} %",
+                       f"a second backward pass +{sig_text(100 * b['second_backward'], 2, 'en')} %"))
+    return t(f"учтены: {' и '.join(parts)}", f"counted: {' and '.join(parts)}") if parts else ""
 
 
 def limit_row(est: Estimate, limit_min: Any) -> SizeRow:
@@ -91,6 +105,9 @@ def memory_rows(est: Estimate) -> list[SizeRow]:
     cpu = est.gpu == "cpu"
     of = t(f" из {mb(have)} МБ", f" of {mb(have)} MB") if have else ""
     note = (t("помещается", "fits") if fits else t("не помещается", "does not fit")) if fits is not None else ""
+    # What the figure rests on: the count of the trainer's own step, or the formula alone.
+    basis = t("подсчитано", "counted") if est.memory_counted else t("оценка", "an estimate")
+    note = f"{basis}; {note}" if note else basis
     if est.max_batch:
         note += t(f"; наибольший батч ≈{est.max_batch}", f"; largest batch ≈{est.max_batch}")
     if cpu:  # the framework's share on the CPU is no CUDA context: only the four parts

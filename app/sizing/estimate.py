@@ -20,6 +20,7 @@ from trainer.config.run_config import (
 )
 from trainer.plan.memory_model import Memory, MiB, cublas_workspace_bytes, estimate_memory
 from trainer.plan.planner import Libraries, Machine, Plan, Refusal, plan, precision_choice
+from trainer.plan.step_cost import speed_basis
 
 from ..base.i18n import current_language
 from ..base.numbers import format_value
@@ -324,8 +325,7 @@ def estimate(
     factor, calib_run = _calibration(ctx, c, step)
     mem = ctx.memory(c, step)
     params = param_count(layers, width, context, vocab)
-    per_step = ctx.step_tokens
-    steps = steps_to - start_step
+    per_step, steps = ctx.step_tokens, steps_to - start_step
     e = Estimate(
         gpu=gpu, gpu_label=ctx.facts.label[lang], cards=ctx.facts.cards, precision=ctx.precision,
         combination=c, plan=chosen.plan, auto=economical == "auto", params=params,
@@ -339,5 +339,6 @@ def estimate(
         tokens_wanted=TOKENS_PER_WEIGHT * params, tokens_read=steps * per_step, data_tokens=data_tokens,
         tokens_per_weight=data_tokens / params if data_tokens else None,
         passes=steps * per_step / data_tokens if data_tokens else None,
+        step_basis=speed_basis(s, c.level, step, None),
     )
     return dataclasses.replace(e, advice=tuple(advice(e, ctx.facts, lang, limit_min, ctx.local_name)))

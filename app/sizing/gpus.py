@@ -30,7 +30,7 @@ from trainer.plan.planner import (
     installed_libraries,
     machine_of,
 )
-from trainer.plan.step_cost import CACHE_SLACK, CONTEXT_MB
+from trainer.plan.step_cost import CACHE_SLACK, CONTEXT_MB, NOTE_MS_PER_STEP, NOTE_SHAPE
 
 from .formulas import Shape
 
@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 DEFAULT_SHAPE = Shape()
 # The lab's full model (shared/GUIDE.md's note; issue 13): 26 layers, d 2304, 18 heads,
 # n 1024, V 4000 = 1,667,801,088 weights, batch 1.
-FULL_SHAPE = Shape(26, 2304, 18, 1024, 4000, 1)
+FULL_SHAPE = NOTE_SHAPE
 
 # One T4 on Kaggle, default model: about 49,000 tokens/s (the lab's measurement).
 T4_TOKENS_PER_S = 49_000.0
@@ -58,7 +58,7 @@ class LargeReference:
 # The lab's note: ≈ 149 ms a step of 1,024 tokens at 1.67 B weights on an RTX 5070 Ti
 # (≈ 6,900 tokens/s), in its economical mode at "practically the normal speed".
 NOTE_5070TI = LargeReference(
-    FULL_SHAPE, 1024 / 0.149,
+    FULL_SHAPE, FULL_SHAPE.context / (NOTE_MS_PER_STEP / 1000),
     {"ru": "оценка по замеру большой модели: 1,67 млрд весов на RTX 5070 Ti шли ≈ 149 мс на шаг "
            "(заметка лаборатории)",
      "en": "an estimate from a large model's measurement: 1.67 B weights on an RTX 5070 Ti took ≈ 149 ms a step "

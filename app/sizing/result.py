@@ -4,9 +4,10 @@ object, whose keys stay as they were (plus the new ones)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from trainer.plan.memory_model import counted_behind
 from trainer.plan.planner import Plan
 
 from .combos import Combination
@@ -90,11 +91,21 @@ class Estimate:
     tokens_per_weight: float | None
     passes: float | None
     advice: tuple[Advice, ...] = ()
+    # What the speed counts of this combination beyond the normal step (trainer.plan.step_cost
+    # .speed_basis): recomputation's extra forward and the fused step's second backward pass.
+    step_basis: dict[str, float | None] = field(default_factory=dict)
 
     @property
     def is_measurement(self) -> bool:
         """The speed (and so the time) is this very shape's measurement, not an estimate."""
         return self.speed.kind == "measured"
+
+    @property
+    def memory_counted(self) -> bool:
+        """A count of the trainer's own step stands behind the memory figure: this machine and
+        sharding are ones tests/test_sizing_count.py holds within 5 % of the count
+        (trainer.plan.memory_model.COUNTED); elsewhere the figure is the formula's estimate."""
+        return counted_behind(self.gpu, self.plan.sharding.value)
 
     @property
     def level(self) -> str:
@@ -121,6 +132,7 @@ class Estimate:
                 "fixed_share": sp.fit.fixed_s * self.tokens_per_s / self.tokens_per_step,
             },
             memory_mb=asdict(self.memory),
+            memory_counted=self.memory_counted,
             memory_calibration={"factor": self.calibration_factor, "run": self.calibration_run},
             # The level of the combination that fits (as before the lean state), and the
             # whole combination.

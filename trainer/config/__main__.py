@@ -9,7 +9,7 @@ import json
 
 from trainer.config.reasons import Refusal
 from trainer.config.run_config import ConfigError, load
-from trainer.plan.fit import verdict
+from trainer.plan.fit import speed_reason, verdict
 from trainer.plan.planner import KNOWN_CARDS, known_machine, plan
 
 
@@ -51,15 +51,17 @@ def main(argv: list[str] | None = None) -> int:
     # The plan's memory against the card (trainer/plan/fit.py): a plan that does not fit is
     # refused with the fastest combination that does.
     memory = verdict(cfg, result)
+    speed = speed_reason(cfg, result)  # what the plan's speed rests on, beside its memory
     if isinstance(memory, Refusal):
         if not args.json:
             print("\n".join(result.lines()))
         return refused(memory)
     if args.json:
-        print(json.dumps({"plan": result.as_json(), "memory": memory.as_json() if memory else None},
-                         ensure_ascii=False))
+        print(json.dumps({"plan": result.as_json(), "memory": memory.as_json() if memory else None,
+                          "speed": speed.as_json()}, ensure_ascii=False))
     else:
-        print("\n".join(result.lines() + ([f"  {'memory':<12} {memory.text()}"] if memory else [])))
+        print("\n".join(result.lines() + ([f"  {'memory':<12} {memory.text()}"] if memory else [])
+                        + [f"  {'speed':<12} {speed.text()}"]))
     return 0
 
 

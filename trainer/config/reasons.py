@@ -95,13 +95,22 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
                     "compiled backward pass would run only after every gradient is made",
     "compile_fsdp": "auto: off: FSDP gathers and frees each block's weights in hooks that whole-model "
                     "compilation does not follow",
-    "compile_no_triton": "auto: off: torch.compile needs Triton for a CUDA card, and it is not installed",
+    "compile_no_triton": "auto: off: torch.compile needs Triton for a CUDA card, and it is not installed (on "
+                         "Windows: the triton-windows package, which the set-up installs only for a torch whose "
+                         "Triton version it knows, trainer/plan/cuda_build.py)",
     "samples_on": "every {every} steps, {tokens} new tokens a prompt",
     "samples_zero": "off: training.sample_tokens is 0",
     "samples_fsdp": "off under FSDP: the weights are spread over the processes (ternit sample works on the "
                     "checkpoints)",
     "memory_fits": "{allocated:,.0f} MiB allocated by the estimate + {framework:,.0f} MiB for the framework = "
                    "{needed:,.0f} MiB of the card's {card:,.0f} MiB: fits",
+    "speed_basis": lambda p: (
+        (f"≈ {p['ms']:,.0f} ms a step: the note's {p['note_ms']:.0f} ms a step (1.67 B weights, 1,024 tokens, "
+         "RTX 5070 Ti; GUIDE.md «Экономный режим») scaled to this shape by arithmetic"
+         if p["ms"] is not None else "no measured step time of this card to scale")
+        + f"; a step's arithmetic ×{p['arithmetic']:.2f} the normal step's: recompute's extra forward "
+        f"+{p['recompute']:.2f}, a second backward pass +{p['second_backward']:.2f} "
+        f"({p['backward_passes']:.0f} backward pass{'es' if p['backward_passes'] > 1 else ''} a step) counted"),
     # ---- refusals: what cannot run, and what to change ---------------------------------------
     "does_not_fit": lambda p: (
         f"does not fit: {p['allocated']:,.0f} MiB allocated by the estimate + {p['framework']:,.0f} MiB for the "

@@ -46,6 +46,30 @@ class Card:
         return f"sm_{self.capability[0]}{self.capability[1]}" if self.capability else "sm_?"
 
 
+# torch.compile on a CUDA card needs Triton. Linux's torch wheels bring it; on Windows it is
+# the triton-windows package (PyPI), whose minor version must match the one torch was built
+# with: the Triton minor a torch minor pins (triton-windows' README and release notes:
+# "Triton 3.6 only works with PyTorch >= 2.10"; torch 2.10 and 2.11 use "<3.7", 2.12 "<3.8").
+# A torch not in the table gets none: the plan then says compile is off, and why.
+TRITON_WINDOWS = {(2, 6): (3, 2), (2, 7): (3, 3), (2, 8): (3, 4), (2, 9): (3, 5), (2, 10): (3, 6),
+                  (2, 11): (3, 6), (2, 12): (3, 7)}
+
+
+def triton_windows_spec(torch_version: str) -> str | None:
+    """pip's requirement of triton-windows for the installed torch `torch_version`
+    ("2.10.1+cu128" → "triton-windows>=3.6,<3.7"); None for a CPU build (nothing to
+    compile for) or a torch whose Triton the table does not know."""
+    m = re.match(r"(\d+)\.(\d+)", torch_version)
+    local = torch_version.partition("+")[2]
+    if m is None or not local.startswith("cu"):
+        return None
+    triton = TRITON_WINDOWS.get((int(m[1]), int(m[2])))
+    if triton is None:
+        return None
+    major, minor = triton
+    return f"triton-windows>={major}.{minor},<{major}.{minor + 1}"
+
+
 def _nvidia_smi() -> str | None:
     found = shutil.which("nvidia-smi")
     if found or os.name != "nt":

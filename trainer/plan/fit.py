@@ -21,7 +21,7 @@ from trainer.config.run_config import ECONOMICAL_LEVELS, LEAN_MODES, RunConfig
 from trainer.plan.memory_model import MiB, cublas_workspace_bytes, estimate_memory
 from trainer.plan.planner import Machine, Plan, plan
 from trainer.plan.shape import Shape
-from trainer.plan.step_cost import arithmetic_factor, framework_mb
+from trainer.plan.step_cost import arithmetic_factor, framework_mb, speed_basis
 
 
 @dataclass(frozen=True)
@@ -95,3 +95,11 @@ def verdict(cfg: RunConfig, p: Plan) -> Reason | Refusal | None:
     return Refusal("does_not_fit", {**figures, "fits": True, "level": bp.economical.value,
                                     "lean": bp.step.asked, "sharding": bp.sharding.value,
                                     "fit_needed": best.needed_mb, "arithmetic": best.arithmetic})
+
+
+def speed_reason(cfg: RunConfig, p: Plan) -> Reason:
+    """What the plan's speed for `p` rests on (step_cost.speed_basis): the note's measured
+    step and this combination's recompute and backward passes, counted in its arithmetic."""
+    m = cfg.model
+    s = Shape(m.layers, m.width, m.heads, m.context, m.vocab, cfg.training.batch_per_card)
+    return Reason("speed_basis", speed_basis(s, p.economical.value, p.step.value, p.machine.name))
