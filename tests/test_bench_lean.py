@@ -96,7 +96,8 @@ def test_clip_lag_compares_the_used_coefficient_with_the_exact_one(tmp_path, tin
     # Every later step was scaled by the coefficient of the previous step's norm.
     assert used[1:] == pytest.approx([exact_coef(n, 1.0) for n in norms[:-1]], rel=1e-9)
     assert set(seed["runs"]) == {"lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor",
-                                 "progressive", "progressive_shrink", "progressive_tail"}
+                                 "progressive", "progressive_shrink", "progressive_tail", "factored_exact",
+                                 "factored_progressive"}
     # The trainer's two exact lean steps are the same training bit for bit.
     assert seed["runs"]["fused"]["segment_losses"] == seed["runs"]["exact"]["segment_losses"]
     assert seed["fused_minus_exact"] == 0.0
@@ -168,3 +169,16 @@ def test_clip_lag_progressive_arm_estimates_every_hook_and_without_clipping_is_e
     assert 0.0 <= seed["progressive_est"]["rel_median"] <= seed["progressive_est"]["rel_max"]
     off = _lag(tmp_path, tiny_data, "--runs", "progressive", "--clip", "0")["seeds"][0]
     assert off["runs"]["progressive"]["segment_losses"] == off["runs"]["exact"]["segment_losses"]
+
+
+def test_clip_lag_factored_arms_differ_only_by_their_clipping(tmp_path, tiny_data):
+    """The 8-bit-first, factored-second moments: with clipping off the exactly and the
+    progressively clipped arms are the same training bit for bit (under bf16 too: the
+    stochastic rounding is seeded alike), so what the bench reports between them with
+    clipping on is the clipping's."""
+    off = _lag(tmp_path, tiny_data, "--runs", "factored_exact,factored_progressive", "--clip", "0",
+               "--precision", "bf16")["seeds"][0]
+    runs = off["runs"]
+    assert runs["factored_exact"]["segment_losses"] == runs["factored_progressive"]["segment_losses"]
+    on = _lag(tmp_path, tiny_data, "--runs", "factored_progressive", "--lr", "0.05")["seeds"][0]
+    assert math.isfinite(on["factored_progressive_minus_exact"]) and "factored_progressive_est" in on
