@@ -28,6 +28,22 @@ and step function, from the same initial weights on the same batches:
                   update clipping with d = 1 (Shazeer & Stern 2018), the per-tensor rule of
                   StableAdamW (Wortsman et al. 2023); the moments see the raw gradient
                   (issue 34's candidate; a host sync per parameter here)
+    progressive   one pass, the global norm estimated inside the backward pass: when a
+                  parameter's hook fires, the squares of this step's gradients done so far
+                  (S, this one included) and last step's squares of the same parameters (P)
+                  and of all (P_all) give N² ≈ S · P_all / P (exact when the whole gradient
+                  scales alike: a spike); the gradient is scaled by min(1, clip / N) BEFORE
+                  it enters the moments; the run's first step's squares from a priming pass
+    progressive_shrink  as progressive, the growth s² = (S + w) / (P + w) shrunk towards 1
+                  by a prior of w = ¼ of last step's whole square (few tensors done: little
+                  evidence, the rest assumed as last step)
+    progressive_tail  N² ≈ S + (P_all − P): the tensors not yet done assumed as last step
+    factored_exact  the moments issue 34's memory needs, clipped exactly (a norm-only backward
+                  pass first): the first moment 8-bit block-wise (bitsandbytes' dynamic map,
+                  blocks of 256), the second factored into a row and a column mean of g²
+                  (Adafactor, Shazeer & Stern 2018, β₂ as AdamW's 0.95, bias-corrected), the
+                  AdamW step from them; bf16 weights rounded stochastically as the lean state
+    factored_progressive  the same moments clipped by the progressive estimate in one pass
 
 Reported: over the lagged run's steps, the exact coefficient of each step against the one
 used (relative difference |used − exact| / exact: median, 90th percentile, max), how often
@@ -64,8 +80,14 @@ from trainer.step.step import train_step
 
 from .synthetic import make_prepared
 
-RUNS = ("lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor")
-ONE_PASS = ("lagged", "growth", "pertensor")
+# The progressive arms and the weight of their prior "the rest as last step" (a share of
+# last step's whole square): 0, this step's evidence alone; None, the rest assumed unchanged.
+PROGRESSIVE = {"progressive": 0.0, "progressive_shrink": 0.25, "progressive_tail": None}
+# The small-moment arms (issue 34's memory): an 8-bit first moment and a factored second.
+FACTORED = ("factored_exact", "factored_progressive")
+RUNS = ("lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor", *PROGRESSIVE, *FACTORED)
+ONE_PASS = ("lagged", "growth", "pertensor", *PROGRESSIVE, *FACTORED)
+PRIMED = ("growth", *PROGRESSIVE, "factored_progressive")  # the run's first step's norms from a priming pass
 # Student's t, two-sided 95 %, by degrees of freedom (the seeds less one).
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 NUDGE = 2.0**-23  # one fp32 rounding step, relative
@@ -101,6 +123,24 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
     return model, LeanOptimizer(model, t, cpu, precision, "fused" if kind == "fused" else "held")
 
 
+def progressive_estimate(done: torch.Tensor, done_prev: torch.Tensor, prev_all: torch.Tensor,
+                         prior: float | None) -> torch.Tensor:
+    """The global norm estimated in the middle of a backward pass: `done`, this step's
+    squared gradient norms of the parameters whose hooks have fired (this one included);
+    `done_prev`, last step's squares of the same parameters; `prev_all`, last step's whole
+    square. The parameters not yet done are assumed to have grown as those done did:
+    N² = done + (prev_all − done_prev) · s², s² = done / done_prev — so N is exact when the
+    whole gradient is last step's times one factor (a spike), and exact at the last hook.
+    `prior` (a share of prev_all) shrinks s² towards 1 while little is done; None: s² = 1."""
+    rest = (prev_all - done_prev).clamp_min(0)
+    if prior is None:
+        growth = torch.ones(())
+    else:
+        w = prior * prev_all
+        growth = (done + w) / (done_prev + w).clamp_min(1e-30)
+    return (done + rest * growth).sqrt()
+
+
 def _one_pass_class(kind: str) -> type:
     """The lean optimizer with a one-pass fused step clipped by an estimate of this step's
     norm, which trainer/step/lean.py does not do (measured and rejected there): `lagged`, the
@@ -117,14 +157,34 @@ def _one_pass_class(kind: str) -> type:
             self.priming = False  # a backward pass that measures the norms and updates nothing
             self._sum: torch.Tensor | None = None
             self.clipped = 0  # pertensor: the parameter updates scaled down
+            # progressive: last step's squares of each parameter, and this step's running sums
+            self.prev_sq: dict[int, torch.Tensor] = {}
+            self._done = torch.zeros(())  # this step's squares so far
+            self._done_prev = torch.zeros(())  # last step's squares of the same parameters
+            self._prev_all: torch.Tensor | None = None
+            self.estimates: list[float] = []  # the estimate at each parameter, this step
+            self.norm_only = False  # factored_exact's first backward pass: squares only
+            self.small: dict[int, dict[str, Any]] = {}  # the factored arms' moments
+            self.step_estimates: list[list[float]] = []
 
         def one_pass_step(self, loss: torch.Tensor) -> float:
             """One backward pass updating from the hooks; returns the coefficient used."""
             prev = self.prev_norm
             self._coef = min(1.0, self.clip / (prev + 1e-6)) if self.clip > 0 and prev else 1.0
             self._sum = torch.zeros(())
+            self._done, self._done_prev = torch.zeros(()), torch.zeros(())
+            self._prev_all = torch.stack(list(self.prev_sq.values())).sum() if self.prev_sq else None
+            self.estimates = []
+            if kind == "factored_exact" and self.clip > 0:  # the exact norm from a pass of its own
+                self.norm_only = True
+                loss.backward(retain_graph=True)
+                self.norm_only = False
+                self._coef = min(1.0, self.clip / (float(self._sum.sqrt()) + 1e-6))
+                self._sum = torch.zeros(())
             loss.backward()
             self.prev_norm = self.last_norm = float(self._sum.sqrt())
+            if not self.priming:
+                self.step_estimates.append(self.estimates)
             self._sum = None
             self.updates += 0 if self.priming else 1
             return self._coef
@@ -135,6 +195,9 @@ def _one_pass_class(kind: str) -> type:
                     return
                 sq = p.grad.detach().float().pow(2).sum()
                 self._sum += sq
+                if self.norm_only:
+                    p.grad = None
+                    return
                 coef = self._coef
                 if kind == "growth":
                     mine = float(sq.sqrt())  # a host sync per parameter: a cost on a GPU
@@ -145,13 +208,72 @@ def _one_pass_class(kind: str) -> type:
                         return
                     if self.clip > 0 and self.prev_norm is not None and before:
                         coef = min(1.0, self.clip / (self.prev_norm * mine / before + 1e-6))
-                if kind == "pertensor":
+                if kind in PROGRESSIVE or kind == "factored_progressive":
+                    coef = self._progressive(index, sq)
+                    if self.priming:
+                        p.grad = None
+                        return
+                if kind in FACTORED:
+                    self._update_factored(index, p, coef)
+                elif kind == "pertensor":
                     self._update_clipped(index, p)
                 else:
                     self._update(index, p, coef)
                 p.grad = None
 
             return hook
+
+        def _progressive(self, index: int, sq: torch.Tensor) -> float:
+            """This step's coefficient at parameter `index` from the estimate of the global
+            norm (the rule in the module's docstring); records last step's square."""
+            before = self.prev_sq.get(index)
+            self.prev_sq[index] = sq
+            self._done += sq
+            if self.priming or self.clip <= 0:
+                return 1.0
+            if before is None or self._prev_all is None:  # not seen last step: what is done is a lower bound
+                est = float(self._done.sqrt())
+            else:
+                self._done_prev += before
+                est = float(progressive_estimate(self._done, self._done_prev, self._prev_all, PROGRESSIVE.get(kind, 0.0)))
+            self.estimates.append(est)
+            return min(1.0, self.clip / (est + 1e-6))
+
+        @torch.no_grad()
+        def _update_factored(self, index: int, p: torch.nn.Parameter, coef: float) -> None:
+            """AdamW's step from an 8-bit first moment and a factored second one (see the
+            module's docstring); the gradient scaled by `coef` before it enters them."""
+            from trainer.step.lean import MIN_8BIT, _dequantize, _quantize, stochastic_round_
+
+            b1, b2, eps = 0.9, 0.95, 1e-8
+            lr = self.param_groups[0]["lr"]
+            wd = next(g["weight_decay"] for g in self.param_groups if any(q is p for q in g["params"]))
+            g = p.grad.detach().float() * coef
+            st = self.small.setdefault(index, {"t": 0})
+            st["t"] += 1
+            t = st["t"]
+            if "m" in st:
+                m = _dequantize(*st["m"]) if isinstance(st["m"], tuple) else st["m"]
+            else:
+                m = torch.zeros_like(g)
+            m.mul_(b1).add_(g, alpha=1 - b1)
+            st["m"] = _quantize(m, signed=True) if m.numel() >= MIN_8BIT else m
+            g2 = g.square().add_(1e-30)
+            rows, cols = g2.mean(dim=1), g2.mean(dim=0)
+            if "r" not in st:
+                st["r"], st["c"] = torch.zeros_like(rows), torch.zeros_like(cols)
+            st["r"].mul_(b2).add_(rows, alpha=1 - b2)
+            st["c"].mul_(b2).add_(cols, alpha=1 - b2)
+            v = torch.outer(st["r"], st["c"]).div_(st["r"].mean())
+            denom = v.div_(1 - b2**t).sqrt_().add_(eps)
+            w = p.detach().float()
+            w.mul_(1 - lr * wd).addcdiv_(m, denom, value=-lr / (1 - b1**t))
+            if self.bf16:
+                gen = torch.Generator(device=p.device)
+                gen.manual_seed((self.seed * 1_000_003 + self.updates * 10_007 + index) % (2**63))
+                stochastic_round_(p.data, w, gen)
+            else:
+                p.data.copy_(w)
 
         @torch.no_grad()
         def _update_clipped(self, index: int, p: torch.nn.Parameter) -> None:
@@ -196,7 +318,7 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
     losses: list[float] = []
     one_pass = kind in ONE_PASS
     times: list[float] = []
-    if kind == "growth":  # the first step's norms from a backward pass of its own batch
+    if kind in PRIMED:  # the first step's norms from a backward pass of its own batch
         opt.priming = True
         opt.one_pass_step(model(*get_batch(data.train, cfg.context, t.batch_per_card, t.seed, 0, 0)))
         opt.priming = False
@@ -222,6 +344,8 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
         out["used_coefs"] = used
     if kind == "pertensor":
         out["clipped_updates"] = opt.clipped
+    if kind.startswith("progressive") or kind == "factored_progressive":
+        out["step_estimates"] = opt.step_estimates
     return out
 
 
@@ -255,6 +379,17 @@ def lag_stats(norms: list[float], used: list[float], clip: float) -> dict[str, A
     }
 
 
+def estimate_stats(step_estimates: list[list[float]], exact_norms: list[float]) -> dict[str, float]:
+    """How far the progressive estimates (every parameter's, every step) are from the exact
+    arm's norm of the same step: |est − exact| / exact, median and max, and the share of
+    steps on which the exact norm is over the first estimate by more than 10 % (a spike
+    caught late)."""
+    rel = [abs(e - n) / n for ests, n in zip(step_estimates, exact_norms, strict=False) for e in ests if n > 0]
+    late = [ests[0] < 0.9 * n for ests, n in zip(step_estimates, exact_norms, strict=False) if ests]
+    return {"rel_median": statistics.median(rel) if rel else 0.0, "rel_max": max(rel, default=0.0),
+            "first_low": sum(late) / len(late) if late else 0.0}
+
+
 def paired(a: list[float], b: list[float]) -> float:
     return statistics.fmean(x - y for x, y in zip(a, b, strict=True))
 
@@ -276,6 +411,11 @@ def one_seed(seed: int, data: PreparedData, cfg: ModelConfig, t: TrainingConfig,
         out["pertensor_clipped_updates"] = results["pertensor"]["clipped_updates"]
     if "exact_nudged" in results:
         out["nudged_minus_exact"] = paired(results["exact_nudged"]["segment_losses"], exact)
+    for arm in (*PROGRESSIVE, *FACTORED):
+        if arm in results:
+            out[f"{arm}_minus_exact"] = paired(results[arm]["segment_losses"], exact)
+        if arm in results and "step_estimates" in results[arm]:
+            out[f"{arm}_est"] = estimate_stats(results[arm]["step_estimates"], results["exact"]["norms"])
     if "growth" in results:
         out["growth_minus_exact"] = paired(results["growth"]["segment_losses"], exact)
     if "fused" in results:
@@ -309,7 +449,7 @@ def summary(seeds: list[dict[str, Any]]) -> dict[str, Any]:
             "active_used": statistics.fmean(s["lag"]["active_used"] for s in seeds),
         }
     ctl = [s["nudged_minus_exact"] for s in seeds if "nudged_minus_exact" in s]
-    for arm in ("growth", "fused", "pertensor"):
+    for arm in ("growth", "fused", "pertensor", *PROGRESSIVE, *FACTORED):
         diffs = [s[f"{arm}_minus_exact"] for s in seeds if f"{arm}_minus_exact" in s]
         if diffs:
             out[f"{arm}_minus_exact_mean"] = statistics.fmean(diffs)

@@ -95,7 +95,9 @@ def test_clip_lag_compares_the_used_coefficient_with_the_exact_one(tmp_path, tin
     assert used[0] == 1.0  # the first step of a run is not clipped
     # Every later step was scaled by the coefficient of the previous step's norm.
     assert used[1:] == pytest.approx([exact_coef(n, 1.0) for n in norms[:-1]], rel=1e-9)
-    assert set(seed["runs"]) == {"lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor"}
+    assert set(seed["runs"]) == {"lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor",
+                                 "progressive", "progressive_shrink", "progressive_tail", "factored_exact",
+                                 "factored_progressive"}
     # The trainer's two exact lean steps are the same training bit for bit.
     assert seed["runs"]["fused"]["segment_losses"] == seed["runs"]["exact"]["segment_losses"]
     assert seed["fused_minus_exact"] == 0.0
@@ -131,3 +133,52 @@ def test_clip_lag_pertensor_arm_clips_each_update_and_reports_an_interval(tmp_pa
     low, high = report["summary"]["pertensor_minus_exact_95"]
     assert low <= report["summary"]["pertensor_minus_exact_mean"] <= high
     assert set(report["summary"]["step_ms_median"]) == {"exact", "pertensor"}
+
+
+def test_progressive_estimate_is_exact_when_the_whole_gradient_scales_alike():
+    """Issue 34's one-pass rule: a spike that multiplies every gradient by one factor is
+    estimated exactly at every parameter's hook, from the first one on; the last hook's
+    estimate is this step's norm whatever the gradients did; s² = 1 (the tail rule)
+    assumes the parameters not yet done unchanged."""
+    import torch
+
+    from bench.clip_lag import progressive_estimate
+
+    last = torch.tensor([0.5, 2.0, 0.25, 1.0, 3.0], dtype=torch.float64)  # last step's squares
+    now = last * 49.0  # every gradient 7× last step's
+    true = float(now.sum().sqrt())
+    for i in range(1, len(last) + 1):
+        est = progressive_estimate(now[:i].sum(), last[:i].sum(), last.sum(), 0.0)
+        assert float(est) == pytest.approx(true, rel=1e-9)
+    odd = torch.tensor([9.0, 0.1, 4.0, 0.5, 2.0], dtype=torch.float64)  # grown unevenly
+    for prior in (0.0, 0.25, None):
+        assert float(progressive_estimate(odd.sum(), last.sum(), last.sum(), prior)) == \
+            pytest.approx(float(odd.sum().sqrt()), rel=1e-9)
+    tail = progressive_estimate(now[:1].sum(), last[:1].sum(), last.sum(), None)
+    assert float(tail) == pytest.approx(float((now[0] + last[1:].sum()).sqrt()), rel=1e-9)
+
+
+def test_clip_lag_progressive_arm_estimates_every_hook_and_without_clipping_is_exact(tmp_path, tiny_data):
+    """The progressive arm records one estimate a parameter a step; with clipping off it is
+    the exact arm's training bit for bit (its priming pass updates nothing)."""
+    seed = _lag(tmp_path, tiny_data, "--runs", "progressive", "--lr", "0.05")["seeds"][0]
+    ests = seed["runs"]["progressive"]["step_estimates"]
+    assert len(ests) == 8 and all(len(e) == len(ests[0]) > 1 for e in ests)
+    # The last hook has seen every gradient: its estimate is the step's norm.
+    assert [e[-1] for e in ests] == pytest.approx(seed["runs"]["progressive"]["norms"], rel=1e-5)
+    assert 0.0 <= seed["progressive_est"]["rel_median"] <= seed["progressive_est"]["rel_max"]
+    off = _lag(tmp_path, tiny_data, "--runs", "progressive", "--clip", "0")["seeds"][0]
+    assert off["runs"]["progressive"]["segment_losses"] == off["runs"]["exact"]["segment_losses"]
+
+
+def test_clip_lag_factored_arms_differ_only_by_their_clipping(tmp_path, tiny_data):
+    """The 8-bit-first, factored-second moments: with clipping off the exactly and the
+    progressively clipped arms are the same training bit for bit (under bf16 too: the
+    stochastic rounding is seeded alike), so what the bench reports between them with
+    clipping on is the clipping's."""
+    off = _lag(tmp_path, tiny_data, "--runs", "factored_exact,factored_progressive", "--clip", "0",
+               "--precision", "bf16")["seeds"][0]
+    runs = off["runs"]
+    assert runs["factored_exact"]["segment_losses"] == runs["factored_progressive"]["segment_losses"]
+    on = _lag(tmp_path, tiny_data, "--runs", "factored_progressive", "--lr", "0.05")["seeds"][0]
+    assert math.isfinite(on["factored_progressive_minus_exact"]) and "factored_progressive_est" in on
