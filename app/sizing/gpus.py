@@ -168,7 +168,7 @@ GPUS: dict[str, GpuFacts] = {
     # measured too: docs/PERF.md). Memory: the machine's RAM.
     "cpu": GpuFacts(
         "cpu",
-        {"ru": "процессор (CPU)", "en": "the CPU"},
+        {"ru": "процессор (CPU)", "en": "CPU (processor)"},
         KNOWN_CARDS["cpu"], None, False,
         {"ru": "оценка по скорости процессора", "en": "an estimate from the CPU's arithmetic rate"},
         context_mb=350.0, cache_slack=0.0, on={"ru": "на процессоре", "en": "on the CPU"},
