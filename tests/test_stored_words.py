@@ -27,6 +27,27 @@ def test_a_stored_text_in_both_languages_is_read_in_the_readers():
     assert shown(None) == "" and shown('{"ru": broken', "en") == '{"ru": broken'
 
 
+def test_a_said_text_survives_a_copy_and_a_pickle_with_both_languages():
+    # `ternit run show --json` turns a failure record holding a Said into a dict with
+    # dataclasses.asdict, which deep-copies each field: a Said must be rebuilt, not refused.
+    import copy
+    import pickle
+    from dataclasses import asdict, dataclass
+
+    from app.base.i18n import Said, in_language
+
+    set_language("ru")
+    text = Said("данные не читаются", "the data cannot be read", key="data")
+
+    @dataclass
+    class Holder:
+        message: str
+
+    for again in (copy.deepcopy(text), pickle.loads(pickle.dumps(text)), asdict(Holder(text))["message"]):
+        assert isinstance(again, Said) and again == "данные не читаются" and again.key == "data"
+        assert in_language(again, "en") == "the data cannot be read"
+
+
 def test_the_trainers_end_messages_in_the_readers_language():
     assert shown_message("reached step 60", "ru") == "достигнут шаг 60"
     assert shown_message("reached step 60", "en") == "reached step 60"

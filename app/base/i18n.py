@@ -136,6 +136,19 @@ class Said(str):
     def in_language(self, lang: str | None = None) -> str:
         return self.texts[lang or current_language()]
 
+    def __reduce__(self) -> tuple:
+        # copy.deepcopy (dataclasses.asdict of a record holding one) and pickle rebuild a
+        # str subclass from its reduce value: without this they call Said(text) and fail.
+        return (_said_as_shown, (str(self), self.texts["ru"], self.texts["en"], self.key))
+
+
+def _said_as_shown(shown: str, ru: str, en: str, key: str) -> Said:
+    """A Said rebuilt with the text it showed when it was made (its language then)."""
+    obj = str.__new__(Said, shown)
+    obj.texts = {"ru": ru, "en": en}
+    obj.key = key
+    return obj
+
 
 def said(ru: str, en: str, key: str = "") -> Said:
     """`t(ru, en)` that remembers both texts (see Said)."""
