@@ -15,7 +15,7 @@ import pytest
 from app.base import run_status as st
 from app.queue import cli, lock
 from app.queue.adding import add_runs
-from app.queue.runner import QueueRunner, run_config
+from app.queue.runner import QueueRunner, run_config, trainer_process
 from app.queue.series import expand, parse_vary
 from app.queue.store import DONE, LAUNCHING, WAITING, QueueError, QueueStore
 from app.queue.world import Planner
@@ -151,6 +151,12 @@ def test_a_start_whose_record_was_lost_is_followed_not_repeated(lab, tiny_data, 
     plan = proc.plan_launch(rec.path, "cpu")
     proc.spawn(plan, rec.path)  # what launch() does before it records the pid
     assert reg.get(run_id).status == st.CREATED
+    # A runner that restarts does so long after the spawn; right after it, Linux may show the
+    # new process's cmdline empty (exec has closed Popen's pipe before it sets the arguments),
+    # so the test, like a real restart, begins once the trainer can be seen.
+    seen_by = time.monotonic() + 60
+    while trainer_process(reg.get(run_id)) is None and time.monotonic() < seen_by:
+        time.sleep(0.02)
 
     runner = QueueRunner(RunManager(reg), "test")
     runner.start()
