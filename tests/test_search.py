@@ -231,3 +231,42 @@ def test_a_trial_removed_by_hand_fails_and_the_budget_ends_the_search(tiny_data,
         assert not trials.retry_allowed(second.item_id, {"training": {"lr": second.params["training.lr"] / 10}})
     finally:
         reg.close()
+
+
+@pytest.mark.parametrize("kind", ["halving", "median"])
+def test_each_pruner_stops_a_hopeless_trial_from_the_stored_reports(tmp_path, kind):
+    """The driver, on each tick, reports a running trial's new evaluations by its number into
+    the journal and asks the search's pruner with the stored trial (app/search/driver.py
+    `_report`, `_running`); the same calls here, for each pruner a user can choose. Successive
+    halving keeps its rungs in the stored trials' attributes, written by those calls, so it
+    works only because the driver asks it on every tick, and the same after a restart: the
+    later trials load the study afresh. A trial far worse than the finished ones is pruned,
+    one as good as the best is not. Eval steps as the trainer's (eval_every 10, 200 steps)."""
+    from optuna.trial import TrialState
+
+    path = tmp_path / "s.journal"
+    studies.create_study(path, "s")
+    steps = list(range(10, 210, 10))
+
+    def run(curve: list[float]) -> tuple[int, bool]:
+        """(the trial's number, whether it was pruned), asked and followed as the driver does."""
+        study, storage = studies.load_study(path, "s", pruner=kind)  # each trial: a runner's restart
+        study_id = storage.get_study_id_from_name("s")
+        number = study.ask().number
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
+        for step, value in zip(steps, curve, strict=False):
+            storage.set_trial_intermediate_value(trial_id, step, value)
+            if study.pruner.prune(study, storage.get_trial(trial_id)):
+                study.tell(number, state=TrialState.PRUNED)
+                return number, True
+        study.tell(number, curve[-1])
+        return number, False
+
+    for final in (3.6, 3.5, 3.4, 3.3, 3.2):  # each better than the last: none is pruned
+        assert run([final + 2.0 / (i + 1) for i in range(len(steps))])[1] is False
+    _, pruned = run([9.0] * len(steps))  # far above every other trial from its first evaluation
+    assert pruned
+    _, pruned = run([2.9 + 2.0 / (i + 1) for i in range(len(steps))])  # better than the best
+    assert not pruned
+    states = [tr.state for tr in studies.load_study(path, "s")[0].trials]
+    assert states.count(TrialState.PRUNED) == 1 and states.count(TrialState.COMPLETE) == 6
