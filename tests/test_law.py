@@ -176,3 +176,38 @@ def test_the_form_shows_the_law_beside_the_guide(tiny_data, russian):
         assert rows["data"].note.endswith(")") and "~20" in rows["data"].note  # the guide's rule stays beside it
     finally:
         reg.close()
+
+
+def test_the_ladder_is_queued_as_it_is_offered(tiny_data, russian):
+    """`ternit law --queue`: with too few runs, the ladder the report offers goes into the queue
+    as one series a width, its runs the ones the report lists; with the law known, nothing."""
+    from app.queue.store import QueueStore
+
+    law = Law(E=2.0, A=60.0, B=90.0, alpha=0.4, beta=0.35)
+    reg = Registry()
+    try:
+        for n in (1000, 3000, 8000):
+            _finished_run(reg, tiny_data, n, n, float(law.loss(n, n)))
+        code, out, err = run_cli(["law", "--json", "--hours", "3", "--queue"], "ru")
+        assert code == 0, err
+        offered = json.loads(out[:out.rindex("}") + 1])["ladder"]["runs"]
+        assert err.count("серия") == 3 and "очередь сейчас никто не ведёт" in err
+        store = QueueStore()
+        try:
+            items = store.items()
+            queued = sorted((it.config["model"]["width"], it.config["training"]["steps_to"]) for it in items)
+            assert queued == sorted((r["width"], r["steps_to"]) for r in offered) and len(queued) == 6
+            assert len({it.series_id for it in items}) == 3 and all(it.target == "any" for it in items)
+            assert all(it.config["data"]["dir"] == str(tiny_data) and "resume_from" not in it.config for it in items)
+        finally:
+            store.close()
+        for n in (20000, 50000):
+            for d in (n // 3, n, 3 * n):
+                _finished_run(reg, tiny_data, n, d, float(law.loss(n, d)))
+        for n in (1000, 3000, 8000):
+            for d in (n // 3, 3 * n):
+                _finished_run(reg, tiny_data, n, d, float(law.loss(n, d)))
+        code, _, err = run_cli(["law", "--queue"], "ru")
+        assert code == 2 and "лестница не нужна" in err
+    finally:
+        reg.close()

@@ -19,17 +19,17 @@ pytestmark = pytest.mark.windows
 ROOT = Path(__file__).resolve().parent.parent
 TRIALS = 12  # each writer's: enough for their appends to meet on the lock
 
-WRITER = """
+WRITER = f"""
 import sys
 from pathlib import Path
 from app.search import study as studies
 study, _ = studies.load_study(Path(sys.argv[1]), "s", seed=int(sys.argv[2]))
-for _ in range({trials}):
+for _ in range({TRIALS}):
     trial = study.ask()
     trial.report(1.0, step=10)
     study.tell(trial, float(trial.number))
 print("done", flush=True)
-""".format(trials=TRIALS)
+"""
 
 
 def test_two_writers_share_the_journal_through_its_lock(tmp_path):

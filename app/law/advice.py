@@ -66,9 +66,9 @@ def advice_lines(a: Assessment | None, n: int, d: int, unique_tokens: int = 0) -
     if not a.enough or a.law is None:
         return [AdviceLine("law", t("Закон лабы", "The lab's law"), "—", t(
             f"пока мало, чтобы советовать ({counted(len(a.points), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'ru')} на этих данных): лестницу "
-            "прогонов предложит `ternit law`",
-            f"not enough to advise yet ({counted(len(a.points), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'en')} on this data): `ternit law` offers "
-            "the ladder of runs"),
+            "прогонов, которая его измерит, покажет `ternit law` и поставит в очередь `ternit law --queue`",
+            f"not enough to advise yet ({counted(len(a.points), ('прогон', 'прогона', 'прогонов'), ('run', 'runs'), 'en')} on this data): `ternit law` shows "
+            "the ladder of runs that would measure it, `ternit law --queue` queues it"),
             "warning")]
     loss, interval = a.predict(n, d) or (float("nan"), None)
     spread = interval.width / 2 if interval else None

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from ..sizing.formulas import flops_per_token, param_count
@@ -47,6 +47,18 @@ class Ladder:
     hours_left: float       # what it was sized to
     basis: str              # measured | guide
     command: str            # the series that queues it
+    base: dict[str, Any] = field(default_factory=dict, compare=False)  # the run.json it varies
+
+    def series(self) -> list[tuple[dict[str, Any], list[tuple[str, list[Any]]]]]:
+        """The ladder as the queue takes it (`ternit law --queue`, the same as its `command`):
+        one series a width, its run.json the base's at that width, its lengths varied."""
+        out = []
+        for w in dict.fromkeys(r.width for r in self.rungs):
+            cfg = json.loads(series_config(self.base))
+            cfg.setdefault("model", {})["width"] = w
+            cfg["name"] = f"ladder-{w}"  # the series adds its lengths to the name
+            out.append((cfg, [("training.steps_to", [r.steps_to for r in self.rungs if r.width == w])]))
+        return out
 
     def as_json(self) -> dict[str, Any]:
         return {"runs": [asdict(r) for r in self.rungs], "hours": self.hours, "hours_left": self.hours_left,
@@ -92,7 +104,7 @@ def propose(base: dict[str, Any], hours_left: float, train_tokens: int = 0,
         commands.append(f"ternit queue add --config RUN.json --target any --width {w}"
                         f" --vary training.steps_to={lengths[0]},{lengths[1]}")
     return Ladder(rungs, sum(r.hours for r in rungs), hours_left, "measured" if flops_per_s else "guide",
-                  " ; ".join(commands))
+                  " ; ".join(commands), base)
 
 
 def series_config(base: dict[str, Any]) -> str:

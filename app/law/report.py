@@ -146,5 +146,6 @@ def ladder_lines(ladder: Ladder) -> list[str]:
                        f"≈ {decimal_text(rung.hours, 2)} ч",
                        f"  width {rung.width}, {count_text(rung.params)} weights, {rung.steps_to} steps, "
                        f"{count_text(rung.tokens)} tokens, ≈ {decimal_text(rung.hours, 2)} h"))
-    lines.append(t(f"в очередь: {ladder.command}", f"to queue it: {ladder.command}"))
+    lines.append(t(f"в очередь: ternit law --queue (то же, что {ladder.command})",
+                   f"to queue it: ternit law --queue (the same as {ladder.command})"))
     return lines

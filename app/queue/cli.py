@@ -145,10 +145,15 @@ def _add(args: argparse.Namespace, store: QueueStore) -> int:
                 f"series {added.series.id}: {n} runs"), file=sys.stderr)
     for it in added.items:
         print(f"{it.id}\t{it.name}")
+    say_if_nobody_drives()
+    return EXIT_OK
+
+
+def say_if_nobody_drives() -> None:
+    """After runs were queued: one line on stderr when no runner holds the queue's lock."""
     if lock.current_holder() is None:
         print(t("очередь сейчас никто не ведёт: запустите ternit queue run (или откройте окно лаборатории)",
                 "nobody drives the queue now: start ternit queue run (or open the lab's window)"), file=sys.stderr)
-    return EXIT_OK
 
 
 # ---- list --------------------------------------------------------------------------------------
