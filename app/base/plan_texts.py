@@ -44,9 +44,10 @@ def _en(value: Any) -> Any:
     return _shown(value, "en")
 
 
-# run.json's keys as the form's fields are labelled (app/form/fields.py; a test holds the two
-# equal), for the sentences shown in the form: a reader meets «Облегчённое состояние», not
-# training.lean_state. A key without a field of the form is named as run.json's, saying so.
+# The labels of the form's fields that the plan's sentences name, by run.json key: their one
+# home (app/form/fields.py and texts.py label those fields from here), so a sentence shown in
+# the form says «Облегчённое состояние», not training.lean_state, in the form's own words. A key
+# without a field of the form is named as run.json's, saying so.
 FIELD_LABELS: dict[str, dict[str, str]] = {
     "model.context": {"ru": "Контекст n", "en": "Context n"},
     "model.width": {"ru": "Ширина d", "en": "Width d"},

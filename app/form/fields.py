@@ -29,6 +29,7 @@ from ..base.memory_saving import (
     lean_state_run_value,
 )
 from ..base.numbers import format_value
+from ..base.plan_texts import FIELD_LABELS
 from .texts import ADVANCED_FIELDS, MODEL_HELP, SCHEDULE_HELP
 from .tooltips import wrap_tip
 
@@ -230,7 +231,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         maximum=16384,
         unit=_TOKENS,
         locked_on_continue=True,
-        label={"ru": "Контекст n", "en": "Context n"},
+        label=FIELD_LABELS["model.context"],
         tooltip={
             "ru": "Сколько токенов модель видит за раз. Длиннее — модель удерживает более "
             "длинную мысль, но внимание дорожает: память и время растут вместе с n. "
@@ -248,7 +249,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=8,
         maximum=8192,
         locked_on_continue=True,
-        label={"ru": "Ширина d", "en": "Width d"},
+        label=FIELD_LABELS["model.width"],
         tooltip={
             "ru": "Длина вектора, которым описан каждый токен. Веса растут как d²: вдвое "
             "большая d — примерно вчетверо больше весов. d должна "
@@ -267,7 +268,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=1,
         maximum=128,
         locked_on_continue=True,
-        label={"ru": "Головы", "en": "Heads"},
+        label=FIELD_LABELS["model.heads"],
         tooltip={
             "ru": "На сколько параллельных «взглядов» делится внимание. Число весов не меняет, "
             "но d должна делиться на головы без остатка: 512 / 8 = 64 на голову — обычное "
@@ -286,7 +287,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=1,
         maximum=256,
         locked_on_continue=True,
-        label={"ru": "Слои", "en": "Layers"},
+        label=FIELD_LABELS["model.layers"],
         tooltip={
             "ru": "Глубина: сколько раз подряд модель перерабатывает текст. Веса и "
             "время растут почти линейно: 12 слоёв — примерно в 1,5 раза больше и дольше, "
@@ -339,7 +340,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=1,
         maximum=4096,
         unit={"ru": "× n токенов", "en": "× n tokens"},
-        label={"ru": "Батч на карту", "en": "Batch per card"},
+        label=FIELD_LABELS["training.batch_per_card"],
         tooltip={
             "ru": "Сколько кусков по n токенов одна карта обрабатывает за шаг. Шаг на 2×T4 с "
             "батчем 6 — это 6 × 2 × 1024 = 12 288 токенов. Больший батч учит ровнее, но "
@@ -361,7 +362,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=1,
         maximum=100_000_000,
         unit={"ru": "шаг", "en": "step"},
-        label={"ru": "Шагов до", "en": "Steps to"},
+        label=FIELD_LABELS["training.steps_to"],
         tooltip={
             "ru": "Номер шага, на котором обучение закончится. Он же задаёт расписание "
             "скорости обучения: она плавно спадает к этому шагу. Больше шагов — дольше и "
@@ -381,7 +382,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=1,
         maximum=contract.RANGES["training.limit_min"].high,  # a week
         unit=_MIN,
-        label={"ru": "Лимит, мин", "en": "Limit, min"},
+        label=FIELD_LABELS["training.limit_min"],
         tooltip={
             "ru": "Сколько минут отведено. На лимите обучение само останавливается и "
             "сохраняет чекпоинт, даже если «Шагов до» не достигнут; продолжить можно одной "
@@ -403,7 +404,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=1,
         maximum=1_440,
         unit=_MIN,
-        label={"ru": "Чекпоинт каждые", "en": "Checkpoint every"},
+        label=FIELD_LABELS["training.checkpoint_every_min"],
         tooltip={
             "ru": "Как часто сохранять чекпоинт во время обучения. При остановке, на лимите и "
             "в конце он сохраняется всегда; промежуточные нужны, если компьютер выключится или "
@@ -425,7 +426,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         path="training.lr",
         minimum=1e-6,
         maximum=1.0,
-        label={"ru": "Скорость обучения", "en": "Learning rate"},
+        label=FIELD_LABELS["training.lr"],
         tooltip={
             "ru": "Наибольший шаг весов (AdamW); после разогрева плавно спадает к «Шагов до». "
             "Слишком большая — потери скачут или становятся NaN: тогда её уменьшают. "
@@ -440,7 +441,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.economical",
-        label={"ru": "Пересчёт активаций", "en": "Activation recompute"},
+        label=FIELD_LABELS["training.economical"],
         options=ECONOMICAL_OPTIONS,
         option_tooltips=ECONOMICAL_OPTION_TOOLTIPS,
         to_run=economical_run_value,
@@ -495,7 +496,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         section="training",
         kind="choice",
         path="training.lean_state",
-        label={"ru": "Облегчённое состояние", "en": "Lean state"},
+        label=FIELD_LABELS["training.lean_state"],
         options=LEAN_STATE_OPTIONS,
         option_tooltips=LEAN_STATE_OPTION_TOOLTIPS,
         to_run=lean_state_run_value,
@@ -520,7 +521,7 @@ FIELDS: tuple[FieldSpec, ...] = (
         minimum=0,
         maximum=100_000_000,
         unit={"ru": "токенов", "en": "tokens"},
-        label={"ru": "Токенов за шаг", "en": "Tokens per step"},
+        label=FIELD_LABELS["training.tokens_per_step"],
         # Lines of at most 60 characters (the tooltip rule of issue 16).
         tooltip={
             "ru": "Сколько токенов учит один шаг — на любой машине.\n"

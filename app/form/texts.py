@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..base.plan_texts import FIELD_LABELS
+
 # training.precision (trainer.config.run_config.PRECISIONS); "auto" is trainer.step.optim.pick_precision's.
 PRECISION_OPTIONS: dict[str, dict[str, str]] = {
     "auto": {"ru": "Авто", "en": "Auto"},
@@ -69,7 +71,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
         default=200,
         minimum=0,
         maximum=100_000_000,
-        label={"ru": "Шаги разогрева", "en": "Warm-up steps"},  # the label names the unit: none after it
+        label=FIELD_LABELS["training.warmup_steps"],  # the label names the unit: none after it
         tooltip={
             "ru": "Сколько первых шагов скорость обучения растёт от нуля до полной: случайные "
             "веса в начале легко сорвать большим шагом (потери скачут или NaN). Обычно это "
@@ -95,7 +97,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
         default=0.1,
         minimum=0.0,
         maximum=1.0,
-        label={"ru": "Доля минимальной скорости", "en": "Minimum rate ratio"},
+        label=FIELD_LABELS["training.min_lr_ratio"],
         tooltip={
             "ru": "До какой доли «Скорости обучения» она спадает к «Шагов до»: 0,1 — до "
             "десятой части. 0 — до нуля (последние шаги почти ничего не меняют), 1 — без "
@@ -113,7 +115,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
         default=0.1,
         minimum=0.0,
         maximum=10.0,
-        label={"ru": "Затухание весов", "en": "Weight decay"},
+        label=FIELD_LABELS["training.weight_decay"],
         tooltip={
             "ru": "Сила, с которой AdamW тянет веса к нулю на каждом шаге (кроме эмбеддингов): "
             "сдерживает переобучение. Больше — осторожнее модель, но учится медленнее; 0 — "
@@ -131,7 +133,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
         default=1.0,
         minimum=0.0,
         maximum=1_000.0,
-        label={"ru": "Обрезка градиента", "en": "Gradient clipping"},
+        label=FIELD_LABELS["training.grad_clip"],
         tooltip={
             "ru": "Наибольшая норма градиента за шаг: больший градиент уменьшается до неё, "
             "так один неудачный батч не сбивает обучение. 0 — без обрезки. "
@@ -149,7 +151,7 @@ ADVANCED_FIELDS: tuple[dict[str, Any], ...] = (
         default="auto",
         options=PRECISION_OPTIONS,
         option_tooltips=PRECISION_OPTION_TOOLTIPS,
-        label={"ru": "Точность", "en": "Precision"},
+        label=FIELD_LABELS["training.precision"],
         tooltip={
             "ru": "В каких числах считать: «Авто» берёт bf16 на картах RTX 30xx и новее, fp16 "
             "на T4 и fp32 на процессоре. bf16 и fp16 вдвое экономнее по памяти активаций и "
