@@ -211,3 +211,46 @@ def test_the_ladder_is_queued_as_it_is_offered(tiny_data, russian):
         assert code == 2 and "лестница не нужна" in err
     finally:
         reg.close()
+
+
+def test_the_fit_runs_on_the_lab_s_real_tiny_runs_and_reports_its_error(tiny_data):
+    """Eight real trainer runs (four widths × two lengths, the lengths different at each width
+    as the ladder's are, so D has eight values; tiny, CPU) of one data set: the law
+    is fitted to them and checked on the largest, and the report carries that check's error
+    whether or not it is enough to advise on (`fit` when enough, `tried` when not: at this size
+    either may come, by the machine's arithmetic)."""
+    from app.runs.manager import RunManager
+    from tests.trainer_run import run_module
+
+    m = RunManager()
+    try:
+        for k, width in enumerate((16, 32, 48, 64)):
+            for steps in (20 + 5 * k, 60 + 15 * k):
+                cfg = {"name": f"law-{width}-{steps}",
+                       "model": {"context": 32, "width": width, "heads": 2, "layers": 2, "vocab": 300},
+                       "training": {"batch_per_card": 4, "steps_to": steps, "eval_every": 5, "eval_segments": 4,
+                                    "warmup_steps": 2, "limit_min": 3, "sample_tokens": 0},
+                       "data": {"dir": str(tiny_data)}, "target": {"kind": "local", "gpu": "cpu"}}
+                rec = m.create(cfg)
+                log = rec.path / "trainer.log"
+                done = run_module("trainer", "--run", str(rec.path), "--device", "cpu", timeout=180, output=log)
+                assert done.returncode == 0, log.read_text(encoding="utf-8", errors="replace")
+                m.registry.update(rec.id, status=st.RUNNING)
+                m.registry.ingest(rec.id)
+                assert m.registry.get(rec.id).status == st.FINISHED
+    finally:
+        m.registry.close()
+    code, out, err = run_cli(["law", "--json", "--hours", "1"], "en")
+    assert code == 0, err
+    r = json.loads(out)
+    assert r["runs"] == 8 and r["left_out"] == {}, r
+    fitted = r["fit"] if r["enough"] else r.get("tried")
+    assert fitted is not None, {k: r[k] for k in ("why", "points")}
+    assert set(fitted["fit"]) == {"E", "A", "B", "alpha", "beta"}
+    largest = max(r["points"], key=lambda p: p["N"] * p["D"])
+    h = fitted["holdout"]
+    assert h["run_id"] == largest["run_id"] and h["observed"] == largest["loss"]
+    assert abs(h["error"]) == pytest.approx(abs(h["observed"] - h["predicted"]))
+    assert r["enough"] or ("ladder" in r and r["why"] in ("wide_prediction", "wide_exponents", "missed"))
+    code, out, _ = run_cli(["law"], "en")
+    assert code == 0 and f"check on the largest run {largest['run_id']}" in out

@@ -56,11 +56,17 @@ class Report:
             "points": [{"run_id": p.run_id, "N": p.n, "D": p.d, "loss": p.loss} for p in self.selection.points],
             "left_out": dict(self.selection.left_out),
         }
-        if a.enough and a.law is not None and a.holdout is not None:
-            out["fit"] = {k: {"value": v, "interval": a.intervals[k].as_list()} for k, v in a.law.as_dict().items()}
-            h = a.holdout
-            out["holdout"] = {"run_id": h.point.run_id, "predicted": h.predicted, "interval": h.interval.as_list(),
-                              "observed": h.point.loss, "error": h.error}
+        if a.law is not None and a.holdout is not None:
+            fitted = {"fit": {k: {"value": v, "interval": a.intervals[k].as_list()} for k, v in a.law.as_dict().items()},
+                      "holdout": {"run_id": a.holdout.point.run_id, "predicted": a.holdout.predicted,
+                                  "interval": a.holdout.interval.as_list(), "observed": a.holdout.point.loss,
+                                  "error": a.holdout.error}}
+            # Enough: the law itself. Not enough: what the fit gave and how far it missed, as
+            # `tried` (never read as advice), so the reason «not enough» is seen in numbers.
+            if a.enough:
+                out.update(fitted)
+            else:
+                out["tried"] = fitted
         if self.ladder is not None:
             out["ladder"] = self.ladder.as_json()
         return out
@@ -114,24 +120,33 @@ def human(r: Report) -> list[str]:
     for run_id, code in sorted(sel.left_out.items()):
         ru, en = LEFT_OUT[code]
         lines.append(t(f"  не вошёл {run_id}: {ru}", f"  left out {run_id}: {en}"))
-    if a.enough and a.law is not None and a.holdout is not None:
-        lines.append(t("L(N, D) = E + A / N^α + B / D^β:", "L(N, D) = E + A / N^α + B / D^β:"))
-        for k, v in a.law.as_dict().items():
-            i = a.intervals[k]
-            digits = 3 if k in ("E", "alpha", "beta") else 0
-            lines.append(f"  {k:<5} {decimal_text(v, digits)}  [{interval_text(i.low, i.high, digits)}]")
-        h = a.holdout
-        lines.append(t(
-            f"проверка на самом большом прогоне {h.point.run_id}: предсказано {loss_text(h.predicted)} "
-            f"[{interval_text(h.interval.low, h.interval.high)}], измерено {loss_text(h.point.loss)}",
-            f"check on the largest run {h.point.run_id}: predicted {loss_text(h.predicted)} "
-            f"[{interval_text(h.interval.low, h.interval.high)}], measured {loss_text(h.point.loss)}"))
-        return lines
+    if a.law is not None and a.holdout is not None:
+        if not a.enough:
+            lines.append(t("что дала подгонка (это ещё не совет):", "what the fit gave (not advice yet):"))
+        lines += fit_lines(a)
+        if a.enough:
+            return lines
     ru, en = WHY.get(a.why, ("", ""))
     fmt = {"w": decimal_text(law_fit.ENOUGH_PREDICTION, 2), "e": decimal_text(law_fit.ENOUGH_EXPONENT / 2, 2)}
     lines.append(t(f"пока мало, чтобы советовать: {ru.format(**fmt)}", f"not enough to advise yet: {en.format(**fmt)}"))
     if r.ladder is not None:
         lines += ladder_lines(r.ladder)
+    return lines
+
+
+def fit_lines(a: law_fit.Assessment) -> list[str]:
+    """The fitted law with its intervals and its check on the largest run left out."""
+    lines = ["L(N, D) = E + A / N^α + B / D^β:"]
+    for k, v in a.law.as_dict().items():
+        i = a.intervals[k]
+        digits = 3 if k in ("E", "alpha", "beta") else 0
+        lines.append(f"  {k:<5} {decimal_text(v, digits)}  [{interval_text(i.low, i.high, digits)}]")
+    h = a.holdout
+    lines.append(t(
+        f"проверка на самом большом прогоне {h.point.run_id}: предсказано {loss_text(h.predicted)} "
+        f"[{interval_text(h.interval.low, h.interval.high)}], измерено {loss_text(h.point.loss)}",
+        f"check on the largest run {h.point.run_id}: predicted {loss_text(h.predicted)} "
+        f"[{interval_text(h.interval.low, h.interval.high)}], measured {loss_text(h.point.loss)}"))
     return lines
 
 
