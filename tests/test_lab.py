@@ -208,7 +208,7 @@ def test_lab_announces_what_changed_to_every_listener_without_a_window(tiny_data
 
 
 def test_a_listener_that_fails_does_not_keep_the_others_from_hearing():
-    from app.window.events import Event
+    from app.base.announcement import Event
 
     event, heard = Event("run"), []
 

@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from ..base.announcement import Event
 from ..base.i18n import quoted, t
 from ..base.numbers import counted, parse_number, plural_ru
 from ..base.state import StateError
@@ -26,7 +27,6 @@ from ..form import fields as F
 from ..runs.awake import awake_line
 from ..runs.manager import RunManager
 from ..runs.registry import RunRecord
-from ..window.events import Event
 from . import detach, lock
 from .adding import Added, add_runs
 from .runner import needs_runner
