@@ -9,6 +9,7 @@ its progress with «Отмена». Used by the «Данные» dialog and by t
 
 from __future__ import annotations
 
+import codecs
 import sys
 
 from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signal
@@ -37,6 +38,9 @@ class CliTask(QObject):
         self.code: int | None = None  # set when ended
         self.pid: int | None = None  # the child's, from its start (gone from QProcess after its end)
         self.killed = False  # «Отмена» had to kill it (it could not clean up after itself)
+        # Incremental: a read may end inside a Cyrillic letter's two bytes.
+        self._err_decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        self._out_decoder = codecs.getincrementaldecoder("utf-8")("replace")
         proc = QProcess(self)
         proc.setProgram(sys.executable)
         proc.setArguments(self.args)
@@ -88,11 +92,15 @@ class CliTask(QObject):
             self.proc.kill()
 
     def _read_stderr(self) -> None:
-        if self.output.feed_stderr(bytes(self.proc.readAllStandardError()).decode("utf-8", "replace")):
-            self.progressed.emit()
+        text = self._err_decoder.decode(bytes(self.proc.readAllStandardError()))
+        # Line by line: a loaded machine delivers a burst of progress lines in one read, and
+        # each phase it names is shown (and announced) in turn, not only the burst's last.
+        for piece in text.splitlines(keepends=True):
+            if self.output.feed_stderr(piece):
+                self.progressed.emit()
 
     def _read_stdout(self) -> None:
-        self.output.feed_stdout(bytes(self.proc.readAllStandardOutput()).decode("utf-8", "replace"))
+        self.output.feed_stdout(self._out_decoder.decode(bytes(self.proc.readAllStandardOutput())))
 
     def _error(self, error: QProcess.ProcessError) -> None:
         if error == QProcess.ProcessError.FailedToStart and self.code is None:
@@ -105,6 +113,8 @@ class CliTask(QObject):
             return
         self._read_stderr()
         self._read_stdout()
+        self.output.feed_stderr(self._err_decoder.decode(b"", final=True))
+        self.output.feed_stdout(self._out_decoder.decode(b"", final=True))
         self.output.finish()
         if self.cancelled and code != 0:
             # killed after the grace time: the command wrote nothing final, but what it was
