@@ -198,3 +198,34 @@ def test_a_normal_checkpoint_continues_one_pass_and_back(tmp_path, tiny_data):
     p = run_trainer(back, "--resume", str(one / "checkpoints" / f"step-{STEPS:08d}.pt"))
     assert p.returncode == 0, p.stderr
     assert [s["step"] for s in events(back, "step")] == [STEPS + 1, STEPS + 2]
+
+
+def test_the_plan_refuses_one_pass_where_a_step_inside_backward_cannot_be_and_says_why():
+    from trainer.config.run_config import from_dict
+    from trainer.plan.planner import known_machine, plan
+
+    card = known_machine("rtx5070ti")
+    p = plan(from_dict({"training": {"lean_state": "one_pass"}}), card)
+    assert p.step.value == "one_pass" and p.compile.value == "off"
+    assert "one backward pass" in p.step.reason.text()
+    fp16 = plan(from_dict({"training": {"lean_state": "one_pass"}}), known_machine("t4"))
+    assert fp16.code == "fused_fp16" and '"one_pass"' in fp16.text() and "loss scaler" in fp16.text()
+    micro = plan(from_dict({"training": {"lean_state": "one_pass", "tokens_per_step": 2 * 6 * 1024}}), card)
+    assert micro.code == "fused_micro_steps" and "micro-steps" in micro.text()
+    ddp = plan(from_dict({"training": {"lean_state": "one_pass", "precision": "fp32", "sharding": "ddp"}}),
+               known_machine("t4x2"))
+    assert ddp.code == "lean_under_ddp" and "DDP" in ddp.text()
+    fsdp = plan(from_dict({"training": {"lean_state": "one_pass", "precision": "fp32", "sharding": "fsdp"}}),
+                known_machine("t4x2"))
+    assert fsdp.code == "lean_under_fsdp"
+    on = plan(from_dict({"training": {"lean_state": "one_pass", "compile": "on"}}), card)
+    assert on.code == "compile_on_lean"
+
+
+def test_the_form_says_the_one_pass_refusals_in_its_words():
+    from app.base.plan_texts import text
+    from trainer.config.reasons import Refusal
+
+    for lang, words in (("ru", "малые моменты, один проход"), ("en", "small moments, one pass")):
+        said = text(Refusal("fused_micro_steps", {"lean": "one_pass", "micro": 2}), lang)
+        assert words in said and "one_pass" not in said
