@@ -25,8 +25,9 @@
 #                allocated, NVML observed, median step
 #                (scripts/gpu_check_large.py)
 #   count.jsonl  the counted peak (trainer.step.memory_count) beside max_memory_allocated for
-#                "fused" and "offload" at full recompute, capped; the fused step against the
-#                normal one at half depth, alternating, 3 runs each (scripts/gpu_check_large.py)
+#                "fused" and "offload" at full recompute, capped, and "one_pass" at full recompute
+#                capped to 6.2 GB; the fused and the one-pass step against the normal one at half
+#                depth, alternating, 3 runs each (scripts/gpu_check_large.py)
 #   compile.jsonl compiled against eager steps at the default model and at the full one
 #   economical.log, bench_selective.json, bench_full.json: the economical mode against the normal one (scripts/gpu_check_economical.sh:
 #                the side-by-side benchmark, the `full` level, bit-exact resume on CUDA)
