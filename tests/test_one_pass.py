@@ -229,3 +229,17 @@ def test_the_form_says_the_one_pass_refusals_in_its_words():
     for lang, words in (("ru", "малые моменты, один проход"), ("en", "small moments, one pass")):
         said = text(Refusal("fused_micro_steps", {"lean": "one_pass", "micro": 2}), lang)
         assert words in said and "one_pass" not in said
+
+
+def test_the_table_lookup_finds_the_nearest_code_as_bucketize_does():
+    from trainer.step.one_pass import _nearest_table, dynamic_map, nearest_code
+
+    code = dynamic_map()
+    mids, below = _nearest_table(code)
+    g = torch.Generator().manual_seed(3)
+    edges = mids[:-1]
+    x = torch.cat([torch.randn(50_000, generator=g) * 0.3, torch.rand(50_000, generator=g) * 2 - 1,
+                   torch.randn(20_000, generator=g) * 1e-4, edges, -edges,
+                   torch.nextafter(edges, torch.tensor(2.0)), torch.nextafter(edges, torch.tensor(-2.0)),
+                   torch.tensor([0.0, -0.0, 1.0, -1.0])]).clamp(-1, 1)
+    assert torch.equal(nearest_code(x, mids, below).int(), torch.bucketize(x, edges, out_int32=True))

@@ -89,18 +89,43 @@ def dynamic_map(device: torch.device | str = "cpu") -> torch.Tensor:
     return torch.tensor(DYNAMIC_SIGNED, dtype=torch.float32, device=device)
 
 
-def quantize_into(x: torch.Tensor, codes: torch.Tensor, absmax: torch.Tensor, code: torch.Tensor) -> None:
+def _nearest_table(code: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """What `nearest_code` looks up: the midpoints between the map's entries (+inf after the
+    last), and for each of the 65,536 values of an fp32's upper 16 bits (sign, exponent, 7
+    bits of mantissa: a range of floats 2⁻⁷ wide, relatively) how many midpoints lie below
+    that range. The map's entries are further apart than 2⁻⁷ relatively (1.4 % at the
+    closest), so a range holds at most one midpoint: one comparison finishes the search."""
+    mids = torch.cat([(code[1:] + code[:-1]) / 2, torch.tensor([math.inf], device=code.device)])
+    keys = torch.arange(1 << 16, dtype=torch.int32, device=code.device) << 16
+    lo, hi = keys.view(torch.float32), (keys | 0xFFFF).view(torch.float32)
+    low = torch.minimum(lo, hi).nan_to_num(nan=-math.inf)
+    below = torch.bucketize(low, mids[:-1], out_int32=True)  # midpoints < the range's low end
+    return mids, below
+
+
+def nearest_code(x: torch.Tensor, mids: torch.Tensor, below: torch.Tensor) -> torch.Tensor:
+    """The index of the map entry nearest to each value of `x` (fp32): the count of midpoints
+    below it — torch.bucketize(x, mids), which on the CPU is a slow binary search, found by
+    one table look-up and one comparison (`_nearest_table`; tests check it against bucketize)."""
+    key = (x.view(torch.int32) >> 16) & 0xFFFF
+    first = below[key.long()]
+    return first + (mids[first.long()] < x)
+
+
+def quantize_into(x: torch.Tensor, codes: torch.Tensor, absmax: torch.Tensor, code: torch.Tensor,
+                  table: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
     """fp32 values `x` (flat; a whole number of blocks but at the tensor's end) → their uint8
     codes (`codes`, flat, as long) and per-block absmax (`absmax`) in the map `code`, in place:
     each value to the nearest entry of the map after its block is divided by its absmax (as
-    bitsandbytes' quantize_blockwise). trainer/step/lean.py's _dequantize reads them back."""
+    bitsandbytes' quantize_blockwise). trainer/step/lean.py's _dequantize reads them back.
+    `table`: _nearest_table(code), made once by the caller."""
     n = x.numel()
     blocks = F.pad(x, (0, (-n) % BLOCK)).view(-1, BLOCK)
     amax = blocks.abs().amax(dim=1)
     absmax.copy_(amax)
     normed = blocks.div_(amax.clamp_min(1e-30).unsqueeze(1))  # a zero block stays zero
-    mids = (code[1:] + code[:-1]) / 2
-    codes.copy_(torch.bucketize(normed, mids, out_int32=True).view(-1)[:n])
+    mids, below = table if table is not None else _nearest_table(code)
+    codes.copy_(nearest_code(normed, mids, below).view(-1)[:n])
 
 
 def progressive_square(done: torch.Tensor, done_prev: torch.Tensor, prev_all: torch.Tensor) -> torch.Tensor:
@@ -147,6 +172,7 @@ class OnePassOptimizer(torch.optim.Optimizer):
         self.updates = 0  # updates made (the stochastic rounding's seed)
         self.squares: torch.Tensor | None = None  # P: last step's ‖g_i‖², fp32, on the device
         self.code = dynamic_map(device)
+        self.table = _nearest_table(self.code)
         self._phase: str | None = None  # the hooks' job: None (idle), "prime" or "update"
         self._clip = 0.0
         self._next = self._done = self._done_prev = self._all = self._norm = None
@@ -280,7 +306,7 @@ class OnePassOptimizer(torch.optim.Optimizer):
                 m = m2d[r0:r1]
             m.mul_(b1).add_(g, alpha=1 - b1)
             if eight_bit:
-                quantize_into(m.view(-1), codes, absmax, self.code)
+                quantize_into(m.view(-1), codes, absmax, self.code, self.table)
             if factored:
                 denom = torch.outer(st["r"][r0:r1], st["c"]).div_(scale).sqrt_().add_(EPS)
             else:
@@ -339,7 +365,7 @@ class OnePassOptimizer(torch.optim.Optimizer):
         st = self._init_state(p)
         st["step"] = step
         if st["m"].dtype == torch.uint8:
-            quantize_into(m.reshape(-1).clone(), st["m"].view(-1), st["absmax"], self.code)
+            quantize_into(m.reshape(-1).clone(), st["m"].view(-1), st["absmax"], self.code, self.table)
         else:
             st["m"].copy_(m.view(p.shape))
         if "r" in st:
