@@ -111,10 +111,11 @@ def test_one_pass_makes_one_backward_pass_after_its_priming_step_and_holds_no_gr
     r = mc.count(cfg, p)
     assert [s["backward_passes"] for s in r["steps"]] == [2, 1]  # the first step primes its clipping
     assert r["backward_passes"] == 1 and r["step_of_peak"] == 2 and r["combination"]["step"] == "one_pass"
-    # Where the moments weigh (not at 2 × 64, where the quantization's 256 KiB look-up table does):
-    # smaller moments and no retained graph.
-    wide, fused = (mc.count(*tiny("bf16", kind, "full", width=256), categories=False) for kind in ("one_pass", "fused"))
-    assert wide["peak_mb"] < fused["peak_mb"]
+    # Its moments are about half the 8-bit state's (at small shapes its update's row-slice
+    # temporaries outweigh that; at the full model it is the lower: docs/PERF.md).
+    wide, fused = (mc.count(*tiny("bf16", kind, "full", width=256)) for kind in ("one_pass", "fused"))
+    assert wide["by_category"]["optimizer_state"] < 0.6 * fused["by_category"]["optimizer_state"]
+    assert wide["by_category"]["gradients"] < 0.2 * wide["by_category"]["weights"]  # no set held
 
 
 def test_fused_makes_two_backward_passes_and_offload_keeps_the_moments_off_the_card():
