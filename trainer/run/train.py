@@ -186,7 +186,9 @@ class Trainer:
             from trainer.step.lean import adamw_state_from_lean
 
             self.optimizer.load_state_dict(adamw_state_from_lean(state["optimizer"], self.optimizer))
-            self.say(f"checkpoint {path.name} was saved with lean_state: its moments made fp32 AdamW's")
+            how = ("8-bit moments dequantized to fp32 AdamW" if saved_kind == "8-bit" else
+                   "one-pass moments made fp32 AdamW's (m dequantized, v = r cᵀ / mean(r))")
+            self.say(f"checkpoint {path.name} was saved with lean_state: {how}")
             return
         self.optimizer.load_state_dict(state["optimizer"])
         if "one_pass" in (saved_kind, mine_kind) and saved_kind != mine_kind:
