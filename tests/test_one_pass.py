@@ -119,8 +119,8 @@ def test_conversions_to_and_from_adamw_and_the_8bit_state():
     """AdamW → one_pass → AdamW keeps m (within 8 bits) and turns v into r cᵀ / mean(r); a
     one-pass state loads into the 8-bit lean state and back; a converted state primes."""
     bnb = pytest.importorskip("bitsandbytes")  # noqa: F841 — the 8-bit state's library
-    from trainer.step.lean import LeanOptimizer, adamw_state_from_lean
-    from trainer.step.one_pass import OnePassOptimizer, full_moments
+    from trainer.step.lean import LeanOptimizer, adamw_state_from_lean, full_moments
+    from trainer.step.one_pass import OnePassOptimizer
     from trainer.step.optim import make_optimizer
 
     cpu = torch.device("cpu")

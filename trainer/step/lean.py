@@ -350,8 +350,6 @@ def full_moments(sd: dict[str, Any]) -> dict[int, tuple[torch.Tensor, torch.Tens
     the 8-bit one here, or the one-pass state (trainer/step/one_pass.py: its first moment
     dequantized, its factored second one made whole)."""
     if sd["lean"].get("kind") == "one_pass":
-        from trainer.step.one_pass import full_moments as one_pass_moments
-
         return one_pass_moments(sd)
     out = {}
     for i, s in sd["state"].items():
@@ -379,3 +377,49 @@ def lean_tensors(optimizer: torch.optim.Optimizer) -> Iterable[torch.Tensor]:
         for v in s.values():
             if torch.is_tensor(v):
                 yield v
+
+
+# ---- the one-pass state's map and moments (trainer/step/one_pass.py; here, where the
+# conversions between the states live) ----
+
+
+def _dynamic_map_values() -> list[float]:
+    """bitsandbytes' signed dynamic quantization map (functional.create_dynamic_map with its
+    defaults: 7 exponent bits, 8 bits in all), the same 256 values, in plain torch: the
+    state is then readable and writable without the library (tests check it against it)."""
+    data: list[float] = []
+    exponent_bits, non_sign = 7, 7
+    for i in range(exponent_bits):
+        items = 2 ** (i + non_sign - exponent_bits) + 1
+        bounds = torch.linspace(0.1, 1, items, dtype=torch.float32)
+        means = (bounds[:-1] + bounds[1:]) / 2.0
+        data += ((10 ** (-(exponent_bits - 1) + i)) * means).tolist()
+        data += (-(10 ** (-(exponent_bits - 1) + i)) * means).tolist()
+    data += [0.0, 1.0]
+    data += [0.0] * (256 - len(data))
+    return sorted(data)
+
+
+# Made at import, outside any fake-tensor mode (the memory count builds the optimizer inside one).
+DYNAMIC_SIGNED = _dynamic_map_values()
+
+
+def dynamic_map(device: torch.device | str = "cpu") -> torch.Tensor:
+    return torch.tensor(DYNAMIC_SIGNED, dtype=torch.float32, device=device)
+
+
+def one_pass_moments(sd: dict[str, Any]) -> dict[int, tuple[torch.Tensor, torch.Tensor, int]]:
+    """A saved one-pass state's (trainer/step/one_pass.py) fp32 moments (m, v) and step counts, by parameter index: m
+    dequantized, v = r cᵀ / mean(r) (what AdamW and the 8-bit lean state take)."""
+    code = dynamic_map()
+    out = {}
+    for i, s in sd["state"].items():
+        m = s["m"]
+        m = _dequantize(m.reshape(-1), s["absmax"], code).view(m.shape) if m.dtype == torch.uint8 else m.float()
+        if "r" in s:
+            r, c = s["r"].float(), s["c"].float()
+            v = torch.outer(r, c).div_(r.mean().clamp_min(1e-30))
+        else:
+            v = s["v"].float()
+        out[int(i)] = (m.clone(), v, int(s["step"]))
+    return out

@@ -62,7 +62,7 @@ CATEGORIES = ("weights", "gradients", "optimizer_state", "activations", "tempora
 MB = 2**20
 
 
-# one_pass is imported above, outside any fake mode: it makes its quantization map at import.
+# lean and one_pass are imported above, outside any fake mode: the quantization map is made at import.
 
 # ---- what the CPU does differently from a card ------------------------------------------
 

@@ -29,8 +29,8 @@ the note's memory (docs/LEAN.md, «One backward pass at the note's memory»).
   alone would be ≈ 200 MiB of the 5,500 MB.
 Under fp16 (a GradScaler must see every gradient first), with several micro-steps (their
 gradients would be held) and under DDP or FSDP the plan refuses it, as it refuses "fused".
-A checkpoint continues in any other combination and back (`full_moments`, and
-trainer/step/lean.py's conversions).
+A checkpoint continues in any other combination and back (trainer/step/lean.py's
+`full_moments` and conversions; the map and the one-pass state's reader live there).
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ from trainer.step.lean import (
     MIN_8BIT,
     _dequantize,
     _square_norm,
+    dynamic_map,
     param_groups,
     rounding_generator,
     stochastic_round_,
@@ -62,31 +63,6 @@ BETAS = (0.9, 0.95)  # the lean state's (trainer/step/lean.py)
 EPS = 1e-8
 EPS_SQUARE = 1e-30  # Adafactor's ε₁: a zero row or column of g² would divide by zero
 SLICE_WEIGHTS = 1 << 20  # the update's fp32 temporaries: at most 4 MiB each
-
-
-def _dynamic_map_values() -> list[float]:
-    """bitsandbytes' signed dynamic quantization map (functional.create_dynamic_map with its
-    defaults: 7 exponent bits, 8 bits in all), the same 256 values, in plain torch: the
-    state is then readable and writable without the library (tests check it against it)."""
-    data: list[float] = []
-    exponent_bits, non_sign = 7, 7
-    for i in range(exponent_bits):
-        items = 2 ** (i + non_sign - exponent_bits) + 1
-        bounds = torch.linspace(0.1, 1, items, dtype=torch.float32)
-        means = (bounds[:-1] + bounds[1:]) / 2.0
-        data += ((10 ** (-(exponent_bits - 1) + i)) * means).tolist()
-        data += (-(10 ** (-(exponent_bits - 1) + i)) * means).tolist()
-    data += [0.0, 1.0]
-    data += [0.0] * (256 - len(data))
-    return sorted(data)
-
-
-# Made at import, outside any fake-tensor mode (the memory count builds the optimizer inside one).
-DYNAMIC_SIGNED = _dynamic_map_values()
-
-
-def dynamic_map(device: torch.device | str = "cpu") -> torch.Tensor:
-    return torch.tensor(DYNAMIC_SIGNED, dtype=torch.float32, device=device)
 
 
 def _nearest_table(code: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -375,20 +351,3 @@ class OnePassOptimizer(torch.optim.Optimizer):
         else:
             st["v"].copy_(v.view(p.shape))
         return st
-
-
-def full_moments(sd: dict[str, Any]) -> dict[int, tuple[torch.Tensor, torch.Tensor, int]]:
-    """A saved one-pass state's fp32 moments (m, v) and step counts, by parameter index: m
-    dequantized, v = r cᵀ / mean(r) (what AdamW and the 8-bit lean state take)."""
-    code = dynamic_map()
-    out = {}
-    for i, s in sd["state"].items():
-        m = s["m"]
-        m = _dequantize(m.reshape(-1), s["absmax"], code).view(m.shape) if m.dtype == torch.uint8 else m.float()
-        if "r" in s:
-            r, c = s["r"].float(), s["c"].float()
-            v = torch.outer(r, c).div_(r.mean().clamp_min(1e-30))
-        else:
-            v = s["v"].float()
-        out[int(i)] = (m.clone(), v, int(s["step"]))
-    return out
