@@ -27,8 +27,9 @@ Parts:
 - count (issue 34): `counted_mb` (trainer.step.memory_count at this case's run.json and the
   rtx5070ti's plan) beside `peak_allocated_mb`, which also holds cuBLAS's workspaces (2 × 32 MiB
   on compute capability 9.0, the count's named margin): "fused" at full recompute capped to
-  16 GB and "offload" at full recompute capped to 6.2 GB; and the fused step against the
-  normal step at half depth (13 layers), alternating, three runs of each.
+  16 GB, "offload" and "one_pass" (one backward pass) at full recompute capped to 6.2 GB; and
+  the fused and the one-pass step against the normal step at half depth (13 layers),
+  alternating, three runs of each.
 
 --smoke: the same plumbing on the CPU at a tiny size (no cap, no NVML, backend
 aot_eager, 4 steps): what `bash scripts/gpu_checks.sh OUT SMOKE=1` runs, and what was
@@ -94,6 +95,13 @@ def cases(part: str, smoke: bool) -> list[dict]:
              "economical": "off", "count": True},
             {"name": f"full-lean-fused-full-16GB-r{r}", "model": big, "batch": 1, "steps": 4 if smoke else 12,
              "lean": "fused", "economical": "full", "cap_gb": cap, "count": True},
+            # The one-pass step (issue 34): at half depth against the normal step (its time), and
+            # at the full model at full recompute under the note's observed 6.2 GB (its memory).
+            # (Counted once: the count at the full model takes ≈ 50 s of the part's box on a CPU.)
+            {"name": f"half-lean-one_pass-r{r}", "model": half, "batch": 1, "steps": 4 if smoke else 12,
+             "lean": "one_pass", "economical": "off"},
+            {"name": f"full-lean-one_pass-full-6.2GB-r{r}", "model": big, "batch": 1, "steps": 4 if smoke else 12,
+             "lean": "one_pass", "economical": "full", "cap_gb": None if smoke else 6.2, "count": r == 0},
         ]
     counted.append({"name": "full-lean-offload-full-6.2GB", "model": big, "batch": 1, "steps": 4 if smoke else 8,
                     "lean": "offload", "economical": "full", "cap_gb": None if smoke else 6.2, "count": True})
@@ -141,7 +149,11 @@ def run_case(case: dict, smoke: bool) -> dict:
         for p in model.parameters():
             p.normal_(0.0, 0.02)
     out["params"] = count_parameters(model)
-    if case["lean"] != "off":
+    if case["lean"] == "one_pass":  # plain torch: no library to check
+        from trainer.step.one_pass import OnePassOptimizer
+
+        optimizer = OnePassOptimizer(model, t, device, precision)
+    elif case["lean"] != "off":
         try:
             from trainer.step.lean import LeanOptimizer, check_device
 

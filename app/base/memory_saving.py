@@ -68,6 +68,7 @@ LEAN_STATE_OPTIONS: dict[str, dict[str, str]] = {
     "on": {"ru": "8 бит", "en": "8-bit"},
     "fused": {"ru": "8 бит, без градиентов", "en": "8-bit, no gradients"},
     "offload": {"ru": "8 бит в памяти ПК", "en": "8-bit in host memory"},
+    "one_pass": {"ru": "малые моменты, один проход", "en": "small moments, one pass"},
 }
 LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
     "off": {
@@ -100,6 +101,14 @@ LEAN_STATE_OPTION_TOOLTIPS: dict[str, dict[str, str]] = {
         "(1.67 B: 3.1 GB). The price adds PCIe\ncopies every step,\n"
         "≈ 0.27 s a step at 1.67 B weights.",
     },
+    "one_pass": {
+        "ru": "Градиенты не хранятся, один обратный\nпроход: обрезка по норме, оцениваемой\n"
+        "по ходу прохода (точной к его концу).\nПервый момент в 8 битах, второй —\n"
+        "средние по строкам и столбцам:\n≈ 3 байта на вес (1,67 млрд — 5,2 ГБ).",
+        "en": "No gradients kept, one backward pass:\nclipped by the norm estimated as the\n"
+        "pass goes (exact at its end). First\nmoment in 8 bits, the second as row\n"
+        "and column means:\n≈ 3 bytes a weight (1.67 B: 5.2 GB).",
+    },
 }
 
 
@@ -113,7 +122,7 @@ def lean_state_level(value: Any) -> str | None:
 
 
 def lean_state_run_value(name: str) -> bool | str:
-    """What run.json gets: false / true / "fused" / "offload" (trainer.config.run_config.lean_mode's words)."""
+    """What run.json gets: false / true / "fused" / "offload" / "one_pass" (trainer.config.run_config.lean_mode's words)."""
     return {"off": False, "on": True}.get(name, name)
 
 

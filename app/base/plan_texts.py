@@ -134,6 +134,10 @@ RU: dict[str, str | Callable[[dict[str, Any]], str]] = {
                       "обновление (облегчённое состояние «8 бит»)",
     "step_fused": "набор градиентов не хранится: каждый вес обновляется во втором обратном проходе, "
                   "моменты в 8 битах (облегчённое состояние «8 бит, без градиентов»)",
+    "step_one_pass": "набор градиентов не хранится: каждый вес обновляется в единственном обратном проходе "
+                     "с обрезкой по норме, оцениваемой по ходу прохода (точной к его концу), первый момент в 8 "
+                     "битах, второй — средние по строкам и столбцам (облегчённое состояние «малые моменты, один "
+                     "проход»)",
     "step_offload": "как без градиентов, моменты в 8 битах ждут в памяти ПК между шагами (облегчённое "
                     "состояние «8 бит в памяти ПК»)",
     "step_offload_cpu": "как без градиентов; на процессоре моменты и так в памяти ПК (облегчённое состояние "
@@ -263,6 +267,9 @@ EN_FORM: dict[str, str | Callable[[dict[str, Any]], str]] = {
                       "(lean state “8-bit”)",
     "step_fused": "no set of gradients held: each weight updated inside a second backward pass, 8-bit "
                   "moments (lean state “8-bit, no gradients”)",
+    "step_one_pass": "no set of gradients held: each weight updated inside the one backward pass, clipped by "
+                     "the norm estimated as the pass goes (exact at its end), 8-bit first moment, the second as "
+                     "row and column means (lean state “small moments, one pass”)",
     "step_offload": "as without gradients, the 8-bit moments in the PC's memory between steps (lean state "
                     "“8-bit in PC memory”)",
     "step_offload_cpu": "as without gradients; on the CPU the moments are in the PC's memory anyway (lean "
@@ -379,7 +386,8 @@ VALUE_WORDS: dict[str, dict[str, dict[str, str]]] = {
     "compile": {"on": {"ru": "вкл.", "en": "on"}, "off": {"ru": "выкл.", "en": "off"}},
     "step": {"normal": {"ru": "обычный", "en": "normal"}, "held": {"ru": "градиенты хранятся", "en": "gradients held"},
              "fused": {"ru": "без градиентов", "en": "no gradients"},
-             "offload": {"ru": "моменты в памяти ПК", "en": "moments in PC memory"}},
+             "offload": {"ru": "моменты в памяти ПК", "en": "moments in PC memory"},
+             "one_pass": {"ru": "один проход, без градиентов", "en": "one pass, no gradients"}},
 }
 
 

@@ -83,6 +83,9 @@ TEXTS: dict[str, str | Callable[[dict[str, Any]], str]] = {
                       "(lean_state true)",
     "step_fused": "no set of gradients held: each weight updated inside a second backward pass, "
                   "8-bit moments (lean_state \"fused\")",
+    "step_one_pass": "no set of gradients held: each weight updated inside the one backward pass, clipped by "
+                     "the global norm estimated as the pass goes (exact at its end); 8-bit first moment, factored "
+                     "second (lean_state \"one_pass\")",
     "step_offload": "as \"fused\", the 8-bit moments in the host's memory between steps (lean_state \"offload\")",
     "step_offload_cpu": "as \"fused\"; on the CPU the moments are in the host's memory anyway (lean_state \"offload\")",
     "micro_one": "one micro-step: {processes} process(es) × batch_per_card {batch} × context {context} = "

@@ -479,15 +479,16 @@ def economical_level(value: bool | str | None) -> str:
                   f"true, false or one of {', '.join(ECONOMICAL_LEVELS)}")
 
 
-LEAN_MODES = ("off", "on", "fused", "offload")
+LEAN_MODES = ("off", "on", "fused", "offload", "one_pass")
 # The lean states whose update runs inside a second backward pass (trainer/step/lean.py).
-FUSED_LEAN_MODES = ("fused", "offload")
+FUSED_LEAN_MODES = ("fused", "offload", "one_pass")
 
 
 def lean_mode(value: bool | str | None) -> str:
-    """`lean_state` is true/false or "off", "on", "fused", "offload"; returns the name. The
+    """`lean_state` is true/false or "off", "on", "fused", "offload", "one_pass";
+    returns the name. The
     one reader of the key, for the trainer, the sizing and the form."""
-    return _named("lean_state", value, LEAN_MODES, "on", 'true, false, "fused" or "offload"')
+    return _named("lean_state", value, LEAN_MODES, "on", 'true, false, "fused", "offload" or "one_pass"')
 
 
 COMPILE_MODES = ("auto", "on", "off")

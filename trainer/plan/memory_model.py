@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 # The levels and their one reader are run.json's contract (trainer.config.run_config).
 from trainer.config.run_config import economical_level
-from trainer.plan.planner import FUSED_STEPS
+from trainer.plan.planner import FUSED_STEPS, IN_BACKWARD_STEPS
 from trainer.plan.shape import Shape, param_count
 from trainer.plan.state_bytes import training_state, weights_bf16
 
@@ -249,9 +249,9 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
     # output layer's gradient already.
     log_softmax = 4 * s.batch * s.context * s.vocab if level == "off" else 0
     held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
-    if step in FUSED_STEPS:
+    if step in IN_BACKWARD_STEPS:
         held = max(held, saved + copies + st.in_backward)
-        if level != "off":
+        if level != "off" and step in FUSED_STEPS:
             # The fused step's first backward pass keeps its graph for the second, and with
             # it the chunked loss's gradients (formed in the forward pass, in the compute
             # precision) beside the blocks' recomputation: a·(BTd + Vd) more (counted by

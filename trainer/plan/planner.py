@@ -44,8 +44,11 @@ AUTO_SHARE = 0.5
 # The step's kinds: AdamW after a backward pass; the lean state's update after a backward
 # pass that held the gradients; inside a second backward pass (none held); the same with
 # the moments in the host's memory. trainer/step/step.py runs each.
-STEP_KINDS = ("normal", "held", "fused", "offload")
-FUSED_STEPS = ("fused", "offload")
+# The one-pass step (trainer/step/one_pass.py): inside the one backward pass, clipped by the
+# progressive estimate of the global norm, small moments (8-bit m, factored v).
+STEP_KINDS = ("normal", "held", "fused", "offload", "one_pass")
+FUSED_STEPS = ("fused", "offload")  # two backward passes a step
+IN_BACKWARD_STEPS = (*FUSED_STEPS, "one_pass")  # each weight updated from its gradient hook
 SHARDINGS = ("none", "ddp", "fsdp")
 
 
@@ -248,7 +251,7 @@ def plan(cfg: RunConfig, machine: Machine) -> Plan | Refusal:
     except ConfigError as e:
         return e.refusal
     precision = precision_choice(t.precision, machine)
-    if lean != "off" and not machine.bitsandbytes:
+    if lean not in ("off", "one_pass") and not machine.bitsandbytes:  # one_pass: plain torch
         return Refusal("lean_no_library")
     sharding = _sharding(sharding_asked, lean, parameter_count(cfg.model), machine)
     if isinstance(sharding, Refusal):
@@ -329,6 +332,8 @@ def _step(lean: str, precision: Choice, micro: int, m: Machine) -> Choice | Refu
         return Refusal("fused_micro_steps", {"lean": lean, "micro": micro})
     if lean == "fused":
         return Choice("fused", lean, Reason("step_fused"))
+    if lean == "one_pass":
+        return Choice("one_pass", lean, Reason("step_one_pass"))
     return Choice("offload", lean, Reason("step_offload" if m.device == "cuda" else "step_offload_cpu"))
 
 
@@ -338,7 +343,7 @@ def _compile(asked: str, lean: str, step: str, sharding: str, m: Machine) -> Cho
     # gradient hook, and a compiled backward pass makes every gradient at once before those
     # hooks run; FSDP's per-block hooks gather and free weights around each block, which
     # whole-model compilation traces through or breaks at.
-    blocker = "compile_lean" if step in FUSED_STEPS else "compile_fsdp" if sharding == "fsdp" else None
+    blocker = "compile_lean" if step in IN_BACKWARD_STEPS else "compile_fsdp" if sharding == "fsdp" else None
     if asked == "off":
         return Choice("off", asked, Reason("asked", {"key": "compile", "value": "off"}))
     if asked == "on":

@@ -21,6 +21,12 @@ Lean (trainer/step/lean.py, bitsandbytes' AdamW8bit):
   "offload": fused, and the moments live in the host's memory between steps; the card
     holds one parameter's at a time, a block matrix's at the peak (on the CPU it changes
     nothing).
+"one_pass" (trainer/step/one_pass.py): the weights as the lean state's; no gradients held (each
+  updated and freed in its hook inside the one backward pass; the tied embedding's waits, as
+  "fused"'s); moments: an 8-bit first moment (n codes + 4 bytes a block of BLOCK, fp32 under
+  MIN_8BIT weights) and a factored second (fp32 row and column means, 4·(rows + cols)); the
+  update's temporaries are of one row slice of at most ONE_PASS_SLICE weights beside the
+  parameter's gradient (one_pass_temporaries), counted by trainer.step.memory_count.
 Sharded (FSDP2 over the target's cards): weights, gradients and moments are divided by the
 cards; each card gathers one block's weights in the compute precision for its forward and
 backward, one more ahead (prefetch), and reduces one block's fp32 gradients — in every
@@ -32,17 +38,46 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from trainer.plan.planner import FUSED_STEPS
+from trainer.plan.planner import IN_BACKWARD_STEPS
 from trainer.plan.shape import Shape
 
 BLOCK = 256  # trainer.step.lean.BLOCK: bitsandbytes' block size
 MIN_8BIT = 4096  # trainer.step.lean.MIN_8BIT: smaller parameters keep fp32 moments
+ONE_PASS_SLICE = 1 << 20  # trainer.step.one_pass.SLICE_WEIGHTS: the update's row slice
+# The one-pass update's fp32 temporaries of a slice, bytes a weight of it: the scaled fp32
+# gradient, the dequantized first moment (with its index and padded copies while it is
+# made) or the quantization's block copies, then the denominator and the weights' fp32 copy
+# (counted by trainer.step.memory_count at small shapes: 16–20).
+ONE_PASS_SLICE_BYTES = 12
 
 
 def param_sizes(s: Shape) -> list[int]:
     """Weights of each parameter of trainer/model/gpt.py's GPT, in its order."""
     d = s.width
     return [s.vocab * d, s.context * d] + [3 * d * d, d * d, 4 * d * d, 4 * d * d] * s.layers
+
+
+def param_shapes(s: Shape) -> list[tuple[int, int]]:
+    """(rows, columns) of each parameter of trainer/model/gpt.py's GPT, in its order."""
+    d = s.width
+    return [(s.vocab, d), (s.context, d)] + [(3 * d, d), (d, d), (4 * d, d), (d, 4 * d)] * s.layers
+
+
+def one_pass_moment_bytes(rows: int, cols: int) -> int:
+    """The one-pass state of a matrix: 8-bit m with its block scales (fp32 under MIN_8BIT
+    weights) and the factored second moment's rows and columns."""
+    n = rows * cols
+    m = n + 4 * (-(-n // BLOCK)) if n >= MIN_8BIT else 4 * n
+    return m + 4 * (rows + cols)
+
+
+def one_pass_temporaries(rows: int, cols: int, precision: str) -> int:
+    """Bytes one parameter's one-pass update holds: its gradient (in the weights' precision)
+    and one row slice's fp32 temporaries (ONE_PASS_SLICE_BYTES a weight), the rows' means."""
+    n = rows * cols
+    per = max(1, ONE_PASS_SLICE // cols)
+    grad = (2 if precision == "bf16" else 4) * n
+    return grad + ONE_PASS_SLICE_BYTES * min(n, per * cols) + 4 * (rows + cols)
 
 
 def moment_bytes(n: int) -> int:
@@ -97,10 +132,16 @@ def training_state(s: Shape, precision: str, step: str = "normal", cards: int = 
     in_step = 0
     if step == "normal":
         w, g, opt, in_bw = 4 * p, 4 * p, 8 * p, 0
+    elif step == "one_pass":
+        w = (2 if weights_bf16(step, precision) else 4) * p
+        shapes = param_shapes(s)
+        opt, g = sum(one_pass_moment_bytes(r, c) for r, c in shapes), 0
+        # The embedding's gradient waits through the pass; a block matrix is updated beside it.
+        in_bw = w // p * s.vocab * s.width + max(one_pass_temporaries(r, c, precision) for r, c in shapes[2:6])
     else:
         w = (2 if weights_bf16(step, precision) else 4) * p
         opt = sum(moment_bytes(n) for n in sizes)
-        if step in FUSED_STEPS:
+        if step in IN_BACKWARD_STEPS:
             g = 0
             # The first hook: the last block's MLP matrix, while the embedding's gradient waits.
             block_max = 4 * s.width * s.width
@@ -144,7 +185,8 @@ def checkpoint_bytes(s: Shape, precision: str, lean: str = "off") -> int:
     in bf16) and the optimizer's moments, whole (every shard of a sharded run) — plus
     torch.save's records: 12 bytes a weight normally, 6 with the lean state's 8-bit moments."""
     # Any lean step keeps the same weights and moments (only where the gradients live differs).
-    whole = training_state(s, precision, "normal" if lean == "off" else "held", cards=1, device="gpu")
+    kind = {"off": "normal", "one_pass": "one_pass"}.get(lean, "held")
+    whole = training_state(s, precision, kind, cards=1, device="gpu")
     tensors = len(param_sizes(s))
     return whole.weights + whole.optimizer + whole.optimizer_host + CHECKPOINT_EXTRA_BYTES + \
         CHECKPOINT_BYTES_PER_TENSOR * tensors

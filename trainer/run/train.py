@@ -113,7 +113,7 @@ class Trainer:
         if t.deterministic:
             torch.use_deterministic_algorithms(True, warn_only=True)
             torch.backends.cudnn.benchmark = False
-        if p.lean:  # before anything is built: a library that fails here is one line, exit 2
+        if p.lean and p.step.value != "one_pass":  # before anything is built: a library that fails here is one line, exit 2
             from trainer.step.lean import check_device
 
             check_device(self.device)
@@ -178,14 +178,25 @@ class Trainer:
         """The optimizer's state, converted when the checkpoint was saved in another
         combination (normal AdamW ↔ the lean 8-bit state), and said in the log."""
         saved_lean = "lean" in state["optimizer"]
-        mine_lean = lean_mode(self.cfg.training.lean_state) != "off"
+        mine = lean_mode(self.cfg.training.lean_state)
+        mine_lean = mine != "off"
+        saved_kind = state["optimizer"]["lean"].get("kind", "8-bit") if saved_lean else "adamw"
+        mine_kind = {"off": "adamw", "one_pass": "one_pass"}.get(mine, "8-bit")
         if saved_lean and not mine_lean:
             from trainer.step.lean import adamw_state_from_lean
 
             self.optimizer.load_state_dict(adamw_state_from_lean(state["optimizer"], self.optimizer))
-            self.say(f"checkpoint {path.name} was saved with lean_state: 8-bit moments dequantized to fp32 AdamW")
+            how = ("8-bit moments dequantized to fp32 AdamW" if saved_kind == "8-bit" else
+                   "one-pass moments made fp32 AdamW's (m dequantized, v = r cᵀ / mean(r))")
+            self.say(f"checkpoint {path.name} was saved with lean_state: {how}")
             return
         self.optimizer.load_state_dict(state["optimizer"])
+        if "one_pass" in (saved_kind, mine_kind) and saved_kind != mine_kind:
+            self.say(f"checkpoint {path.name} was saved with {saved_kind} moments: converted to {mine_kind}'s "
+                     "(the one-pass state's second moment factored into row and column means, or made whole); "
+                     + ("the first step primes its clipping with a norm-only backward pass"
+                        if mine_kind == "one_pass" else "the first step is clipped exactly"))
+            return
         if mine_lean and not saved_lean:
             self.say(f"checkpoint {path.name} was saved without lean_state: moments quantized to 8 bits, "
                      f"weights kept in {'bf16' if self.precision == 'bf16' else 'fp32'}; "

@@ -63,10 +63,14 @@ def build_parts(model: nn.Module, plan: Plan, t: TrainingConfig, device: torch.d
     if how == "fsdp":  # sharded first: the optimizer is made over the shards
         note = sharding.shard(model, precision)
         return Parts(model, sharding.make_optimizer(model, t), sharding.make_scaler(precision, device), [note])
-    if plan.lean:
+    if plan.step.value == "one_pass":
+        from trainer.step.one_pass import OnePassOptimizer  # plain torch: no bitsandbytes
+
+        optimizer: torch.optim.Optimizer = OnePassOptimizer(model, t, device, precision)
+    elif plan.lean:
         from trainer.step.lean import LeanOptimizer  # bitsandbytes only where the lean state runs
 
-        optimizer: torch.optim.Optimizer = LeanOptimizer(model, t, device, precision, plan.step.value)
+        optimizer = LeanOptimizer(model, t, device, precision, plan.step.value)
     else:
         optimizer = make_optimizer(model, t, device)
     module = model

@@ -119,6 +119,14 @@ def stochastic_round_(dest: torch.Tensor, value: torch.Tensor, generator: torch.
     dest.copy_(noise.view(torch.float32))  # exact: the low 16 bits are zero
 
 
+def rounding_generator(device: torch.device, seed: int, updates: int, index: int) -> torch.Generator:
+    """The stochastic rounding's random bits for parameter `index` at update `updates` of a
+    run seeded `seed`: a resumed run rounds exactly as an uninterrupted one."""
+    g = torch.Generator(device=device)
+    g.manual_seed((seed * 1_000_003 + updates * 10_007 + index) % (2**63))
+    return g
+
+
 class LeanOptimizer(torch.optim.Optimizer):
     """8-bit AdamW, one bitsandbytes optimizer per parameter, for the plan's step kind
     (trainer/plan/planner.py): "held" — `step_held()` after a backward pass that kept the gradients,
@@ -245,9 +253,7 @@ class LeanOptimizer(torch.optim.Optimizer):
         opt.step()
         if self.bf16:
             target.grad = None  # the fp32 gradient copy is spent: freed before the rounding's temporary
-            g = torch.Generator(device=p.device)
-            g.manual_seed((self.seed * 1_000_003 + self.updates * 10_007 + index) % (2**63))
-            stochastic_round_(p.data, target.data, g)
+            stochastic_round_(p.data, target.data, rounding_generator(p.device, self.seed, self.updates, index))
             target.data, target.grad = torch.empty(0, device=self.device), None
         self.state[p] = opt.state[target]
         if self.offload:
@@ -270,6 +276,9 @@ class LeanOptimizer(torch.optim.Optimizer):
         """A lean state as saved, or a normal AdamW state (quantized here)."""
         if "lean" not in sd:
             sd = lean_state_from_adamw(sd, self.order)
+        elif sd["lean"].get("kind") == "one_pass":  # the one-pass state: through AdamW's fp32 moments
+            sd = lean_state_from_adamw({"state": {i: {"exp_avg": m, "exp_avg_sq": v, "step": step}
+                                                  for i, (m, v, step) in full_moments(sd).items()}}, self.order)
         lean = sd["lean"]
         # A checkpoint of the earlier lean step also kept "prev_norm" (its next step's
         # clipping); exact clipping needs nothing from the step before.
@@ -331,15 +340,25 @@ def lean_state_from_adamw(sd: dict[str, Any], order: list[nn.Parameter]) -> dict
 def adamw_state_from_lean(sd: dict[str, Any], adamw: torch.optim.Optimizer) -> dict[str, Any]:
     """The lean format → a state dict `adamw` (a torch AdamW over the same model) loads."""
     out = adamw.state_dict()
-    state = {}
+    out["state"] = {i: {"step": torch.tensor(float(step)), "exp_avg": m, "exp_avg_sq": v}
+                    for i, (m, v, step) in full_moments(sd).items()}
+    return out
+
+
+def full_moments(sd: dict[str, Any]) -> dict[int, tuple[torch.Tensor, torch.Tensor, int]]:
+    """Each parameter's fp32 moments (m, v) and step count from a lean state of either kind:
+    the 8-bit one here, or the one-pass state (trainer/step/one_pass.py: its first moment
+    dequantized, its factored second one made whole)."""
+    if sd["lean"].get("kind") == "one_pass":
+        return one_pass_moments(sd)
+    out = {}
     for i, s in sd["state"].items():
         if s["state1"].dtype == torch.uint8:
             m = _dequantize(s["state1"], s["absmax1"], s["qmap1"])
             v = _dequantize(s["state2"], s["absmax2"], s["qmap2"])
         else:  # a parameter small enough that bitsandbytes kept it in fp32
             m, v = s["state1"].float(), s["state2"].float()
-        state[int(i)] = {"step": torch.tensor(float(s["step"])), "exp_avg": m, "exp_avg_sq": v}
-    out["state"] = state
+        out[int(i)] = (m, v, int(s["step"]))
     return out
 
 
@@ -358,3 +377,49 @@ def lean_tensors(optimizer: torch.optim.Optimizer) -> Iterable[torch.Tensor]:
         for v in s.values():
             if torch.is_tensor(v):
                 yield v
+
+
+# ---- the one-pass state's map and moments (trainer/step/one_pass.py; here, where the
+# conversions between the states live) ----
+
+
+def _dynamic_map_values() -> list[float]:
+    """bitsandbytes' signed dynamic quantization map (functional.create_dynamic_map with its
+    defaults: 7 exponent bits, 8 bits in all), the same 256 values, in plain torch: the
+    state is then readable and writable without the library (tests check it against it)."""
+    data: list[float] = []
+    exponent_bits, non_sign = 7, 7
+    for i in range(exponent_bits):
+        items = 2 ** (i + non_sign - exponent_bits) + 1
+        bounds = torch.linspace(0.1, 1, items, dtype=torch.float32)
+        means = (bounds[:-1] + bounds[1:]) / 2.0
+        data += ((10 ** (-(exponent_bits - 1) + i)) * means).tolist()
+        data += (-(10 ** (-(exponent_bits - 1) + i)) * means).tolist()
+    data += [0.0, 1.0]
+    data += [0.0] * (256 - len(data))
+    return sorted(data)
+
+
+# Made at import, outside any fake-tensor mode (the memory count builds the optimizer inside one).
+DYNAMIC_SIGNED = _dynamic_map_values()
+
+
+def dynamic_map(device: torch.device | str = "cpu") -> torch.Tensor:
+    return torch.tensor(DYNAMIC_SIGNED, dtype=torch.float32, device=device)
+
+
+def one_pass_moments(sd: dict[str, Any]) -> dict[int, tuple[torch.Tensor, torch.Tensor, int]]:
+    """A saved one-pass state's (trainer/step/one_pass.py) fp32 moments (m, v) and step counts, by parameter index: m
+    dequantized, v = r cᵀ / mean(r) (what AdamW and the 8-bit lean state take)."""
+    code = dynamic_map()
+    out = {}
+    for i, s in sd["state"].items():
+        m = s["m"]
+        m = _dequantize(m.reshape(-1), s["absmax"], code).view(m.shape) if m.dtype == torch.uint8 else m.float()
+        if "r" in s:
+            r, c = s["r"].float(), s["c"].float()
+            v = torch.outer(r, c).div_(r.mean().clamp_min(1e-30))
+        else:
+            v = s["v"].float()
+        out[int(i)] = (m.clone(), v, int(s["step"]))
+    return out

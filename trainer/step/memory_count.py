@@ -50,7 +50,7 @@ from trainer.config.reasons import Refusal
 from trainer.config.run_config import ConfigError, RunConfig, lean_mode, load
 from trainer.model.gpt import GPT
 from trainer.plan.planner import Plan, known_machine, plan
-from trainer.step import lean
+from trainer.step import lean, one_pass
 from trainer.step.memory import StoragePeak, model_tensors
 from trainer.step.optim import make_optimizer, make_scaler
 from trainer.step.step import train_step
@@ -61,6 +61,8 @@ HOST_STAND_IN = "meta"
 CATEGORIES = ("weights", "gradients", "optimizer_state", "activations", "temporaries")
 MB = 2**20
 
+
+# lean and one_pass are imported above, outside any fake mode: the quantization map is made at import.
 
 # ---- what the CPU does differently from a card ------------------------------------------
 
@@ -279,10 +281,12 @@ def _parts(cfg: RunConfig, p: Plan) -> tuple[nn.Module, torch.optim.Optimizer, t
         model = GPT(cfg.model, p.economical.value)
     finally:
         torch.set_default_dtype(default)
-    if p.lean:
+    if p.step.value == "one_pass":  # plain torch: its own state, built on the fake tensors as it is
         with _patched(nn.Module, "to", _to_unless_there):
-            optimizer: torch.optim.Optimizer = lean.LeanOptimizer(model, cfg.training, dev, p.precision.value,
-                                                                  p.step.value)
+            optimizer: torch.optim.Optimizer = one_pass.OnePassOptimizer(model, cfg.training, dev, p.precision.value)
+    elif p.lean:
+        with _patched(nn.Module, "to", _to_unless_there):
+            optimizer = lean.LeanOptimizer(model, cfg.training, dev, p.precision.value, p.step.value)
         # On the card "offload" moves each parameter's moments in for its update and out after.
         optimizer.offload = p.step.value == "offload"
     else:
@@ -331,7 +335,7 @@ def _run(cfg: RunConfig, p: Plan, steps: int, at: tuple[int, int] | None = None,
     passes = [0]
     out: dict[str, Any] = {"steps": []}
     # The library's layout is measured on real tensors, before the fake mode starts.
-    with (fake_library() if p.lean and fake else _nothing()), (fake_numbers() if fake else _nothing()), \
+    with (fake_library() if p.lean and p.step.value != "one_pass" and fake else _nothing()), (fake_numbers() if fake else _nothing()), \
             (FakeTensorMode() if fake else _nothing()), (cuda_autocast_rules() if cuda_rules else _nothing()), \
             _counting_backward(passes):
         model, optimizer, scaler = _parts(cfg, p)

@@ -2,7 +2,8 @@
 (trainer/plan/planner.py, STEP_KINDS): "normal" (AdamW after the backward pass, through the
 GradScaler), "held" (the lean state's update after a backward pass that held the
 gradients; under fp16 through the GradScaler), "fused" and "offload" (the lean state's
-update inside a second backward pass).
+update inside a second backward pass), "one_pass" (the update inside the one backward pass,
+clipped by the progressive estimate: trainer/step/one_pass.py).
 
 Kept apart from the loop so the benchmarks (bench.step, the economical-mode benchmark)
 time exactly the step the trainer runs.
@@ -20,7 +21,7 @@ from contextlib import nullcontext
 import torch
 from torch import nn
 
-from trainer.plan.planner import FUSED_STEPS
+from trainer.plan.planner import IN_BACKWARD_STEPS
 from trainer.step.optim import autocast
 
 Batch = tuple[torch.Tensor, torch.Tensor]
@@ -44,9 +45,11 @@ def train_step(
     for group in optimizer.param_groups:
         group["lr"] = lr
     micro = batch if isinstance(batch, list) else [batch]
-    if kind in FUSED_STEPS:
+    if kind in IN_BACKWARD_STEPS:
         if len(micro) != 1:  # the plan refuses it: the first micro-steps' gradients would be held
             raise ValueError(f"a {kind} step takes one micro-step, not {len(micro)}")
+        if kind == "one_pass":
+            return _one_pass_step(model, optimizer, micro[0], precision, device, grad_clip)
         return _fused_step(model, optimizer, micro[0], precision, device, grad_clip)
     if kind == "held" and not scaler.is_enabled():
         # The lean state clips exactly and updates one parameter at a time; under fp16 the
@@ -99,6 +102,25 @@ def _fused_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch
     optimizer.update_pass(grad_clip)
     loss.backward()
     optimizer.end_pass()
+    return loss.detach()
+
+
+def _one_pass_step(model: nn.Module, optimizer: torch.optim.Optimizer, batch: Batch, precision: str,
+                   device: torch.device, grad_clip: float) -> torch.Tensor:
+    """The "one_pass" step: one forward pass, one backward pass whose hooks clip by the
+    progressive estimate and update each parameter. Where the optimizer has no last step's
+    squares to estimate with (a run's first step, a converted checkpoint), a backward pass
+    that keeps the graph and only takes them comes first, once."""
+    x, y = batch
+    with autocast(precision, device):
+        loss = model(x, y)
+    if optimizer.needs_priming(grad_clip):
+        optimizer.begin("prime")
+        loss.backward(retain_graph=True)
+        optimizer.end()
+    optimizer.begin("update", grad_clip)
+    loss.backward()
+    optimizer.end()
     return loss.detach()
 
 
