@@ -1,4 +1,4 @@
-"""python -m bench.one_pass_step [--layers L --width D --heads H --context N --vocab V --batch B --rounds R]:
+"""ternit bench one-pass (python -m bench.one_pass_step) [--layers L --width D --heads H --context N --vocab V --batch B --rounds R]:
 the trainer's one-pass lean step (lean_state "one_pass") against its normal step (AdamW) at a
 small shape on the CPU, alternating: each round times one step of each, in turns (which goes
 first alternates), after a warm-up; prints the medians, the per-round ratio's median and its

@@ -18,7 +18,7 @@ ELSEWHERE = {
     "monitor": "tests/test_bench_monitor.py::test_bench_against_two_fake_gpus",
     "sizing-gpu": "tests/test_sizing_probe.py",
 }
-HERE = {"trainer", "data", "sizing", "window", "memory"}
+HERE = {"trainer", "data", "sizing", "window", "memory", "one-pass"}
 
 
 def test_every_benchmark_has_a_smoke_test():
@@ -69,3 +69,11 @@ def test_bench_memory_tiny(tmp_path):
     # DDP: 3 levels × lean state off or on, counted; FSDP: the normal state's 3, estimated only.
     assert len(rows) == 9 and all("estimate_mib" in r for r in rows)
     assert sum("peak_mb" in r for r in rows) == 6
+
+
+def test_bench_one_pass_tiny(capfd):
+    args = ["--layers", "1", "--width", "32", "--heads", "2", "--context", "16", "--vocab", "64",
+            "--batch", "2", "--rounds", "2"]
+    assert bench_cli.main(["one-pass", *args]) == 0  # its own process, as the user's command
+    r = json.loads(capfd.readouterr().out)
+    assert r["rounds"] == 2 and r["ratio_median"] > 0 and r["shape"]["width"] == 32

@@ -22,6 +22,8 @@ BENCHES: dict[str, tuple[str, str, str, str]] = {
                "estimate accuracy against the real trainer"),
     "sizing-gpu": ("module", "app.sizing.probe_check", "оценки против замера на видеокарте (scripts/gpu_probe.py)",
                    "estimates against a GPU probe (scripts/gpu_probe.py)"),
+    "one-pass": ("process", "bench.one_pass_step", "шаг lean_state \"one_pass\" против обычного (процессор)",
+                 "the lean_state \"one_pass\" step against the normal one (CPU)"),
     "memory": ("process", "bench.memory_grid", "подсчёт памяти шага тренера против оценки, все сочетания",
                "the trainer step's counted memory against the estimate, every combination"),
     "sample": ("process", "bench.sample", "генерация текста с кэшем против простого цикла; цена образцов в обучении",
