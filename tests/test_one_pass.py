@@ -243,3 +243,32 @@ def test_the_table_lookup_finds_the_nearest_code_as_bucketize_does():
                    torch.nextafter(edges, torch.tensor(2.0)), torch.nextafter(edges, torch.tensor(-2.0)),
                    torch.tensor([0.0, -0.0, 1.0, -1.0])]).clamp(-1, 1)
     assert torch.equal(nearest_code(x, mids, below).int(), torch.bucketize(x, edges, out_int32=True))
+
+
+@pytest.mark.parametrize(("rows", "cols"), [(512, 2048), (2048, 512), (4000, 256)])
+def test_a_matrix_update_holds_the_slice_bytes_the_estimate_counts(rows, cols):
+    """The update's temporaries at their peak, counted on real tensors, are what the memory
+    model counts a weight of a slice (trainer.plan.state_bytes.ONE_PASS_SLICE_BYTES): a change
+    that makes the update keep one more fp32 copy (an int64 index, a square left bound) is
+    seen here, where the form's figure would silently fall short."""
+    from torch import nn
+
+    from trainer.config.run_config import TrainingConfig
+    from trainer.plan.state_bytes import ONE_PASS_SLICE_BYTES, one_pass_temporaries
+    from trainer.step.memory import StoragePeak
+    from trainer.step.one_pass import OnePassOptimizer
+
+    holder = nn.Module()
+    holder.w = nn.Parameter(torch.randn(rows, cols) * 0.02)
+    opt = OnePassOptimizer(holder, TrainingConfig(), torch.device("cpu"), "bf16")
+    p = holder.w
+    for _ in range(2):  # the first makes the state (counted as the optimizer's, not here)
+        p.grad = torch.randn(rows, cols).bfloat16()
+        state = [v for v in opt.state[p].values() if torch.is_tensor(v)]
+        with StoragePeak(alive=[p, p.grad, opt.code, *opt.table, *state]) as sp:
+            opt._update(0, p, torch.tensor(0.5))
+    n = rows * cols
+    held = sp.peak_bytes - sp.baseline_bytes
+    assert ONE_PASS_SLICE_BYTES * n <= held <= (ONE_PASS_SLICE_BYTES + 0.1) * n
+    # the estimate's term for the parameter: its bf16 gradient beside the slice's bytes
+    assert one_pass_temporaries(rows, cols, "bf16") >= 2 * n + held

@@ -148,10 +148,13 @@ def mlp_slices(layers: int) -> int:
     return 2 if layers < 8 else 1
 
 
-def loss_forward(s: Shape, precision: str, level: str) -> int:
-    """Held beyond the saved tensors while the loss's forward runs."""
+def loss_forward(s: Shape, precision: str, level: str, bf16_weights: bool = False) -> int:
+    """Held beyond the saved tensors while the loss's forward runs. With bf16 weights (the
+    lean state under bf16) nothing is cast: the output layer reads the normed h and the
+    weight as they are."""
     a, bt, d, v = act_bytes(precision), s.batch * s.context, s.width, s.vocab
-    casts = (a * bt * d) if a == 2 else 0  # the normed h as the output layer reads it
+    a16 = 0 if bf16_weights or a == 4 else a
+    casts = a16 * bt * d  # the normed h as the output layer reads it
     if level == "off":
         # h (fp32), the logits (16-bit, then fp32) and the log-softmax output.
         return 4 * bt * d + casts + bt * v * (8 + (a if a == 2 else 0))
@@ -159,7 +162,7 @@ def loss_forward(s: Shape, precision: str, level: str) -> int:
     # slice's gradient (4, and its 16-bit copy) is still bound; the weight cast once.
     r = min(bt, chunk_rows(bt, v, d, s.layers))
     per_cell = 12 if a == 4 else 14
-    return 4 * bt * d + casts + (a * v * d if a == 2 else 0) + r * v * per_cell
+    return 4 * bt * d + casts + a16 * v * d + r * v * per_cell
 
 
 # Economical levels: what the backward pass holds beyond the saved tensors while one
@@ -243,14 +246,20 @@ def estimate_memory(s: Shape, precision: str, cards: int = 1, economical: bool |
         saved -= _residual_16bit(s, level, device)
     lb = loss_backward(s, precision, level)
     rc = recompute_bytes(s, precision, level)
-    lf = loss_forward(s, precision, level)
+    lf = loss_forward(s, precision, level, bf16_weights)
     # While the loss's forward runs, everything is saved but (normal mode) the
     # log-softmax output, which `lf` counts; the chunked loss has made grad_h and the
     # output layer's gradient already.
     log_softmax = 4 * s.batch * s.context * s.vocab if level == "off" else 0
     held = max(saved - log_softmax + copies + lf, saved + copies + max(lb, rc))
     if step in IN_BACKWARD_STEPS:
-        held = max(held, saved + copies + st.in_backward)
+        in_backward = saved + copies + st.in_backward
+        if level != "off" and step == "one_pass":
+            # The chunked loss's fp32 output-layer gradient (in head_saved) has gone into the
+            # embedding's gradient, which st.in_backward counts, before the first block's
+            # hook (the fused steps' first pass keeps it: its graph is kept for the second).
+            in_backward -= 4 * s.vocab * s.width
+        held = max(held, in_backward)
         if level != "off" and step in FUSED_STEPS:
             # The fused step's first backward pass keeps its graph for the second, and with
             # it the chunked loss's gradients (formed in the forward pass, in the compute

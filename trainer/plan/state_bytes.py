@@ -44,11 +44,11 @@ from trainer.plan.shape import Shape
 BLOCK = 256  # trainer.step.lean.BLOCK: bitsandbytes' block size
 MIN_8BIT = 4096  # trainer.step.lean.MIN_8BIT: smaller parameters keep fp32 moments
 ONE_PASS_SLICE = 1 << 20  # trainer.step.one_pass.SLICE_WEIGHTS: the update's row slice
-# The one-pass update's fp32 temporaries of a slice, bytes a weight of it: the scaled fp32
-# gradient, the dequantized first moment (with its index and padded copies while it is
-# made) or the quantization's block copies, then the denominator and the weights' fp32 copy
-# (counted by trainer.step.memory_count at small shapes: 16–20).
-ONE_PASS_SLICE_BYTES = 12
+# The one-pass update's temporaries of a slice, bytes a weight of it, at their peak (the
+# quantization's nearest-code search): the dequantized first moment (fp32), its padded
+# block copy, the int32 code indices, the gathered midpoints (fp32) and their comparison
+# (bool) — 17, measured by StoragePeak on one matrix's update (tests/test_one_pass.py pins it).
+ONE_PASS_SLICE_BYTES = 17
 
 
 def param_sizes(s: Shape) -> list[int]:
@@ -73,11 +73,13 @@ def one_pass_moment_bytes(rows: int, cols: int) -> int:
 
 def one_pass_temporaries(rows: int, cols: int, precision: str) -> int:
     """Bytes one parameter's one-pass update holds: its gradient (in the weights' precision)
-    and one row slice's fp32 temporaries (ONE_PASS_SLICE_BYTES a weight), the rows' means."""
+    and one row slice's temporaries (ONE_PASS_SLICE_BYTES a weight, its blocks' scales), the
+    rows' and columns' means."""
     n = rows * cols
     per = max(1, ONE_PASS_SLICE // cols)
     grad = (2 if precision == "bf16" else 4) * n
-    return grad + ONE_PASS_SLICE_BYTES * min(n, per * cols) + 4 * (rows + cols)
+    part = min(n, per * cols)
+    return grad + ONE_PASS_SLICE_BYTES * part + 4 * -(-part // BLOCK) + 4 * (rows + cols)  # + block scales
 
 
 def moment_bytes(n: int) -> int:

@@ -83,9 +83,14 @@ def nearest_code(x: torch.Tensor, mids: torch.Tensor, below: torch.Tensor) -> to
     """The index of the map entry nearest to each value of `x` (fp32): the count of midpoints
     below it — torch.bucketize(x, mids), which on the CPU is a slow binary search, found by
     one table look-up and one comparison (`_nearest_table`; tests check it against bucketize)."""
-    key = (x.view(torch.int32) >> 16) & 0xFFFF
-    first = below[key.long()]
-    return first + (mids[first.long()] < x)
+    # int32 indices throughout (index_select takes them): int64 copies of the slice would
+    # be 16 of the update's bytes a weight (trainer.plan.state_bytes.ONE_PASS_SLICE_BYTES).
+    key = x.view(torch.int32) >> 16
+    key &= 0xFFFF
+    first = below.index_select(0, key.view(-1)).view(x.shape)
+    del key
+    above = mids.index_select(0, first.view(-1)).view(x.shape) < x
+    return first.add_(above)
 
 
 def quantize_into(x: torch.Tensor, codes: torch.Tensor, absmax: torch.Tensor, code: torch.Tensor,
@@ -265,6 +270,7 @@ class OnePassOptimizer(torch.optim.Optimizer):
                 g2 = grad(r0, r1).square_().add_(EPS_SQUARE)
                 row_mean[r0:r1] = g2.mean(dim=1)
                 col_sum.add_(g2.sum(dim=0))
+                del g2  # else the last slice's square lives on through the update below
             st["r"].mul_(b2).add_(row_mean, alpha=1 - b2)
             st["c"].mul_(b2).add_(col_sum.div_(rows), alpha=1 - b2)
             del row_mean, col_sum
@@ -281,15 +287,16 @@ class OnePassOptimizer(torch.optim.Optimizer):
             else:
                 m = m2d[r0:r1]
             m.mul_(b1).add_(g, alpha=1 - b1)
+            if not factored:
+                v = st["v"].view(rows, cols)[r0:r1]
+                v.mul_(b2).addcmul_(g, g, value=1 - b2)
+            del g  # before the quantization's copies: the slice's peak is one fp32 copy lower
             if eight_bit:
                 quantize_into(m.view(-1), codes, absmax, self.code, self.table)
             if factored:
                 denom = torch.outer(st["r"][r0:r1], st["c"]).div_(scale).sqrt_().add_(EPS)
             else:
-                v = st["v"].view(rows, cols)[r0:r1]
-                v.mul_(b2).addcmul_(g, g, value=1 - b2)
                 denom = (v / (1 - b2**t)).sqrt_().add_(EPS)
-            del g
             if self.bf16:
                 w = w2d[r0:r1].float()
                 w.mul_(1 - lr * wd).addcdiv_(m, denom, value=-lr / bc1)
