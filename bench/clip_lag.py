@@ -38,12 +38,12 @@ and step function, from the same initial weights on the same batches:
                   by a prior of w = ¼ of last step's whole square (few tensors done: little
                   evidence, the rest assumed as last step)
     progressive_tail  N² ≈ S + (P_all − P): the tensors not yet done assumed as last step
-    factored_exact  the moments issue 34's memory needs, clipped exactly (a norm-only backward
-                  pass first): the first moment 8-bit block-wise (bitsandbytes' dynamic map,
-                  blocks of 256), the second factored into a row and a column mean of g²
-                  (Adafactor, Shazeer & Stern 2018, β₂ as AdamW's 0.95, bias-corrected), the
-                  AdamW step from them; bf16 weights rounded stochastically as the lean state
-    factored_progressive  the same moments clipped by the progressive estimate in one pass
+    factored_exact  the trainer's one-pass optimizer (trainer/step/one_pass.py: the first moment
+                  8-bit block-wise in bitsandbytes' dynamic map, the second factored into a
+                  row and a column mean of g², bf16 weights rounded stochastically) after a
+                  backward pass that held the gradients, clipped exactly (its step_held)
+    factored_progressive  the trainer's own `lean_state: "one_pass"` step (train_step's
+                  "one_pass": the same moments clipped by the progressive estimate, one pass)
 
 Reported: over the lagged run's steps, the exact coefficient of each step against the one
 used (relative difference |used − exact| / exact: median, 90th percentile, max), how often
@@ -83,11 +83,12 @@ from .synthetic import make_prepared
 # The progressive arms and the weight of their prior "the rest as last step" (a share of
 # last step's whole square): 0, this step's evidence alone; None, the rest assumed unchanged.
 PROGRESSIVE = {"progressive": 0.0, "progressive_shrink": 0.25, "progressive_tail": None}
-# The small-moment arms (issue 34's memory): an 8-bit first moment and a factored second.
+# The small-moment arms (issue 34's memory): the trainer's one-pass optimizer, exactly clipped
+# after a held backward pass and as its own one-pass step (which primes itself).
 FACTORED = ("factored_exact", "factored_progressive")
 RUNS = ("lagged", "exact", "fused", "exact_nudged", "normal", "growth", "pertensor", *PROGRESSIVE, *FACTORED)
-ONE_PASS = ("lagged", "growth", "pertensor", *PROGRESSIVE, *FACTORED)
-PRIMED = ("growth", *PROGRESSIVE, "factored_progressive")  # the run's first step's norms from a priming pass
+ONE_PASS = ("lagged", "growth", "pertensor", *PROGRESSIVE)  # the bench's own one-pass class
+PRIMED = ("growth", *PROGRESSIVE)  # the run's first step's norms from a priming pass
 # Student's t, two-sided 95 %, by degrees of freedom (the seeds less one).
 T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262}
 NUDGE = 2.0**-23  # one fp32 rounding step, relative
@@ -119,6 +120,10 @@ def make_run(kind: str, cfg: ModelConfig, t: TrainingConfig, precision: str) -> 
         return model, make_optimizer(model, t, cpu)
     if kind in ONE_PASS:
         return model, _one_pass_class(kind)(model, t, cpu, precision, "fused")
+    if kind in FACTORED:
+        from trainer.step.one_pass import OnePassOptimizer
+
+        return model, OnePassOptimizer(model, t, cpu, precision)
     # The trainer's own lean steps: "on" (gradients held) and "fused" (two backward passes).
     return model, LeanOptimizer(model, t, cpu, precision, "fused" if kind == "fused" else "held")
 
@@ -163,8 +168,6 @@ def _one_pass_class(kind: str) -> type:
             self._done_prev = torch.zeros(())  # last step's squares of the same parameters
             self._prev_all: torch.Tensor | None = None
             self.estimates: list[float] = []  # the estimate at each parameter, this step
-            self.norm_only = False  # factored_exact's first backward pass: squares only
-            self.small: dict[int, dict[str, Any]] = {}  # the factored arms' moments
             self.step_estimates: list[list[float]] = []
 
         def one_pass_step(self, loss: torch.Tensor) -> float:
@@ -175,12 +178,6 @@ def _one_pass_class(kind: str) -> type:
             self._done, self._done_prev = torch.zeros(()), torch.zeros(())
             self._prev_all = torch.stack(list(self.prev_sq.values())).sum() if self.prev_sq else None
             self.estimates = []
-            if kind == "factored_exact" and self.clip > 0:  # the exact norm from a pass of its own
-                self.norm_only = True
-                loss.backward(retain_graph=True)
-                self.norm_only = False
-                self._coef = min(1.0, self.clip / (float(self._sum.sqrt()) + 1e-6))
-                self._sum = torch.zeros(())
             loss.backward()
             self.prev_norm = self.last_norm = float(self._sum.sqrt())
             if not self.priming:
@@ -195,9 +192,6 @@ def _one_pass_class(kind: str) -> type:
                     return
                 sq = p.grad.detach().float().pow(2).sum()
                 self._sum += sq
-                if self.norm_only:
-                    p.grad = None
-                    return
                 coef = self._coef
                 if kind == "growth":
                     mine = float(sq.sqrt())  # a host sync per parameter: a cost on a GPU
@@ -208,14 +202,12 @@ def _one_pass_class(kind: str) -> type:
                         return
                     if self.clip > 0 and self.prev_norm is not None and before:
                         coef = min(1.0, self.clip / (self.prev_norm * mine / before + 1e-6))
-                if kind in PROGRESSIVE or kind == "factored_progressive":
+                if kind in PROGRESSIVE:
                     coef = self._progressive(index, sq)
                     if self.priming:
                         p.grad = None
                         return
-                if kind in FACTORED:
-                    self._update_factored(index, p, coef)
-                elif kind == "pertensor":
+                if kind == "pertensor":
                     self._update_clipped(index, p)
                 else:
                     self._update(index, p, coef)
@@ -238,42 +230,6 @@ def _one_pass_class(kind: str) -> type:
                 est = float(progressive_estimate(self._done, self._done_prev, self._prev_all, PROGRESSIVE.get(kind, 0.0)))
             self.estimates.append(est)
             return min(1.0, self.clip / (est + 1e-6))
-
-        @torch.no_grad()
-        def _update_factored(self, index: int, p: torch.nn.Parameter, coef: float) -> None:
-            """AdamW's step from an 8-bit first moment and a factored second one (see the
-            module's docstring); the gradient scaled by `coef` before it enters them."""
-            from trainer.step.lean import MIN_8BIT, _dequantize, _quantize, stochastic_round_
-
-            b1, b2, eps = 0.9, 0.95, 1e-8
-            lr = self.param_groups[0]["lr"]
-            wd = next(g["weight_decay"] for g in self.param_groups if any(q is p for q in g["params"]))
-            g = p.grad.detach().float() * coef
-            st = self.small.setdefault(index, {"t": 0})
-            st["t"] += 1
-            t = st["t"]
-            if "m" in st:
-                m = _dequantize(*st["m"]) if isinstance(st["m"], tuple) else st["m"]
-            else:
-                m = torch.zeros_like(g)
-            m.mul_(b1).add_(g, alpha=1 - b1)
-            st["m"] = _quantize(m, signed=True) if m.numel() >= MIN_8BIT else m
-            g2 = g.square().add_(1e-30)
-            rows, cols = g2.mean(dim=1), g2.mean(dim=0)
-            if "r" not in st:
-                st["r"], st["c"] = torch.zeros_like(rows), torch.zeros_like(cols)
-            st["r"].mul_(b2).add_(rows, alpha=1 - b2)
-            st["c"].mul_(b2).add_(cols, alpha=1 - b2)
-            v = torch.outer(st["r"], st["c"]).div_(st["r"].mean())
-            denom = v.div_(1 - b2**t).sqrt_().add_(eps)
-            w = p.detach().float()
-            w.mul_(1 - lr * wd).addcdiv_(m, denom, value=-lr / (1 - b1**t))
-            if self.bf16:
-                gen = torch.Generator(device=p.device)
-                gen.manual_seed((self.seed * 1_000_003 + self.updates * 10_007 + index) % (2**63))
-                stochastic_round_(p.data, w, gen)
-            else:
-                p.data.copy_(w)
 
         @torch.no_grad()
         def _update_clipped(self, index: int, p: torch.nn.Parameter) -> None:
@@ -332,9 +288,17 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
                 loss = model(*batch)
             used.append(opt.one_pass_step(loss))
             norms.append(opt.last_norm)
+        elif kind == "factored_exact":  # the held backward pass (the hooks idle), the exact clip
+            for g in opt.param_groups:
+                g["lr"] = schedule.at(i)
+            with autocast(precision, cpu):
+                loss = model(*batch)
+            loss.backward()
+            opt.step_held(t.grad_clip)
+            norms.append(opt.last_norm)
         else:
             loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip,
-                              getattr(opt, "step_kind", "normal"))
+                              "one_pass" if kind == "factored_progressive" else getattr(opt, "step_kind", "normal"))
             norms.append(opt.last_norm if kind != "normal" else math.nan)
         losses.append(float(loss.detach()))
         times.append(time.perf_counter() - began)
@@ -344,7 +308,7 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
         out["used_coefs"] = used
     if kind == "pertensor":
         out["clipped_updates"] = opt.clipped
-    if kind.startswith("progressive") or kind == "factored_progressive":
+    if kind.startswith("progressive"):
         out["step_estimates"] = opt.step_estimates
     return out
 
