@@ -40,8 +40,8 @@ and step function, from the same initial weights on the same batches:
     progressive_tail  N² ≈ S + (P_all − P): the tensors not yet done assumed as last step
     factored_exact  the trainer's one-pass optimizer (trainer/step/one_pass.py: the first moment
                   8-bit block-wise in bitsandbytes' dynamic map, the second factored into a
-                  row and a column mean of g², bf16 weights rounded stochastically) after a
-                  backward pass that held the gradients, clipped exactly (its step_held)
+                  row and a column mean of g², bf16 weights rounded stochastically) in
+                  train_step's "held" step: the gradients held, clipped exactly (step_held)
     factored_progressive  the trainer's own `lean_state: "one_pass"` step (train_step's
                   "one_pass": the same moments clipped by the progressive estimate, one pass)
 
@@ -288,17 +288,12 @@ def train(kind: str, data: PreparedData, cfg: ModelConfig, t: TrainingConfig, pr
                 loss = model(*batch)
             used.append(opt.one_pass_step(loss))
             norms.append(opt.last_norm)
-        elif kind == "factored_exact":  # the held backward pass (the hooks idle), the exact clip
-            for g in opt.param_groups:
-                g["lr"] = schedule.at(i)
-            with autocast(precision, cpu):
-                loss = model(*batch)
-            loss.backward()
-            opt.step_held(t.grad_clip)
-            norms.append(opt.last_norm)
         else:
-            loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip,
-                              "one_pass" if kind == "factored_progressive" else getattr(opt, "step_kind", "normal"))
+            # factored_exact: the trainer's held step (a backward pass that holds the gradients,
+            # the hooks idle, then step_held's exact clip); the one-pass optimizer's own kind is
+            # "one_pass" (factored_progressive)
+            step_kind = "held" if kind == "factored_exact" else getattr(opt, "step_kind", "normal")
+            loss = train_step(model, opt, scaler, batch, schedule.at(i), precision, cpu, t.grad_clip, step_kind)
             norms.append(opt.last_norm if kind != "normal" else math.nan)
         losses.append(float(loss.detach()))
         times.append(time.perf_counter() - began)
