@@ -201,7 +201,9 @@ def test_sigterm_during_prepare_exits_like_ctrl_c_and_leaves_no_temporary_folder
         assert any(line.strip() == "TOKENIZING" for line in lines)
         assert [p for p in tmp_path.iterdir() if p.name.startswith(".out.tmp-")]  # it was writing
         proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+        proc.stdout.read()  # through the wrapper that readline used (communicate reads the raw pipe behind it)
+        err = proc.stderr.read()
+        proc.wait(timeout=60)
     finally:
         proc.kill()
     assert proc.returncode == 130, err

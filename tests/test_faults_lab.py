@@ -263,7 +263,12 @@ def test_sigterm_to_start_wait_says_training_goes_on_and_a_running_run_is_not_co
             # fixed sleep here once raced the handler on a loaded machine).
             assert follower.stdout.readline().startswith(("старт", "start"))
             follower.send_signal(signal.SIGTERM)
-            _, err = follower.communicate(timeout=60)
+            # Read on through the text wrapper, not communicate(): communicate reads the raw pipe
+            # behind the wrapper's read-ahead, so it can start in the middle of a Cyrillic letter
+            # (CI once failed so) and lose the lines already buffered.
+            follower.stdout.read()
+            err = follower.stderr.read()
+            follower.wait(timeout=60)
         finally:
             follower.kill()
         assert follower.returncode == 143 and "Traceback" not in err
