@@ -39,6 +39,20 @@ def test_bench_data_tiny(capsys):
     assert "ratio_lab_vs_encode_fast_best" in capsys.readouterr().out
 
 
+def test_bench_data_a_round_under_one_cpu_tick_has_no_cpu_rate(capsys, monkeypatch):
+    """psutil counts CPU time in clock ticks: a tiny round can read 0 CPU-s (a fresh clone's .ci/run
+    divided by it). Such a round prints why it has no rate, and the JSON says None."""
+    from app.data import bench as data_bench
+
+    monkeypatch.setattr(data_bench, "_cpu", lambda: 7.0)  # the clock never ticks
+    assert bench_cli.main(["data", "--mb", "0.05", "--repeats", "1", "--vocab", "300", "--context", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "CPU time under one clock tick" in out
+    result = json.loads(out[out.index("{"):out.rindex("}") + 1])
+    assert result["lab"]["median_mb_per_cpu_s"] is None and result["ratio_lab_vs_encode_cpu"] is None
+    assert result["lab"]["median_mb_s"] > 0
+
+
 def test_bench_sizing_one_size(tmp_path):
     out = tmp_path / "sizing.json"
     args = ["--sizes", "A", "--steps", "3", "--rounds", "1", "--threads", "1", "--out", str(out)]

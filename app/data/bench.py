@@ -139,27 +139,37 @@ def throughput(args: argparse.Namespace) -> int:
                 times[n].append(time.perf_counter() - t)
                 cpus[n].append(_cpu() - c)
             print(f"round {r + 1}/{args.repeats}: " + ", ".join(
-                f"{n} {nbytes / 1e6 / times[n][-1]:.2f} MB/s ({nbytes / 1e6 / cpus[n][-1]:.2f} per CPU-s)"
+                f"{n} {nbytes / 1e6 / times[n][-1]:.2f} MB/s ({_per_cpu_text(nbytes, cpus[n][-1])})"
                 for n in names), flush=True)
         state.close()
     result = {"mb": round(nbytes / 1e6, 2), "repeats": args.repeats, "vocab": args.vocab}
     for n in names:
         speeds = sorted(nbytes / 1e6 / s for s in times[n])
-        per_cpu = sorted(nbytes / 1e6 / max(c, 1e-9) for c in cpus[n])
+        # a round shorter than the CPU clock's tick reads 0 CPU-s: it has no rate (None), not an infinite one
+        per_cpu = sorted(nbytes / 1e6 / c for c in cpus[n] if c > 0)
         result[n] = {"median_mb_s": round(statistics.median(speeds), 3),
                      "min_mb_s": round(speeds[0], 3), "max_mb_s": round(speeds[-1], 3),
-                     "median_mb_per_cpu_s": round(statistics.median(per_cpu), 3),
-                     "min_mb_per_cpu_s": round(per_cpu[0], 3), "max_mb_per_cpu_s": round(per_cpu[-1], 3),
+                     "median_mb_per_cpu_s": round(statistics.median(per_cpu), 3) if per_cpu else None,
+                     "min_mb_per_cpu_s": round(per_cpu[0], 3) if per_cpu else None,
+                     "max_mb_per_cpu_s": round(per_cpu[-1], 3) if per_cpu else None,
                      "tokens": tokens[n]}
     for base in ("encode", "encode_fast"):
         result[f"ratio_lab_vs_{base}_wall"] = round(result["lab"]["median_mb_s"] / result[base]["median_mb_s"], 3)
         # best of the rounds: the least disturbed by other work on a shared machine
         result[f"ratio_lab_vs_{base}_best"] = round(result["lab"]["max_mb_s"] / result[base]["max_mb_s"], 3)
-        result[f"ratio_lab_vs_{base}_cpu"] = round(
-            result["lab"]["median_mb_per_cpu_s"] / result[base]["median_mb_per_cpu_s"], 3)
+        lab_cpu, base_cpu = result["lab"]["median_mb_per_cpu_s"], result[base]["median_mb_per_cpu_s"]
+        result[f"ratio_lab_vs_{base}_cpu"] = round(lab_cpu / base_cpu, 3) if lab_cpu and base_cpu else None
     result["load_average"] = psutil.getloadavg()
     print(json.dumps(result, indent=2))
     return 0
+
+
+def _per_cpu_text(nbytes: int, cpu_s: float) -> str:
+    """MB per CPU-second, or why there is none: psutil counts CPU time in clock ticks
+    (10 ms on Linux), so a tiny round can read 0 (a fresh clone's .ci/run divided by it)."""
+    if cpu_s <= 0:
+        return "CPU time under one clock tick"
+    return f"{nbytes / 1e6 / cpu_s:.2f} per CPU-s"
 
 
 def _cpu() -> float:
