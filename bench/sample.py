@@ -276,9 +276,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--against-hf", type=parse_cases, metavar="PxN[,PxN]",
                    help="instead: against transformers' GPT2LMHeadModel.generate(use_cache=True) on one thread, "
                         "P prompts × N new tokens each (e.g. 8x512,4x256)")
+    p.add_argument("--static", choices=("cpu", "cuda"),
+                   help="instead: the fixed-shape decode step (a CUDA graph on a card) against the growing "
+                        "cache's, on this device, --prompt then --new greedy tokens, --series each")
+    p.add_argument("--precision", default="auto", help="with --static: fp32, bf16, fp16 or auto (the lab's pick)")
     args = p.parse_args(argv)
     if args.against_hf:
         return hf_main(args)
+    if args.static:
+        return static_main(args)
     if min(args.prompt, args.new, args.series, args.train_steps) < 1 or args.prompt + args.new > args.context:
         print("bench.sample: --prompt, --new, --series, --train-steps must be ≥ 1 and prompt + new ≤ context",
               file=sys.stderr)
@@ -332,8 +338,63 @@ def hf_main(args: argparse.Namespace) -> int:
     return 0 if all(c["equal_tokens"] for c in r["cases"]) else 1
 
 
+def static_main(args: argparse.Namespace) -> int:
+    """The fixed-shape step against the growing cache's, alternating per series: tokens per
+    wall second (the device synchronised by each token's read-back), whether the tokens agree
+    (the two add the attention in different orders, so they may part where two logits tie
+    within rounding: reported as the tokens before the first difference; tests/test_generate.py
+    holds the logic in float64)."""
+    from trainer.step.optim import pick_precision
+    from trainer.text.generate import pack
+
+    if min(args.prompt, args.new, args.series) < 1 or args.prompt + args.new > args.context:
+        print("bench.sample: --prompt, --new, --series must be ≥ 1 and prompt + new ≤ context", file=sys.stderr)
+        return 2
+    device = torch.device(args.static)
+    precision = pick_precision(args.precision, device)
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(args.context, args.width, args.heads, args.layers, args.vocab))
+    model.init_weights(0)
+    model.to(device).eval()
+    prompt = torch.randint(args.vocab, (args.prompt,), generator=torch.Generator().manual_seed(2)).tolist()
+    w = pack(model)
+    greedy = Sampling(temperature=0)
+
+    def side(static: bool, new: int) -> list[int]:
+        with torch.no_grad():
+            return list(generate(model, prompt, new, greedy, 0, precision=precision, weights=w, static=static))
+
+    side(True, 4), side(False, 4)  # warm-up: allocations, cuBLAS handles, the graph's first capture
+    speed: dict[str, list[float]] = {"static": [], "dynamic": []}
+    agree: list[int] = []
+    for k in range(args.series):
+        out = {}
+        for name in (("static", "dynamic") if k % 2 == 0 else ("dynamic", "static")):
+            began = time.perf_counter()
+            out[name] = side(name == "static", args.new)
+            speed[name].append(len(out[name]) / (time.perf_counter() - began))
+            print(f"series {k + 1}/{args.series} {name:<7} {speed[name][-1]:9.1f} tokens/s", flush=True)
+        pairs = list(zip(out["static"], out["dynamic"], strict=True))
+        agree.append(next((i for i, (a, b) in enumerate(pairs) if a != b), len(pairs)))
+    result = {"device": str(device), "precision": precision, "torch": torch.__version__,
+              "shape": {k: getattr(args, k) for k in ("context", "width", "heads", "layers", "vocab", "prompt", "new")},
+              "static": spread(speed["static"]), "dynamic": spread(speed["dynamic"]),
+              "static_over_dynamic_per_series": [a / b for a, b in zip(speed["static"], speed["dynamic"], strict=True)],
+              "tokens_agreeing_before_a_difference": agree, "new": args.new}
+    if device.type == "cuda":
+        result["card"] = torch.cuda.get_device_name(device)
+    result["static_over_dynamic_median"] = result["static"]["median"] / result["dynamic"]["median"]
+    print(f"static {result['static']['median']:.1f} against dynamic {result['dynamic']['median']:.1f} tokens/s: "
+          f"{result['static_over_dynamic_median']:.2f}× ({precision} on {device}); tokens agreeing: {agree} of "
+          f"{args.new}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0
+
+
 if __name__ == "__main__":
     from trainer.base.streams import utf8_stdio
 
     utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     raise SystemExit(main())
+

@@ -3,7 +3,7 @@
 # time-boxed, and the whole script keeps to a budget (BUDGET seconds, default 530: under 9
 # minutes, one device call): a part gets its box or what is left of the budget, whichever
 # is less, and is skipped with a line when under 20 s are left. Parts run in the order of
-# PARTS (default: plan large count compile economical monitor probe).
+# PARTS (default: plan large count sample compile economical monitor probe).
 # STEPS=512 halves the economical benchmark's part (its default here is 256: it was
 # measured at 1024 on an H200 already, docs/gpu-2026-11-30/).
 #     bash scripts/gpu_checks.sh OUT_DIR
@@ -28,6 +28,8 @@
 #                "fused" and "offload" at full recompute, capped, and "one_pass" at full recompute
 #                capped to 6.2 GB; the fused and the one-pass step against the normal one at half
 #                depth, alternating, 3 runs each (scripts/gpu_check_large.py)
+#   sample_static_{bf16,fp32}.json  generation's decode step as one CUDA graph against the
+#                eager growing cache: tokens/s alternating, tokens agreeing (python -m bench.sample --static cuda)
 #   compile.jsonl compiled against eager steps at the default model and at the full one
 #   economical.log, bench_selective.json, bench_full.json: the economical mode against the normal one (scripts/gpu_check_economical.sh:
 #                the side-by-side benchmark, the `full` level, bit-exact resume on CUDA)
@@ -45,7 +47,7 @@ WORK=$(mktemp -d)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 PYTHON="$PY"
 BUDGET=${BUDGET:-530}
-PARTS=${PARTS:-plan large count compile economical monitor probe}
+PARTS=${PARTS:-plan large count sample compile economical monitor probe}
 SMOKE=${SMOKE:-0}
 STARTED=$SECONDS
 # box SECONDS: the time this part may take, within what is left of the budget (0: skip).
@@ -101,10 +103,24 @@ for part in $PARTS; do
       # carry its wheel to a bare GPU machine; the same runs anywhere later with
       # `ternit bench sizing-gpu OUT/probe.json`).
       [ -f "$OUT/probe.json" ] && { $PY -c "import sys; from app.sizing.probe_check import main; sys.exit(main(sys.argv[1:]))" "$OUT/probe.json" || true; } ;;
+    sample)
+      # Generation's decode step as one CUDA graph against the eager growing cache, bf16 and
+      # fp32, at the default model (issue 34, §4; ≈ 40 s; not yet run on a card). SMOKE: the
+      # fixed-shape step eagerly on the CPU at a tiny shape.
+      if [ "$SMOKE" = 1 ]; then
+        sample_dev="--static cpu --context 32 --width 32 --heads 2 --layers 2 --vocab 300 --prompt 8 --new 16 --series 2"
+        run_part sample 60 $PY -m bench.sample $sample_dev --json "$OUT/sample_static_fp32.json" > "$OUT/sample.log" 2>&1
+      else
+        for prec in bf16 fp32; do
+          run_part "sample $prec" 40 $PY -m bench.sample --static cuda --precision $prec --new 512 --series 5 \
+            --json "$OUT/sample_static_$prec.json" >> "$OUT/sample.log" 2>&1
+        done
+      fi
+      grep "tokens agreeing" "$OUT/sample.log" | cut -c1-400 ;;
     trainer)  # bit-exact resume + the trainer step vs a plain loop + MFU (measured on an H200 already)
       run_part trainer 130 $PY scripts/gpu_check_trainer.py "$WORK/trainer" > "$OUT/trainer.log" 2>&1
       cp "$WORK/trainer/gpu_check_trainer.json" "$OUT/trainer.json" 2>/dev/null ;;
-    *) echo "unknown part $part (plan large count compile economical monitor probe trainer)" ;;
+    *) echo "unknown part $part (plan large count compile economical monitor probe sample trainer)" ;;
   esac
 done
 echo "gpu_checks: $((SECONDS - STARTED)) s of the ${BUDGET} s budget"

@@ -59,3 +59,16 @@ def test_against_hf_tiny(tmp_path):
         assert 0 < c["of_rate"]["lab"]["one_row"]
         assert c["flop_per_token"] == sum(bench.token_flops(cfg, 4 + i) for i in range(c["new"])) / c["new"]
     assert bench.parse_cases("8x512, 4×256") == [(8, 512), (4, 256)]
+
+
+def test_bench_sample_static_tiny(tmp_path, capfd):
+    """The fixed-shape arm (the CUDA graph's step on a card) runs on the CPU: both sides, the
+    series alternating, the agreement reported per series."""
+    out = tmp_path / "s.json"
+    args = ["--context", "32", "--width", "32", "--heads", "2", "--layers", "2", "--vocab", "300",
+            "--prompt", "8", "--new", "16", "--series", "2", "--static", "cpu", "--json", str(out)]
+    assert bench_cli.main(["sample", *args]) == 0
+    r = json.loads(out.read_text())
+    assert r["precision"] == "fp32" and r["static"]["n"] == r["dynamic"]["n"] == 2
+    assert len(r["tokens_agreeing_before_a_difference"]) == 2 and r["static_over_dynamic_median"] > 0
+    assert "tokens agreeing" in capfd.readouterr().out  # its own process, as the user's command

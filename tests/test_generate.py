@@ -60,6 +60,36 @@ def test_cache_gives_the_reference_tokens(sampling):
     assert cached == reference
 
 
+@pytest.mark.parametrize("sampling", [Sampling(temperature=0), Sampling(0.9, top_k=20, top_p=0.9)])
+def test_the_fixed_shape_step_gives_the_cached_tokens(sampling):
+    """StaticStep (the CUDA graph's step, run eagerly on the CPU) against the growing cache:
+    the same tokens through several window refills of a 16-token context."""
+    model = tiny_model()
+    prompt = [3, 1, 4, 1, 5, 9, 2, 6]
+    static = list(generate(model, prompt, 40, sampling, seed=7, static=True))
+    assert static == list(generate(model, prompt, 40, sampling, seed=7))
+    assert len(static) == 40
+
+
+def test_the_fixed_shape_step_equals_the_full_forward_and_refuses_a_full_cache():
+    from trainer.text.generate import StaticStep, forward_cached, pack
+
+    model = tiny_model(context=8)
+    ids = [3, 1, 4, 1, 5, 9, 2, 6]
+    step = StaticStep(model, pack(model), "fp32")
+    buffers = [k.data_ptr() for k in step.cache.k]
+    with torch.no_grad():
+        got = [forward_cached(model, torch.tensor([ids[:3]]), step.cache, step.w)]
+        got += [step(token) for token in ids[3:]]
+        full = model(torch.tensor([ids]))[0]
+        assert [k.data_ptr() for k in step.cache.k] == buffers and step.cache.length == 8
+        assert step.cache.k[0].dtype == torch.float64  # the weights' own type in fp32
+        with pytest.raises(ValueError, match="cache is full"):
+            step(1)
+    for j, logits in enumerate(got):
+        assert torch.allclose(logits[0], full[j + 2], atol=1e-12, rtol=0)
+
+
 def test_cache_is_written_in_place_and_equals_the_full_forward():
     from trainer.text.generate import Cache, forward_cached, pack
 

@@ -116,6 +116,93 @@ def forward_cached(model: GPT, idx: torch.Tensor, cache: Cache, w: Packed | None
     return torch.mm(norm(x.view(b, t, d)[:, -1]), w.head)
 
 
+# ---- the decode step with fixed shapes (a CUDA graph on a card) ----------------------
+
+# One new token's forward pass with every shape fixed, so that on a card it is captured once
+# as a CUDA graph and replayed per token: one launch instead of ≈ 15 kernels a layer, which is
+# what a small model's decode at batch 1 costs on a GPU (each kernel a few microseconds of
+# launch against a fraction of that in arithmetic).
+#
+# Fixed shapes: the keys and values of the whole context are preallocated, the new token's are
+# written at a position held in a device tensor, and the query attends to every position with
+# the later ones masked out (-inf before the softmax, so they weigh exactly 0). The token and its
+# position are copied into the graph's input tensors before each replay. On the CPU the same
+# step runs eagerly (no graph): tests/test_generate.py holds it against `forward_cached` token
+# for token there; the graph itself is checked on a card by scripts/gpu_checks.sh part `sample`.
+
+CACHE_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class StaticStep:
+    """The decode step over preallocated tensors. `cache` is the ordinary Cache whose tensors
+    are these, so a window run from position 0 by `forward_cached` fills them in place."""
+
+    def __init__(self, model: GPT, w: Packed, precision: str, batch: int = 1) -> None:
+        cfg, device = model.cfg, model.tok.weight.device
+        self.model, self.w, self.precision, self.device = model, w, precision, device
+        shape = (batch, cfg.heads, cfg.context, cfg.width // cfg.heads)
+        # what the products compute in: autocast's 16-bit type, else the weights' own
+        dtype = CACHE_DTYPES.get(precision, model.tok.weight.dtype)
+        self.cache = Cache(model)
+        self.cache.k = [torch.zeros(shape, dtype=dtype, device=device) for _ in model.blocks]
+        self.cache.v = [torch.zeros(shape, dtype=dtype, device=device) for _ in model.blocks]
+        self.token = torch.zeros((batch, 1), dtype=torch.long, device=device)
+        self.position = torch.zeros((1,), dtype=torch.long, device=device)
+        self.positions = torch.arange(cfg.context, device=device)
+        self.graph: torch.cuda.CUDAGraph | None = None
+        self.logits: torch.Tensor | None = None
+
+    def _forward(self) -> torch.Tensor:
+        model, w = self.model, self.w
+        b = self.token.size(0)
+        heads = model.cfg.heads
+        later = self.positions > self.position  # (context,): the positions not written yet
+        x = (model.tok(self.token) + model.pos(self.position)).view(b, -1)
+        d = x.size(-1)
+        for i, (wqkv, wproj, wup, wdown) in enumerate(w.layers):
+            q, k, v = torch.mm(norm(x), wqkv).view(b, 1, 3, heads, -1).unbind(2)
+            keys, values = self.cache.k[i], self.cache.v[i]
+            keys.index_copy_(2, self.position, k.transpose(1, 2).to(keys.dtype))
+            values.index_copy_(2, self.position, v.transpose(1, 2).to(values.dtype))
+            q = q.transpose(1, 2)
+            scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(1 / math.sqrt(q.size(-1)))
+            y = torch.matmul(scores.masked_fill_(later, float("-inf")).softmax(-1), values)
+            x = x + torch.mm(y.transpose(1, 2).reshape(b, d), wproj)
+            x = x + torch.mm(F.gelu(torch.mm(norm(x), wup), approximate=GELU_APPROXIMATE), wdown)
+        return torch.mm(norm(x), w.head)
+
+    def _capture(self) -> None:
+        """Warm-up on a side stream (cuBLAS picks its kernels and workspaces there), then the
+        capture. Both write the current token's keys and values at the current position,
+        the same values the replay writes, so capturing changes no state."""
+        side = torch.cuda.Stream(self.device)
+        side.wait_stream(torch.cuda.current_stream(self.device))
+        with torch.cuda.stream(side), autocast(self.precision, self.device):
+            for _ in range(2):
+                self._forward()
+        torch.cuda.current_stream(self.device).wait_stream(side)
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph), autocast(self.precision, self.device):
+            self.logits = self._forward()
+
+    def __call__(self, token: int) -> torch.Tensor:
+        """The logits after `token`, written at the cache's next position, (batch, vocab)."""
+        if self.cache.length >= self.model.cfg.context:
+            raise ValueError("the cache is full: the window is run again from position 0 first")
+        self.token.fill_(token)
+        self.position.fill_(self.cache.length)
+        if self.device.type == "cuda":
+            if self.graph is None:
+                self._capture()
+            self.graph.replay()
+            out = self.logits
+        else:
+            with autocast(self.precision, self.device):
+                out = self._forward()
+        self.cache.length += 1
+        return out
+
+
 def crop(prompt: list[int], context: int) -> tuple[list[int], int]:
     """The prompt's last `context` tokens, and how many were dropped from its start."""
     dropped = max(0, len(prompt) - context)
@@ -169,19 +256,24 @@ def _tokens(model: GPT, prompt: list[int], new: int, s: Sampling, seed: int, sto
 
 @torch.no_grad()
 def generate(model: GPT, prompt: list[int], new: int, s: Sampling, seed: int, stop: int | None = None,
-             allowed: int | None = None, precision: str = "fp32", weights: Packed | None = None) -> Iterator[int]:
+             allowed: int | None = None, precision: str = "fp32", weights: Packed | None = None,
+             static: bool = False) -> Iterator[int]:
     """New token ids one at a time (the prompt already cropped to the context), with the cache;
-    `weights`: pack(model) made once for several calls (else made here)."""
+    `weights`: pack(model) made once for several calls (else made here); `static`: each new
+    token through StaticStep (one CUDA graph on a card; eager fixed shapes on the CPU)."""
     if not prompt:
         raise ValueError("the prompt needs at least one token")
     device = model.tok.weight.device
-    cache = Cache(model)
     w = weights or pack(model)
+    step = StaticStep(model, w, precision) if static else None
+    cache = step.cache if step else Cache(model)
 
     def next_logits(window: list[int], fresh: bool) -> torch.Tensor:
         if fresh:
             cache.clear()
             idx = torch.tensor([window], device=device)
+        elif step:
+            return step(window[-1])
         else:
             idx = torch.tensor([window[-1:]], device=device)
         with autocast(precision, device):
