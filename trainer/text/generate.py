@@ -85,11 +85,31 @@ def pack(model: GPT) -> Packed:
     return Packed(layers, lay(model.tok.weight))
 
 
-def _one_query(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor) -> torch.Tensor:
-    """Attention of one query per head over every cached position (no mask needed), as two
-    batched products: SDPA's fused CPU kernel costs ≈ 0.1 ms a call to set up for one row."""
+def _one_query(q: torch.Tensor, keys: torch.Tensor, values: torch.Tensor,
+               later: torch.Tensor | None = None) -> torch.Tensor:
+    """Attention of one query per head over the cached positions, as two batched products:
+    SDPA's fused CPU kernel costs ≈ 0.1 ms a call to set up for one row. `later`: the
+    positions not written yet, masked out (the fixed-shape step attends over the whole cache)."""
     scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(1 / math.sqrt(q.size(-1)))
+    if later is not None:
+        scores.masked_fill_(later, float("-inf"))
     return torch.matmul(scores.softmax(-1), values)
+
+
+Attend = Callable[[int, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+def _blocks(model: GPT, w: Packed, x: torch.Tensor, b: int, t: int, attend: Attend) -> torch.Tensor:
+    """Every block's forward over `x` (b·t, width): trainer.model.gpt.Block's, restated over the
+    packed weights; `attend(i, q, k, v)` (each (b, heads, t, head_dim)) stores block i's keys
+    and values in its cache and returns the attention."""
+    d, heads = x.size(-1), model.cfg.heads
+    for i, (wqkv, wproj, wup, wdown) in enumerate(w.layers):
+        q, k, v = torch.mm(norm(x), wqkv).view(b, t, 3, heads, -1).unbind(2)
+        y = attend(i, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        x = x + torch.mm(y.transpose(1, 2).reshape(b * t, d), wproj)
+        x = x + torch.mm(F.gelu(torch.mm(norm(x), wup), approximate=GELU_APPROXIMATE), wdown)
+    return x
 
 
 def forward_cached(model: GPT, idx: torch.Tensor, cache: Cache, w: Packed | None = None) -> torch.Tensor:
@@ -101,17 +121,14 @@ def forward_cached(model: GPT, idx: torch.Tensor, cache: Cache, w: Packed | None
     assert t == 1 or start == 0, "a window is run from position 0, later tokens one at a time"
     x = model.tok(idx) + model.pos(torch.arange(start, start + t, device=idx.device))
     d = x.size(-1)
-    heads = model.cfg.heads
-    x = x.view(b * t, d)
-    for i, (wqkv, wproj, wup, wdown) in enumerate(w.layers):
-        q, k, v = torch.mm(norm(x), wqkv).view(b, t, 3, heads, -1).unbind(2)
-        keys, values = cache.store(i, k.transpose(1, 2), v.transpose(1, 2))
+
+    def attend(i: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        keys, values = cache.store(i, k, v)
         if t == 1:
-            y = _one_query(q.transpose(1, 2), keys, values)
-        else:  # a window from 0 is causal
-            y = F.scaled_dot_product_attention(q.transpose(1, 2), keys, values, is_causal=True)
-        x = x + torch.mm(y.transpose(1, 2).reshape(b * t, d), wproj)
-        x = x + torch.mm(F.gelu(torch.mm(norm(x), wup), approximate=GELU_APPROXIMATE), wdown)
+            return _one_query(q, keys, values)
+        return F.scaled_dot_product_attention(q, keys, values, is_causal=True)  # a window from 0 is causal
+
+    x = _blocks(model, w, x.view(b * t, d), b, t, attend)
     cache.length = start + t
     return torch.mm(norm(x.view(b, t, d)[:, -1]), w.head)
 
@@ -153,23 +170,17 @@ class StaticStep:
         self.logits: torch.Tensor | None = None
 
     def _forward(self) -> torch.Tensor:
-        model, w = self.model, self.w
         b = self.token.size(0)
-        heads = model.cfg.heads
         later = self.positions > self.position  # (context,): the positions not written yet
-        x = (model.tok(self.token) + model.pos(self.position)).view(b, -1)
-        d = x.size(-1)
-        for i, (wqkv, wproj, wup, wdown) in enumerate(w.layers):
-            q, k, v = torch.mm(norm(x), wqkv).view(b, 1, 3, heads, -1).unbind(2)
+
+        def attend(i: int, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
             keys, values = self.cache.k[i], self.cache.v[i]
-            keys.index_copy_(2, self.position, k.transpose(1, 2).to(keys.dtype))
-            values.index_copy_(2, self.position, v.transpose(1, 2).to(values.dtype))
-            q = q.transpose(1, 2)
-            scores = torch.matmul(q, keys.transpose(-1, -2)).mul_(1 / math.sqrt(q.size(-1)))
-            y = torch.matmul(scores.masked_fill_(later, float("-inf")).softmax(-1), values)
-            x = x + torch.mm(y.transpose(1, 2).reshape(b, d), wproj)
-            x = x + torch.mm(F.gelu(torch.mm(norm(x), wup), approximate=GELU_APPROXIMATE), wdown)
-        return torch.mm(norm(x), w.head)
+            keys.index_copy_(2, self.position, k)
+            values.index_copy_(2, self.position, v)
+            return _one_query(q, keys, values, later)
+
+        x = (self.model.tok(self.token) + self.model.pos(self.position)).view(b, -1)
+        return torch.mm(norm(_blocks(self.model, self.w, x, b, 1, attend)), self.w.head)
 
     def _capture(self) -> None:
         """Warm-up on a side stream (cuBLAS picks its kernels and workspaces there), then the
