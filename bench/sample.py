@@ -256,6 +256,18 @@ def parse_cases(text: str) -> list[tuple[int, int]]:
     return out
 
 
+def random_model(args: argparse.Namespace) -> GPT:
+    """The bench's model at the arguments' shape, random weights seeded 0, in eval mode."""
+    torch.manual_seed(0)
+    model = GPT(ModelConfig(args.context, args.width, args.heads, args.layers, args.vocab))
+    model.init_weights(0)
+    return model.eval()
+
+
+def bench_prompt(args: argparse.Namespace) -> list[int]:
+    return torch.randint(args.vocab, (args.prompt,), generator=torch.Generator().manual_seed(2)).tolist()
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.sample", description=__doc__.splitlines()[0])
     p.add_argument("--context", type=int, default=1024)
@@ -289,11 +301,7 @@ def main(argv: list[str] | None = None) -> int:
         print("bench.sample: --prompt, --new, --series, --train-steps must be ≥ 1 and prompt + new ≤ context",
               file=sys.stderr)
         return 2
-    torch.manual_seed(0)
-    model = GPT(ModelConfig(args.context, args.width, args.heads, args.layers, args.vocab))
-    model.init_weights(0)
-    model.eval()
-    prompt = torch.randint(args.vocab, (args.prompt,), generator=torch.Generator().manual_seed(2)).tolist()
+    model, prompt = random_model(args), bench_prompt(args)
     shape = {k: getattr(args, k) for k in ("context", "width", "heads", "layers", "vocab", "prompt", "new")}
     print(f"model {shape}, {sum(x.numel() for x in model.parameters()):,} weights, "
           f"cpu ({torch.get_num_threads()} threads), torch {torch.__version__}", flush=True)
@@ -321,10 +329,7 @@ def hf_main(args: argparse.Namespace) -> int:
         print("bench.sample: --against-hf needs P, N ≥ 1 and prompt + N ≤ context", file=sys.stderr)
         return 2
     torch.set_num_threads(1)  # both sides on one thread: CPU time is then the work done
-    torch.manual_seed(0)
-    model = GPT(ModelConfig(args.context, args.width, args.heads, args.layers, args.vocab))
-    model.init_weights(0)
-    model.eval()
+    model = random_model(args)
     import transformers
 
     print(f"model {model.cfg}, cpu (1 thread), torch {torch.__version__}, transformers {transformers.__version__}, "
@@ -352,11 +357,7 @@ def static_main(args: argparse.Namespace) -> int:
         return 2
     device = torch.device(args.static)
     precision = pick_precision(args.precision, device)
-    torch.manual_seed(0)
-    model = GPT(ModelConfig(args.context, args.width, args.heads, args.layers, args.vocab))
-    model.init_weights(0)
-    model.to(device).eval()
-    prompt = torch.randint(args.vocab, (args.prompt,), generator=torch.Generator().manual_seed(2)).tolist()
+    model, prompt = random_model(args).to(device), bench_prompt(args)
     w = pack(model)
     greedy = Sampling(temperature=0)
 
@@ -397,4 +398,3 @@ if __name__ == "__main__":
 
     utf8_stdio()  # a redirected stdout in UTF-8 on Windows too (trainer/base/streams.py)
     raise SystemExit(main())
-
