@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import mmap
 import os
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +34,7 @@ import torch.nn.functional as F
 from trainer.config.run_config import ModelConfig
 from trainer.model.gpt import GPT
 from trainer.run.samples import PROMPT_TOKENS, PROMPTS
-from trainer.text.generate import Sampling, generate, training_samples
+from trainer.text.generate import Packed, Sampling, generate, pack, training_samples
 
 
 @torch.no_grad()
@@ -179,72 +181,110 @@ def token_flops(cfg: ModelConfig, position: int) -> int:
     return 2 * (12 * n_layers * d * d + cfg.vocab * d) + 4 * n_layers * d * (position + 1)
 
 
-def matmul_rates(cfg: ModelConfig, repeats: int = 20) -> dict:
-    """This thread's matmul rates (FLOP per CPU-second): a square product (the compute peak) and
-    one row times every block's weights in turn, 12·L·d² weights cycled as generation reads
-    them (the memory-bound rate a single token's pass can reach at best)."""
-    d = cfg.width
+def product_flops(cfg: ModelConfig) -> int:
+    """Of token_flops, the weights' products alone: what one pass over every weight costs."""
+    return 2 * (12 * cfg.layers * cfg.width ** 2 + cfg.vocab * cfg.width)
+
+
+def products_pass(model: GPT) -> Callable[[], None]:
+    """One row times each of the lab's own packed weights (`pack`: the buffer, layout and order a
+    token's pass reads) in turn, the output layer included: the products of one token's pass
+    alone, memory-bound at batch 1, with nothing else of a step between them. Its time is the
+    floor of a token's pass for anything that multiplies with this machine's BLAS, the lab's
+    step and HF's alike."""
+    w = pack(model)
+    mats = [m for layer in w.layers for m in layer] + [w.head]
+    rows = {n: torch.randn(1, n) for n in {m.size(0) for m in mats}}
+
+    def one() -> None:
+        for m in mats:
+            torch.mm(rows[m.size(0)], m)
+
+    return one
+
+
+FLOOR_PASSES = 64  # products-alone passes timed per series (≈ 0.5 s at the default model)
+
+
+def square_rate(d: int, repeats: int = 20) -> float:
+    """This thread's compute peak: FLOP per CPU-second of a square d × d product."""
     a, b = torch.randn(d, d), torch.randn(d, d)
-    shapes = [(d, 3 * d), (d, d), (d, 4 * d), (4 * d, d)] * cfg.layers
-    ws = [torch.randn(i, o) for i, o in shapes]
-    xs = [torch.randn(1, i) for i, _ in shapes]
-    out = {}
-    for name, fn, flop in (("square", lambda: a @ b, 2 * d ** 3),
-                           ("one_row", lambda: [x @ w for x, w in zip(xs, ws, strict=True)],
-                            sum(2 * i * o for i, o in shapes))):
-        fn()
-        began = time.process_time()
-        for _ in range(repeats):
-            fn()
-        out[name] = flop * repeats / (time.process_time() - began)
-    return out
+    a @ b
+    began = time.process_time()
+    for _ in range(repeats):
+        a @ b
+    return 2 * d ** 3 * repeats / (time.process_time() - began)
 
 
 def against_hf(model: GPT, prompt_len: int, cases: list[tuple[int, int]], series: int) -> dict:
     """Per case (prompts × new tokens): both sides generate every prompt greedily (batch 1), in
     alternating order per series; tokens per CPU-second of this process (time.process_time:
-    other processes on a shared machine do not count), equal tokens checked each series."""
+    other processes on a shared machine do not count), equal tokens checked each series.
+    The roofline, timed in every series beside the two sides: the products alone
+    (`products_pass`, FLOOR_PASSES passes) take `floor_ms` a token; each side's time a token
+    over it, and HF's time over it per series — the most any step multiplying with this BLAS
+    could gain over HF (`ceiling`)."""
     hf = hf_peer(model)
+    floor = products_pass(model)
     sides = {"lab": lambda p, n: cached_generate(model, p, n), "hf": lambda p, n: hf_generate(hf, p, n)}
     gen = torch.Generator().manual_seed(3)
-    rates = matmul_rates(model.cfg)
-    out = {"matmul_flop_per_s": rates, "cases": []}
+    out = {"matmul_flop_per_s": {"square": square_rate(model.cfg.width)}, "cases": []}
+    floor_all: list[float] = []
     for prompts_n, new in cases:
         prompts = [torch.randint(model.cfg.vocab, (prompt_len,), generator=gen).tolist() for _ in range(prompts_n)]
         for f in sides.values():
             f(prompts[0], 4)  # warm-up
-        speed: dict[str, list[float]] = {"lab": [], "hf": []}
+        floor()
+        ms: dict[str, list[float]] = {"lab": [], "hf": [], "floor": []}
         equal = []
         for s in range(series):
             got = {}
-            for side in (["lab", "hf"] if s % 2 == 0 else ["hf", "lab"]):
+            for side in (["lab", "hf", "floor"] if s % 2 == 0 else ["floor", "hf", "lab"]):
                 began = time.process_time()
+                if side == "floor":
+                    for _ in range(FLOOR_PASSES):
+                        floor()
+                    ms[side].append((time.process_time() - began) / FLOOR_PASSES * 1e3)
+                    continue
                 got[side] = [sides[side](p, new) for p in prompts]
-                speed[side].append(prompts_n * new / (time.process_time() - began))
-                print(f"{prompts_n}×{new} series {s + 1}/{series} {side:<3} {speed[side][-1]:7.1f} tokens/CPU-s "
+                ms[side].append((time.process_time() - began) / (prompts_n * new) * 1e3)
+                print(f"{prompts_n}×{new} series {s + 1}/{series} {side:<3} {1e3 / ms[side][-1]:7.1f} tokens/CPU-s "
                       f"(load {os.getloadavg()[0]:.1f})", flush=True)
             equal.append(got["lab"] == got["hf"])
+        floor_all += ms["floor"]
         flop = sum(token_flops(model.cfg, prompt_len + i) for i in range(new)) / new
-        case = {"prompts": prompts_n, "new": new, "prompt": prompt_len, **{k: spread(v) for k, v in speed.items()},
-                "ratio_per_series": [a / b for a, b in zip(speed["lab"], speed["hf"], strict=True)],
-                "equal_tokens": all(equal), "flop_per_token": flop}
+        case = {"prompts": prompts_n, "new": new, "prompt": prompt_len,
+                **{k: spread([1e3 / x for x in ms[k]]) for k in sides},
+                "ratio_per_series": [h / lab for lab, h in zip(ms["lab"], ms["hf"], strict=True)],
+                "equal_tokens": all(equal), "flop_per_token": flop,
+                "ms_per_token": {k: spread(v) for k, v in ms.items()}}
         case["ratio"] = spread(case["ratio_per_series"])
-        case["of_rate"] = {side: {k: case[side]["median"] * flop / r for k, r in rates.items()} for side in sides}
+        case["over_floor"] = {k: spread([x / f for x, f in zip(ms[k], ms["floor"], strict=True)]) for k in sides}
+        case["ceiling"] = case["over_floor"]["hf"]
         out["cases"].append(case)
+    out["floor_ms"] = spread(floor_all)
+    out["matmul_flop_per_s"]["one_row"] = product_flops(model.cfg) / (out["floor_ms"]["median"] / 1e3)
+    for case in out["cases"]:
+        case["of_rate"] = {side: {k: case[side]["median"] * case["flop_per_token"] / r
+                                  for k, r in out["matmul_flop_per_s"].items()} for side in sides}
     return out
 
 
 def print_against_hf(r: dict) -> None:
-    rates = r["matmul_flop_per_s"]
-    print(f"\nthis thread's matmul: square {rates['square'] / 1e9:.1f} GFLOP/s, one row over the blocks' weights "
-          f"{rates['one_row'] / 1e9:.1f} GFLOP/s")
-    print("| prompts × new | lab tokens/CPU-s | HF tokens/CPU-s | lab/HF median (range) | lab of square / one-row rate | equal |")
-    print("|---|---|---|---|---|---|")
+    rates, fl = r["matmul_flop_per_s"], r["floor_ms"]
+    print(f"\nthis thread's matmul: square {rates['square'] / 1e9:.1f} GFLOP/s, one row over the lab's packed weights "
+          f"{rates['one_row'] / 1e9:.1f} GFLOP/s: the products alone {fl['median']:.2f} ms a token "
+          f"({fl['min']:.2f}–{fl['max']:.2f})")
+    print("| prompts × new | lab tokens/CPU-s | HF tokens/CPU-s | lab/HF median (range) | ms a token lab / HF / products alone "
+          "| lab, HF over the products | ceiling (HF / products) range | equal |")
+    print("|---|---|---|---|---|---|---|---|")
     for c in r["cases"]:
-        lab, hf, q, f = c["lab"], c["hf"], c["ratio"], c["of_rate"]["lab"]
+        lab, hf, q, ms, over = c["lab"], c["hf"], c["ratio"], c["ms_per_token"], c["over_floor"]
         print(f"| {c['prompts']} × {c['new']} | {lab['median']:.1f} ({lab['min']:.1f}–{lab['max']:.1f}) | "
               f"{hf['median']:.1f} ({hf['min']:.1f}–{hf['max']:.1f}) | {q['median']:.2f}× ({q['min']:.2f}–{q['max']:.2f}) | "
-              f"{f['square']:.1%} / {f['one_row']:.1%} | {c['equal_tokens']} |")
+              f"{ms['lab']['median']:.2f} / {ms['hf']['median']:.2f} / {ms['floor']['median']:.2f} | "
+              f"{over['lab']['median']:.2f}×, {over['hf']['median']:.2f}× | "
+              f"{c['ceiling']['min']:.2f}–{c['ceiling']['max']:.2f}× | {c['equal_tokens']} |")
 
 
 def parse_cases(text: str) -> list[tuple[int, int]]:
@@ -291,12 +331,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--static", choices=("cpu", "cuda"),
                    help="instead: the fixed-shape decode step (a CUDA graph on a card) against the growing "
                         "cache's, on this device, --prompt then --new greedy tokens, --series each")
+    p.add_argument("--layouts", action="store_true",
+                   help="instead: the packed weights' memory layouts side by side (one thread, --prompt then --new "
+                        "greedy tokens, --series rounds)")
     p.add_argument("--precision", default="auto", help="with --static: fp32, bf16, fp16 or auto (the lab's pick)")
     args = p.parse_args(argv)
     if args.against_hf:
         return hf_main(args)
     if args.static:
         return static_main(args)
+    if args.layouts:
+        return layouts_main(args)
     if min(args.prompt, args.new, args.series, args.train_steps) < 1 or args.prompt + args.new > args.context:
         print("bench.sample: --prompt, --new, --series, --train-steps must be ≥ 1 and prompt + new ≤ context",
               file=sys.stderr)
@@ -343,6 +388,49 @@ def hf_main(args: argparse.Namespace) -> int:
     return 0 if all(c["equal_tokens"] for c in r["cases"]) else 1
 
 
+def layouts_main(args: argparse.Namespace) -> int:
+    """The packed weights' memory layout, side by side: `separate` (each weight its own (in, out)
+    tensor, as before issue 34's fifth session), `one buffer` (all in one allocation in the order a
+    token's pass reads them) and `pack` (the lab's own: that buffer, on Linux a private mapping
+    advised for transparent huge pages; elsewhere the same as `one buffer`). Greedy from the
+    same prompt on one thread, --series rounds with the arms' order rotated each round; tokens
+    per CPU-second, the tokens checked equal across the arms each round."""
+    if min(args.prompt, args.new, args.series) < 1 or args.prompt + args.new > args.context:
+        print("bench.sample: --prompt, --new, --series must be ≥ 1 and prompt + new ≤ context", file=sys.stderr)
+        return 2
+    torch.set_num_threads(1)
+    model, prompt = random_model(args), bench_prompt(args)
+    greedy = Sampling(temperature=0)
+    w = pack(model)
+    separate = Packed([tuple(m.clone() for m in layer) for layer in w.layers], w.head.clone())  # an allocation each
+    arms = {"separate": separate, "one buffer": pack(model, lambda n, dtype: torch.empty(n, dtype=dtype)),
+            "pack": w}
+    for w in arms.values():
+        list(generate(model, prompt, 4, greedy, 0, weights=w))  # warm-up
+    speed: dict[str, list[float]] = {name: [] for name in arms}
+    equal = []
+    names = list(arms)
+    for k in range(args.series):
+        got = {}
+        for name in names[k % len(names):] + names[:k % len(names)]:
+            began = time.process_time()
+            got[name] = list(generate(model, prompt, args.new, greedy, 0, weights=arms[name]))
+            speed[name].append(args.new / (time.process_time() - began))
+            print(f"round {k + 1}/{args.series} {name:<10} {speed[name][-1]:7.1f} tokens/CPU-s", flush=True)
+        equal.append(len({tuple(t) for t in got.values()}) == 1)
+    result = {"shape": {k: getattr(args, k) for k in ("context", "width", "heads", "layers", "vocab", "prompt", "new")},
+              "torch": torch.__version__, "huge_page_advice": hasattr(mmap, "MADV_HUGEPAGE"),
+              **{name: spread(v) for name, v in speed.items()}, "equal_tokens": all(equal)}
+    result["over_separate"] = {name: spread([a / b for a, b in zip(v, speed["separate"], strict=True)])
+                               for name, v in speed.items() if name != "separate"}
+    for name, r in result["over_separate"].items():
+        print(f"{name} / separate: {r['median']:.3f}× per round (range {r['min']:.3f}–{r['max']:.3f})", flush=True)
+    print(f"tokens equal across the arms in every round: {result['equal_tokens']}", flush=True)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+    return 0 if result["equal_tokens"] else 1
+
+
 def static_main(args: argparse.Namespace) -> int:
     """The fixed-shape step against the growing cache's, alternating per series: tokens per
     wall second (the device synchronised by each token's read-back), whether the tokens agree
@@ -350,7 +438,6 @@ def static_main(args: argparse.Namespace) -> int:
     within rounding: reported as the tokens before the first difference; tests/test_generate.py
     holds the logic in float64)."""
     from trainer.step.optim import pick_precision
-    from trainer.text.generate import pack
 
     if min(args.prompt, args.new, args.series) < 1 or args.prompt + args.new > args.context:
         print("bench.sample: --prompt, --new, --series must be ≥ 1 and prompt + new ≤ context", file=sys.stderr)

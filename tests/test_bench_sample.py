@@ -57,8 +57,28 @@ def test_against_hf_tiny(tmp_path):
     for c in r["cases"]:
         assert c["equal_tokens"] and c["lab"]["n"] == c["hf"]["n"] == 2 and c["ratio"]["median"] > 0
         assert 0 < c["of_rate"]["lab"]["one_row"]
+        # the roofline, timed in every series beside the sides: each side's time a token over the
+        # products alone, series by series; HF's is the ceiling
+        ms = c["ms_per_token"]
+        assert ms["floor"]["n"] == 2 and 0 < ms["floor"]["min"] <= ms["floor"]["max"]
+        assert c["ceiling"] == c["over_floor"]["hf"] and c["ceiling"]["n"] == 2 and c["ceiling"]["min"] > 0
+        assert c["over_floor"]["lab"]["max"] <= ms["lab"]["max"] / ms["floor"]["min"]
+        assert sorted(1e3 / x for x in (ms["lab"]["min"], ms["lab"]["max"])) == [c["lab"]["min"], c["lab"]["max"]]
         assert c["flop_per_token"] == sum(bench.token_flops(cfg, 4 + i) for i in range(c["new"])) / c["new"]
+    assert r["floor_ms"]["n"] == 4  # two series in each of the two cases
     assert bench.parse_cases("8x512, 4×256") == [(8, 512), (4, 256)]
+
+
+def test_bench_sample_layouts_tiny(tmp_path):
+    """The packed weights' layouts side by side: every arm each round, the order rotated, the
+    tokens equal across the arms (7 MB of weights: the lab's buffer is the huge-page map on Linux)."""
+    out = tmp_path / "l.json"
+    args = ["--context", "64", "--width", "256", "--heads", "4", "--layers", "2", "--vocab", "1000",
+            "--prompt", "8", "--new", "6", "--series", "3", "--layouts", "--json", str(out)]
+    assert bench.main(args) == 0
+    r = json.loads(out.read_text())
+    assert r["equal_tokens"] and all(r[arm]["n"] == 3 for arm in ("separate", "one buffer", "pack"))
+    assert set(r["over_separate"]) == {"one buffer", "pack"} and r["over_separate"]["pack"]["median"] > 0
 
 
 def test_bench_sample_static_tiny(tmp_path, capfd):

@@ -110,6 +110,56 @@ def test_cache_is_written_in_place_and_equals_the_full_forward():
         assert torch.allclose(logits[0], full[j + 3], atol=1e-12, rtol=0)
 
 
+def test_the_packed_weights_lie_in_one_buffer_in_the_order_a_pass_reads_them():
+    """A token's pass streams every weight once: pack lays them (in, out) one after the other in
+    one allocation, qkv, proj, up, down of each block, then the output layer; the model keeps
+    its own."""
+    from trainer.text.generate import pack
+
+    model = tiny_model()
+    w = pack(model)
+    got = [m for layer in w.layers for m in layer] + [w.head]
+    want = [m for b in model.blocks for m in (b.attn.qkv.weight, b.attn.proj.weight, b.mlp.up.weight,
+                                              b.mlp.down.weight)] + [model.tok.weight]
+    for g, m in zip(got, want, strict=True):
+        assert g.is_contiguous() and g.dtype == m.dtype and torch.equal(g, m.t())
+        assert g.data_ptr() != m.data_ptr()  # a copy: the model's weights stay as they are
+    assert [g.data_ptr() for g in got[1:]] == [g.data_ptr() + g.numel() * g.element_size() for g in got[:-1]]
+
+
+def _mapping_flags(address: int) -> list[str] | None:
+    """VmFlags of the mapping of this process that holds `address` (/proc/self/smaps), or None."""
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if head and "-" in head[0] and ":" not in head[0]:
+            low, high = (int(x, 16) for x in head[0].split("-"))
+            inside = low <= address < high
+        elif inside and line.startswith("VmFlags:"):
+            return head[1:]
+    return None
+
+
+@pytest.mark.skipif(not Path("/sys/kernel/mm/transparent_hugepage").is_dir(),
+                    reason="Linux with transparent huge pages: elsewhere pack uses an ordinary tensor")
+def test_on_linux_the_weights_lie_in_a_private_mapping_advised_for_huge_pages_freed_with_the_pack():
+    import gc
+
+    from trainer.text.generate import HUGE_PAGE, pack
+
+    model = GPT(ModelConfig(context=64, width=256, heads=4, layers=2, vocab=1000))  # 7 MB of weights
+    w = pack(model)
+    assert sum(m.numel() for layer in w.layers for m in layer) * 4 > HUGE_PAGE
+    address = w.layers[0][0].data_ptr()
+    flags = _mapping_flags(address)
+    # hg: madvise(MADV_HUGEPAGE) taken; not sh: a shared (shmem) map follows another switch, off by default
+    assert flags is not None and "hg" in flags and "sh" not in flags, flags
+    del w
+    gc.collect()
+    after = _mapping_flags(address)  # unmapped with the last view (training samples pack at every evaluation)
+    assert after is None or "hg" not in after
+
+
 def test_seed_reproducible_and_global_rng_untouched():
     model = tiny_model()
     torch.manual_seed(123)
