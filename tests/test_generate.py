@@ -140,7 +140,7 @@ def _mapping_flags(address: int) -> list[str] | None:
     return None
 
 
-@pytest.mark.skipif(not Path("/sys/kernel/mm/transparent_hugepage").is_dir(),
+@pytest.mark.skipif(sys.platform != "linux" or not Path("/sys/kernel/mm/transparent_hugepage").is_dir(),
                     reason="Linux with transparent huge pages: elsewhere pack uses an ordinary tensor")
 def test_on_linux_the_weights_lie_in_a_private_mapping_advised_for_huge_pages_freed_with_the_pack():
     import gc

@@ -83,7 +83,7 @@ def weights_buffer(numel: int, dtype: torch.dtype) -> torch.Tensor:
     every weight once (≈ 110 MB at the default model) and is bound by how fast one core reads
     memory: one buffer read front to back instead of 33 separate allocations, and on Linux a
     private anonymous mapping advised for transparent huge pages (2 MiB pages: 512× fewer
-    page-table walks over the stream), made the default model's decode ≈ 9 % faster on one thread
+    page-table walks over the stream), made the default model's decode ≈ 10 % faster on one thread
     (docs/PERF.md). Where the OS has no such advice (Windows, macOS) an ordinary tensor. The
     mapping is unmapped when the last tensor viewing it is freed."""
     nbytes = numel * dtype.itemsize
