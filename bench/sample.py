@@ -388,6 +388,15 @@ def hf_main(args: argparse.Namespace) -> int:
     return 0 if all(c["equal_tokens"] for c in r["cases"]) else 1
 
 
+def sizes_refused(args: argparse.Namespace) -> bool:
+    """Says so on stderr when --prompt, --new or --series is below 1 or prompt + new passes the
+    context (the single-prompt modes' one check)."""
+    if min(args.prompt, args.new, args.series) < 1 or args.prompt + args.new > args.context:
+        print("bench.sample: --prompt, --new, --series must be ≥ 1 and prompt + new ≤ context", file=sys.stderr)
+        return True
+    return False
+
+
 def layouts_main(args: argparse.Namespace) -> int:
     """The packed weights' memory layout, side by side: `separate` (each weight its own (in, out)
     tensor, as before issue 34's fifth session), `one buffer` (all in one allocation in the order a
@@ -395,8 +404,7 @@ def layouts_main(args: argparse.Namespace) -> int:
     advised for transparent huge pages; elsewhere the same as `one buffer`). Greedy from the
     same prompt on one thread, --series rounds with the arms' order rotated each round; tokens
     per CPU-second, the tokens checked equal across the arms each round."""
-    if min(args.prompt, args.new, args.series) < 1 or args.prompt + args.new > args.context:
-        print("bench.sample: --prompt, --new, --series must be ≥ 1 and prompt + new ≤ context", file=sys.stderr)
+    if sizes_refused(args):
         return 2
     torch.set_num_threads(1)
     model, prompt = random_model(args), bench_prompt(args)
@@ -405,8 +413,8 @@ def layouts_main(args: argparse.Namespace) -> int:
     separate = Packed([tuple(m.clone() for m in layer) for layer in w.layers], w.head.clone())  # an allocation each
     arms = {"separate": separate, "one buffer": pack(model, lambda n, dtype: torch.empty(n, dtype=dtype)),
             "pack": w}
-    for w in arms.values():
-        list(generate(model, prompt, 4, greedy, 0, weights=w))  # warm-up
+    for weights in arms.values():
+        list(generate(model, prompt, 4, greedy, 0, weights=weights))  # warm-up
     speed: dict[str, list[float]] = {name: [] for name in arms}
     equal = []
     names = list(arms)
@@ -439,8 +447,7 @@ def static_main(args: argparse.Namespace) -> int:
     holds the logic in float64)."""
     from trainer.step.optim import pick_precision
 
-    if min(args.prompt, args.new, args.series) < 1 or args.prompt + args.new > args.context:
-        print("bench.sample: --prompt, --new, --series must be ≥ 1 and prompt + new ≤ context", file=sys.stderr)
+    if sizes_refused(args):
         return 2
     device = torch.device(args.static)
     precision = pick_precision(args.precision, device)

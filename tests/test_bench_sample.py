@@ -79,6 +79,7 @@ def test_bench_sample_layouts_tiny(tmp_path):
     r = json.loads(out.read_text())
     assert r["equal_tokens"] and all(r[arm]["n"] == 3 for arm in ("separate", "one buffer", "pack"))
     assert set(r["over_separate"]) == {"one buffer", "pack"} and r["over_separate"]["pack"]["median"] > 0
+    assert bench.main(["--context", "16", "--prompt", "10", "--new", "10", "--layouts"]) == 2  # past the context
 
 
 def test_bench_sample_static_tiny(tmp_path, capfd):
