@@ -192,8 +192,7 @@ def products_pass(model: GPT) -> Callable[[], None]:
     alone, memory-bound at batch 1, with nothing else of a step between them. Its time is the
     floor of a token's pass for anything that multiplies with this machine's BLAS, the lab's
     step and HF's alike."""
-    w = pack(model)
-    mats = [m for layer in w.layers for m in layer] + [w.head]
+    mats = pack(model).matrices()
     rows = {n: torch.randn(1, n) for n in {m.size(0) for m in mats}}
 
     def one() -> None:

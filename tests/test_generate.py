@@ -118,7 +118,7 @@ def test_the_packed_weights_lie_in_one_buffer_in_the_order_a_pass_reads_them():
 
     model = tiny_model()
     w = pack(model)
-    got = [m for layer in w.layers for m in layer] + [w.head]
+    got = w.matrices()
     want = [m for b in model.blocks for m in (b.attn.qkv.weight, b.attn.proj.weight, b.mlp.up.weight,
                                               b.mlp.down.weight)] + [model.tok.weight]
     for g, m in zip(got, want, strict=True):

@@ -74,6 +74,10 @@ class Packed:
     layers: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]]  # qkv, proj, up, down
     head: torch.Tensor
 
+    def matrices(self) -> list[torch.Tensor]:
+        """Every weight in the order a token's pass reads them (on the CPU, their order in memory)."""
+        return [m for layer in self.layers for m in layer] + [self.head]
+
 
 HUGE_PAGE = 2 << 20  # bytes: below one huge page the advice has nothing to give
 
